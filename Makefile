@@ -1,0 +1,28 @@
+# Two commands do all the set-up: `make demo` and `make test` install what is
+# missing (Debian packages, .venv, the cached netCDF4 wheel), then run.
+VENV   := .venv
+STAMP  := $(VENV)/.climio-installed
+PY     := $(VENV)/bin/python
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+
+.PHONY: install test demo bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/install.sh
+	bash scripts/install.sh
+	touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -q tests
+
+demo: $(STAMP)
+	bash scripts/demo.sh
+
+bench: $(STAMP)
+	$(VENV)/bin/climio bench io --ranks 1,2,4 --out bench-output
+
+clean:
+	rm -rf $(VENV) demo-output bench-output .pytest_cache

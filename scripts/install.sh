@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Installs what climio needs and is missing; safe to run again (idempotent).
+#
+#   1. Debian packages (Open MPI, PnetCDF, parallel HDF5, netCDF-C with both, NCO)
+#      unless CLIMIO_SKIP_APT=1 (clusters: load modules instead, see docs/install.md);
+#   2. a virtual environment .venv with pinned numpy, mpi4py, cftime;
+#   3. netCDF4-python 1.6.5 compiled with mpicc against the parallel netCDF-C,
+#      cached as a wheel in $CLIMIO_WHEELHOUSE so later installs take seconds;
+#   4. climio itself, editable, with its test dependencies.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=${CLIMIO_VENV:-$root/.venv}
+python=${PYTHON:-python3}
+wheelhouse=${CLIMIO_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/climio/wheelhouse}
+netcdf4_version=1.6.5
+
+say() { printf 'climio install: %s\n' "$*"; }
+
+debian_packages=(openmpi-bin libopenmpi-dev libpnetcdf-dev pnetcdf-bin
+                 libhdf5-openmpi-dev libnetcdf-pnetcdf-dev netcdf-bin nco
+                 python3-dev python3-venv)
+
+install_debian_packages() {
+    [[ ${CLIMIO_SKIP_APT:-0} == 1 ]] && { say "CLIMIO_SKIP_APT=1: not touching system packages"; return; }
+    command -v dpkg-query >/dev/null || { say "no dpkg: install MPI, PnetCDF, HDF5 and netCDF-C yourself (docs/install.md)"; return; }
+    local missing=()
+    for p in "${debian_packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    ((${#missing[@]} == 0)) && return
+    say "apt-get install ${missing[*]}"
+    [[ $(id -u) == 0 ]] || { say "need root for apt-get (or set CLIMIO_SKIP_APT=1)"; exit 1; }
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Debian splits netCDF-C and HDF5 into flavours in their own folders, which
+# netCDF4's setup.py cannot find by itself: point it at the PnetCDF flavour of
+# netCDF-C and the Open MPI flavour of HDF5 unless the caller already did.
+find_libraries() {
+    local multiarch
+    multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+    export NETCDF4_INCDIR=${NETCDF4_INCDIR:-/usr/lib/$multiarch/netcdf/pnetcdf/include}
+    export NETCDF4_LIBDIR=${NETCDF4_LIBDIR:-/usr/lib/$multiarch/netcdf/pnetcdf}
+    export HDF5_INCDIR=${HDF5_INCDIR:-/usr/lib/$multiarch/hdf5/openmpi/include}
+    export HDF5_LIBDIR=${HDF5_LIBDIR:-/usr/lib/$multiarch/hdf5/openmpi}
+    [[ -f $NETCDF4_INCDIR/netcdf_par.h ]] || { say "no parallel netCDF-C headers in $NETCDF4_INCDIR: set NETCDF4_INCDIR/NETCDF4_LIBDIR"; exit 1; }
+}
+
+make_venv() {
+    [[ -x $venv/bin/python ]] || { say "creating $venv"; "$python" -m venv "$venv"; }
+    pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@"; }
+    pip install pip==24.3.1 setuptools==75.8.0 wheel==0.45.1 cython==3.0.12
+    # Binary wheels only: an isolated source build of mpi4py takes >10 minutes on 2 cores.
+    # On a cluster, MPI4PY_FROM_SOURCE=1 builds it against the site MPI (MPICC=...).
+    if [[ ${MPI4PY_FROM_SOURCE:-0} == 1 ]]; then
+        pip install --no-binary mpi4py --no-build-isolation mpi4py==4.1.1
+    else
+        pip install --only-binary :all: mpi4py==4.1.1
+    fi
+    pip install --only-binary :all: numpy==1.26.4 cftime==1.6.4.post1
+}
+
+build_netcdf4() {
+    if "$venv/bin/python" -c "import netCDF4, sys; sys.exit(not (netCDF4.__version__ == '$netcdf4_version' and netCDF4.__has_parallel4_support__ and netCDF4.__has_pnetcdf_support__))" 2>/dev/null; then
+        return
+    fi
+    mkdir -p "$wheelhouse"
+    local wheel
+    wheel=$(ls "$wheelhouse"/netCDF4-$netcdf4_version-*.whl 2>/dev/null | head -1 || true)
+    if [[ -z $wheel ]]; then
+        find_libraries
+        say "building netCDF4 $netcdf4_version with ${MPICC:-mpicc} (about a minute; cached in $wheelhouse)"
+        CC=${MPICC:-mpicc} USE_NCCONFIG=0 "$venv/bin/python" -m pip --disable-pip-version-check -q wheel \
+            --no-deps --no-binary netCDF4 --no-build-isolation -w "$wheelhouse" netCDF4==$netcdf4_version
+        wheel=$(ls "$wheelhouse"/netCDF4-$netcdf4_version-*.whl | head -1)
+    fi
+    "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-deps --force-reinstall "$wheel"
+    "$venv/bin/python" -c "import netCDF4, sys; sys.exit(not (netCDF4.__has_parallel4_support__ and netCDF4.__has_pnetcdf_support__))" \
+        || { say "netCDF4 was built without parallel HDF5 or PnetCDF support: remove $wheel and check NETCDF4_LIBDIR"; exit 1; }
+}
+
+install_climio() {
+    "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation --no-deps -e "$root"
+    "$venv/bin/python" -m pip --disable-pip-version-check -q install pytest==8.3.4 pytest-timeout==2.3.1
+}
+
+install_debian_packages
+make_venv
+build_netcdf4
+install_climio
+say "ready: $venv/bin/climio"

@@ -1,0 +1,9 @@
+"""climio: parallel netCDF for climate and Earth-system data.
+
+One package and one command for writing domain-decomposed model output,
+cutting subsets and grid-point statistics, as one process or under mpiexec.
+The file layer is :mod:`climio.core.ncio`; decompositions are in
+:mod:`climio.core.decomp`.
+"""
+
+__version__ = "0.1.0"

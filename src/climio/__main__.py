@@ -1,0 +1,5 @@
+"""``python -m climio`` is the ``climio`` command."""
+
+from climio.cli import main
+
+main()

@@ -1,0 +1,110 @@
+"""MPI runtime helpers: one-rank runs without mpiexec, agreement on errors, launching.
+
+mpi4py is imported inside functions so that ``climio --help`` and argument errors
+never initialise MPI.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+T = TypeVar("T")
+
+# Environment variables set by the common launchers for every started process.
+_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MPI_LOCALRANKID")
+
+
+def world() -> MPI.Comm:
+    """COMM_WORLD; a plain process (no mpiexec) is a one-rank world."""
+    from mpi4py import MPI
+
+    return MPI.COMM_WORLD
+
+
+def launcher_rank() -> int:
+    """This process's rank as told by the launcher's environment, without initialising MPI."""
+    for name in _RANK_VARIABLES:
+        value = os.environ.get(name)
+        if value is not None and value.isdigit():
+            return int(value)
+    return 0
+
+
+def agree(comm: MPI.Comm, check: Callable[[], T], root: int = 0) -> T:
+    """Run ``check`` on ``root`` only and broadcast its result or its ClimioError.
+
+    Checks of the file system (does the output exist, is the directory
+    writable) must give every rank the same verdict, or the ranks that pass
+    would wait forever in the next collective call for the one that failed.
+    """
+    outcome: tuple[bool, object] = (True, None)
+    if comm.Get_rank() == root:
+        try:
+            outcome = (True, check())
+        except ClimioError as err:
+            outcome = (False, str(err))
+    ok, value = comm.bcast(outcome, root=root)
+    if not ok:
+        raise ClimioError(str(value), collective=True)
+    return value  # type: ignore[return-value]
+
+
+def all_true(comm: MPI.Comm, flag: bool) -> bool:
+    """True on every rank when ``flag`` is true on every rank."""
+    from mpi4py import MPI
+
+    return bool(comm.allreduce(bool(flag), op=MPI.LAND))
+
+
+def abort(comm: MPI.Comm | None, message: str, status: int) -> None:
+    """Print ``message`` and end the whole job, however many ranks it has.
+
+    A lone failing rank cannot simply exit: the others would hang in their next
+    collective call. MPI_Abort ends them all, with this rank's message first.
+    """
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.flush()
+    if comm is None or comm.Get_size() == 1:
+        os._exit(status)
+    comm.Abort(status)
+
+
+def is_open_mpi(mpiexec: str) -> bool:
+    """True when ``mpiexec`` is Open MPI's (it needs --oversubscribe and root flags)."""
+    try:
+        out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "Open MPI" in out or "OpenRTE" in out
+
+
+def mpiexec_command(nranks: int, argv: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that start ``argv`` on ``nranks`` ranks here.
+
+    ``CLIMIO_MPIEXEC`` overrides the launcher (e.g. ``srun`` on a cluster). With
+    Open MPI, more ranks than cores needs ``--oversubscribe``, and running as
+    root needs the two OMPI_ALLOW_RUN_AS_ROOT variables.
+    """
+    launcher = os.environ.get("CLIMIO_MPIEXEC", "mpiexec").split()
+    env = dict(os.environ)
+    if shutil.which(launcher[0]) is None:
+        raise ClimioError(f"cannot start {nranks} ranks: launcher '{launcher[0]}' not found; "
+                          "install Open MPI (make install) or set CLIMIO_MPIEXEC")
+    command = [*launcher, "-n", str(nranks)]
+    if is_open_mpi(launcher[0]):
+        command.append("--oversubscribe")
+        env["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+        if os.geteuid() == 0:
+            env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+            env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    return [*command, *argv], env

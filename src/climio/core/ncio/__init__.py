@@ -1,0 +1,94 @@
+"""One Dataset interface over four storage modes; the only place that touches a file library.
+
+    schema = Schema(dims={"time": None, "lat": 192, "lon": 288},
+                    variables=[Variable("pr", "f4", ("time", "lat", "lon"), {"units": "kg m-2 s-1"})])
+    with ncio.create("pr.nc", schema, mode="cdf5", comm=comm) as ds:
+        ds.write("lat", lat)                        # whole variable, from rank 0
+        ds.write("pr", block, decomp.owned(rank))   # every rank its own hyperslab, collectively
+    with ncio.open("pr.nc", comm=comm) as ds:
+        block = ds.read("pr", decomp.owned(rank))   # in parallel (read="root": rank 0 reads, scatters)
+
+Modes: ``serial`` (CDF-2 by rank 0 after a gather), ``hdf5`` (netCDF-4, collective),
+``cdf2`` and ``cdf5`` (PnetCDF, collective); see :mod:`climio.core.ncio.modes`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from climio.core import mpi
+from climio.core.ncio.modes import FORMAT_READ_MODE, MODES, Mode, available_modes, get_mode
+from climio.core.ncio.schema import Schema, Variable
+from climio.core.ncio.store import PENDING_OUTPUTS, Store, check_schema_fits, discard_pending_outputs, reserve_output
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["MODES", "Mode", "Schema", "Store", "Variable", "available_modes", "create", "discard_pending_outputs",
+           "get_mode", "open"]
+
+READ_STRATEGIES = ("parallel", "root")
+
+
+def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None = None, *,
+           overwrite: bool = False, hints: Mapping[str, str] | None = None) -> Store:
+    """Create ``path`` with ``schema`` in ``mode`` on every rank of ``comm`` (collective)."""
+    from climio.core.ncio.parallel_ import ParallelStore
+    from climio.core.ncio.serial_ import SerialStore
+
+    comm = comm if comm is not None else mpi.world()
+    chosen = get_mode(mode)
+    check_schema_fits(schema, chosen, path)
+    temp_path = mpi.agree(comm, lambda: reserve_output(path, overwrite))
+    PENDING_OUTPUTS.add(temp_path)
+    try:
+        if chosen.parallel:
+            return ParallelStore.create(path, temp_path, schema, chosen, comm, hints, overwrite)
+        return SerialStore.create(path, temp_path, schema, chosen, comm, overwrite)
+    except BaseException:
+        if comm.Get_rank() == 0:
+            discard_pending_outputs()
+        raise
+
+
+def _format_of(path: str) -> str:
+    """On one rank: check ``path`` is a readable netCDF file and return its format."""
+    import netCDF4
+
+    if not os.path.exists(path):
+        raise ClimioError(f"input file '{path}' does not exist")
+    if os.path.isdir(path):
+        raise ClimioError(f"input '{path}' is a directory, not a netCDF file")
+    try:
+        with netCDF4.Dataset(path, "r") as dataset:
+            return str(dataset.data_model)
+    except OSError as err:
+        raise ClimioError(f"input file '{path}' is not a readable netCDF file ({err.strerror or err}): "
+                          "check it is complete (ncdump -h)") from err
+
+
+def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
+         hints: Mapping[str, str] | None = None) -> Store:
+    """Open ``path`` for reading on every rank of ``comm`` (collective).
+
+    ``read="parallel"`` (default) has every rank read its own hyperslabs through
+    PnetCDF or parallel HDF5, whatever wrote the file; ``read="root"`` is the
+    baseline where rank 0 reads and sends each rank its part.
+    """
+    from climio.core.ncio.parallel_ import ParallelStore
+    from climio.core.ncio.serial_ import SerialStore
+
+    if read not in READ_STRATEGIES:
+        raise ClimioError(f"unknown read strategy '{read}': choose one of {', '.join(READ_STRATEGIES)}",
+                          collective=True)
+    comm = comm if comm is not None else mpi.world()
+    data_model = mpi.agree(comm, lambda: _format_of(path))
+    if read == "root":
+        return SerialStore.open(path, MODES["serial"], comm)
+    mode = MODES[FORMAT_READ_MODE.get(data_model, "cdf2")]
+    if mode.name not in available_modes():
+        return SerialStore.open(path, MODES["serial"], comm)
+    return ParallelStore.open(path, mode, comm, hints)

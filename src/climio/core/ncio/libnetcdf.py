@@ -1,0 +1,142 @@
+"""Thin calls into netCDF-C, on the very library netCDF4-python loaded.
+
+Why not only netCDF4-python: (1) its slice assignment skips the C call when a
+rank's slice is empty, so a rank that owns nothing never joins the collective
+write and the job hangs; (2) for classic files it leaves and re-enters define
+mode around every definition, where PnetCDF should leave define mode once;
+(3) ``nc_get_vara`` into a preallocated array avoids masked-array copies. Files
+are still created, opened and closed by netCDF4-python, which owns the MPI
+communicator handling; this module only takes the ``ncid`` it returns.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+
+import numpy as np
+
+from climio.errors import ClimioError
+
+NC_GLOBAL = -1
+NC_UNLIMITED = 0
+NC_NOFILL = 0x100
+NC_INDEPENDENT = 0
+NC_COLLECTIVE = 1
+NC_CHUNKED = 0
+
+NC_TYPES = {
+    np.dtype("i1"): 1, np.dtype("i2"): 3, np.dtype("i4"): 4, np.dtype("f4"): 5, np.dtype("f8"): 6,
+    np.dtype("u1"): 7, np.dtype("u2"): 8, np.dtype("u4"): 9, np.dtype("i8"): 10, np.dtype("u8"): 11,
+}
+
+_size_t = ctypes.c_size_t
+
+
+class NetCDFError(RuntimeError):
+    """A netCDF-C call failed; the message names the call, file and variable."""
+
+
+@functools.cache
+def _loaded_library(prefix: str) -> ctypes.CDLL:
+    """The shared library named ``prefix*`` that this process already loaded."""
+    import netCDF4  # noqa: F401  (loads libnetcdf and, through it, libpnetcdf)
+
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.split()[-1]
+            if os.path.basename(path).startswith(prefix) and ".so" in path:
+                return ctypes.CDLL(path)
+    raise ClimioError(f"cannot find {prefix} loaded by netCDF4-python; reinstall with make install")
+
+
+def lib() -> ctypes.CDLL:
+    nc = _loaded_library("libnetcdf")
+    nc.nc_strerror.restype = ctypes.c_char_p
+    nc.nc_inq_libvers.restype = ctypes.c_char_p
+    return nc
+
+
+def check(status: int, call: str, where: str) -> None:
+    """Raise NetCDFError for a non-zero netCDF status: the one choke point for C errors."""
+    if status != 0:
+        message = lib().nc_strerror(status).decode(errors="replace")
+        raise NetCDFError(f"{where}: {call} failed: {message} (status {status})")
+
+
+def netcdf_version() -> str:
+    return lib().nc_inq_libvers().decode().split()[0]
+
+
+def pnetcdf_version() -> str | None:
+    """PnetCDF's version, or None when netCDF-C was built without it."""
+    try:
+        pnc = _loaded_library("libpnetcdf")
+    except ClimioError:
+        return None
+    pnc.ncmpi_inq_libvers.restype = ctypes.c_char_p
+    return pnc.ncmpi_inq_libvers().decode().split()[0]
+
+
+def _sizes(values: tuple[int, ...]) -> ctypes.Array:
+    return (_size_t * max(len(values), 1))(*values)
+
+
+def set_nofill(ncid: int, where: str) -> None:
+    old = ctypes.c_int()
+    check(lib().nc_set_fill(ncid, NC_NOFILL, ctypes.byref(old)), "nc_set_fill", where)
+
+
+def def_dim(ncid: int, name: str, length: int | None, where: str) -> int:
+    dimid = ctypes.c_int()
+    size = NC_UNLIMITED if length is None else length
+    check(lib().nc_def_dim(ncid, name.encode(), _size_t(size), ctypes.byref(dimid)), "nc_def_dim", where)
+    return dimid.value
+
+
+def def_var(ncid: int, name: str, dtype: np.dtype, dimids: list[int], where: str) -> int:
+    varid = ctypes.c_int()
+    ids = (ctypes.c_int * max(len(dimids), 1))(*dimids)
+    check(lib().nc_def_var(ncid, name.encode(), NC_TYPES[dtype], len(dimids), ids, ctypes.byref(varid)),
+          "nc_def_var", where)
+    return varid.value
+
+
+def def_var_chunking(ncid: int, varid: int, chunks: tuple[int, ...], where: str) -> None:
+    check(lib().nc_def_var_chunking(ncid, varid, NC_CHUNKED, _sizes(chunks)), "nc_def_var_chunking", where)
+
+
+def put_att(ncid: int, varid: int, name: str, value: str | np.ndarray, where: str) -> None:
+    """Write one attribute: text for str, else a 1-d array of its numeric type."""
+    if isinstance(value, str):
+        raw = value.encode()
+        check(lib().nc_put_att_text(ncid, varid, name.encode(), _size_t(len(raw)), raw), "nc_put_att_text", where)
+        return
+    if value.dtype not in NC_TYPES:
+        raise ClimioError(f"{where}: attribute '{name}' has type {value.dtype}, which netCDF cannot store")
+    check(lib().nc_put_att(ncid, varid, name.encode(), NC_TYPES[value.dtype], _size_t(value.size),
+                           value.ctypes.data_as(ctypes.c_void_p)), "nc_put_att", where)
+
+
+def var_par_access(ncid: int, varid: int, collective: bool, where: str) -> None:
+    mode = NC_COLLECTIVE if collective else NC_INDEPENDENT
+    check(lib().nc_var_par_access(ncid, varid, mode), "nc_var_par_access", where)
+
+
+def enddef(ncid: int, where: str) -> None:
+    check(lib().nc_enddef(ncid), "nc_enddef", where)
+
+
+def put_vara(ncid: int, varid: int, start: tuple[int, ...], count: tuple[int, ...],
+             data: np.ndarray, where: str) -> None:
+    """Write a hyperslab from a C-contiguous array of the variable's type (count may be 0)."""
+    check(lib().nc_put_vara(ncid, varid, _sizes(start), _sizes(count), data.ctypes.data_as(ctypes.c_void_p)),
+          "nc_put_vara", where)
+
+
+def get_vara(ncid: int, varid: int, start: tuple[int, ...], count: tuple[int, ...],
+             out: np.ndarray, where: str) -> None:
+    """Read a hyperslab into a preallocated C-contiguous array (count may be 0)."""
+    check(lib().nc_get_vara(ncid, varid, _sizes(start), _sizes(count), out.ctypes.data_as(ctypes.c_void_p)),
+          "nc_get_vara", where)

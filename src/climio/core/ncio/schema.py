@@ -1,0 +1,118 @@
+"""A file's schema (dimensions, variables, attributes), declared whole before any data.
+
+Declaring everything first lets the file leave define mode exactly once: adding
+a variable after data has been written makes netCDF classic/PnetCDF move all
+record data to grow the header (seed 002, ch. 6).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from climio.errors import ClimioError
+
+AttrValue = str | int | float | np.ndarray | np.generic | list[float] | list[int]
+
+# Attributes that CF requires to have the variable's own type.
+TYPED_LIKE_VARIABLE = ("_FillValue", "missing_value", "valid_min", "valid_max", "valid_range",
+                       "actual_range", "flag_values", "flag_masks")
+
+NUMERIC_KINDS = "iuf"
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One variable: name, numpy dtype, dimension names in file order, CF attributes.
+
+    ``chunks`` applies to the ``hdf5`` mode only (netCDF-4 chunk sizes).
+    """
+
+    name: str
+    dtype: str | np.dtype
+    dims: tuple[str, ...]
+    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+    chunks: tuple[int, ...] | None = None
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        return np.dtype(self.dtype).newbyteorder("=")
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Dimensions (``None`` = unlimited record dimension), variables, global attributes."""
+
+    dims: Mapping[str, int | None]
+    variables: tuple[Variable, ...]
+    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "variables", tuple(self.variables))
+        self.validate()
+
+    def validate(self) -> None:
+        """Check names, dimension references and dtypes; every rank runs it identically."""
+        unlimited = [d for d, n in self.dims.items() if n is None]
+        if len(unlimited) > 1:
+            raise ClimioError(f"at most one unlimited dimension is portable to all modes, got {unlimited}",
+                              collective=True)
+        for name, length in self.dims.items():
+            if length is not None and length < 0:
+                raise ClimioError(f"dimension '{name}' has negative length {length}", collective=True)
+        seen: set[str] = set()
+        for var in self.variables:
+            if var.name in seen:
+                raise ClimioError(f"variable '{var.name}' is declared twice", collective=True)
+            seen.add(var.name)
+            for dim in var.dims:
+                if dim not in self.dims:
+                    raise ClimioError(f"variable '{var.name}' uses undeclared dimension '{dim}'", collective=True)
+            if any(self.dims[d] is None for d in var.dims[1:]):
+                raise ClimioError(f"variable '{var.name}': the unlimited dimension must come first",
+                                  collective=True)
+            if var.numpy_dtype.kind not in NUMERIC_KINDS:
+                raise ClimioError(f"variable '{var.name}' has type {var.numpy_dtype}; "
+                                  "climio stores numeric types only", collective=True)
+            if var.chunks is not None and len(var.chunks) != len(var.dims):
+                raise ClimioError(f"variable '{var.name}': chunks {var.chunks} need one size per dimension",
+                                  collective=True)
+
+    def variable(self, name: str) -> Variable:
+        for var in self.variables:
+            if var.name == name:
+                return var
+        raise ClimioError(f"no variable '{name}' in this file (has: {', '.join(v.name for v in self.variables)})")
+
+    def is_record(self, var: Variable) -> bool:
+        return bool(var.dims) and self.dims[var.dims[0]] is None
+
+    def record_bytes(self, var: Variable) -> int:
+        """Bytes of one record of a record variable, or of the whole fixed-size variable."""
+        dims = var.dims[1:] if self.is_record(var) else var.dims
+        return math.prod(int(self.dims[d] or 0) for d in dims) * var.numpy_dtype.itemsize
+
+    def fixed_shape(self, var: Variable, records: int = 0) -> tuple[int, ...]:
+        """The variable's shape with ``records`` records along an unlimited dimension."""
+        return tuple(records if self.dims[d] is None else int(self.dims[d] or 0) for d in var.dims)
+
+
+def typed_attribute(var: Variable, name: str, value: AttrValue) -> AttrValue:
+    """Cast CF attributes that must match the variable's type (``_FillValue`` etc.)."""
+    if name in TYPED_LIKE_VARIABLE and not isinstance(value, str):
+        return np.asarray(value, dtype=var.numpy_dtype)
+    return value
+
+
+def attribute_array(value: Any) -> np.ndarray:
+    """A non-string attribute as a 1-d numpy array of a netCDF-storable type."""
+    array = np.atleast_1d(np.asarray(value))
+    if array.dtype == np.bool_:
+        array = array.astype(np.int8)
+    if array.dtype.kind == "i" and array.dtype.itemsize == 8 and np.all(np.abs(array) < 2**31):
+        array = array.astype(np.int32)  # Python ints: int32 is storable in every mode
+    return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))

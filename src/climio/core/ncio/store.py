@@ -1,0 +1,292 @@
+"""The one interface jobs use for a netCDF file on a communicator.
+
+Collective contract (as in PnetCDF): every rank calls ``write``/``write_many``/
+``read``/``close`` in the same order with the same variable names; a rank with
+nothing to write passes an empty hyperslab (``Hyperslab.empty``) and still
+takes part. Writers create the file under a temporary name in the target
+directory and rename it when ``close`` completes, so a failed or killed run
+never leaves a file that looks finished.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from climio.core import mpi
+from climio.core.decomp import Hyperslab
+from climio.core.ncio import libnetcdf
+from climio.core.ncio.modes import CDF2_FORBIDDEN_KINDS, Mode
+from climio.core.ncio.schema import Schema, Variable, attribute_array, typed_attribute
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+# Temporary outputs of this process not yet renamed: removed if the job aborts.
+PENDING_OUTPUTS: set[str] = set()
+
+
+def discard_pending_outputs() -> None:
+    """Best-effort removal of unfinished temporary outputs (called before an abort)."""
+    for path in list(PENDING_OUTPUTS):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        PENDING_OUTPUTS.discard(path)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One resolved hyperslab transfer: variable, contiguous buffer, where it goes."""
+
+    var: Variable
+    varid: int
+    data: np.ndarray
+    slab: Hyperslab
+
+
+def check_schema_fits(schema: Schema, mode: Mode, path: str) -> None:
+    """Refuse, before creating anything, what the mode's format cannot store."""
+    limit = mode.variable_limit
+    for var in schema.variables:
+        if limit is not None and schema.record_bytes(var) > limit:
+            per = " per record" if schema.is_record(var) else ""
+            raise ClimioError(f"{path}: variable '{var.name}' needs {schema.record_bytes(var) / 2**30:.2f} GiB{per}, "
+                              f"over the 4 GiB variable limit of CDF-2 (mode '{mode.name}'): use --mode cdf5 or hdf5",
+                              collective=True)
+        if mode.nc_format == "NETCDF3_64BIT_OFFSET" and var.numpy_dtype in CDF2_FORBIDDEN_KINDS:
+            raise ClimioError(f"{path}: variable '{var.name}' has type {var.numpy_dtype}, which CDF-2 "
+                              f"(mode '{mode.name}') cannot store: use --mode cdf5 or hdf5", collective=True)
+
+
+def reserve_output(path: str, overwrite: bool) -> str:
+    """On one rank: check the output can be written and reserve a temporary name beside it."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ClimioError(f"output directory '{directory}' does not exist (for '{path}'): create it first")
+    if os.path.isdir(path):
+        raise ClimioError(f"output '{path}' is a directory: give a file name")
+    if os.path.exists(path) and not overwrite:
+        raise ClimioError(f"output '{path}' exists: pass --overwrite to replace it")
+    temp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.climio-tmp")
+    try:
+        fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except OSError as err:
+        raise ClimioError(f"output directory '{directory}' is not writable (for '{path}'): "
+                          f"{err.strerror}; choose another output path") from err
+    os.close(fd)
+    return temp
+
+
+def define(ncid: int, schema: Schema, path: str, *, collective: bool, chunked: bool) -> dict[str, int]:
+    """Declare the whole schema, then leave define mode once. Returns varids by name."""
+    libnetcdf.set_nofill(ncid, path)
+    dimids = {name: libnetcdf.def_dim(ncid, name, length, path) for name, length in schema.dims.items()}
+    varids: dict[str, int] = {}
+    for var in schema.variables:
+        where = f"{path}: variable '{var.name}'"
+        varid = libnetcdf.def_var(ncid, var.name, var.numpy_dtype, [dimids[d] for d in var.dims], where)
+        if chunked and var.chunks is not None:
+            libnetcdf.def_var_chunking(ncid, varid, tuple(var.chunks), where)
+        for key, value in var.attrs.items():
+            value = typed_attribute(var, key, value)
+            libnetcdf.put_att(ncid, varid, key, value if isinstance(value, str) else attribute_array(value), where)
+        varids[var.name] = varid
+    for key, value in schema.attrs.items():
+        libnetcdf.put_att(ncid, libnetcdf.NC_GLOBAL, key,
+                          value if isinstance(value, str) else attribute_array(value), path)
+    libnetcdf.enddef(ncid, path)
+    if collective:
+        for var in schema.variables:
+            libnetcdf.var_par_access(ncid, varids[var.name], True, path)
+    return varids
+
+
+def schema_of(dataset: Any) -> tuple[Schema, int, dict[str, int]]:
+    """Schema, record count and varids of a file opened with netCDF4-python."""
+    dims = {name: (None if d.isunlimited() else len(d)) for name, d in dataset.dimensions.items()}
+    records = max([len(d) for d in dataset.dimensions.values() if d.isunlimited()], default=0)
+    variables, varids = [], {}
+    for name, v in dataset.variables.items():
+        if v.dtype == str or np.dtype(v.dtype).kind not in "iuf":
+            continue  # text variables are outside what climio reads through hyperslabs
+        attrs = {key: v.getncattr(key) for key in v.ncattrs()}
+        variables.append(Variable(name, np.dtype(v.dtype), tuple(v.dimensions), attrs, None))
+        varids[name] = v._varid
+    attrs = {key: dataset.getncattr(key) for key in dataset.ncattrs()}
+    return Schema(dims, tuple(variables), attrs), records, varids
+
+
+def mpi_info(hints: Mapping[str, str] | None) -> MPI.Info:
+    """MPI-IO hints (striping_factor, cb_nodes, romio_cb_write, nc_header_align_size, ...) as MPI.Info."""
+    from mpi4py import MPI
+
+    if not hints:
+        return MPI.INFO_NULL
+    info = MPI.Info.Create()
+    for key, value in hints.items():
+        info.Set(str(key), str(value))
+    return info
+
+
+class Store(ABC):
+    """An open netCDF file on a communicator, for writing (created) or reading (opened)."""
+
+    def __init__(self, path: str, mode: Mode, comm: MPI.Comm, schema: Schema, *,
+                 varids: dict[str, int], records: int = 0, temp_path: str | None = None,
+                 overwrite: bool = False) -> None:
+        self.path = path
+        self.mode = mode
+        self.comm = comm
+        self.schema = schema
+        self.records = records
+        self._varids = varids
+        self._temp_path = temp_path
+        self._overwrite = overwrite
+        self._closed = False
+
+    # -- what subclasses provide -------------------------------------------------
+    @abstractmethod
+    def _put_many(self, requests: list[Request]) -> None:
+        """Write the resolved requests (collective)."""
+
+    @abstractmethod
+    def _get(self, var: Variable, varid: int, slab: Hyperslab, out: np.ndarray) -> None:
+        """Read ``slab`` of ``var`` into ``out`` (collective)."""
+
+    @abstractmethod
+    def _close_file(self) -> None:
+        """Close the library handle(s) (collective)."""
+
+    # -- the interface -------------------------------------------------------------
+    @property
+    def writable(self) -> bool:
+        return self._temp_path is not None
+
+    def write(self, name: str, data: np.ndarray | None, slab: Hyperslab | None = None) -> None:
+        """Write ``data`` to ``slab`` of variable ``name`` (collective).
+
+        ``slab=None`` writes the variable whole from rank 0 (coordinates and
+        other small variables); the other ranks' ``data`` is ignored and may be None.
+        """
+        self.write_many([(name, data, slab)])
+
+    def write_many(self, items: Iterable[tuple[str, np.ndarray | None, Hyperslab | None]]) -> None:
+        """Write several variables of one output step with as few collective calls as possible."""
+        self._check_open("write")
+        if not self.writable:
+            raise ClimioError(f"{self.path} was opened for reading: cannot write")
+        self._put_many([self._resolve(name, data, slab) for name, data, slab in items])
+
+    def read(self, name: str, slab: Hyperslab | None = None) -> np.ndarray:
+        """Read ``slab`` of variable ``name`` (whole variable if None) on this rank (collective)."""
+        self._check_open("read")
+        var = self.schema.variable(name)
+        shape = self.schema.fixed_shape(var, self.records)
+        slab = Hyperslab.whole(shape) if slab is None else slab
+        self._check_bounds(var, slab, shape, reading=True)
+        out = np.empty(slab.count, dtype=var.numpy_dtype)
+        self._get(var, self._varids[name], slab, out)
+        return out
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self.schema.fixed_shape(self.schema.variable(name), self.records)
+
+    def close(self) -> None:
+        """Finish the file (collective); a writer's temporary file is renamed into place."""
+        if self._closed:
+            return
+        self._closed = True
+        self._close_file()
+        if self._temp_path is not None:
+            self.comm.Barrier()
+            mpi.agree(self.comm, self._publish)
+
+    def discard(self) -> None:
+        """Give up a file being written: remove the temporary file (no collective calls)."""
+        self._closed = True
+        if self._temp_path is not None and self.comm.Get_rank() == 0:
+            try:
+                os.unlink(self._temp_path)
+            except OSError:
+                pass
+        PENDING_OUTPUTS.discard(self._temp_path or "")
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if err is None:
+            self.close()
+            return
+        if isinstance(err, ClimioError) and err.collective and not self._closed:
+            try:
+                self._closed = True
+                self._close_file()  # every rank raised the same error: closing is safe
+            finally:
+                self.discard()
+        else:
+            self.discard()  # other ranks may be inside a collective call: touch nothing shared
+
+    # -- helpers -------------------------------------------------------------------
+    def _publish(self) -> None:
+        assert self._temp_path is not None
+        if os.path.exists(self.path) and not self._overwrite:
+            os.unlink(self._temp_path)
+            raise ClimioError(f"output '{self.path}' appeared while writing: pass --overwrite to replace it")
+        os.replace(self._temp_path, self.path)
+        PENDING_OUTPUTS.discard(self._temp_path)
+
+    def _check_open(self, action: str) -> None:
+        if self._closed:
+            raise ClimioError(f"{self.path} is closed: cannot {action} after close")
+
+    def _check_bounds(self, var: Variable, slab: Hyperslab, shape: tuple[int, ...], reading: bool) -> None:
+        rank = self.comm.Get_rank()
+        if len(slab.start) != len(var.dims) or len(slab.count) != len(var.dims):
+            raise ClimioError(f"{self.path}: variable '{var.name}' has {len(var.dims)} dimensions {var.dims}, "
+                              f"hyperslab on rank {rank} has {len(slab.start)}")
+        for dim, start, count, length in zip(var.dims, slab.start, slab.count, shape):
+            unlimited = self.schema.dims[dim] is None
+            if start < 0 or count < 0 or (count and (reading or not unlimited) and start + count > length):
+                raise ClimioError(f"{self.path}: variable '{var.name}': hyperslab start {slab.start} count "
+                                  f"{slab.count} on rank {rank} goes outside dimension '{dim}' of length {length}")
+
+    def _resolve(self, name: str, data: np.ndarray | None, slab: Hyperslab | None) -> Request:
+        var = self.schema.variable(name)
+        if slab is None:  # whole variable, from rank 0 only
+            if self.comm.Get_rank() != 0 or data is None:
+                if self.comm.Get_rank() == 0:
+                    raise ClimioError(f"{self.path}: no data given for variable '{name}' on rank 0")
+                return Request(var, self._varids[name], np.empty((0,) * len(var.dims), var.numpy_dtype),
+                               Hyperslab.empty(len(var.dims)))
+            slab = Hyperslab.whole(np.shape(data))
+        if data is None:
+            data = np.empty(slab.count, var.numpy_dtype)
+        if np.ma.isMaskedArray(data):
+            data = data.filled(var.attrs.get("_FillValue", 0))
+        if tuple(np.shape(data)) != tuple(slab.count):
+            raise ClimioError(f"{self.path}: variable '{name}': data of shape {np.shape(data)} on rank "
+                              f"{self.comm.Get_rank()} does not match hyperslab count {slab.count}")
+        self._check_bounds(var, slab, self.schema.fixed_shape(var, 0), reading=False)
+        return Request(var, self._varids[name], self._convert(var, np.asarray(data)), slab)
+
+    def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
+        """A C-contiguous buffer of the variable's type; refuse conversions that would alter values."""
+        target = var.numpy_dtype
+        if data.dtype != target and target.kind in "iu" and data.size:
+            if data.dtype.kind == "f" or (not np.can_cast(data.dtype, target)
+                                          and (data.min() < np.iinfo(target).min or data.max() > np.iinfo(target).max)):
+                raise ClimioError(f"{self.path}: variable '{var.name}' is {target}: data of type {data.dtype} "
+                                  f"would be altered; convert it explicitly first")
+        return np.ascontiguousarray(data, dtype=target)

@@ -1,0 +1,98 @@
+"""A light tracer: named phases timed with MPI.Wtime, bytes per phase, one flush at the end.
+
+Recording appends to an in-memory list (no I/O, no communication), so tracing
+costs nothing measurable inside timed loops. ``report`` gathers every rank's
+records once and adds the max and mean over ranks per phase, which is what
+parallel I/O studies compare (the slowest rank sets the step time).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+
+def _clock() -> float:
+    try:
+        from mpi4py import MPI
+
+        return MPI.Wtime()
+    except ImportError:  # pragma: no cover - mpi4py is a dependency
+        return time.perf_counter()
+
+
+@dataclass
+class Tracer:
+    """Per-rank log of ``(phase, start, end, nbytes)`` records."""
+
+    records: list[tuple[str, float, float, int]] = field(default_factory=list)
+    origin: float = field(default_factory=_clock)
+
+    @contextmanager
+    def phase(self, name: str, nbytes: int = 0) -> Iterator[None]:
+        """Time the enclosed block as one occurrence of phase ``name`` that moved ``nbytes``."""
+        start = _clock()
+        try:
+            yield
+        finally:
+            self.records.append((name, start - self.origin, _clock() - self.origin, int(nbytes)))
+
+    def totals(self) -> dict[str, dict[str, float]]:
+        """Time, bytes and calls summed per phase on this rank."""
+        out: dict[str, dict[str, float]] = {}
+        for name, start, end, nbytes in self.records:
+            entry = out.setdefault(name, {"seconds": 0.0, "bytes": 0, "calls": 0})
+            entry["seconds"] += end - start
+            entry["bytes"] += nbytes
+            entry["calls"] += 1
+        return out
+
+    def report(self, comm: MPI.Comm) -> dict[str, Any] | None:
+        """Gather all ranks' totals on rank 0 with max/mean over ranks; None elsewhere."""
+        per_rank = comm.gather({"rank": comm.Get_rank(), "phases": self.totals(),
+                                "events": [list(r) for r in self.records]}, root=0)
+        if per_rank is None:
+            return None
+        summary: dict[str, dict[str, float]] = {}
+        names = sorted({n for r in per_rank for n in r["phases"]})
+        for name in names:
+            seconds = [r["phases"].get(name, {}).get("seconds", 0.0) for r in per_rank]
+            nbytes = [r["phases"].get(name, {}).get("bytes", 0) for r in per_rank]
+            summary[name] = {"max_seconds": max(seconds), "mean_seconds": sum(seconds) / len(seconds),
+                             "total_bytes": sum(nbytes),
+                             "bandwidth_MBps": sum(nbytes) / max(seconds) / 1e6 if max(seconds) > 0 else 0.0}
+        return {"nranks": comm.Get_size(), "summary": summary, "ranks": per_rank}
+
+    def write(self, path: str, comm: MPI.Comm) -> None:
+        """Flush the report to ``path`` as JSON (rank 0 writes; collective)."""
+        report = self.report(comm)
+        if report is not None:
+            with open(path, "w") as f:
+                json.dump(report, f, indent=1)
+
+
+_active = Tracer()
+
+
+def tracer() -> Tracer:
+    """The process-wide tracer that library layers record into."""
+    return _active
+
+
+def phase(name: str, nbytes: int = 0):  # type: ignore[no-untyped-def]
+    """Shorthand for ``tracer().phase(name, nbytes)``."""
+    return _active.phase(name, nbytes)
+
+
+def reset() -> Tracer:
+    """Start a fresh process-wide log (e.g. between benchmark repetitions)."""
+    global _active
+    _active = Tracer()
+    return _active

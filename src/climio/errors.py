@@ -1,0 +1,14 @@
+"""The one exception type for bad input: the CLI turns it into exit status 2."""
+
+
+class ClimioError(Exception):
+    """A user-facing error: a one-line message naming the file, variable or option.
+
+    ``collective`` is True when every rank of the job raises the same error at
+    the same point (the check ran on all ranks, or its verdict was broadcast),
+    so the job can end cleanly instead of being aborted.
+    """
+
+    def __init__(self, message: str, *, collective: bool = False) -> None:
+        super().__init__(message)
+        self.collective = collective
