@@ -1,0 +1,189 @@
+"""The ``climio`` command: argument parsing, one place that turns errors into exit codes.
+
+Runs as one plain process or under ``mpiexec -n N climio ...``. Bad input is a
+one-line ``climio: error: ...`` and exit status 2; an unexpected exception on
+any rank ends the whole job (MPI_Abort) with that rank's message, so nothing hangs.
+MPI is initialised only after the arguments parse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from climio import __version__
+from climio.core import mpi, trace
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+MODE_NAMES = ("serial", "hdf5", "cdf2", "cdf5")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that prints usage errors on rank 0 only and exits 2 on every rank."""
+
+    def error(self, message: str) -> NoReturn:
+        if mpi.launcher_rank() == 0:
+            self.print_usage(sys.stderr)
+            sys.stderr.write(f"climio: error: {message}\n")
+        sys.exit(2)
+
+
+def int_list(text: str, option: str, count: int | None = None) -> tuple[int, ...]:
+    """'12775,192,288' -> (12775, 192, 288), or a one-line error naming the option."""
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or (count is not None and len(values) != count) or min(values) < 1:
+        need = f"{count} " if count else ""
+        raise ClimioError(f"{option} expects {need}comma-separated positive integers, got '{text}'", collective=True)
+    return values
+
+
+def name_list(text: str, option: str, allowed: tuple[str, ...]) -> tuple[str, ...]:
+    names = tuple(n for n in text.split(",") if n)
+    unknown = [n for n in names if n not in allowed]
+    if not names or unknown:
+        raise ClimioError(f"{option}: unknown {', '.join(unknown) or 'empty list'}; choose from {', '.join(allowed)}",
+                          collective=True)
+    return names
+
+
+def hints(pairs: list[str] | None) -> dict[str, str]:
+    """``--hint key=value`` (repeatable) -> MPI-IO hints, e.g. striping_factor=4, romio_cb_write=enable."""
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ClimioError(f"--hint expects key=value (e.g. striping_factor=4), got '{pair}'", collective=True)
+        out[key] = value
+    return out
+
+
+def history(argv: list[str]) -> str:
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    return f"{stamp}: climio {' '.join(shlex.quote(a) for a in argv)}"
+
+
+# -- commands ---------------------------------------------------------------------------
+
+def cmd_info(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.info import report
+
+    lines = report(comm, args.dir)
+    if comm.Get_rank() == 0:
+        print("\n".join(lines))
+
+
+def cmd_gen_cmip(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.gen import cmip
+
+    shape = int_list(args.shape, "--shape", 3)
+    summary = cmip.write(args.out, shape, args.mode, comm, seed=args.seed, var=args.var, overwrite=args.overwrite,
+                         hints=hints(args.hint), history=history(args.argv))
+    if comm.Get_rank() == 0:
+        mb = summary.nbytes / 1e6
+        print(f"wrote {summary.path}: {args.var}{shape} float32, {mb:.1f} MB in mode {summary.mode} "
+              f"on {summary.nranks} rank(s), {summary.seconds:.2f} s ({mb / summary.seconds:.0f} MB/s incl. generation)")
+
+
+def cmd_bench_io(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import io
+
+    io.main(comm, shape=int_list(args.shape, "--shape", 3), modes=name_list(args.modes, "--modes", MODE_NAMES),
+            ranks=int_list(args.ranks, "--ranks") if args.ranks else None, reps=args.reps,
+            directory=args.dir, out=args.out, hints=hints(args.hint))
+
+
+# -- parser -----------------------------------------------------------------------------
+
+def build_parser() -> Parser:
+    common = Parser(add_help=False)
+    common.add_argument("--trace", metavar="FILE.json", default=argparse.SUPPRESS,
+                        help="write per-rank phase times and bytes, with max/mean over ranks, to this JSON file")
+    parser = Parser(prog="climio", description=__doc__.split("\n")[0], parents=[common])
+    parser.add_argument("--version", action="version", version=f"climio {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+
+    info = commands.add_parser("info", parents=[common], help="library versions and the storage modes that work here")
+    info.add_argument("--dir", help="directory for the probe files (default: the system temporary directory)")
+    info.set_defaults(func=cmd_info)
+
+    gen = commands.add_parser("gen", help="generate synthetic test data")
+    kinds = gen.add_subparsers(dest="kind", required=True, metavar="KIND", parser_class=Parser)
+    cmip = kinds.add_parser("cmip", parents=[common], help="CMIP-like daily precipitation pr(time, lat, lon)")
+    cmip.add_argument("out", metavar="OUT", help="output netCDF file")
+    cmip.add_argument("--shape", default="12775,192,288", metavar="T,NLAT,NLON",
+                      help="days, latitudes, longitudes (default: NCAR TN-534's 12775,192,288, 2.8 GB)")
+    cmip.add_argument("--mode", default="cdf5", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5)")
+    cmip.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed, same file")
+    cmip.add_argument("--var", default="pr", help="variable name (default pr)")
+    cmip.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
+    cmip.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
+    cmip.set_defaults(func=cmd_gen_cmip)
+
+    bench = commands.add_parser("bench", help="benchmarks")
+    suites = bench.add_subparsers(dest="suite", required=True, metavar="SUITE", parser_class=Parser)
+    io = suites.add_parser("io", parents=[common],
+                           help="write and read the CMIP field in each mode vs a plain sequential file")
+    io.add_argument("--shape", default="12775,192,288", metavar="T,NLAT,NLON", help="field shape (default TN-534's)")
+    io.add_argument("--modes", default=",".join(MODE_NAMES), help="comma-separated modes (default all four)")
+    io.add_argument("--ranks", metavar="N,N,...",
+                    help="rank counts to run, each under its own mpiexec (default: this job's size only)")
+    io.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
+    io.add_argument("--dir", default=".", help="where the benchmark files are written (default .)")
+    io.add_argument("--out", help="directory for results.json and results.csv")
+    io.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
+    io.set_defaults(func=cmd_bench_io)
+    return parser
+
+
+def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespace) -> int:
+    """Run a command on this rank; map errors to exit codes without leaving any rank hanging."""
+    from climio.core import ncio
+
+    comm = None
+    try:
+        comm = mpi.world()
+        if args.trace:
+            mpi.agree(comm, lambda: check_trace_path(args.trace))
+        func(args, comm)
+        if args.trace:
+            trace.tracer().write(args.trace, comm)
+        return 0
+    except ClimioError as err:
+        ncio.discard_pending_outputs()
+        single = comm is None or comm.Get_size() == 1
+        if err.collective or single:
+            if comm is None or comm.Get_rank() == 0:
+                sys.stderr.write(f"climio: error: {err}\n")
+            return 2
+        mpi.abort(comm, f"climio: error (rank {comm.Get_rank()}): {err}", 2)
+    except Exception as err:  # noqa: BLE001 - any failure must end every rank
+        ncio.discard_pending_outputs()
+        rank = comm.Get_rank() if comm is not None else mpi.launcher_rank()
+        mpi.abort(comm, f"{traceback.format_exc()}climio: rank {rank} failed: {type(err).__name__}: {err}", 1)
+    return 1
+
+
+def check_trace_path(path: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ClimioError(f"--trace: directory '{directory}' does not exist")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    args.trace = getattr(args, "trace", None)  # SUPPRESS: a subcommand must not reset the global option
+    sys.exit(run(args.func, args))
