@@ -101,7 +101,7 @@ def cmd_bench_io(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
     io.main(comm, shape=int_list(args.shape, "--shape", 3), modes=name_list(args.modes, "--modes", MODE_NAMES),
             ranks=int_list(args.ranks, "--ranks") if args.ranks else None, reps=args.reps,
-            directory=args.dir, out=args.out, hints=hints(args.hint))
+            directory=args.dir, out=args.out, hints=hints(args.hint), rows_json=args.rows_json)
 
 
 # -- parser -----------------------------------------------------------------------------
@@ -143,6 +143,7 @@ def build_parser() -> Parser:
     io.add_argument("--dir", default=".", help="where the benchmark files are written (default .)")
     io.add_argument("--out", help="directory for results.json and results.csv")
     io.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
+    io.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by --ranks to collect each mpiexec's rows
     io.set_defaults(func=cmd_bench_io)
     return parser
 

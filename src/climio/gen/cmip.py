@@ -177,10 +177,10 @@ def write(path: str, shape: tuple[int, int, int] = DEFAULT_SHAPE, mode: str = "c
     owned = decomp.owned(rank)
     days_per_write = max(1, TARGET_WRITE_BYTES // (nlat * nlon * 4))
     steps = math.ceil(block_range(ntime, size, 0)[1] / days_per_write)  # rank 0 has the most days
-    clim = climatology(nlat, nlon)
     comm.Barrier()
     started = MPI.Wtime()
     with ncio.create(path, schema(shape, var, seed, history), mode, comm, overwrite=overwrite, hints=hints) as ds:
+        clim = climatology(nlat, nlon)  # after create: the schema checks come before any large allocation
         ds.write_many((name, values, None) for name, values in coordinates(shape).items())
         for step in range(steps):
             first = owned.start[0] + min(step * days_per_write, owned.count[0])

@@ -1,0 +1,228 @@
+"""``climio bench io``: write and read the CMIP field in each mode, next to a plain sequential file.
+
+For each rank count (each under its own mpiexec) and repetition, the field is
+generated once in memory (ranks own contiguous blocks of days), then:
+
+* baseline: rank 0 alone writes the same number of bytes to a plain file with
+  sequential ``write`` calls and ``fsync`` (what ``dd`` measures), drops it from
+  the page cache, and reads it back sequentially;
+* every mode: all ranks write the field (create, write, close, ``fsync``), the
+  file is dropped from the page cache, and each rank reads its own block back
+  (``serial`` reads on rank 0 and scatters, the others read in parallel); the
+  data read back must equal what was written.
+
+Times are wall-clock between barriers, so they are the slowest rank's; the
+report gives medians over repetitions in MB/s (1 MB = 10**6 bytes).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from climio.core import mpi, ncio
+from climio.core.decomp import Decomposition
+from climio.errors import ClimioError
+from climio.gen import cmip
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+CHUNK = 64 * 2**20
+
+
+def drop_from_cache(path: str) -> None:
+    """Flush ``path`` to disk and evict it from the page cache, so reads hit the disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def sequential_baseline(path: str, source: np.ndarray, nbytes: int) -> tuple[float, float]:
+    """Write ``nbytes`` (cycling over ``source``'s bytes) in 64 MiB sequential writes, fsync, then read back."""
+    from mpi4py import MPI
+
+    view = memoryview(source.reshape(-1).view(np.uint8))
+    started = MPI.Wtime()
+    with open(path, "wb", buffering=0) as f:
+        written = 0
+        while written < nbytes:
+            piece = view[written % len(view):][:min(CHUNK, nbytes - written)]
+            written += f.write(piece)
+        os.fsync(f.fileno())
+    write_seconds = MPI.Wtime() - started
+    drop_from_cache(path)
+    buffer = bytearray(CHUNK)
+    started = MPI.Wtime()
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(buffer):
+            pass
+    read_seconds = MPI.Wtime() - started
+    os.unlink(path)
+    return write_seconds, read_seconds
+
+
+def measure(comm: MPI.Comm, shape: tuple[int, int, int], modes: Sequence[str], reps: int, directory: str,
+            hints: dict[str, str]) -> list[dict[str, Any]]:
+    """All measurements of this job's size (collective); rows on rank 0."""
+    from mpi4py import MPI
+
+    rank, size = comm.Get_rank(), comm.Get_size()
+    owned = Decomposition.block1d(shape, size, axis=0).owned(rank)
+    clim = cmip.climatology(shape[1], shape[2])
+    block = cmip.field(1, owned.start[0], owned.count[0], clim).reshape(owned.count)
+    schema = cmip.schema(shape, "pr", 1, "climio bench io")
+    coords = cmip.coordinates(shape)
+    nbytes = int(np.prod(shape)) * 4
+    rows: list[dict[str, Any]] = []
+    workdir = comm.bcast(tempfile.mkdtemp(prefix="climio-bench-", dir=directory) if rank == 0 else None)
+    try:
+        for rep in range(reps):
+            comm.Barrier()
+            if rank == 0:
+                w, r = sequential_baseline(os.path.join(workdir, "baseline.bin"), block, nbytes)
+                rows.append({"ranks": size, "mode": "sequential", "rep": rep, "bytes": nbytes,
+                             "write_s": w, "read_s": r})
+            for mode in modes:
+                path = os.path.join(workdir, f"pr-{mode}.nc")
+                comm.Barrier()
+                started = MPI.Wtime()
+                with ncio.create(path, schema, mode, comm, hints=hints) as ds:
+                    ds.write_many((name, values, None) for name, values in coords.items())
+                    ds.write("pr", block, owned)
+                if rank == 0:
+                    drop_from_cache(path)  # fsync: the write is not done until the data is on disk
+                comm.Barrier()
+                write_seconds = MPI.Wtime() - started
+                comm.Barrier()
+                started = MPI.Wtime()
+                with ncio.open(path, comm, read="root" if mode == "serial" else "parallel", hints=hints) as ds:
+                    back = ds.read("pr", owned)
+                comm.Barrier()
+                read_seconds = MPI.Wtime() - started
+                if not mpi.all_true(comm, np.array_equal(back, block)):
+                    raise ClimioError(f"bench io: data read back from mode {mode} differ from what was written",
+                                      collective=True)
+                del back
+                if rank == 0:
+                    os.unlink(path)
+                    rows.append({"ranks": size, "mode": mode, "rep": rep, "bytes": nbytes,
+                                 "write_s": write_seconds, "read_s": read_seconds})
+    finally:
+        comm.Barrier()
+        if rank == 0:
+            for name in os.listdir(workdir):
+                os.unlink(os.path.join(workdir, name))
+            os.rmdir(workdir)
+    return rows
+
+
+def launch(nranks: int, shape: tuple[int, int, int], modes: Sequence[str], reps: int, directory: str,
+           hints: dict[str, str]) -> list[dict[str, Any]]:
+    """Run the measurements of one rank count under its own mpiexec; return its rows."""
+    with tempfile.TemporaryDirectory(prefix="climio-bench-rows-") as tmp:
+        rows_file = os.path.join(tmp, "rows.json")
+        argv = [sys.executable, "-m", "climio", "bench", "io", "--shape", ",".join(map(str, shape)),
+                "--modes", ",".join(modes), "--reps", str(reps), "--dir", directory, "--rows-json", rows_file]
+        for key, value in hints.items():
+            argv += ["--hint", f"{key}={value}"]
+        command, env = mpi.mpiexec_command(nranks, argv)
+        result = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if result.returncode != 0:
+            raise ClimioError(f"bench io on {nranks} ranks failed (exit {result.returncode}): "
+                              f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}",
+                              collective=True)
+        with open(rows_file) as f:
+            return json.load(f)
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Median MB/s per (ranks, mode), with the sequential baseline of the same run beside it."""
+    table = []
+    order = ["sequential", *ncio.MODES]
+    keys = sorted({(r["ranks"], r["mode"]) for r in rows}, key=lambda k: (k[0], order.index(k[1])))
+    for nranks, mode in keys:
+        sample = [r for r in rows if r["ranks"] == nranks and r["mode"] == mode]
+        base = [r for r in rows if r["ranks"] == nranks and r["mode"] == "sequential"]
+        mbps = lambda rs, key: statistics.median(r["bytes"] / r[key] / 1e6 for r in rs)  # noqa: E731
+        entry = {"ranks": nranks, "mode": mode, "reps": len(sample), "MB": sample[0]["bytes"] / 1e6,
+                 "write_MBps": mbps(sample, "write_s"), "read_MBps": mbps(sample, "read_s")}
+        if base:
+            entry["write_vs_sequential"] = entry["write_MBps"] / mbps(base, "write_s")
+            entry["read_vs_sequential"] = entry["read_MBps"] / mbps(base, "read_s")
+        table.append(entry)
+    return table
+
+
+def format_table(table: list[dict[str, Any]]) -> str:
+    lines = ["| ranks | mode | write MB/s | read MB/s | write / sequential | read / sequential |",
+             "|---:|---|---:|---:|---:|---:|"]
+    for e in table:
+        lines.append(f"| {e['ranks']} | {e['mode']} | {e['write_MBps']:.0f} | {e['read_MBps']:.0f} | "
+                     f"{e.get('write_vs_sequential', 1.0):.2f} | {e.get('read_vs_sequential', 1.0):.2f} |")
+    return "\n".join(lines)
+
+
+def main(comm: MPI.Comm, *, shape: tuple[int, ...], modes: Sequence[str], ranks: tuple[int, ...] | None, reps: int,
+         directory: str, out: str | None, hints: dict[str, str], rows_json: str | None = None) -> None:
+    if reps < 1:
+        raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
+    for mode in modes:
+        ncio.get_mode(mode)
+    mpi.agree(comm, lambda: _check_directory(directory, "--dir"))
+    if out:
+        mpi.agree(comm, lambda: _make_directory(out))
+    shape3 = (shape[0], shape[1], shape[2])
+    if ranks and comm.Get_size() > 1:
+        raise ClimioError("--ranks starts its own mpiexec for each rank count: run 'climio bench io --ranks ...' "
+                          "as a plain process, or drop --ranks under mpiexec", collective=True)
+    if ranks:
+        rows = []
+        for n in ranks:
+            print(f"bench io: {n} rank(s) ...", flush=True)
+            rows += launch(n, shape3, modes, reps, directory, hints)
+    else:
+        rows = measure(comm, shape3, modes, reps, directory, hints)
+    if comm.Get_rank() != 0:
+        return
+    if rows_json:
+        with open(rows_json, "w") as f:
+            json.dump(rows, f)
+        return
+    table = summarise(rows)
+    print(f"climio bench io: pr{tuple(shape3)} float32, {table[0]['MB']:.0f} MB, median of {reps} rep(s)")
+    print(format_table(table))
+    if out:
+        with open(os.path.join(out, "results.json"), "w") as f:
+            json.dump({"shape": shape3, "reps": reps, "hints": hints, "rows": rows, "table": table}, f, indent=1)
+        with open(os.path.join(out, "results.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(table[0]))
+            writer.writeheader()
+            writer.writerows(table)
+        print(f"results in {out}/results.json and results.csv")
+
+
+def _check_directory(path: str, option: str) -> None:
+    if not os.path.isdir(path):
+        raise ClimioError(f"{option}: directory '{path}' does not exist: create it first")
+    if not os.access(path, os.W_OK):
+        raise ClimioError(f"{option}: directory '{path}' is not writable")
+
+
+def _make_directory(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise ClimioError(f"--out: cannot create directory '{path}': {err.strerror}") from err

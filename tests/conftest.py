@@ -1,0 +1,43 @@
+"""Shared helpers: run the real ``climio`` command, as one process or under mpiexec.
+
+Every MPI run goes through ``climio.core.mpi.mpiexec_command`` (the same code the
+benchmarks use), so root and oversubscription flags are handled in one place,
+and every run has a timeout: a hang fails the test instead of hanging CI.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from climio.core.mpi import mpiexec_command
+
+RUN_TIMEOUT = 180
+
+
+def climio_argv(*args: str) -> list[str]:
+    return [sys.executable, "-m", "climio", *args]
+
+
+def run(argv: list[str], nranks: int | None = None, timeout: float = RUN_TIMEOUT,
+        cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` plainly (nranks None) or under mpiexec; fail the test on timeout."""
+    env = dict(os.environ)
+    if nranks is not None:
+        argv, env = mpiexec_command(nranks, argv)
+    try:
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"timed out after {timeout} s (hang?): {' '.join(argv)}\n{err.stderr}")
+
+
+def climio(*args: str, nranks: int | None = None, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
+    return run(climio_argv(*args), nranks, timeout)
+
+
+def leftovers(directory: str) -> list[str]:
+    """Temporary outputs left in ``directory`` (a finished run leaves none)."""
+    return [f for f in os.listdir(directory) if f.endswith(".climio-tmp")]

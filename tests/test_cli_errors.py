@@ -1,0 +1,124 @@
+"""Bad input: one line naming the option/file, exit status 2, and no output file left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import climio, leftovers, run
+
+from climio.core.mpi import mpiexec_command
+
+HELPER = str(Path(__file__).parent / "helpers" / "fail_on_rank.py")
+SMALL = ("--shape", "5,4,6")
+
+
+def one_error_line(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("climio: error")]
+    assert len(errors) == 1, result.stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("nranks", [None, 2])
+def test_unknown_mode(tmp_path: Path, nranks: int | None) -> None:
+    out = tmp_path / "x.nc"
+    one_error_line(climio("gen", "cmip", str(out), *SMALL, "--mode", "netcdf7", nranks=nranks),
+                   "unknown mode 'netcdf7'", "--mode", "cdf5")
+    assert not out.exists() and leftovers(str(tmp_path)) == []
+
+
+@pytest.mark.parametrize("nranks", [None, 3])
+def test_missing_output_directory(tmp_path: Path, nranks: int | None) -> None:
+    out = tmp_path / "no" / "such" / "x.nc"
+    one_error_line(climio("gen", "cmip", str(out), *SMALL, nranks=nranks), "output directory", "does not exist")
+
+
+def test_unwritable_output_directory() -> None:
+    # /proc refuses new files even to root, so this holds whoever runs the tests.
+    one_error_line(climio("gen", "cmip", "/proc/climio-test.nc", *SMALL), "'/proc' is not writable")
+
+
+@pytest.mark.parametrize("nranks", [None, 2])
+def test_existing_output_needs_overwrite(tmp_path: Path, nranks: int | None) -> None:
+    out = tmp_path / "x.nc"
+    out.write_bytes(b"precious")
+    one_error_line(climio("gen", "cmip", str(out), *SMALL, nranks=nranks), str(out), "--overwrite")
+    assert out.read_bytes() == b"precious" and leftovers(str(tmp_path)) == []
+    result = climio("gen", "cmip", str(out), *SMALL, "--overwrite", nranks=nranks)
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes()[:3] == b"CDF"
+
+
+@pytest.mark.parametrize("mode", ["serial", "cdf2"])
+def test_variable_over_4gib_refused_in_cdf2(tmp_path: Path, mode: str) -> None:
+    out = tmp_path / "x.nc"
+    # one record of 1 x 32768 x 32768 float32 is 4 GiB: refused before anything is allocated or written
+    one_error_line(climio("gen", "cmip", str(out), "--shape", "1,32768,32768", "--mode", mode),
+                   "variable 'pr'", "4 GiB", "use --mode cdf5 or hdf5")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("args,needles", [
+    (("--shape", "5,4"), ("--shape", "3 comma-separated positive integers")),
+    (("--shape", "5,0,4"), ("--shape",)),
+    (("--var", "2pr"), ("--var", "not a valid variable name")),
+    (("--hint", "striping_factor"), ("--hint", "key=value")),
+])
+def test_bad_options(tmp_path: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    one_error_line(climio("gen", "cmip", str(tmp_path / "x.nc"), *args), *needles)
+    assert os.listdir(tmp_path) == []
+
+
+def test_usage_errors_exit_2_once_under_mpiexec(tmp_path: Path) -> None:
+    result = climio("gen", "cmip", nranks=2)
+    assert result.returncode == 2
+    assert result.stderr.count("climio: error:") == 1  # printed by rank 0 only
+
+
+def test_bad_trace_path(tmp_path: Path) -> None:
+    one_error_line(climio("--trace", str(tmp_path / "none" / "t.json"), "info"), "--trace", "does not exist")
+
+
+def test_killed_run_leaves_no_finished_looking_file(tmp_path: Path) -> None:
+    out = tmp_path / "big.nc"
+    proc = subprocess.Popen([sys.executable, "-m", "climio", "gen", "cmip", str(out), "--shape", "4000,192,288",
+                             "--mode", "cdf5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not leftovers(str(tmp_path)) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.5)  # well inside the write
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGKILL
+    assert not out.exists()  # only a hidden .climio-tmp remains, never big.nc
+
+
+@pytest.mark.parametrize("failing_rank", [0, 2])
+def test_failing_rank_ends_the_job_with_its_message(failing_rank: int) -> None:
+    started = time.time()
+    result = run([sys.executable, HELPER, str(failing_rank)], nranks=3, timeout=60)
+    assert result.returncode == 1
+    assert f"climio: rank {failing_rank} failed: RuntimeError: injected failure" in result.stderr
+    assert time.time() - started < 60
+
+
+def test_bad_input_on_one_rank_ends_the_job_with_status_2() -> None:
+    result = run([sys.executable, HELPER, "1", "usage"], nranks=3, timeout=60)
+    assert result.returncode == 2
+    assert "climio: error (rank 1): bad input seen by one rank" in result.stderr
+
+
+def test_mpiexec_command_handles_root_and_oversubscription() -> None:
+    command, env = mpiexec_command(4, ["true"])
+    assert command[:3] == ["mpiexec", "-n", "4"] and command[-1] == "true"
+    assert "--oversubscribe" in command  # Debian's mpiexec is Open MPI
+    if os.geteuid() == 0:
+        assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1" and env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"

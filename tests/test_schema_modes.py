@@ -1,0 +1,78 @@
+"""Schema validation and format limits, checked before any file exists."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from climio.core.ncio import modes
+from climio.core.ncio.modes import CDF2_VARIABLE_LIMIT, MODES, get_mode
+from climio.core.ncio.schema import Schema, Variable, attribute_array, typed_attribute
+from climio.core.ncio.store import check_schema_fits
+from climio.errors import ClimioError
+
+BIG = Schema({"z": 1100, "y": 1024, "x": 1024}, [Variable("big", "f4", ("z", "y", "x"))])
+
+
+@pytest.mark.parametrize("mode", ["serial", "cdf2"])
+def test_variable_over_4gib_refused_in_cdf2_modes(mode: str) -> None:
+    with pytest.raises(ClimioError, match=r"'big' needs 4.30 GiB.*4 GiB variable limit of CDF-2.*use --mode cdf5 or hdf5"):
+        check_schema_fits(BIG, MODES[mode], "out.nc")
+
+
+@pytest.mark.parametrize("mode", ["cdf5", "hdf5"])
+def test_variable_over_4gib_accepted_in_cdf5_and_hdf5(mode: str) -> None:
+    check_schema_fits(BIG, MODES[mode], "out.nc")
+
+
+def test_limit_is_per_record_for_record_variables() -> None:
+    n = CDF2_VARIABLE_LIMIT // 4  # one record just at the limit: fine, whatever the number of records
+    ok = Schema({"t": None, "x": n}, [Variable("v", "f4", ("t", "x"))])
+    check_schema_fits(ok, MODES["cdf2"], "f.nc")
+    over = Schema({"t": None, "x": n + 1}, [Variable("v", "f4", ("t", "x"))])
+    with pytest.raises(ClimioError, match="per record"):
+        check_schema_fits(over, MODES["cdf2"], "f.nc")
+
+
+def test_cdf2_refuses_types_it_cannot_store() -> None:
+    s = Schema({"x": 3}, [Variable("n", "i8", ("x",))])
+    with pytest.raises(ClimioError, match="int64.*use --mode cdf5 or hdf5"):
+        check_schema_fits(s, MODES["cdf2"], "f.nc")
+    check_schema_fits(s, MODES["cdf5"], "f.nc")
+
+
+@pytest.mark.parametrize("dims,variables,message", [
+    ({"t": None, "u": None}, [], "at most one unlimited"),
+    ({"x": 2}, [Variable("a", "f4", ("y",))], "undeclared dimension 'y'"),
+    ({"t": None, "x": 2}, [Variable("a", "f4", ("x", "t"))], "unlimited dimension must come first"),
+    ({"x": 2}, [Variable("a", "f4", ("x",)), Variable("a", "f8", ("x",))], "declared twice"),
+    ({"x": 2}, [Variable("s", "U10", ("x",))], "numeric types only"),
+    ({"x": 2}, [Variable("a", "f4", ("x",), chunks=(1, 2))], "one size per dimension"),
+])
+def test_schema_validation(dims: dict, variables: list, message: str) -> None:
+    with pytest.raises(ClimioError, match=message):
+        Schema(dims, variables)
+
+
+def test_unknown_mode_lists_the_modes() -> None:
+    with pytest.raises(ClimioError, match="unknown mode 'pnetcdf'.*serial, hdf5, cdf2, cdf5"):
+        get_mode("pnetcdf")
+
+
+def test_unavailable_mode_names_the_missing_library(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(modes, "available_modes", lambda: ["serial"])
+    with pytest.raises(ClimioError, match="mode 'cdf5'.*without PnetCDF; available here: serial"):
+        get_mode("cdf5")
+
+
+def test_all_four_modes_are_built_in_here() -> None:
+    assert modes.available_modes() == ["serial", "hdf5", "cdf2", "cdf5"]
+
+
+def test_cf_attributes_take_the_variable_type() -> None:
+    var = Variable("pr", "f4", ("x",))
+    assert typed_attribute(var, "_FillValue", 1e20).dtype == np.float32
+    assert typed_attribute(var, "valid_range", [0, 1]).dtype == np.float32
+    assert typed_attribute(var, "scale_factor", 2.0) == 2.0
+    assert attribute_array(3).dtype == np.int32
+    assert attribute_array(True).dtype == np.int8
