@@ -1,0 +1,138 @@
+"""The storage layer on several ranks: every mode, 2-D process grids with halos, uneven and empty blocks."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from conftest import assert_all, listing
+from mpi4py import MPI
+
+from climio.core import ncio
+from climio.core.decomp import Decomposition, Hyperslab, process_grid
+from climio.errors import ClimioError
+
+MODES = ["serial", "hdf5", "cdf2", "cdf5"]
+NT, NZ, NY, NX = 3, 4, 7, 9  # uneven for every rank count
+
+
+def global_field(step: int) -> np.ndarray:
+    return (np.arange(NZ * NY * NX, dtype="f8").reshape(NZ, NY, NX) * 0.5 + 1000 * step).astype("f4")
+
+
+def surface(step: int) -> np.ndarray:
+    return np.arange(NY * NX, dtype="i4").reshape(NY, NX) * 3 - step
+
+
+def model_schema() -> ncio.Schema:
+    return ncio.Schema(
+        {"time": None, "z": NZ, "y": NY, "x": NX},
+        [ncio.Variable("time", "f8", ("time",), {"units": "hours since 2000-01-01"}),
+         ncio.Variable("z", "f8", ("z",), {"positive": "up"}),
+         ncio.Variable("temp", "f4", ("time", "z", "y", "x"), {"units": "K", "_FillValue": -1.0}),
+         ncio.Variable("mask", "i4", ("time", "y", "x"), {"flag_values": [0, 1]})],
+        {"title": "climio store test"})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_round_trip_2d_grid_with_halos(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
+    rank, size = comm.Get_rank(), comm.Get_size()
+    px, py = process_grid(size, NY, NX)
+    d3 = Decomposition.block2d((NZ, NY, NX), px, py, halo=2)
+    d2 = Decomposition.block2d((NY, NX), px, py, halo=2)
+    d3.check_comm_size(size)
+    own3, own2 = d3.owned(rank), d2.owned(rank)
+    path = os.path.join(shared_dir, f"model-{mode}.nc")
+    with ncio.create(path, model_schema(), mode, comm) as ds:
+        for step in range(NT):
+            local3 = np.full(d3.local_shape(rank), -7.0, "f4")  # halo'd model arrays, halo filled with junk
+            local3[d3.interior(rank)] = global_field(step)[own3.slices]
+            local2 = np.full(d2.local_shape(rank), -7, "i4")
+            local2[d2.interior(rank)] = surface(step)[own2.slices]
+            ds.write_many([
+                ("time", np.array([6.0 * step]) if rank == 0 else None, Hyperslab((step,), (1 if rank == 0 else 0,))),
+                ("z", np.arange(NZ, dtype="f8"), None),
+                ("temp", d3.owned_view(rank, local3)[None], Hyperslab((step, *own3.start), (1, *own3.count))),
+                ("mask", d2.owned_view(rank, local2)[None], Hyperslab((step, *own2.start), (1, *own2.count))),
+            ])
+    assert_all(comm, listing(shared_dir) == [f"model-{mode}.nc"], "temporary file renamed into place")
+    for read in ("parallel", "root"):
+        with ncio.open(path, comm, read=read) as ds:
+            assert_all(comm, ds.records == NT and ds.shape("temp") == (NT, NZ, NY, NX))
+            own_back = ds.read("temp", Hyperslab((1, *own3.start), (1, *own3.count)))
+            assert_all(comm, np.array_equal(own_back[0], global_field(1)[own3.slices]), f"own block, read={read}")
+            whole = ds.read("mask")
+            assert_all(comm, np.array_equal(whole, np.stack([surface(s) for s in range(NT)])), "whole variable")
+            assert_all(comm, np.array_equal(ds.read("time"), [0.0, 6.0, 12.0]) and ds.schema.attrs["title"]
+                       == "climio store test", "coordinates and attributes")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ranks_with_empty_blocks_still_take_part(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
+    rank, size = comm.Get_rank(), comm.Get_size()
+    rows = 2  # fewer rows than ranks at 3 and 4 ranks: some ranks own nothing
+    d = Decomposition.block1d((rows, 5), size)
+    expected = np.arange(rows * 5, dtype="f8").reshape(rows, 5)
+    schema = ncio.Schema({"y": rows, "x": 5}, [ncio.Variable("v", "f8", ("y", "x"))])
+    path = os.path.join(shared_dir, f"empty-{mode}.nc")
+    with ncio.create(path, schema, mode, comm) as ds:
+        ds.write("v", expected[d.owned(rank).slices], d.owned(rank))
+    with ncio.open(path, comm) as ds:
+        assert_all(comm, np.array_equal(ds.read("v", d.owned(rank)), expected[d.owned(rank).slices]))
+        assert_all(comm, np.array_equal(ds.read("v"), expected))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_write_after_close_and_write_to_reader_are_errors(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
+    schema = ncio.Schema({"x": 2}, [ncio.Variable("v", "f4", ("x",))])
+    path = os.path.join(shared_dir, f"closed-{mode}.nc")
+    ds = ncio.create(path, schema, mode, comm)
+    ds.write("v", np.ones(2, "f4"))
+    ds.close()
+    with pytest.raises(ClimioError, match="closed: cannot write after close"):
+        ds.write("v", np.ones(2, "f4"))
+    with ncio.open(path, comm) as reader:
+        with pytest.raises(ClimioError, match="opened for reading"):
+            reader.write("v", np.ones(2, "f4"))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hyperslab_and_type_errors(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
+    schema = ncio.Schema({"x": 4}, [ncio.Variable("v", "i2", ("x",))])
+    path = os.path.join(shared_dir, f"bad-{mode}.nc")
+    with ncio.create(path, schema, mode, comm) as ds:
+        with pytest.raises(ClimioError, match="outside dimension 'x' of length 4"):
+            ds.write("v", np.ones(3, "i2"), Hyperslab((2,), (3,)))
+        with pytest.raises(ClimioError, match=r"shape \(2,\).*count \(3,\)"):
+            ds.write("v", np.ones(2, "i2"), Hyperslab((0,), (3,)))
+        with pytest.raises(ClimioError, match="would be altered"):  # every rank passes the same bad data
+            ds.write("v", np.array([1, 2, 3, 70000]), Hyperslab((0,), (4,)))
+        with pytest.raises(ClimioError, match="no variable 'w'"):
+            ds.write("w", np.ones(4))
+        ds.write("v", np.array([1, 2, 3, 4]))  # int64 values that fit int16: converted exactly
+    with ncio.open(path, comm) as ds:
+        assert_all(comm, np.array_equal(ds.read("v"), [1, 2, 3, 4]))
+
+
+@pytest.mark.parametrize("mode", ["cdf5", "hdf5"])
+def test_variable_over_4gib_sparse(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
+    """A 4.3 GiB variable: each rank writes a few values far apart; the file stays sparse on disk."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    shape = (1100, 1024, 1024)  # 4.4e9 bytes of float32, over CDF-2's 4 GiB
+    schema = ncio.Schema({"z": shape[0], "y": shape[1], "x": shape[2]}, [ncio.Variable("big", "f4", ("z", "y", "x"))])
+    path = os.path.join(shared_dir, f"big-{mode}.nc")
+    spots = [Hyperslab((z, 1023, 1020), (1, 1, 4)) for z in (0, 550, 1099)]
+    values = [np.arange(4, dtype="f4").reshape(1, 1, 4) + 10 * i for i in range(len(spots))]
+    mine = [i for i in range(len(spots)) if i % size == rank]
+    with ncio.create(path, schema, mode, comm) as ds:
+        for i, spot in enumerate(spots):  # the same collective calls on every rank; one rank writes each spot
+            ds.write("big", values[i] if i in mine else np.empty((0, 0, 0), "f4"),
+                     spot if i in mine else Hyperslab.empty(3))
+    if rank == 0:
+        stat = os.stat(path)
+        assert stat.st_size > 4 * 2**30
+        assert stat.st_blocks * 512 < 2**30, "data beyond what was written must not be on disk"
+    with ncio.open(path, comm) as ds:
+        back = [ds.read("big", spot) for spot in spots]
+        assert_all(comm, ds.shape("big") == shape and all(np.array_equal(b, v) for b, v in zip(back, values)))
