@@ -110,6 +110,14 @@ def test_failing_rank_ends_the_job_with_its_message(failing_rank: int) -> None:
     assert time.time() - started < 60
 
 
+@pytest.mark.parametrize("failing_rank", [0, 1])
+def test_rank_failing_mid_write_ends_the_job_and_leaves_no_file(tmp_path: Path, failing_rank: int) -> None:
+    result = run([sys.executable, HELPER, str(failing_rank), "write", str(tmp_path)], nranks=3, timeout=60)
+    assert result.returncode == 1
+    assert "injected failure while writing" in result.stderr
+    assert os.listdir(tmp_path) == []  # neither out.nc nor its temporary file
+
+
 def test_bad_input_on_one_rank_ends_the_job_with_status_2() -> None:
     result = run([sys.executable, HELPER, "1", "usage"], nranks=3, timeout=60)
     assert result.returncode == 2

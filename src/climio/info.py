@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 import climio
-from climio.core import ncio
+from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition
 from climio.core.ncio import libnetcdf
 from climio.errors import ClimioError
@@ -58,8 +58,7 @@ def probe_mode(mode: str, directory: str, comm: MPI.Comm) -> str:
             ok = np.array_equal(ds.read("v", owned), expected[owned.slices])
     except (ClimioError, RuntimeError) as err:
         return f"fails: {err}"
-    ok = comm.allreduce(ok, op=__import__("mpi4py").MPI.LAND)
-    return "works" if ok else "fails: data read back differ"
+    return "works" if mpi.all_true(comm, ok) else "fails: data read back differ"
 
 
 def report(comm: MPI.Comm, directory: str | None = None) -> list[str]:

@@ -68,19 +68,25 @@ def test_round_trip_2d_grid_with_halos(comm: MPI.Comm, shared_dir: str, mode: st
                        == "climio store test", "coordinates and attributes")
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_ranks_with_empty_blocks_still_take_part(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
-    rank, size = comm.Get_rank(), comm.Get_size()
-    rows = 2  # fewer rows than ranks at 3 and 4 ranks: some ranks own nothing
-    d = Decomposition.block1d((rows, 5), size)
-    expected = np.arange(rows * 5, dtype="f8").reshape(rows, 5)
-    schema = ncio.Schema({"y": rows, "x": 5}, [ncio.Variable("v", "f8", ("y", "x"))])
-    path = os.path.join(shared_dir, f"empty-{mode}.nc")
+def round_trip_rows(comm: MPI.Comm, path: str, mode: str, rows: int, dtype: str) -> None:
+    """Each rank writes its block of rows of a (rows, 5) variable; every rank reads back its block and the
+    whole variable, in parallel and through rank 0."""
+    rank = comm.Get_rank()
+    d = Decomposition.block1d((rows, 5), comm.Get_size())
+    expected = np.arange(rows * 5, dtype=dtype).reshape(rows, 5)
+    schema = ncio.Schema({"y": rows, "x": 5}, [ncio.Variable("v", dtype, ("y", "x"))])
     with ncio.create(path, schema, mode, comm) as ds:
         ds.write("v", expected[d.owned(rank).slices], d.owned(rank))
-    with ncio.open(path, comm) as ds:
-        assert_all(comm, np.array_equal(ds.read("v", d.owned(rank)), expected[d.owned(rank).slices]))
-        assert_all(comm, np.array_equal(ds.read("v"), expected))
+    for read in ("parallel", "root"):
+        with ncio.open(path, comm, read=read) as ds:
+            assert_all(comm, np.array_equal(ds.read("v", d.owned(rank)), expected[d.owned(rank).slices]), read)
+            assert_all(comm, np.array_equal(ds.read("v"), expected), read)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_ranks_with_empty_blocks_still_take_part(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
+    # 2 rows: at 3 and 4 ranks some ranks own nothing, yet must join every collective call
+    round_trip_rows(comm, os.path.join(shared_dir, f"empty-{mode}.nc"), mode, rows=2, dtype="f8")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -136,3 +142,16 @@ def test_variable_over_4gib_sparse(comm: MPI.Comm, shared_dir: str, mode: str) -
     with ncio.open(path, comm) as ds:
         back = [ds.read("big", spot) for spot in spots]
         assert_all(comm, ds.shape("big") == shape and all(np.array_equal(b, v) for b, v in zip(back, values)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_large_hyperslabs_go_in_pieces(comm: MPI.Comm, shared_dir: str, mode: str,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Requests over the per-call limit are split; ranks with fewer pieces pad with empty calls."""
+    from climio.core.ncio import parallel_, serial_
+
+    monkeypatch.setattr(parallel_, "REQUEST_BYTES", 3 * 5 * 4)  # three rows of 5 float32 per call
+    monkeypatch.setattr(serial_, "MESSAGE_BYTES", 2 * 5 * 4)
+    # uneven: rank 0 holds more rows, so more pieces, than the last rank
+    round_trip_rows(comm, os.path.join(shared_dir, f"pieces-{mode}.nc"), mode, rows=4 * comm.Get_size() + 3,
+                    dtype="f4")

@@ -141,9 +141,9 @@ def launch(nranks: int, shape: tuple[int, int, int], modes: Sequence[str], reps:
         command, env = mpi.mpiexec_command(nranks, argv)
         result = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if result.returncode != 0:
+            said = [line for line in result.stderr.splitlines() if line.startswith("climio:")]
             raise ClimioError(f"bench io on {nranks} ranks failed (exit {result.returncode}): "
-                              f"{result.stderr.strip().splitlines()[-1] if result.stderr.strip() else ''}",
-                              collective=True)
+                              f"{said[-1] if said else result.stderr.strip()[-500:]}", collective=True)
         with open(rows_file) as f:
             return json.load(f)
 

@@ -12,11 +12,15 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
-from climio.core.ncio.store import Request, Store, define, mpi_info, schema_of
+from climio.core.ncio.store import Request, Store, define, mpi_info, pieces, schema_of
 
 if TYPE_CHECKING:
     import netCDF4
     from mpi4py import MPI
+
+# PnetCDF (1.12) refuses one request over INT_MAX bytes per process, and HDF5 1.10's
+# MPI-IO driver has the same 2 GiB limit: larger hyperslabs go in pieces of 1 GiB.
+REQUEST_BYTES = 2**30
 
 
 class ParallelStore(Store):
@@ -47,18 +51,36 @@ class ParallelStore(Store):
             libnetcdf.var_par_access(dataset._grpid, varid, True, path)
         return cls(dataset, path, mode, comm, schema, varids=varids, records=records)
 
+    def _plan(self, slabs: list[Hyperslab], itemsize: list[int]) -> list[list[tuple[int, Hyperslab]]]:
+        """Split each rank's hyperslabs into requests of at most REQUEST_BYTES, padded so that every
+        rank makes the same number of collective calls per variable (empty ones where it has no piece)."""
+        plans = [list(pieces(s, n, REQUEST_BYTES)) if s.size else [] for s, n in zip(slabs, itemsize)]
+        counts = np.array([len(p) for p in plans], dtype=np.int64)
+        if self.comm.Get_size() > 1 and counts.size:
+            from mpi4py import MPI
+
+            self.comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.MAX)
+        for plan, slab, n in zip(plans, slabs, counts):
+            plan += [(0, Hyperslab.empty(len(slab.start)))] * (int(n) - len(plan))
+        return plans
+
     def _put_many(self, requests: list[Request]) -> None:
-        # netCDF-C offers no batched (iput/wait_all) call: one collective call per variable.
         ncid = self._dataset._grpid
+        plans = self._plan([r.slab for r in requests], [r.data.itemsize for r in requests])
         with trace.phase("write", sum(r.data.nbytes for r in requests)):
-            for r in requests:
-                libnetcdf.put_vara(ncid, r.varid, r.slab.start, r.slab.count, r.data,
-                                   f"{self.path}: variable '{r.var.name}'")
+            for r, plan in zip(requests, plans):
+                for offset, piece in plan:
+                    data = r.data[offset:offset + piece.count[0]] if piece.count else r.data
+                    libnetcdf.put_vara(ncid, r.varid, piece.start, piece.count, data,
+                                       f"{self.path}: variable '{r.var.name}'")
 
     def _get(self, var: Variable, varid: int, slab: Hyperslab, out: np.ndarray) -> None:
+        (plan,) = self._plan([slab], [out.itemsize])
         with trace.phase("read", out.nbytes):
-            libnetcdf.get_vara(self._dataset._grpid, varid, slab.start, slab.count, out,
-                               f"{self.path}: variable '{var.name}'")
+            for offset, piece in plan:
+                libnetcdf.get_vara(self._dataset._grpid, varid, piece.start, piece.count,
+                                   out[offset:offset + piece.count[0]] if piece.count else out,
+                                   f"{self.path}: variable '{var.name}'")
 
     def _close_file(self) -> None:
         with trace.phase("close"):

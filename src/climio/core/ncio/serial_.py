@@ -8,8 +8,6 @@ honest (gather + one writer) without needing memory for the whole field.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -19,7 +17,7 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
-from climio.core.ncio.store import Request, Store, define, schema_of
+from climio.core.ncio.store import Request, Store, define, pieces, schema_of
 
 if TYPE_CHECKING:
     import netCDF4
@@ -27,18 +25,6 @@ if TYPE_CHECKING:
 
 MESSAGE_BYTES = 64 * 2**20
 _META, _DATA = 11, 12
-
-
-def pieces(slab: Hyperslab, itemsize: int) -> Iterator[tuple[int, Hyperslab]]:
-    """Split ``slab`` along its first axis into ``(offset, piece)`` of at most MESSAGE_BYTES."""
-    if not slab.count:
-        yield 0, slab
-        return
-    row_bytes = math.prod(slab.count[1:]) * itemsize
-    rows = max(1, MESSAGE_BYTES // max(row_bytes, 1))
-    for offset in range(0, slab.count[0], rows):
-        k = min(rows, slab.count[0] - offset)
-        yield offset, Hyperslab((slab.start[0] + offset, *slab.start[1:]), (k, *slab.count[1:]))
 
 
 class SerialStore(Store):
@@ -79,7 +65,7 @@ class SerialStore(Store):
             with trace.phase("gather", sum(r.data.nbytes for r in todo)):
                 comm.send([(r.var.name, r.slab) for r in todo], dest=0, tag=_META)
                 for r in todo:
-                    for offset, piece in pieces(r.slab, r.data.itemsize):
+                    for offset, piece in pieces(r.slab, r.data.itemsize, MESSAGE_BYTES):
                         comm.Send(r.data[offset:offset + piece.count[0]] if piece.count else r.data,
                                   dest=0, tag=_DATA)
             return
@@ -88,7 +74,7 @@ class SerialStore(Store):
         for source in range(1, comm.Get_size()):
             for name, slab in comm.recv(source=source, tag=_META):
                 var = self.schema.variable(name)
-                for _, piece in pieces(slab, var.numpy_dtype.itemsize):
+                for _, piece in pieces(slab, var.numpy_dtype.itemsize, MESSAGE_BYTES):
                     buffer = np.empty(piece.count, var.numpy_dtype)
                     with trace.phase("gather", buffer.nbytes):
                         comm.Recv(buffer, source=source, tag=_DATA)
@@ -106,7 +92,7 @@ class SerialStore(Store):
         if comm.Get_rank() != 0:
             if slab.size:
                 with trace.phase("scatter", out.nbytes):
-                    for offset, piece in pieces(slab, out.itemsize):
+                    for offset, piece in pieces(slab, out.itemsize, MESSAGE_BYTES):
                         comm.Recv(out[offset:offset + piece.count[0]] if piece.count else out, source=0, tag=_DATA)
             return
         assert self._dataset is not None and slabs is not None
@@ -116,7 +102,7 @@ class SerialStore(Store):
         for target, wanted in enumerate(slabs[1:], start=1):
             if not wanted.size:
                 continue
-            for _, piece in pieces(wanted, out.itemsize):
+            for _, piece in pieces(wanted, out.itemsize, MESSAGE_BYTES):
                 buffer = np.empty(piece.count, var.numpy_dtype)
                 with trace.phase("read", buffer.nbytes):
                     libnetcdf.get_vara(self._dataset._grpid, varid, piece.start, piece.count, buffer, where)

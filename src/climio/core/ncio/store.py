@@ -10,10 +10,11 @@ never leaves a file that looks finished.
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,18 @@ def discard_pending_outputs() -> None:
         except OSError:
             pass
         PENDING_OUTPUTS.discard(path)
+
+
+def pieces(slab: Hyperslab, itemsize: int, max_bytes: int) -> Iterator[tuple[int, Hyperslab]]:
+    """Split ``slab`` along its first axis into ``(offset, piece)`` of at most ``max_bytes`` (one row at least)."""
+    if not slab.count:
+        yield 0, slab
+        return
+    row_bytes = math.prod(slab.count[1:]) * itemsize
+    rows = max(1, max_bytes // max(row_bytes, 1))
+    for offset in range(0, slab.count[0], rows):
+        k = min(rows, slab.count[0] - offset)
+        yield offset, Hyperslab((slab.start[0] + offset, *slab.start[1:]), (k, *slab.count[1:]))
 
 
 @dataclass(frozen=True)
@@ -212,14 +225,17 @@ class Store(ABC):
             mpi.agree(self.comm, self._publish)
 
     def discard(self) -> None:
-        """Give up a file being written: remove the temporary file (no collective calls)."""
+        """Give up a file being written: remove the temporary file (no collective calls).
+
+        Any rank may be the one that failed, so whichever rank calls this removes it.
+        """
         self._closed = True
-        if self._temp_path is not None and self.comm.Get_rank() == 0:
+        if self._temp_path is not None:
             try:
                 os.unlink(self._temp_path)
             except OSError:
                 pass
-        PENDING_OUTPUTS.discard(self._temp_path or "")
+            PENDING_OUTPUTS.discard(self._temp_path)
 
     def __enter__(self) -> Store:
         return self
