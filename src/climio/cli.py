@@ -96,6 +96,26 @@ def cmd_gen_cmip(args: argparse.Namespace, comm: MPI.Comm) -> None:
               f"on {summary.nranks} rank(s), {summary.seconds:.2f} s ({mb / summary.seconds:.0f} MB/s incl. generation)")
 
 
+def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.eva import job
+
+    npy: float | str = args.npy
+    if args.npy != "calendar":
+        try:
+            npy = float(args.npy)
+        except ValueError:
+            raise ClimioError(f"--npy takes a number of days per year or 'calendar', got '{args.npy}'",
+                              collective=True) from None
+    opts = job.Options(var=args.var, tail=args.tail, periods=tuple(args.return_period), npy=npy,
+                       min_exceed=args.min_exceed, split=args.split, scheme=args.scheme, mode=args.mode,
+                       overwrite=args.overwrite)
+    summary = job.run(args.input, args.out, comm, opts, history(args.argv))
+    if comm.Get_rank() == 0:
+        statuses = ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
+        print(f"wrote {args.out}: GPD fits of {args.var} at {summary.cells} cells on {comm.Get_size()} rank(s) "
+              f"in {summary.seconds:.2f} s ({summary.cells / summary.seconds:.0f} cells/s); status: {statuses}")
+
+
 def cmd_bench_io(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import io
 
@@ -130,6 +150,24 @@ def build_parser() -> Parser:
     cmip.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
     cmip.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
     cmip.set_defaults(func=cmd_gen_cmip)
+
+    eva = commands.add_parser("eva", parents=[common],
+                              help="peaks-over-threshold GPD fits and return levels at every grid cell")
+    eva.add_argument("input", metavar="IN", help="input netCDF file with VAR(time, y, x)")
+    eva.add_argument("out", metavar="OUT", help="output netCDF file")
+    eva.add_argument("--var", "-v", default="pr", help="variable to analyse (default pr)")
+    eva.add_argument("--tail", type=float, default=0.01, help="threshold at the 1-TAIL quantile (default 0.01)")
+    eva.add_argument("--return-period", type=float, nargs="+", default=[100.0], metavar="YEARS",
+                     help="return periods in years (default 100)")
+    eva.add_argument("--npy", default="365.25",
+                     help="observations per year: a number (default 365.25) or 'calendar' (from the time axis)")
+    eva.add_argument("--min-exceed", type=int, default=10, help="fewest exceedances to fit (default 10)")
+    eva.add_argument("--split", default="lat", help="split cells over ranks by lat, lon or block (default lat)")
+    eva.add_argument("--scheme", default="slab",
+                     help="slab: each rank reads its cells in parallel (default); root: rank 0 reads and sends")
+    eva.add_argument("--mode", default="cdf5", help="output storage mode (default cdf5)")
+    eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
+    eva.set_defaults(func=cmd_eva)
 
     bench = commands.add_parser("bench", help="benchmarks")
     suites = bench.add_subparsers(dest="suite", required=True, metavar="SUITE", parser_class=Parser)

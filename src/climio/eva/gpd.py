@@ -1,0 +1,208 @@
+r"""Generalized Pareto maximum likelihood for many cells at once.
+
+For excesses :math:`e_1..e_n > 0`, scale :math:`\sigma > 0` and shape :math:`\xi`,
+
+.. math::
+
+    -\log L(\sigma, \xi) = n \log\sigma + (1 + 1/\xi) \sum_i \log(1 + \xi e_i/\sigma),
+    \qquad 1 + \xi e_i/\sigma > 0,
+
+with the exponential limit :math:`n\log\sigma + \sum e_i/\sigma` as :math:`\xi \to 0`.
+
+**Profile likelihood** (Grimshaw 1993). With :math:`\theta = \xi/\sigma` the best
+shape for a given :math:`\theta` is :math:`\xi(\theta) = \frac1n\sum\log(1+\theta e_i)`,
+so the search is one-dimensional: :math:`-\log L/n = \log\sigma(\theta) + \xi(\theta) + 1`,
+:math:`\sigma(\theta) = \xi(\theta)/\theta`. Excesses are scaled by the cell's largest,
+:math:`t = \theta\max e \in (-1, \infty)`, and the search runs in :math:`s = \log(1+t)`,
+so that shapes near -1 (``t`` near -1) keep full precision:
+:math:`1 + t e = (1-e) + e\,e^s`. Near :math:`t = 0` (the exponential limit)
+:math:`\sigma = \frac1n\sum e\,g(te)`, :math:`g(x) = \log(1+x)/x`, is taken from
+its Taylor series, so :math:`\xi \to 0` is an ordinary point.
+
+**The true maximum.** The profile is evaluated on a grid of ``s`` covering shapes
+from -1 to beyond 3 for any sample size; the lowest grid point brackets the
+global minimum, and a safeguarded Newton iteration (bisection whenever a step
+leaves the bracket or the curvature is not positive) polishes it to machine
+precision. The result is never worse than the best grid point.
+
+**Non-regular region.** For :math:`\xi < -1` the likelihood is unbounded
+(:math:`\sigma \to -\xi\max e`), so fits are restricted to :math:`\xi \ge -1`.
+On that boundary the best scale is :math:`\max e` (a uniform density), with
+:math:`-\log L = n\log\max e`; it is returned, flagged ``at_bound``, when it beats
+every interior point.
+
+The kernel is compiled with numba (one fused loop per cell, no temporaries):
+the numpy formulation spent ~90 ns per excess and grid point in temporaries.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+XI_MIN = -1.0
+SERIES_T = 0.02  # |t| below this: sigma and its derivatives from the Taylor series of g
+SERIES_TERMS = 14  # 0.02**14 is far below double precision
+NEWTON_ITERATIONS = 80
+GRID_S = np.concatenate([np.linspace(-36.0, -1.0, 15), np.linspace(-0.6, 0.6, 5), np.linspace(1.0, 16.0, 11)])
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Per-cell maximum likelihood estimates (NaN where a cell had no excesses)."""
+
+    scale: np.ndarray
+    shape: np.ndarray
+    nll: np.ndarray  # negative log-likelihood of the excesses at the estimate
+    at_bound: np.ndarray  # the estimate sits on the xi = -1 boundary
+
+
+@numba.njit(cache=True)
+def _g_series(x: float) -> tuple[float, float, float]:
+    """g(x) = log1p(x)/x and its first two derivatives, by Taylor series (|x| small)."""
+    g = g1 = g2 = 0.0
+    for k in range(SERIES_TERMS - 1, -1, -1):
+        sign = 1.0 if k % 2 == 0 else -1.0
+        g = g * x + sign / (k + 1)
+        if k >= 1:
+            g1 = g1 * x + sign * k / (k + 1)
+        if k >= 2:
+            g2 = g2 * x + sign * k * (k - 1) / (k + 1)
+    return g, g1, g2
+
+
+@numba.njit(cache=True)
+def _profile(s: float, e: np.ndarray, n: int, derivatives: bool) -> tuple[float, float, float, float, float]:
+    """Profile f = -log L/n at s = log(1+t), with xi, sigma (scaled), df/ds and d2f/ds2."""
+    w = math.exp(s)
+    t = math.expm1(s)
+    xi = dxi = d2xi = 0.0
+    sig = dsig = d2sig = 0.0
+    series = abs(t) < SERIES_T
+    for i in range(n):
+        ei = e[i]
+        q = (1.0 - ei) + ei * w if s < -0.5 else 1.0 + ei * t  # 1 + t e, accurately in both regions
+        xi += math.log(q) if s < -0.5 else math.log1p(ei * t)
+        if derivatives:
+            r = ei / q
+            dxi += r
+            d2xi -= r * r
+        if series:
+            g, g1, g2 = _g_series(t * ei)
+            sig += ei * g
+            if derivatives:
+                dsig += ei * ei * g1
+                d2sig += ei * ei * ei * g2
+    xi /= n
+    if series:
+        sig /= n
+    else:
+        sig = xi / t
+    f = math.log(sig) + xi + 1.0 if sig > 0 else math.inf
+    if not derivatives:
+        return f, xi, sig, 0.0, 0.0
+    dxi /= n
+    d2xi /= n
+    if series:
+        dsig /= n
+        d2sig /= n
+        df = dsig / sig + dxi
+        d2f = d2sig / sig - (dsig / sig) ** 2 + d2xi
+    else:
+        df = dxi / xi - 1.0 / t + dxi
+        d2f = d2xi / xi - (dxi / xi) ** 2 + 1.0 / (t * t) + d2xi
+    # chain rule to s: dt/ds = w
+    return f, xi, sig, df * w, d2f * w * w + df * w
+
+
+@numba.njit(cache=True)
+def _fit_cell(e: np.ndarray, n: int, grid: np.ndarray) -> tuple[float, float, float, bool]:
+    """(scale, shape, -log L/n, at_bound) for excesses e[:n] scaled so that max(e) == 1."""
+    best_j = -1
+    best_f = math.inf
+    for j in range(grid.size):
+        f, xi, _, _, _ = _profile(grid[j], e, n, False)
+        if xi >= XI_MIN and f < best_f:
+            best_f = f
+            best_j = j
+    if best_j < 0:
+        return 1.0, XI_MIN, 0.0, True
+    lo = grid[best_j - 1] if best_j > 0 else grid[0] - 20.0
+    hi = grid[best_j + 1] if best_j < grid.size - 1 else grid[-1] + 20.0
+    s = grid[best_j]
+    for _ in range(NEWTON_ITERATIONS):
+        _, _, _, df, d2f = _profile(s, e, n, True)
+        if df < 0:
+            lo = s
+        elif df > 0:
+            hi = s
+        else:
+            break
+        step = s - df / d2f if d2f > 0 else math.nan
+        new = step if lo < step < hi else 0.5 * (lo + hi)
+        if abs(new - s) <= 1e-15 * max(1.0, abs(s)):
+            s = new
+            break
+        s = new
+    f, xi, sig, _, _ = _profile(s, e, n, False)
+    if not (xi >= XI_MIN and f <= best_f):
+        f, xi, sig, _, _ = _profile(grid[best_j], e, n, False)
+    if not f < 0.0:  # the xi = -1 boundary (sigma = max e, f = 0) is better
+        return 1.0, XI_MIN, 0.0, True
+    return sig, xi, f, False
+
+
+@numba.njit(cache=True)
+def _fit_all(excess: np.ndarray, count: np.ndarray, grid: np.ndarray,
+             scale: np.ndarray, shape: np.ndarray, nll: np.ndarray, at_bound: np.ndarray) -> None:
+    scaled = np.empty(excess.shape[1])
+    for c in range(excess.shape[0]):
+        n = count[c]
+        if n <= 0:
+            continue
+        peak = 0.0
+        for i in range(n):
+            peak = max(peak, excess[c, i])
+        for i in range(n):
+            scaled[i] = excess[c, i] / peak
+        sig, xi, f, bound = _fit_cell(scaled, n, grid)
+        scale[c] = sig * peak
+        shape[c] = xi
+        nll[c] = n * (f + math.log(peak))
+        at_bound[c] = bound
+
+
+def fit(excess: np.ndarray, count: np.ndarray) -> Fit:
+    """Fit a GPD to each row of ``excess`` (cells, k): its first ``count[i]`` values are the excesses."""
+    excess = np.ascontiguousarray(excess, dtype=np.float64)
+    count = np.ascontiguousarray(count, dtype=np.int64)
+    cells = excess.shape[0]
+    out = Fit(np.full(cells, np.nan), np.full(cells, np.nan), np.full(cells, np.nan), np.zeros(cells, bool))
+    _fit_all(excess, count, GRID_S, out.scale, out.shape, out.nll, out.at_bound)
+    return out
+
+
+def negative_log_likelihood(excess: np.ndarray, scale: float, shape: float) -> float:
+    """-log L of one cell's excesses: the plain formula, independent of the kernel (for checks)."""
+    e = np.asarray(excess, dtype=float)
+    if scale <= 0:
+        return math.inf
+    z = 1.0 + shape * e / scale
+    if np.any(z <= 0):
+        return math.inf
+    if shape == 0.0:
+        return e.size * math.log(scale) + e.sum() / scale
+    return e.size * math.log(scale) + (1.0 + 1.0 / shape) * np.log1p(shape * e / scale).sum()
+
+
+def return_level(threshold: np.ndarray, scale: np.ndarray, shape: np.ndarray, rate: np.ndarray,
+                 period_years: float, npy: float | np.ndarray) -> np.ndarray:
+    """u + sigma/xi ((T npy rate)^xi - 1), as u + sigma L expm1(xi L)/(xi L) with L = log(T npy rate)."""
+    log_m = np.log(period_years * np.asarray(npy, dtype=float) * rate)
+    x = shape * log_m
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.where(np.abs(x) < 1e-12, 1.0 + x / 2.0, np.expm1(x) / np.where(x == 0, 1.0, x))
+    return threshold + scale * log_m * h
