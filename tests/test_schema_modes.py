@@ -76,3 +76,27 @@ def test_cf_attributes_take_the_variable_type() -> None:
     assert typed_attribute(var, "scale_factor", 2.0) == 2.0
     assert attribute_array(3).dtype == np.int32
     assert attribute_array(True).dtype == np.int8
+
+
+def test_required_size_of_classic_files(tmp_path) -> None:
+    import netCDF4
+
+    from climio.core.ncio.classic import required_size
+
+    for fmt in ("NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA"):
+        path = tmp_path / f"{fmt}.nc"
+        with netCDF4.Dataset(path, "w", format=fmt) as ds:
+            ds.createDimension("t", None)
+            ds.createDimension("x", 3)
+            ds.setncattr("title", "sizes")
+            ds.createVariable("fixed", "f8", ("x",))[:] = [1, 2, 3]
+            ds.createVariable("r1", "i2", ("t", "x"))[:] = np.ones((5, 3))
+            ds.createVariable("r2", "f4", ("t",))[:] = np.arange(5)
+        assert required_size(str(path)) == path.stat().st_size
+        data = path.read_bytes()
+        (tmp_path / "cut.nc").write_bytes(data[:-1])
+        assert required_size(str(tmp_path / "cut.nc")) > len(data) - 1
+        (tmp_path / "cut.nc").write_bytes(data[:30])  # inside the header
+        assert required_size(str(tmp_path / "cut.nc")) > 30
+    (tmp_path / "other").write_bytes(b"\x89HDF\r\n")
+    assert required_size(str(tmp_path / "other")) is None

@@ -201,8 +201,8 @@ def negative_log_likelihood(excess: np.ndarray, scale: float, shape: float) -> f
 def return_level(threshold: np.ndarray, scale: np.ndarray, shape: np.ndarray, rate: np.ndarray,
                  period_years: float, npy: float | np.ndarray) -> np.ndarray:
     """u + sigma/xi ((T npy rate)^xi - 1), as u + sigma L expm1(xi L)/(xi L) with L = log(T npy rate)."""
-    log_m = np.log(period_years * np.asarray(npy, dtype=float) * rate)
-    x = shape * log_m
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # rate 0 (no exceedances): NaN results anyway
+        log_m = np.log(period_years * np.asarray(npy, dtype=float) * rate)
+        x = shape * log_m
         h = np.where(np.abs(x) < 1e-12, 1.0 + x / 2.0, np.expm1(x) / np.where(x == 0, 1.0, x))
-    return threshold + scale * log_m * h
+        return threshold + scale * log_m * h

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from climio.core import mpi
+from climio.core.ncio.classic import required_size
 from climio.core.ncio.modes import FORMAT_READ_MODE, MODES, Mode, available_modes, get_mode
 from climio.core.ncio.schema import Schema, Variable
 from climio.core.ncio.store import PENDING_OUTPUTS, Store, check_schema_fits, discard_pending_outputs, reserve_output
@@ -64,10 +65,15 @@ def _format_of(path: str) -> str:
         raise ClimioError(f"input '{path}' is a directory, not a netCDF file")
     try:
         with netCDF4.Dataset(path, "r") as dataset:
-            return str(dataset.data_model)
+            data_model = str(dataset.data_model)
     except OSError as err:
         raise ClimioError(f"input file '{path}' is not a readable netCDF file ({err.strerror or err}): "
                           "check it is complete (ncdump -h)") from err
+    needed, actual = required_size(path), os.path.getsize(path)
+    if needed is not None and actual < needed:
+        raise ClimioError(f"input file '{path}' is truncated: its header needs {needed} bytes but it has {actual}; "
+                          "copy or regenerate it")
+    return data_model
 
 
 def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
