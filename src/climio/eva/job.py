@@ -126,25 +126,14 @@ def _missing_values(var: ncio.Variable) -> list[float]:
 
 def output_schema(store: ncio.Store, var: ncio.Variable, opts: Options, npy: float, history: str) -> ncio.Schema:
     _, ydim, xdim = var.dims
-    units = str(var.attrs.get("units", "1"))
     coords = [v for v in store.schema.variables if v.name in (ydim, xdim) and v.dims == (v.name,)]
-    floats = {"_FillValue": np.nan}
-    field = (ydim, xdim)
-    variables = [ncio.Variable(c.name, c.dtype, c.dims, dict(c.attrs)) for c in coords] + [
-        ncio.Variable("period", "f8", ("period",), {"long_name": "return period", "units": "years"}),
-        ncio.Variable("threshold", "f8", field, {**floats, "long_name": f"{1 - opts.tail:g} quantile (R type 7) "
-                                                 f"of {var.name}", "units": units}),
-        ncio.Variable("scale", "f8", field, {**floats, "long_name": "GPD scale of the excesses", "units": units}),
-        ncio.Variable("shape", "f8", field, {**floats, "long_name": "GPD shape of the excesses", "units": "1"}),
-        ncio.Variable("rate", "f8", field, {**floats, "long_name": "exceedances per valid value", "units": "1"}),
-        ncio.Variable("n_exceed", "i4", field, {"long_name": "number of exceedances"}),
-        ncio.Variable("return_level", "f8", ("period", *field), {**floats, "long_name": f"return level of "
-                                                                 f"{var.name}", "units": units}),
-        ncio.Variable("nll", "f8", field, {**floats, "long_name": "negative log-likelihood of the excesses"}),
-        ncio.Variable("status", "i1", field, {"long_name": "fit status",
-                                              "flag_values": np.arange(len(pot.STATUS_MEANINGS), dtype="i1"),
-                                              "flag_meanings": " ".join(pot.STATUS_MEANINGS)}),
-    ]
+    attrs = pot.result_attributes(var.name, str(var.attrs.get("units", "1")), opts.tail)
+    variables = [ncio.Variable(c.name, c.dtype, c.dims, dict(c.attrs)) for c in coords]
+    variables.append(ncio.Variable("period", "f8", ("period",), {"long_name": "return period", "units": "years"}))
+    for name, dtype in pot.RESULT_TYPES.items():
+        dims = ("period", ydim, xdim) if name == "return_level" else (ydim, xdim)
+        fill = {"_FillValue": np.nan} if dtype == "f8" else {}
+        variables.append(ncio.Variable(name, dtype, dims, {**fill, **attrs[name]}))
     old = str(store.schema.attrs.get("history", ""))
     return ncio.Schema(
         dims={ydim: store.schema.dims[ydim] or 0, xdim: store.schema.dims[xdim] or 0, "period": len(opts.periods)},
