@@ -44,7 +44,7 @@ def reference(cmip_file: Path) -> pot.Result:
 
 @pytest.mark.parametrize("nranks", [1, 2, 3, 4])
 @pytest.mark.parametrize("scheme,split", [("slab", "lat"), ("slab", "lon"), ("slab", "block"), ("root", "lat"),
-                                          ("root", "block")])
+                                          ("root", "block"), ("transpose", "lat"), ("transpose", "block")])
 def test_same_results_for_every_rank_count_scheme_and_split(tmp_path: Path, cmip_file: Path, reference: pot.Result,
                                                             nranks: int, scheme: str, split: str) -> None:
     out = tmp_path / "eva.nc"

@@ -164,7 +164,8 @@ def build_parser() -> Parser:
     eva.add_argument("--min-exceed", type=int, default=10, help="fewest exceedances to fit (default 10)")
     eva.add_argument("--split", default="lat", help="split cells over ranks by lat, lon or block (default lat)")
     eva.add_argument("--scheme", default="slab",
-                     help="slab: each rank reads its cells in parallel (default); root: rank 0 reads and sends")
+                     help="slab: each rank reads its cells in parallel (default); transpose: ranks read time "
+                          "blocks and exchange them all-to-all; root: rank 0 reads and sends")
     eva.add_argument("--mode", default="cdf5", help="output storage mode (default cdf5)")
     eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
     eva.set_defaults(func=cmd_eva)

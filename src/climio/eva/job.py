@@ -5,6 +5,9 @@ Each rank gets its cells' whole time series once:
 
 * ``slab`` (default): every rank reads its own (time, y-block, x-block) hyperslab
   in parallel, the design TN-534 wanted but could not express with foreach;
+* ``transpose``: every rank reads a contiguous block of time steps of the whole
+  grid (the file's own order: fast for netCDF-4 files chunked one time step per
+  chunk), and one MPI all-to-all turns the time blocks into cell blocks;
 * ``root``: rank 0 reads each rank's hyperslab and sends it (TN-534's read-all
   baseline), kept for the study.
 
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 SPLITS = ("lat", "lon", "block")
-SCHEMES = ("slab", "root")
+SCHEMES = ("slab", "transpose", "root")
 CHUNK_BYTES = 64 * 2**20  # cells are analysed this many input bytes at a time (progress granularity)
 DAYS_PER_YEAR = {"noleap": 365.0, "365_day": 365.0, "all_leap": 366.0, "366_day": 366.0, "360_day": 360.0,
                  "standard": 365.2425, "gregorian": 365.2425, "proleptic_gregorian": 365.2425, "julian": 365.25}
@@ -167,7 +170,11 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
         npy = _days_per_year(store, var.dims[0], inp, opts.npy)
         decomp = decomposition(shape, opts.split, comm.Get_size())
         owned = decomp.owned(rank)
-        slab = store.read(var.name, owned)
+        if opts.scheme == "transpose":
+            by_time = Decomposition.block1d(shape, comm.Get_size(), axis=0)
+            slab = time_blocks_to_cell_blocks(store.read(var.name, by_time.owned(rank)), by_time, decomp, comm)
+        else:
+            slab = store.read(var.name, owned)
         coordinates = {c: store.read(c) for c in var.dims[1:] if c in {v.name for v in store.schema.variables}}
         schema = output_schema(store, var, opts, npy, history)
     cells = slab.reshape(shape[0], -1)
@@ -187,6 +194,31 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     seconds = MPI.Wtime() - started
     return Summary(math.prod(shape[1:]), seconds, {m: int(c) for m, c in zip(pot.STATUS_MEANINGS, counts) if c})
+
+
+def time_blocks_to_cell_blocks(mine: np.ndarray, by_time: Decomposition, by_cells: Decomposition,
+                               comm: MPI.Comm) -> np.ndarray:
+    """All-to-all from (my time steps, all cells) to (all time steps, my cells).
+
+    Rank j receives, from every rank i in rank order, i's time steps of j's cells;
+    as time blocks follow rank order, the receive buffer is j's (time, y, x) slab.
+    """
+    size, rank = comm.Get_size(), comm.Get_rank()
+    cells_of = [by_cells.owned(j) for j in range(size)]
+    send_counts = [mine.shape[0] * math.prod(c.count[1:]) for c in cells_of]
+    send = np.empty(sum(send_counts), mine.dtype)
+    offset = 0
+    for cells, count in zip(cells_of, send_counts):
+        send[offset:offset + count].reshape(mine.shape[0], *cells.count[1:])[...] = mine[(slice(None), *cells.slices[1:])]
+        offset += count
+    del mine
+    own = cells_of[rank]
+    receive = np.empty((by_time.shape[0], *own.count[1:]), send.dtype)
+    receive_counts = [by_time.owned(i).count[0] * math.prod(own.count[1:]) for i in range(size)]
+    with trace.phase("alltoall", send.nbytes):
+        comm.Alltoallv([send, (send_counts, np.cumsum([0, *send_counts[:-1]]))],
+                       [receive, (receive_counts, np.cumsum([0, *receive_counts[:-1]]))])
+    return receive
 
 
 def _analyse_chunks(cells: np.ndarray, opts: Options, npy: float, missing: Sequence[float],
