@@ -124,6 +124,16 @@ def cmd_bench_io(args: argparse.Namespace, comm: MPI.Comm) -> None:
             directory=args.dir, out=args.out, hints=hints(args.hint), rows_json=args.rows_json)
 
 
+def cmd_bench_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import eva
+    from climio.eva.job import SCHEMES, SPLITS
+
+    eva.main(comm, shape=int_list(args.shape, "--shape", 3), ranks=int_list(args.ranks, "--ranks"),
+             schemes=name_list(args.schemes, "--schemes", SCHEMES), splits=name_list(args.splits, "--splits", SPLITS),
+             formats=name_list(args.formats, "--formats", eva.FORMATS), reps=args.reps, directory=args.dir,
+             out=args.out)
+
+
 # -- parser -----------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -184,6 +194,18 @@ def build_parser() -> Parser:
     io.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
     io.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by --ranks to collect each mpiexec's rows
     io.set_defaults(func=cmd_bench_io)
+
+    ev = suites.add_parser("eva", parents=[common], help="climio eva per scheme, split, ranks and input format")
+    ev.add_argument("--shape", default="12775,192,288", metavar="T,NLAT,NLON", help="field shape (default TN-534's)")
+    ev.add_argument("--ranks", default="1,2", metavar="N,N,...", help="rank counts (default 1,2)")
+    ev.add_argument("--schemes", default="slab,transpose,root", help="schemes to run (default all)")
+    ev.add_argument("--splits", default="lat,block", help="splits to run (default lat,block)")
+    ev.add_argument("--formats", default="cdf5,nc4z",
+                    help="inputs: cdf5, and nc4z (zlib netCDF-4, one day per chunk) (default both)")
+    ev.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
+    ev.add_argument("--dir", default=".", help="where the inputs and outputs are written (deleted afterwards)")
+    ev.add_argument("--out", help="directory for eva.json and eva.csv")
+    ev.set_defaults(func=cmd_bench_eva)
     return parser
 
 

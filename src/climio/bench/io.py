@@ -21,14 +21,13 @@ import csv
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from climio.bench.runner import run_ranks
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
@@ -134,16 +133,11 @@ def launch(nranks: int, shape: tuple[int, int, int], modes: Sequence[str], reps:
     """Run the measurements of one rank count under its own mpiexec; return its rows."""
     with tempfile.TemporaryDirectory(prefix="climio-bench-rows-") as tmp:
         rows_file = os.path.join(tmp, "rows.json")
-        argv = [sys.executable, "-m", "climio", "bench", "io", "--shape", ",".join(map(str, shape)),
-                "--modes", ",".join(modes), "--reps", str(reps), "--dir", directory, "--rows-json", rows_file]
+        args = ["bench", "io", "--shape", ",".join(map(str, shape)), "--modes", ",".join(modes),
+                "--reps", str(reps), "--dir", directory, "--rows-json", rows_file]
         for key, value in hints.items():
-            argv += ["--hint", f"{key}={value}"]
-        command, env = mpi.mpiexec_command(nranks, argv)
-        result = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        if result.returncode != 0:
-            said = [line for line in result.stderr.splitlines() if line.startswith("climio:")]
-            raise ClimioError(f"bench io on {nranks} ranks failed (exit {result.returncode}): "
-                              f"{said[-1] if said else result.stderr.strip()[-500:]}", collective=True)
+            args += ["--hint", f"{key}={value}"]
+        run_ranks(nranks, args)
         with open(rows_file) as f:
             return json.load(f)
 

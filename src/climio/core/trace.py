@@ -19,6 +19,13 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 
+def peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes (Linux reports KiB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def _clock() -> float:
     try:
         from mpi4py import MPI
@@ -56,7 +63,7 @@ class Tracer:
 
     def report(self, comm: MPI.Comm) -> dict[str, Any] | None:
         """Gather all ranks' totals on rank 0 with max/mean over ranks; None elsewhere."""
-        per_rank = comm.gather({"rank": comm.Get_rank(), "phases": self.totals(),
+        per_rank = comm.gather({"rank": comm.Get_rank(), "phases": self.totals(), "peak_rss_bytes": peak_rss(),
                                 "events": [list(r) for r in self.records]}, root=0)
         if per_rank is None:
             return None
@@ -68,7 +75,9 @@ class Tracer:
             summary[name] = {"max_seconds": max(seconds), "mean_seconds": sum(seconds) / len(seconds),
                              "total_bytes": sum(nbytes),
                              "bandwidth_MBps": sum(nbytes) / max(seconds) / 1e6 if max(seconds) > 0 else 0.0}
-        return {"nranks": comm.Get_size(), "summary": summary, "ranks": per_rank}
+        return {"nranks": comm.Get_size(), "summary": summary, "ranks": per_rank,
+                "peak_rss_bytes": {"max": max(r["peak_rss_bytes"] for r in per_rank),
+                                   "total": sum(r["peak_rss_bytes"] for r in per_rank)}}
 
     def write(self, path: str, comm: MPI.Comm) -> None:
         """Flush the report to ``path`` as JSON (rank 0 writes; collective)."""

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from climio.core import mpi
+from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import required_size
 from climio.core.ncio.modes import FORMAT_READ_MODE, MODES, Mode, available_modes, get_mode
 from climio.core.ncio.schema import Schema, Variable
@@ -28,7 +29,7 @@ from climio.errors import ClimioError
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MODES", "Mode", "Schema", "Store", "Variable", "available_modes", "create", "discard_pending_outputs",
+__all__ = ["MODES", "Hyperslab", "Mode", "Schema", "Store", "Variable", "available_modes", "create", "discard_pending_outputs",
            "get_mode", "open"]
 
 READ_STRATEGIES = ("parallel", "root")

@@ -1,0 +1,170 @@
+"""``climio bench eva``: the whole ``climio eva`` run per scheme, split, rank count and file format.
+
+Inputs: the CMIP-size field from ``climio gen cmip`` as CDF-5, and the same
+data as zlib-compressed netCDF-4 chunked one day per chunk, like CMIP files
+(made with ``nccopy -d1``). Each file is read once first, so runs start from
+the page cache. Every run is a separate ``mpiexec ... climio --trace T eva``;
+the table gives medians over repetitions of:
+
+* the wall time of the command (mpiexec and Python start-up, read, fit, write),
+  and climio eva's own time (from a barrier after start-up to the end);
+* cells per second over climio eva's time;
+* the ``read`` phase alone (slowest rank) and climio eva's time over it;
+* the largest peak resident memory of one rank, and the sum over ranks
+  against the size of the variable;
+* the speed-up over ``scipy.stats.genpareto.fit`` called cell by cell, timed
+  on a sample of cells in the same run and scaled to the grid.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from climio.bench.runner import run_ranks
+from climio.core import ncio
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+FORMATS = ("cdf5", "nc4z")
+
+
+def make_inputs(directory: str, shape: Sequence[int], formats: Sequence[str]) -> dict[str, str]:
+    """The benchmark inputs, generated on 2 ranks; the compressed copy made with nccopy."""
+    paths = {"cdf5": os.path.join(directory, "pr-cdf5.nc")}
+    run_ranks(2, ["gen", "cmip", paths["cdf5"], "--shape", ",".join(map(str, shape)), "--mode", "cdf5",
+                  "--overwrite"])
+    if "nc4z" in formats:
+        if shutil.which("nccopy") is None:
+            raise ClimioError("bench eva: nccopy (netcdf-bin) is needed for the compressed input; make install",
+                              collective=True)
+        paths["nc4z"] = os.path.join(directory, "pr-nc4z.nc")
+        subprocess.run(["nccopy", "-k", "nc4", "-d", "1", "-c", f"time/1,lat/{shape[1]},lon/{shape[2]}",
+                        paths["cdf5"], paths["nc4z"]], check=True)
+    return {f: p for f, p in paths.items() if f in formats}
+
+
+def warm(path: str) -> None:
+    """Read the file once so that the timed runs start from the page cache."""
+    with open(path, "rb", buffering=0) as f:
+        while f.read(64 * 2**20):
+            pass
+
+
+def scipy_seconds_per_cell(path: str, sample: int, tail: float) -> float:
+    """Median seconds of scipy.stats.genpareto.fit (floc=0) on the excesses of ``sample`` cells."""
+    from scipy import stats
+
+    with ncio.open(path, read="root") as ds:
+        t, ny, nx = ds.shape("pr")
+        rng = np.random.default_rng(0)
+        picks = rng.choice(ny * nx, size=min(sample, ny * nx), replace=False)
+        rows = sorted({int(p) // nx for p in picks})
+        series = {y: ds.read("pr", ncio.Hyperslab((0, y, 0), (t, 1, nx)))[:, 0, :] for y in rows}
+    seconds = []
+    for p in picks:
+        y = series[int(p) // nx][:, int(p) % nx].astype(float)
+        u = np.quantile(y, 1 - tail)
+        excess = y[y > u] - u
+        started = time.perf_counter()
+        stats.genpareto.fit(excess, floc=0)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def run_once(path: str, nranks: int, scheme: str, split: str, workdir: str) -> dict[str, Any]:
+    trace_file, out = os.path.join(workdir, "trace.json"), os.path.join(workdir, "eva.nc")
+    started = time.perf_counter()
+    result = run_ranks(nranks, ["--trace", trace_file, "eva", path, out, "--overwrite", "--scheme", scheme,
+                                "--split", split])
+    wall = time.perf_counter() - started
+    job = float(re.search(r" in ([0-9.]+) s ", result.stdout).group(1))  # climio eva's own time, from a barrier
+    with open(trace_file) as f:
+        report = json.load(f)
+    read = report["summary"].get("read", {}).get("max_seconds", 0.0)
+    return {"wall_s": wall, "job_s": job, "read_s": read, "peak_rss_max": report["peak_rss_bytes"]["max"],
+            "peak_rss_total": report["peak_rss_bytes"]["total"]}
+
+
+def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes: Sequence[str],
+         splits: Sequence[str], formats: Sequence[str], reps: int, directory: str, out: str | None,
+         scipy_sample: int = 40) -> None:
+    if comm.Get_size() > 1:
+        raise ClimioError("climio bench eva starts its own mpiexec runs: run it as a plain process", collective=True)
+    if reps < 1:
+        raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
+    cells = int(shape[1]) * int(shape[2])
+    variable_bytes = int(np.prod(shape)) * 4
+    workdir = tempfile.mkdtemp(prefix="climio-bench-eva-", dir=directory)
+    rows: list[dict[str, Any]] = []
+    try:
+        inputs = make_inputs(workdir, shape, formats)
+        per_cell = scipy_seconds_per_cell(inputs["cdf5"], scipy_sample, 0.01)
+        print(f"scipy.stats.genpareto.fit: {per_cell * 1e3:.2f} ms per cell (median of {scipy_sample}), "
+              f"{per_cell * cells:.0f} s for {cells} cells", flush=True)
+        for fmt, path in inputs.items():
+            warm(path)
+            for n in ranks:
+                for scheme in schemes:
+                    for split in splits:
+                        print(f"bench eva: {fmt} {n} rank(s) {scheme} {split} ...", flush=True)
+                        for rep in range(reps):
+                            row = run_once(path, n, scheme, split, workdir)
+                            rows.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split, "rep": rep,
+                                         **row})
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    table = summarise(rows, cells, variable_bytes, per_cell * cells)
+    print(f"climio bench eva: pr{tuple(shape)} float32 ({variable_bytes / 1e6:.0f} MB), median of {reps} rep(s)")
+    print(format_table(table))
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "eva.json"), "w") as f:
+            json.dump({"shape": list(shape), "scipy_seconds_per_cell": per_cell, "rows": rows, "table": table},
+                      f, indent=1)
+        with open(os.path.join(out, "eva.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(table[0]))
+            writer.writeheader()
+            writer.writerows(table)
+        print(f"results in {out}/eva.json and eva.csv")
+
+
+def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int, scipy_total: float) -> list[dict[str, Any]]:
+    table = []
+    keys = dict.fromkeys((r["format"], r["ranks"], r["scheme"], r["split"]) for r in rows)
+    for fmt, n, scheme, split in keys:
+        sample = [r for r in rows if (r["format"], r["ranks"], r["scheme"], r["split"]) == (fmt, n, scheme, split)]
+        wall = statistics.median(r["wall_s"] for r in sample)
+        job = statistics.median(r["job_s"] for r in sample)
+        read = statistics.median(r["read_s"] for r in sample)
+        table.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split, "wall_s": wall, "job_s": job,
+                      "cells_per_s": cells / job, "read_s": read, "job_over_read": job / read if read else 0.0,
+                      "peak_rss_rank_MB": max(r["peak_rss_max"] for r in sample) / 1e6,
+                      "peak_rss_job_over_variable": max(r["peak_rss_total"] for r in sample) / variable_bytes,
+                      "speedup_vs_scipy": scipy_total / wall})
+    return table
+
+
+def format_table(table: list[dict[str, Any]]) -> str:
+    lines = ["| input | ranks | scheme | split | wall s | eva s | cells/s | read s | eva / read | peak MB per rank "
+             "| job memory / variable | vs scipy |",
+             "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for e in table:
+        lines.append(f"| {e['format']} | {e['ranks']} | {e['scheme']} | {e['split']} | {e['wall_s']:.2f} | "
+                     f"{e['job_s']:.2f} | {e['cells_per_s']:.0f} | {e['read_s']:.2f} | {e['job_over_read']:.1f} | "
+                     f"{e['peak_rss_rank_MB']:.0f} | {e['peak_rss_job_over_variable']:.2f} | "
+                     f"{e['speedup_vs_scipy']:.0f}x |")
+    return "\n".join(lines)
