@@ -167,3 +167,36 @@ def test_status_codes_for_every_edge_case() -> None:
     tied = series(np.r_[np.arange(n - 10), np.full(10, 1000.0)])
     assert pot.STATUS_MEANINGS[pot.analyse(tied, tail=0.01, periods=[], npy=365.25, min_exceed=1).status[0]] \
         == "no_exceedances"
+
+
+def cells_of_real_looking_data() -> list[np.ndarray]:
+    """Excess series of cells from the generated CMIP field and from real CanESM2 output."""
+    from pathlib import Path
+
+    import netCDF4
+
+    from climio.gen import cmip
+
+    out = []
+    pr = cmip.field(11, 0, 5000, cmip.climatology(6, 8))  # (days, cells)
+    real = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmip" / "tiny_daily_pr.nc"
+    with netCDF4.Dataset(real) as ds:
+        canesm = ds["pr"][:].filled(np.nan).reshape(ds["pr"].shape[0], -1)
+    for data in (pr, canesm):
+        result = pot.analyse(data.astype(np.float32), tail=0.01, periods=[], npy=365.25, min_exceed=10)
+        for c in range(data.shape[1]):
+            y = data[:, c].astype(float)
+            out.append(y[y > result.threshold[c]] - result.threshold[c])
+    return out
+
+
+def test_real_looking_cells_are_the_true_maximum() -> None:
+    excesses = cells_of_real_looking_data()
+    fit = gpd.fit(np.array([np.pad(e, (0, 600 - e.size)) for e in excesses]), np.array([e.size for e in excesses]))
+    for i, e in enumerate(excesses):
+        own = gpd.negative_log_likelihood(e, fit.scale[i], fit.shape[i])
+        ref = reference_fit(e, [(np.log(fit.scale[i]) + 0.05, fit.shape[i] - 0.05), (np.log(e.mean()), 0.1),
+                                (np.log(e.mean()), -0.3), (np.log(e.mean()), 0.6)])
+        assert own <= ref.fun + 1e-9 * abs(ref.fun), i
+        assert np.exp(ref.x[0]) == pytest.approx(fit.scale[i], rel=1e-6)
+        assert ref.x[1] == pytest.approx(fit.shape[i], rel=1e-6, abs=1e-7)

@@ -108,7 +108,7 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
                               collective=True) from None
     opts = job.Options(var=args.var, tail=args.tail, periods=tuple(args.return_period), npy=npy,
                        min_exceed=args.min_exceed, split=args.split, scheme=args.scheme, mode=args.mode,
-                       overwrite=args.overwrite)
+                       overwrite=args.overwrite, plot=args.plot)
     summary = job.run(args.input, args.out, comm, opts, history(args.argv))
     if comm.Get_rank() == 0:
         statuses = ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
@@ -177,7 +177,8 @@ def build_parser() -> Parser:
                      help="slab: each rank reads its cells in parallel (default); transpose: ranks read time "
                           "blocks and exchange them all-to-all; root: rank 0 reads and sends")
     eva.add_argument("--mode", default="cdf5", help="output storage mode (default cdf5)")
-    eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
+    eva.add_argument("--plot", metavar="MAP.png", help="also draw maps of the 100-year return level and the shape")
+    eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT (and MAP.png) if it exists")
     eva.set_defaults(func=cmd_eva)
 
     bench = commands.add_parser("bench", help="benchmarks")

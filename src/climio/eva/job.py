@@ -18,6 +18,7 @@ ranks write their blocks of the result in parallel to one CF netCDF file.
 from __future__ import annotations
 
 import math
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import ncio, trace
+from climio.core import mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.errors import ClimioError
 from climio.eva import pot
@@ -52,6 +53,7 @@ class Options:
     scheme: str = "slab"
     mode: str = "cdf5"
     overwrite: bool = False
+    plot: str | None = None  # PNG with maps of the return level and the shape
 
     def check(self) -> None:
         """Reject bad options before any file is touched (the same verdict on every rank)."""
@@ -161,6 +163,8 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
     from mpi4py import MPI
 
     opts.check()
+    if opts.plot:
+        mpi.agree(comm, lambda: _check_plot_path(opts.plot, opts.overwrite))
     comm.Barrier()
     started = MPI.Wtime()
     rank = comm.Get_rank()
@@ -190,10 +194,41 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
         levels = result.return_level.reshape(len(opts.periods), *block)
         items.append(("return_level", levels, Hyperslab((0, *field_slab.start), (len(opts.periods), *block))))
         ds.write_many(items)
+    if opts.plot:
+        _plot(opts, comm, decomp, result, coordinates, var)
     counts = np.bincount(result.status, minlength=len(pot.STATUS_MEANINGS)).astype(np.int64)
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     seconds = MPI.Wtime() - started
     return Summary(math.prod(shape[1:]), seconds, {m: int(c) for m, c in zip(pot.STATUS_MEANINGS, counts) if c})
+
+
+def _check_plot_path(path: str, overwrite: bool) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise ClimioError(f"--plot: directory '{directory}' does not exist")
+    if os.path.exists(path) and not overwrite:
+        raise ClimioError(f"--plot: '{path}' exists: pass --overwrite to replace it")
+
+
+def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Result,
+          coordinates: dict[str, np.ndarray], var: ncio.Variable) -> None:
+    """Gather the shape and the return level (100 years, or the longest period) on rank 0 and draw them."""
+    from climio.eva import plot
+
+    which = opts.periods.index(100.0) if 100.0 in opts.periods else int(np.argmax(opts.periods))
+    pieces = comm.gather((result.return_level[which], result.shape), root=0)
+    if pieces is None:
+        return
+    _, ny, nx = decomp.shape
+    level, shape = np.full((ny, nx), np.nan), np.full((ny, nx), np.nan)
+    for rank, (rl, xi) in enumerate(pieces):
+        owned = decomp.owned(rank)
+        level[owned.slices[1:]] = rl.reshape(owned.count[1:])
+        shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
+    _, ydim, xdim = var.dims
+    lat = coordinates.get(ydim, np.arange(ny))
+    lon = coordinates.get(xdim, np.arange(nx))
+    plot.draw(opts.plot, lat, lon, level, opts.periods[which], shape, var.name, str(var.attrs.get("units", "")))
 
 
 def time_blocks_to_cell_blocks(mine: np.ndarray, by_time: Decomposition, by_cells: Decomposition,
