@@ -1,4 +1,4 @@
-"""Runs tests/mpi under mpiexec at 1, 2, 3 and 4 ranks (oversubscribed on small machines)."""
+"""Runs tests/mpi under mpiexec at 1, 2, 3, 4 and 6 ranks (oversubscribed on small machines)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from conftest import run
 SUITE = Path(__file__).parent / "mpi"
 
 
-@pytest.mark.parametrize("nranks", [1, 2, 3, 4])
+@pytest.mark.parametrize("nranks", [1, 2, 3, 4, 6])
 def test_mpi_suite(nranks: int) -> None:
     result = run([sys.executable, "-m", "pytest", "-q", "--color=no", "-p", "no:cacheprovider", "--timeout", "120",
                   "-o", "addopts=", str(SUITE)], nranks=nranks, timeout=600)
