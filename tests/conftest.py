@@ -10,12 +10,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from climio.core.mpi import mpiexec_command
 
 RUN_TIMEOUT = 180
+
+# The real GCM files live in the project's shared/ folder beside the repository (as in CI), or where
+# CLIMIO_SHARED_DATA points.
+SHARED_DATA = Path(os.environ.get("CLIMIO_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def climio_argv(*args: str) -> list[str]:

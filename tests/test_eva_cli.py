@@ -9,11 +9,11 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import climio, leftovers
+from conftest import SHARED_DATA, climio, leftovers
 
 from climio.eva import pot
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cmip"
+DATA = SHARED_DATA / "cmip"
 # file -> (days per year of its calendar, ranks: 4 ranks on CanESM2's 3 latitude rows leaves one rank without cells)
 REAL = {"tiny_daily_pr.nc": (365.0, 4), "pr.sresa2.miub_echo_g.run1.atm.da.nc": (360.0, 2)}
 FIELDS = ("threshold", "scale", "shape", "rate", "n_exceed", "return_level", "nll", "status")

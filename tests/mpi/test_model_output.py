@@ -1,0 +1,77 @@
+"""Every write strategy x every storage mode writes the same file, at every rank count, with uneven grids."""
+
+from __future__ import annotations
+
+import os
+
+import netCDF4
+import numpy as np
+import pytest
+from conftest import assert_all
+from mpi4py import MPI
+
+from climio.core.decomp import Decomposition, process_grid
+from climio.errors import ClimioError
+from climio.output.model import STRATEGIES, Field, ModelOutput, applicable_modes
+
+NY, NX, NLEV, STEPS = 11, 13, 4, 2
+FIELDS = [Field("T", levels=NLEV, attrs={"units": "K"}), Field("ps", attrs={"units": "Pa"}),
+          Field("mask", dtype="i4")]
+
+
+def truth(name: str, step: int) -> np.ndarray:
+    shape = {"T": (NLEV, NY, NX), "ps": (NY, NX), "mask": (NY, NX)}[name]
+    values = np.arange(np.prod(shape)).reshape(shape) + 1000 * step + {"T": 0, "ps": 7, "mask": 3}[name]
+    return values.astype("i4" if name == "mask" else "f4")
+
+
+def local_arrays(rank: int, px: int, py: int, step: int, halo: int) -> dict[str, np.ndarray]:
+    out = {}
+    for f in FIELDS:
+        whole = truth(f.name, step)
+        d = Decomposition.block2d(whole.shape, px, py, halo=halo)
+        local = np.full(d.local_shape(rank), -1, whole.dtype)  # halo cells hold junk
+        local[d.interior(rank)] = whole[d.owned(rank).slices]
+        out[f.name] = local
+    return out
+
+
+@pytest.mark.parametrize("mode", ["serial", "hdf5", "cdf2", "cdf5"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_and_mode_writes_the_same_values(comm: MPI.Comm, shared_dir: str, strategy: str,
+                                                        mode: str) -> None:
+    rank, size = comm.Get_rank(), comm.Get_size()
+    if mode not in applicable_modes(strategy):
+        with pytest.raises(ClimioError, match=f"does not apply to mode '{mode}'.*works with"):
+            ModelOutput(os.path.join(shared_dir, "x.nc"), Decomposition.block2d((NY, NX), size, 1), FIELDS, comm,
+                        mode=mode, strategy=strategy)
+        return
+    px, py = process_grid(size, NY, NX)
+    for grid in {(px, py), (size, 1), (1, size)}:  # square-ish, one row, one column of ranks
+        decomp = Decomposition.block2d((NY, NX), *grid, halo=1)
+        path = os.path.join(shared_dir, f"{strategy}-{mode}-{grid[0]}x{grid[1]}.nc")
+        with ModelOutput(path, decomp, FIELDS, comm, mode=mode, strategy=strategy) as out:
+            for step in range(STEPS):
+                out.write(step, local_arrays(rank, *grid, step, halo=1), time=3600.0 * step)
+        ok = True
+        if rank == 0:
+            with netCDF4.Dataset(path) as ds:
+                ds.set_auto_mask(False)
+                ok = list(ds["time"][:]) == [0.0, 3600.0] and all(
+                    np.array_equal(ds[f.name][s], truth(f.name, s)) for f in FIELDS for s in range(STEPS))
+        assert_all(comm, ok, f"{strategy} {mode} grid {grid}")
+
+
+def test_bad_model_output_input(comm: MPI.Comm, shared_dir: str) -> None:
+    size = comm.Get_size()
+    decomp = Decomposition.block2d((NY, NX), size, 1)
+    with pytest.raises(ClimioError, match="unknown write strategy 'carrier-pigeon'"):
+        ModelOutput(os.path.join(shared_dir, "a.nc"), decomp, FIELDS, comm, strategy="carrier-pigeon")
+    with pytest.raises(ClimioError, match="needs .* ranks but the job has"):
+        ModelOutput(os.path.join(shared_dir, "b.nc"), Decomposition.block2d((NY, NX), size + 1, 1), FIELDS, comm)
+    with ModelOutput(os.path.join(shared_dir, "c.nc"), decomp, FIELDS, comm) as out:
+        with pytest.raises(ClimioError, match="does not match its block"):
+            arrays = local_arrays(comm.Get_rank(), size, 1, 0, halo=0)
+            arrays["T"] = np.zeros((NLEV, 1, 1), "f4")
+            out.write(0, arrays, 0.0)
+        out.write(0, local_arrays(comm.Get_rank(), size, 1, 0, halo=0), 0.0)
