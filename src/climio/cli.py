@@ -134,6 +134,14 @@ def cmd_bench_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
              out=args.out)
 
 
+def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import model
+
+    model.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=args.strategy.split(","),
+               modes=name_list(args.mode, "--mode", MODE_NAMES), out=args.out, keep=args.keep, reps=args.reps,
+               rows_json=args.rows_json)
+
+
 # -- parser -----------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -207,6 +215,20 @@ def build_parser() -> Parser:
     ev.add_argument("--dir", default=".", help="where the inputs and outputs are written (deleted afterwards)")
     ev.add_argument("--out", help="directory for eva.json and eva.csv")
     ev.set_defaults(func=cmd_bench_eva)
+
+    mo = suites.add_parser("model", parents=[common], help="CMAQ mock-up: write strategies x storage modes")
+    mo.add_argument("--domain", default="CA", help="CA, EUS, CONUS or NXxNYxNLAYxNSPEC (default CA)")
+    mo.add_argument("--grid", default="2x1", metavar="PXxPY[,PXxPY...]",
+                    help="process grids, one mpiexec each (default 2x1)")
+    mo.add_argument("--steps", type=int, default=3, help="output steps (default 3, as in seed 003)")
+    mo.add_argument("--strategy", default="root,direct,rows,cols",
+                    help="write strategies, e.g. root,root:p2p,direct,rows,cols (default root,direct,rows,cols)")
+    mo.add_argument("--mode", default="serial,cdf5", help="storage modes (default serial,cdf5)")
+    mo.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
+    mo.add_argument("--out", default="bench-output", help="directory for files and results (default bench-output)")
+    mo.add_argument("--keep", action="store_true", help="keep each written file in --out")
+    mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
+    mo.set_defaults(func=cmd_bench_model)
     return parser
 
 

@@ -1,0 +1,245 @@
+"""``climio bench model``: the CMAQ mock-up of seed 003, every write strategy x storage mode.
+
+A time-step loop over a CMAQ domain (columns x rows x layers x species, each
+species a (layer, row, column) float32 field) decomposed on a ``px x py`` process
+grid with halos; each step does an artificial workload (one pass of arithmetic
+over every species) and then writes all species as one output step through
+:class:`climio.output.model.ModelOutput`. Reported per strategy and mode: the
+maximum over ranks of the I/O time (create + every step's gather/aggregate and
+write + close + fsync), the bandwidth next to rank 0 writing the same bytes to a
+plain file with sequential 64 MiB writes and fsync in the same run
+(``sequential``), and seed 003's relative performance
+``(T1 - T2) / T1`` of each strategy against ``root`` and against ``direct``.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import statistics
+import tempfile
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from climio.bench.io import drop_from_cache, sequential_write
+from climio.bench.runner import run_ranks
+from climio.core import mpi
+from climio.core.decomp import Decomposition
+from climio.errors import ClimioError
+from climio.output.gather import STRATEGIES as GATHERS
+from climio.output.model import STRATEGIES, Field, ModelOutput, applicable_modes
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+DOMAINS = {"CA": (89, 134, 35, 146), "EUS": (279, 299, 35, 146), "CONUS": (459, 299, 35, 146)}  # NX NY NLAY NSPEC
+HALO = 2
+
+
+def parse_domain(text: str) -> tuple[int, int, int, int]:
+    """CA, EUS, CONUS or NXxNYxNLAYxNSPEC."""
+    if text.upper() in DOMAINS:
+        return DOMAINS[text.upper()]
+    sizes = [int(v) for v in re.findall(r"\d+", text)] if re.fullmatch(r"\d+x\d+x\d+x\d+", text) else []
+    if len(sizes) != 4 or min(sizes) < 1:
+        raise ClimioError(f"--domain '{text}': use CA, EUS, CONUS or NXxNYxNLAYxNSPEC (e.g. 89x134x35x146)",
+                          collective=True)
+    return sizes[0], sizes[1], sizes[2], sizes[3]
+
+
+def parse_grids(text: str) -> list[tuple[int, int]]:
+    """'4x2,2x2' -> [(4, 2), (2, 2)] as (px, py)."""
+    grids = []
+    for item in text.split(","):
+        match = re.fullmatch(r"(\d+)x(\d+)", item)
+        if not match or min(int(match[1]), int(match[2])) < 1:
+            raise ClimioError(f"--grid '{item}': use PXxPY, e.g. 2x2 (several: 2x1,2x2)", collective=True)
+        grids.append((int(match[1]), int(match[2])))
+    return grids
+
+
+def parse_strategy(text: str) -> tuple[str, str]:
+    """'rows' -> ('rows', 'gatherv'); 'root:p2p' -> ('root', 'p2p')."""
+    name, _, gather = text.partition(":")
+    gather = gather or "gatherv"
+    if name not in STRATEGIES or gather not in GATHERS or (text.count(":") and name != "root"):
+        raise ClimioError(f"--strategy '{text}': choose from {', '.join(STRATEGIES)} (root:GATHER with GATHER one "
+                          f"of {', '.join(GATHERS)})", collective=True)
+    return name, gather
+
+
+def measure(comm: MPI.Comm, domain: tuple[int, int, int, int], grid: tuple[int, int], steps: int,
+            strategies: Sequence[str], modes: Sequence[str], directory: str, keep: bool) -> list[dict[str, Any]]:
+    """Every applicable strategy x mode on this job's ranks (collective); rows on rank 0."""
+    from mpi4py import MPI
+
+    nx, ny, nlay, nspec = domain
+    px, py = grid
+    decomp = Decomposition.block2d((ny, nx), px, py, halo=HALO)
+    decomp.check_comm_size(comm.Get_size())
+    rank = comm.Get_rank()
+    fields = [Field(f"SPEC{i:03d}", levels=nlay, attrs={"units": "ppmV"}) for i in range(nspec)]
+    ly, lx = decomp.local_shape(rank)
+    rng = np.random.default_rng(rank)
+    conc = rng.random((nspec, nlay, ly, lx), dtype=np.float32)  # every species' halo'd local array
+    nbytes = nspec * nlay * ny * nx * 4 * steps
+    rows: list[dict[str, Any]] = []
+    if rank == 0:  # the baseline: the same bytes in one plain sequential file, in the same run
+        path = os.path.join(directory, f"sequential-{px}x{py}.bin")
+        seconds = sequential_write(path, conc, nbytes)
+        os.unlink(path)
+        rows.append({"strategy": "sequential", "mode": "-", "px": px, "py": py, "ranks": px * py, "steps": steps,
+                     "bytes": nbytes, "io_s": seconds, "MBps": nbytes / seconds / 1e6})
+    for text in strategies:
+        strategy, gather = parse_strategy(text)
+        for mode in modes:
+            if mode not in applicable_modes(strategy):
+                if rank == 0:
+                    rows.append({"strategy": text, "mode": mode, "skipped": f"{strategy} applies to "
+                                 f"{', '.join(applicable_modes(strategy))}"})
+                continue
+            path = os.path.join(directory, f"cmaq-{text.replace(':', '-')}-{mode}-{px}x{py}.nc")
+            comm.Barrier()
+            io = 0.0
+            started = MPI.Wtime()
+            out = ModelOutput(path, decomp, fields, comm, mode=mode, strategy=strategy, gather=gather,
+                              overwrite=True, attrs={"title": f"CMAQ mock-up {nx}x{ny}x{nlay}x{nspec}"})
+            io += MPI.Wtime() - started
+            for step in range(steps):
+                np.multiply(conc, np.float32(1.0001), out=conc)  # the artificial workload
+                started = MPI.Wtime()
+                out.write(step, {f.name: conc[i] for i, f in enumerate(fields)}, time=3600.0 * step)
+                io += MPI.Wtime() - started
+            started = MPI.Wtime()
+            out.close()
+            if rank == 0:
+                drop_from_cache(path)  # fsync: written means on disk, as for the sequential baseline
+            comm.Barrier()
+            io += MPI.Wtime() - started
+            io_max = comm.allreduce(io, op=MPI.MAX)
+            if rank == 0:
+                rows.append({"strategy": text, "mode": mode, "px": px, "py": py, "ranks": px * py,
+                             "steps": steps, "bytes": nbytes, "io_s": io_max, "MBps": nbytes / io_max / 1e6})
+                if not keep:
+                    os.unlink(path)
+    return rows
+
+
+def relative(rows: list[dict[str, Any]]) -> None:
+    """Add seed 003's Eq. 1, (T1 - T2) / T1, against root and against direct of the same mode and grid."""
+    for row in rows:
+        if "io_s" not in row:
+            continue
+        for base in ("root", "direct"):
+            ref = [r["io_s"] for r in rows if r.get("strategy") == base and r.get("mode") == row["mode"]
+                   and r.get("ranks") == row["ranks"] and "io_s" in r]
+            if not ref and base == "direct":  # serial mode has no direct write: compare with cdf5's
+                ref = [r["io_s"] for r in rows if r.get("strategy") == base and r.get("ranks") == row["ranks"]
+                       and r.get("mode") == "cdf5"]
+            if ref:
+                row[f"vs_{base}"] = (ref[0] - row["io_s"]) / ref[0]
+
+
+def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Sequence[str], modes: Sequence[str],
+         out: str, keep: bool, reps: int, rows_json: str | None = None) -> None:
+    size = parse_domain(domain)
+    grid_list = parse_grids(grids)
+    for text in strategies:
+        parse_strategy(text)
+    if steps < 1 or reps < 1:
+        raise ClimioError("--steps and --reps must be at least 1", collective=True)
+    mpi.agree(comm, lambda: os.makedirs(out, exist_ok=True))
+    if rows_json:  # one grid, inside its own mpiexec
+        rows = []
+        for rep in range(reps):
+            rows += [{**r, "rep": rep} for r in measure(comm, size, grid_list[0], steps, strategies, modes, out, keep)]
+        if comm.Get_rank() == 0:
+            with open(rows_json, "w") as f:
+                json.dump(rows, f)
+        return
+    if comm.Get_size() > 1:
+        raise ClimioError("climio bench model starts one mpiexec per --grid: run it as a plain process",
+                          collective=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="climio-bench-model-") as tmp:
+        for px, py in grid_list:
+            print(f"bench model: {px}x{py} ranks ...", flush=True)
+            rows_file = os.path.join(tmp, "rows.json")
+            run_ranks(px * py, ["bench", "model", "--domain", domain, "--grid", f"{px}x{py}", "--steps", str(steps),
+                                "--strategy", ",".join(strategies), "--mode", ",".join(modes), "--out", out,
+                                "--reps", str(reps), "--rows-json", rows_file, *(["--keep"] if keep else [])])
+            with open(rows_file) as f:
+                rows += json.load(f)
+    table = summarise(rows)
+    relative(table)
+    nx, ny, nlay, nspec = size
+    print(f"climio bench model: {nx}x{ny}x{nlay}x{nspec} (columns x rows x layers x species), {steps} step(s), "
+          f"{table[0]['bytes'] / 1e6 if table and 'bytes' in table[0] else 0:.0f} MB per run, median of {reps}")
+    print(format_table(table))
+    for row in table:
+        if "skipped" in row:
+            print(f"skipped {row['strategy']} x {row['mode']}: {row['skipped']}")
+    with open(os.path.join(out, "model.json"), "w") as f:
+        json.dump({"domain": size, "steps": steps, "reps": reps, "rows": rows, "table": table}, f, indent=1)
+    measured = [r for r in table if "io_s" in r]
+    with open(os.path.join(out, "model.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=sorted({k for r in measured for k in r}))
+        writer.writeheader()
+        writer.writerows(measured)
+    plot(measured, os.path.join(out, "model.png"), size)
+    print(f"results in {out}/model.json, model.csv and model.png")
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Median I/O time per (grid, strategy, mode) over repetitions; skipped combinations once."""
+    table, seen = [], set()
+    for row in rows:
+        key = (row.get("ranks"), row.get("px"), row["strategy"], row["mode"])
+        if key in seen:
+            continue
+        seen.add(key)
+        if "skipped" in row:
+            table.append(row)
+            continue
+        same = [r for r in rows if (r.get("ranks"), r.get("px"), r["strategy"], r["mode"]) == key]
+        io = statistics.median(r["io_s"] for r in same)
+        table.append({**{k: v for k, v in row.items() if k != "rep"}, "io_s": io, "MBps": row["bytes"] / io / 1e6,
+                      "reps": len(same)})
+    return table
+
+
+def format_table(table: list[dict[str, Any]]) -> str:
+    lines = ["| grid | strategy | mode | I/O s (max over ranks) | MB/s | / sequential | vs root | vs direct |",
+             "|---|---|---|---:|---:|---:|---:|---:|"]
+    for r in table:
+        if "io_s" not in r:
+            continue
+        rel = lambda key: f"{r[key]:+.0%}" if key in r else "-"  # noqa: E731
+        base = [b["MBps"] for b in table if b.get("strategy") == "sequential" and b.get("ranks") == r["ranks"]]
+        ratio = f"{r['MBps'] / base[0]:.2f}" if base else "-"
+        lines.append(f"| {r['px']}x{r['py']} | {r['strategy']} | {r['mode']} | {r['io_s']:.2f} | {r['MBps']:.0f} | "
+                     f"{ratio} | {rel('vs_root')} | {rel('vs_direct')} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict[str, Any]], path: str, size: tuple[int, int, int, int]) -> None:
+    """I/O time against ranks, one line per strategy and mode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, ax = plt.subplots(figsize=(8, 5), constrained_layout=True)
+    for key in sorted({(r["strategy"], r["mode"]) for r in rows if r["strategy"] != "sequential"}):
+        points = sorted((r["ranks"], r["io_s"]) for r in rows if (r["strategy"], r["mode"]) == key)
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=f"{key[0]} / {key[1]}")
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("I/O time, max over ranks (s)")
+    ax.set_title("CMAQ mock-up {}x{}x{}x{}".format(*size))
+    ax.legend(fontsize=7, ncol=2)
+    figure.savefig(path, dpi=100)
+    plt.close(figure)

@@ -1,0 +1,48 @@
+"""The benchmark commands run end to end on tiny sizes (their numbers are not checked: benchmarks, not tests)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import climio
+
+
+def test_bench_io(tmp_path: Path) -> None:
+    result = climio("bench", "io", "--shape", "20,6,8", "--ranks", "1,2", "--reps", "1", "--dir", str(tmp_path),
+                    "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    table = json.loads((tmp_path / "r" / "results.json").read_text())["table"]
+    assert {(e["ranks"], e["mode"]) for e in table} == {(n, m) for n in (1, 2) for m in
+                                                         ("sequential", "serial", "hdf5", "cdf2", "cdf5")}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # benchmark files removed
+
+
+def test_bench_eva(tmp_path: Path) -> None:
+    result = climio("bench", "eva", "--shape", "400,3,4", "--ranks", "2", "--reps", "1", "--schemes",
+                    "slab,transpose", "--splits", "lat", "--dir", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    table = json.loads((tmp_path / "r" / "eva.json").read_text())["table"]
+    assert {(e["format"], e["scheme"]) for e in table} == {(f, s) for f in ("cdf5", "nc4z")
+                                                           for s in ("slab", "transpose")}
+    assert "vs scipy" in result.stdout
+
+
+def test_bench_model(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    result = climio("bench", "model", "--domain", "20x12x3x4", "--grid", "1x1,2x1", "--steps", "2", "--reps", "1",
+                    "--strategy", "root,root:p2p,direct,rows,cols", "--mode", "serial,cdf5", "--out", str(out),
+                    "--keep")
+    assert result.returncode == 0, result.stderr
+    assert "skipped direct x serial" in result.stdout
+    table = json.loads((out / "model.json").read_text())["table"]
+    measured = {(e["ranks"], e["strategy"], e["mode"]) for e in table if "io_s" in e}
+    assert (2, "rows", "cdf5") in measured and (1, "sequential", "-") in measured
+    assert (out / "model.png").read_bytes()[:4] == b"\x89PNG" and (out / "cmaq-rows-cdf5-2x1.nc").exists()
+
+
+def test_bench_model_bad_options(tmp_path: Path) -> None:
+    for args, needle in ((("--domain", "PACIFIC"), "--domain"), (("--grid", "2by2"), "--grid"),
+                         (("--strategy", "agg:4"), "--strategy")):
+        result = climio("bench", "model", *args, "--out", str(tmp_path))
+        assert result.returncode == 2 and needle in result.stderr, result.stderr
