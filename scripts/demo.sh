@@ -4,7 +4,8 @@
 #   2. the default CMIP-size field (12775 x 192 x 288 days x lat x lon, 2.8 GB) written in
 #      parallel (cdf5), read back in parallel and summarised;
 #   3. extreme value analysis of it: GPD fits and 20/100-year return levels at every cell, with maps;
-#   4. one year of it in all four storage modes: the files must hold identical values.
+#   4. model output: the CMAQ mock-up (California domain, 1 step) with each write strategy;
+#   5. one year of it in all four storage modes: the files must hold identical values.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -36,6 +37,11 @@ with netCDF4.Dataset(sys.argv[1]) as ds:
     print(f"  100-year return level: median {np.nanmedian(rl):.0f} mm/day, range {np.nanmin(rl):.0f}-{np.nanmax(rl):.0f}; "
           f"GPD shape median {np.nanmedian(xi):.3f} (the generator's tails: 0.05-0.20); maps in {sys.argv[1][:-3]}_map.png")
 PY
+
+echo
+echo "== model output: CMAQ mock-up, CA domain 89x134x35x146, 1 step, $ranks ranks"
+"$climio" bench model --domain CA --grid "${ranks}x1" --steps 1 --reps 1 --strategy root,direct,rows,cols \
+    --mode serial,cdf5 --out "$out/model" | grep -E "^\| (grid|[0-9])"
 
 echo
 echo "== one year in each storage mode"

@@ -39,7 +39,6 @@ SCHEMES = ("slab", "transpose", "root")
 CHUNK_BYTES = 64 * 2**20  # cells are analysed this many input bytes at a time (progress granularity)
 DAYS_PER_YEAR = {"noleap": 365.0, "365_day": 365.0, "all_leap": 366.0, "366_day": 366.0, "360_day": 360.0,
                  "standard": 365.2425, "gregorian": 365.2425, "proleptic_gregorian": 365.2425, "julian": 365.25}
-RESULT_FLOATS = ("threshold", "scale", "shape", "rate", "nll")
 
 
 @dataclass(frozen=True)
@@ -186,11 +185,11 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
     field_slab = Hyperslab(owned.start[1:], owned.count[1:])
     with ncio.create(out, schema, opts.mode, comm, overwrite=opts.overwrite) as ds:
         block = owned.count[1:]
-        items = [(name, values, None) for name, values in coordinates.items() if name in schema.dims]
+        declared = {v.name for v in schema.variables}
+        items = [(name, values, None) for name, values in coordinates.items() if name in declared]
         items.append(("period", np.asarray(opts.periods, dtype=float), None))
-        items += [(name, getattr(result, name).reshape(block), field_slab) for name in RESULT_FLOATS]
-        items.append(("n_exceed", result.n_exceed.reshape(block), field_slab))
-        items.append(("status", result.status.reshape(block), field_slab))
+        items += [(name, getattr(result, name).reshape(block), field_slab)
+                  for name in pot.RESULT_TYPES if name != "return_level"]
         levels = result.return_level.reshape(len(opts.periods), *block)
         items.append(("return_level", levels, Hyperslab((0, *field_slab.start), (len(opts.periods), *block))))
         ds.write_many(items)
