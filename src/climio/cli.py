@@ -139,7 +139,7 @@ def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
     model.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=args.strategy.split(","),
                modes=name_list(args.mode, "--mode", MODE_NAMES), out=args.out, keep=args.keep, reps=args.reps,
-               rows_json=args.rows_json)
+               hints=hints(args.hint), rows_json=args.rows_json)
 
 
 # -- parser -----------------------------------------------------------------------------
@@ -227,6 +227,8 @@ def build_parser() -> Parser:
     mo.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
     mo.add_argument("--out", default="bench-output", help="directory for files and results (default bench-output)")
     mo.add_argument("--keep", action="store_true", help="keep each written file in --out")
+    mo.add_argument("--hint", action="append", metavar="KEY=VALUE",
+                    help="MPI-IO hint for every file (repeatable), e.g. romio_ds_write=disable")
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
     mo.set_defaults(func=cmd_bench_model)
     return parser

@@ -73,7 +73,8 @@ def parse_strategy(text: str) -> tuple[str, str]:
 
 
 def measure(comm: MPI.Comm, domain: tuple[int, int, int, int], grid: tuple[int, int], steps: int,
-            strategies: Sequence[str], modes: Sequence[str], directory: str, keep: bool) -> list[dict[str, Any]]:
+            strategies: Sequence[str], modes: Sequence[str], directory: str, keep: bool,
+            hints: dict[str, str]) -> list[dict[str, Any]]:
     """Every applicable strategy x mode on this job's ranks (collective); rows on rank 0."""
     from mpi4py import MPI
 
@@ -107,7 +108,7 @@ def measure(comm: MPI.Comm, domain: tuple[int, int, int, int], grid: tuple[int, 
             io = 0.0
             started = MPI.Wtime()
             out = ModelOutput(path, decomp, fields, comm, mode=mode, strategy=strategy, gather=gather,
-                              overwrite=True, attrs={"title": f"CMAQ mock-up {nx}x{ny}x{nlay}x{nspec}"})
+                              overwrite=True, hints=hints, attrs={"title": f"CMAQ mock-up {nx}x{ny}x{nlay}x{nspec}"})
             io += MPI.Wtime() - started
             for step in range(steps):
                 np.multiply(conc, np.float32(1.0001), out=conc)  # the artificial workload
@@ -145,7 +146,7 @@ def relative(rows: list[dict[str, Any]]) -> None:
 
 
 def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Sequence[str], modes: Sequence[str],
-         out: str, keep: bool, reps: int, rows_json: str | None = None) -> None:
+         out: str, keep: bool, reps: int, hints: dict[str, str], rows_json: str | None = None) -> None:
     size = parse_domain(domain)
     grid_list = parse_grids(grids)
     for text in strategies:
@@ -156,7 +157,8 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
     if rows_json:  # one grid, inside its own mpiexec
         rows = []
         for rep in range(reps):
-            rows += [{**r, "rep": rep} for r in measure(comm, size, grid_list[0], steps, strategies, modes, out, keep)]
+            rows += [{**r, "rep": rep}
+                     for r in measure(comm, size, grid_list[0], steps, strategies, modes, out, keep, hints)]
         if comm.Get_rank() == 0:
             with open(rows_json, "w") as f:
                 json.dump(rows, f)
@@ -171,7 +173,8 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
             rows_file = os.path.join(tmp, "rows.json")
             run_ranks(px * py, ["bench", "model", "--domain", domain, "--grid", f"{px}x{py}", "--steps", str(steps),
                                 "--strategy", ",".join(strategies), "--mode", ",".join(modes), "--out", out,
-                                "--reps", str(reps), "--rows-json", rows_file, *(["--keep"] if keep else [])])
+                                "--reps", str(reps), "--rows-json", rows_file, *(["--keep"] if keep else []),
+                                *[f"--hint={k}={v}" for k, v in hints.items()]])
             with open(rows_file) as f:
                 rows += json.load(f)
     table = summarise(rows)
@@ -184,7 +187,8 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
         if "skipped" in row:
             print(f"skipped {row['strategy']} x {row['mode']}: {row['skipped']}")
     with open(os.path.join(out, "model.json"), "w") as f:
-        json.dump({"domain": size, "steps": steps, "reps": reps, "rows": rows, "table": table}, f, indent=1)
+        json.dump({"domain": size, "steps": steps, "reps": reps, "hints": hints,
+                   "mpiio": os.environ.get("OMPI_MCA_io", "default"), "rows": rows, "table": table}, f, indent=1)
     measured = [r for r in table if "io_s" in r]
     with open(os.path.join(out, "model.csv"), "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=sorted({k for r in measured for k in r}))
