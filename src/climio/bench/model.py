@@ -136,10 +136,11 @@ def relative(rows: list[dict[str, Any]]) -> None:
         if "io_s" not in row:
             continue
         for base in ("root", "direct"):
+            grid = (row["px"], row["py"])
             ref = [r["io_s"] for r in rows if r.get("strategy") == base and r.get("mode") == row["mode"]
-                   and r.get("ranks") == row["ranks"] and "io_s" in r]
+                   and (r.get("px"), r.get("py")) == grid and "io_s" in r]
             if not ref and base == "direct":  # serial mode has no direct write: compare with cdf5's
-                ref = [r["io_s"] for r in rows if r.get("strategy") == base and r.get("ranks") == row["ranks"]
+                ref = [r["io_s"] for r in rows if r.get("strategy") == base and (r.get("px"), r.get("py")) == grid
                        and r.get("mode") == "cdf5"]
             if ref:
                 row[f"vs_{base}"] = (ref[0] - row["io_s"]) / ref[0]
@@ -202,14 +203,14 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Median I/O time per (grid, strategy, mode) over repetitions; skipped combinations once."""
     table, seen = [], set()
     for row in rows:
-        key = (row.get("ranks"), row.get("px"), row["strategy"], row["mode"])
+        key = (row.get("px"), row.get("py"), row["strategy"], row["mode"])
         if key in seen:
             continue
         seen.add(key)
         if "skipped" in row:
             table.append(row)
             continue
-        same = [r for r in rows if (r.get("ranks"), r.get("px"), r["strategy"], r["mode"]) == key]
+        same = [r for r in rows if (r.get("px"), r.get("py"), r["strategy"], r["mode"]) == key]
         io = statistics.median(r["io_s"] for r in same)
         table.append({**{k: v for k, v in row.items() if k != "rep"}, "io_s": io, "MBps": row["bytes"] / io / 1e6,
                       "reps": len(same)})
@@ -223,7 +224,8 @@ def format_table(table: list[dict[str, Any]]) -> str:
         if "io_s" not in r:
             continue
         rel = lambda key: f"{r[key]:+.0%}" if key in r else "-"  # noqa: E731
-        base = [b["MBps"] for b in table if b.get("strategy") == "sequential" and b.get("ranks") == r["ranks"]]
+        base = [b["MBps"] for b in table if b.get("strategy") == "sequential"
+                and (b.get("px"), b.get("py")) == (r["px"], r["py"])]
         ratio = f"{r['MBps'] / base[0]:.2f}" if base else "-"
         lines.append(f"| {r['px']}x{r['py']} | {r['strategy']} | {r['mode']} | {r['io_s']:.2f} | {r['MBps']:.0f} | "
                      f"{ratio} | {rel('vs_root')} | {rel('vs_direct')} |")
