@@ -46,3 +46,12 @@ def test_bench_model_bad_options(tmp_path: Path) -> None:
                          (("--strategy", "agg:4"), "--strategy")):
         result = climio("bench", "model", *args, "--out", str(tmp_path))
         assert result.returncode == 2 and needle in result.stderr, result.stderr
+
+
+def test_bench_inmcm(tmp_path: Path) -> None:
+    result = climio("bench", "inmcm", "--model", "6lm", "--ranks", "2", "--reps", "1", "--gathers", "p2p,gatherv",
+                    "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    table = json.loads((tmp_path / "inmcm.json").read_text())["table"]
+    assert {e["group"] for e in table} == {"dyz", "dxy", "dxyz", "dxys", "6h", "3h", "1h"}
+    assert "p2p / gatherv" in result.stdout

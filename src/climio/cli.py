@@ -142,6 +142,15 @@ def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
                hints=hints(args.hint), rows_json=args.rows_json)
 
 
+def cmd_bench_inmcm(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import inmcm
+    from climio.output.gather import STRATEGIES
+
+    inmcm.main(comm, model=args.model, ranks=int_list(args.ranks, "--ranks"),
+               gathers=name_list(args.gathers, "--gathers", STRATEGIES), reps=args.reps, out=args.out,
+               rows_json=args.rows_json)
+
+
 # -- parser -----------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -231,6 +240,15 @@ def build_parser() -> Parser:
                     help="MPI-IO hint for every file (repeatable), e.g. romio_ds_write=disable")
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
     mo.set_defaults(func=cmd_bench_model)
+
+    im = suites.add_parser("inmcm", parents=[common], help="one model day of INMCM output: gather strategies")
+    im.add_argument("--model", default="6m", help="6lm (120x180) or 6m (180x288) (default 6m)")
+    im.add_argument("--ranks", default="2,4,8", metavar="N,N,...", help="rank counts, one mpiexec each (default 2,4,8)")
+    im.add_argument("--gathers", default="p2p,p2p3d,gatherv,nonblocking", help="gather strategies (default all)")
+    im.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
+    im.add_argument("--out", help="directory for inmcm.json and inmcm.csv")
+    im.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
+    im.set_defaults(func=cmd_bench_inmcm)
     return parser
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.runner import run_ranks
+from climio.bench.runner import rows_from_ranks, save_rows
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
@@ -135,20 +135,6 @@ def measure(comm: MPI.Comm, shape: tuple[int, int, int], modes: Sequence[str], r
     return rows
 
 
-def launch(nranks: int, shape: tuple[int, int, int], modes: Sequence[str], reps: int, directory: str,
-           hints: dict[str, str]) -> list[dict[str, Any]]:
-    """Run the measurements of one rank count under its own mpiexec; return its rows."""
-    with tempfile.TemporaryDirectory(prefix="climio-bench-rows-") as tmp:
-        rows_file = os.path.join(tmp, "rows.json")
-        args = ["bench", "io", "--shape", ",".join(map(str, shape)), "--modes", ",".join(modes),
-                "--reps", str(reps), "--dir", directory, "--rows-json", rows_file]
-        for key, value in hints.items():
-            args += ["--hint", f"{key}={value}"]
-        run_ranks(nranks, args)
-        with open(rows_file) as f:
-            return json.load(f)
-
-
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Median MB/s per (ranks, mode), with the sequential baseline of the same run beside it."""
     table = []
@@ -193,14 +179,15 @@ def main(comm: MPI.Comm, *, shape: tuple[int, ...], modes: Sequence[str], ranks:
         rows = []
         for n in ranks:
             print(f"bench io: {n} rank(s) ...", flush=True)
-            rows += launch(n, shape3, modes, reps, directory, hints)
+            rows += rows_from_ranks(n, ["bench", "io", "--shape", ",".join(map(str, shape3)), "--modes",
+                                        ",".join(modes), "--reps", str(reps), "--dir", directory,
+                                        *[f"--hint={k}={v}" for k, v in hints.items()]])
     else:
         rows = measure(comm, shape3, modes, reps, directory, hints)
-    if comm.Get_rank() != 0:
-        return
     if rows_json:
-        with open(rows_json, "w") as f:
-            json.dump(rows, f)
+        save_rows(comm, rows, rows_json)
+        return
+    if comm.Get_rank() != 0:
         return
     table = summarise(rows)
     print(f"climio bench io: pr{tuple(shape3)} float32, {table[0]['MB']:.0f} MB, median of {reps} rep(s)")

@@ -19,14 +19,13 @@ import json
 import os
 import re
 import statistics
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from climio.bench.io import drop_from_cache, sequential_write
-from climio.bench.runner import run_ranks
+from climio.bench.runner import require_plain_process, rows_from_ranks, save_rows
 from climio.core import mpi
 from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
@@ -160,24 +159,17 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
         for rep in range(reps):
             rows += [{**r, "rep": rep}
                      for r in measure(comm, size, grid_list[0], steps, strategies, modes, out, keep, hints)]
-        if comm.Get_rank() == 0:
-            with open(rows_json, "w") as f:
-                json.dump(rows, f)
+        save_rows(comm, rows, rows_json)
         return
-    if comm.Get_size() > 1:
-        raise ClimioError("climio bench model starts one mpiexec per --grid: run it as a plain process",
-                          collective=True)
+    require_plain_process(comm, "model")
     rows = []
-    with tempfile.TemporaryDirectory(prefix="climio-bench-model-") as tmp:
-        for px, py in grid_list:
-            print(f"bench model: {px}x{py} ranks ...", flush=True)
-            rows_file = os.path.join(tmp, "rows.json")
-            run_ranks(px * py, ["bench", "model", "--domain", domain, "--grid", f"{px}x{py}", "--steps", str(steps),
-                                "--strategy", ",".join(strategies), "--mode", ",".join(modes), "--out", out,
-                                "--reps", str(reps), "--rows-json", rows_file, *(["--keep"] if keep else []),
-                                *[f"--hint={k}={v}" for k, v in hints.items()]])
-            with open(rows_file) as f:
-                rows += json.load(f)
+    for px, py in grid_list:
+        print(f"bench model: {px}x{py} ranks ...", flush=True)
+        rows += rows_from_ranks(px * py, ["bench", "model", "--domain", domain, "--grid", f"{px}x{py}",
+                                          "--steps", str(steps), "--strategy", ",".join(strategies),
+                                          "--mode", ",".join(modes), "--out", out, "--reps", str(reps),
+                                          *(["--keep"] if keep else []),
+                                          *[f"--hint={k}={v}" for k, v in hints.items()]])
     table = summarise(rows)
     relative(table)
     nx, ny, nlay, nspec = size

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from climio.core import mpi
 from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 
 def run_ranks(nranks: int, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
@@ -19,3 +26,26 @@ def run_ranks(nranks: int, args: Sequence[str]) -> subprocess.CompletedProcess[s
         raise ClimioError(f"{' '.join(args[:2])} on {nranks} ranks failed (exit {result.returncode}): "
                           f"{said[-1] if said else result.stderr.strip()[-500:]}", collective=True)
     return result
+
+
+def rows_from_ranks(nranks: int, args: Sequence[str]) -> list[dict[str, Any]]:
+    """Run ``climio ARGS --rows-json FILE`` on ``nranks`` ranks and return the rows its rank 0 saved."""
+    with tempfile.TemporaryDirectory(prefix="climio-bench-rows-") as tmp:
+        path = os.path.join(tmp, "rows.json")
+        run_ranks(nranks, [*args, "--rows-json", path])
+        with open(path) as f:
+            return json.load(f)
+
+
+def save_rows(comm: MPI.Comm, rows: list[dict[str, Any]], path: str) -> None:
+    """The worker's side of :func:`rows_from_ranks`: rank 0 saves the rows."""
+    if comm.Get_rank() == 0:
+        with open(path, "w") as f:
+            json.dump(rows, f)
+
+
+def require_plain_process(comm: MPI.Comm, command: str) -> None:
+    """Drivers start their own mpiexec runs, so they must not run under one."""
+    if comm.Get_size() > 1:
+        raise ClimioError(f"climio bench {command} starts its own mpiexec runs: run it as a plain process",
+                          collective=True)

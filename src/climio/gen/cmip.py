@@ -15,7 +15,6 @@ so the file is the same whatever the number of ranks or the write chunking.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 

@@ -41,7 +41,9 @@ class NetCDFError(RuntimeError):
 @functools.cache
 def _loaded_library(prefix: str) -> ctypes.CDLL:
     """The shared library named ``prefix*`` that this process already loaded."""
-    import netCDF4  # noqa: F401  (loads libnetcdf and, through it, libpnetcdf)
+    import importlib
+
+    importlib.import_module("netCDF4")  # loads libnetcdf and, through it, libpnetcdf
 
     with open("/proc/self/maps") as maps:
         for line in maps:
