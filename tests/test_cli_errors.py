@@ -130,3 +130,12 @@ def test_mpiexec_command_handles_root_and_oversubscription() -> None:
     assert "--oversubscribe" in command  # Debian's mpiexec is Open MPI
     if os.geteuid() == 0:
         assert env["OMPI_ALLOW_RUN_AS_ROOT"] == "1" and env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] == "1"
+
+
+def test_info_reports_every_mode_working_in_plain_text() -> None:
+    result = climio("info", nranks=2)
+    assert result.returncode == 0, result.stderr
+    assert "\x00" not in result.stdout
+    for mode in ("serial", "hdf5", "cdf2", "cdf5"):
+        assert any(line.split()[:2] == [mode, "works"] for line in result.stdout.splitlines()), result.stdout
+    assert "PnetCDF         1." in result.stdout and "ranks           2" in result.stdout
