@@ -31,7 +31,8 @@ def versions() -> dict[str, str]:
     return {
         "climio": climio.__version__,
         "python": platform.python_version(),
-        "MPI library": MPI.Get_library_version().replace("\x00", "").splitlines()[0].strip(),  # Open MPI ends it with NUL
+        # Open MPI ends its version string with a NUL
+        "MPI library": MPI.Get_library_version().replace("\x00", "").splitlines()[0].strip(),
         "MPI standard": "{}.{}".format(*MPI.Get_version()),
         "mpi4py": mpi4py.__version__,
         "netCDF-C": libnetcdf.netcdf_version(),

@@ -149,8 +149,8 @@ def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: f
     status = np.full(cells, STATUS_OK, np.int8)
     status[n_exceed < min_exceed] = TOO_FEW
     status[n_exceed == 0] = NO_EXCEED
-    status[(n_valid > 0) & (lowest == highest)] = CONSTANT
-    status[n_valid == 0] = NO_VALID
+    status[has & (lowest == highest)] = CONSTANT
+    status[~has] = NO_VALID
     fitted = status == STATUS_OK
     result = gpd.fit(excess[fitted], n_exceed[fitted])
     scale, shape, nll = (np.full(cells, np.nan) for _ in range(3))

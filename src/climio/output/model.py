@@ -86,17 +86,17 @@ class ModelOutput:
         self._plans = {f.name: self._plan(f, gather) for f in fields}
         self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=hints)
 
-    def _plan(self, f: Field, gather: str) -> tuple[Gatherer | None, Hyperslab]:
-        """Who gathers what for field ``f``, and the (y, x) hyperslab this rank writes."""
+    def _plan(self, f: Field, gather: str) -> tuple[Gatherer | None, Hyperslab, Decomposition]:
+        """Who gathers what for field ``f``, the hyperslab this rank writes, and the field's decomposition."""
         shape = (f.levels, *self.decomp.shape) if f.levels else self.decomp.shape
         px, py = self.decomp.parts[1], self.decomp.parts[0]
         halo = self.decomp.halo
         full = Decomposition.block2d(shape, px, py, halo=halo)
         if self.strategy == "direct":
-            return None, full.owned(self.rank)
+            return None, full.owned(self.rank), full
         if self.strategy == "root":
             gatherer = Gatherer(full, f.dtype, self.comm, gather)
-            return gatherer, Hyperslab.whole(shape) if self.rank == 0 else Hyperslab.empty(len(shape))
+            return gatherer, Hyperslab.whole(shape) if self.rank == 0 else Hyperslab.empty(len(shape)), full
         row, col = self.decomp.coords(self.rank)
         along_rows = self.strategy == "rows"
         group = self.comm.Split(color=row if along_rows else col, key=col if along_rows else row)
@@ -110,7 +110,7 @@ class ModelOutput:
         sub = Decomposition.block2d(band_shape, px if along_rows else 1, 1 if along_rows else py, halo=halo)
         gatherer = Gatherer(sub, f.dtype, group, gather)
         mine = Hyperslab(tuple(start), band_shape) if group.Get_rank() == 0 else Hyperslab.empty(len(shape))
-        return gatherer, mine
+        return gatherer, mine, full
 
     def write(self, step: int, fields: Mapping[str, np.ndarray], time: float) -> None:
         """Write record ``step`` of every field from this rank's local arrays (collective)."""
@@ -120,22 +120,20 @@ class ModelOutput:
         items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
             ("time", np.array([time]) if self.rank == 0 else None, Hyperslab((step,), (1 if self.rank == 0 else 0,)))]
         for name, f in self.fields.items():
-            gatherer, slab = self._plans[name]
-            local = fields[name]
-            data = self._owned(f, local) if gatherer is None else gatherer.gather(np.asarray(local, dtype=f.dtype))
+            gatherer, slab, full = self._plans[name]
+            local = np.asarray(fields[name])
+            if gatherer is None:
+                data = full.owned_view(self.rank, local)
+            else:
+                data = gatherer.gather(local.astype(f.dtype, copy=False))
             records = 1 if slab.size else 0  # a rank with nothing to write still joins the collective call
             data = data[None] if records else np.empty((0, *slab.count), f.dtype)
             items.append((name, data, Hyperslab((step, *slab.start), (records, *slab.count))))
         self._store.write_many(items)
 
-    def _owned(self, f: Field, local: np.ndarray) -> np.ndarray:
-        shape = (f.levels, *self.decomp.shape) if f.levels else self.decomp.shape
-        d = Decomposition.block2d(shape, self.decomp.parts[1], self.decomp.parts[0], halo=self.decomp.halo)
-        return d.owned_view(self.rank, np.asarray(local))
-
     def close(self) -> None:
         self._store.close()
-        for gatherer, _ in self._plans.values():
+        for gatherer, _, _ in self._plans.values():
             if gatherer is not None:
                 gatherer.free()
         for group in self._groups:
