@@ -53,7 +53,9 @@ def _loaded_library(prefix: str) -> ctypes.CDLL:
     raise ClimioError(f"cannot find {prefix} loaded by netCDF4-python; reinstall with make install")
 
 
+@functools.cache
 def lib() -> ctypes.CDLL:
+    """netCDF-C, with the return types of its string functions declared (once)."""
     nc = _loaded_library("libnetcdf")
     nc.nc_strerror.restype = ctypes.c_char_p
     nc.nc_inq_libvers.restype = ctypes.c_char_p
