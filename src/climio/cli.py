@@ -96,6 +96,18 @@ def cmd_gen_cmip(args: argparse.Namespace, comm: MPI.Comm) -> None:
               f"on {summary.nranks} rank(s), {summary.seconds:.2f} s ({mb / summary.seconds:.0f} MB/s incl. generation)")
 
 
+def cmd_gen_geodesic(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.gen import geodesic
+
+    summary = geodesic.write(args.out, args.level, args.layers, args.times, args.mode, comm, overwrite=args.overwrite,
+                             hints=hints(args.hint), history=history(args.argv))
+    if comm.Get_rank() == 0:
+        mb = summary.nbytes / 1e6
+        print(f"wrote {summary.path}: geodesic level {args.level} ({summary.cells} cells, {summary.corners} corners, "
+              f"{summary.edges} edges), {mb:.1f} MB in mode {summary.mode} on {summary.nranks} rank(s), "
+              f"{summary.seconds:.2f} s")
+
+
 def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.eva import job
 
@@ -114,6 +126,28 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
         statuses = ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
         print(f"wrote {args.out}: GPD fits of {args.var} at {summary.cells} cells on {comm.Get_size()} rank(s) "
               f"in {summary.seconds:.2f} s ({summary.cells / summary.seconds:.0f} cells/s); status: {statuses}")
+
+
+def cmd_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.subset.job import Request, subset
+    from climio.subset.options import parse_box, parse_dim_range
+
+    if len(args.files) < 2:
+        raise ClimioError("subset needs at least one input file and the output file: climio subset IN [IN ...] OUT",
+                          collective=True)
+    box = parse_box(args.b, "-b") if args.b else parse_box(args.X, "-X") if args.X else None
+    request = Request(inputs=args.files[:-1], output=args.files[-1],
+                      variables=[v for v in args.v.split(",") if v] if args.v else None,
+                      ranges=[parse_dim_range(text) for text in args.d or []], box=box, join=args.join,
+                      union=args.union, mode=args.mode, read=args.read, slack=args.read_slack,
+                      overwrite=args.overwrite, hints=hints(args.hint), history=history(args.argv))
+    summary = subset(request, comm)
+    if comm.Get_rank() == 0:
+        changed = ", ".join(f"{d} {a}->{b}" for d, (a, b) in summary.dims.items() if a != b) or "no dimension cut"
+        ratio = summary.bytes_read / summary.bytes_selected if summary.bytes_selected else 0.0
+        print(f"wrote {summary.path}: {summary.variables} variables ({summary.grid} grid; {changed}) in mode "
+              f"{summary.mode}; read {summary.bytes_read / 1e6:.1f} MB for {summary.bytes_selected / 1e6:.1f} MB "
+              f"selected ({ratio:.2f}x) on {summary.nranks} rank(s) in {summary.seconds:.2f} s")
 
 
 def cmd_bench_io(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -178,6 +212,18 @@ def build_parser() -> Parser:
     cmip.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
     cmip.set_defaults(func=cmd_gen_cmip)
 
+    geo = kinds.add_parser("geodesic", parents=[common], help="GCRM-style icosahedral geodesic grid with cell, "
+                           "corner and edge data (seed 001)")
+    geo.add_argument("out", metavar="OUT", help="output netCDF file")
+    geo.add_argument("--level", "-R", type=int, required=True,
+                     help="refinement level R: 10*4^R+2 cells, 2(N-2) corners, 3(N-2) edges (R=9: 2.6 M cells)")
+    geo.add_argument("--layers", type=int, default=25, help="vertical layers (default 25, as in seed 001)")
+    geo.add_argument("--times", type=int, default=4, help="time steps (default 4, as in seed 001)")
+    geo.add_argument("--mode", default="cdf5", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5)")
+    geo.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
+    geo.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
+    geo.set_defaults(func=cmd_gen_geodesic)
+
     eva = commands.add_parser("eva", parents=[common],
                               help="peaks-over-threshold GPD fits and return levels at every grid cell")
     eva.add_argument("input", metavar="IN", help="input netCDF file with VAR(time, y, x)")
@@ -197,6 +243,31 @@ def build_parser() -> Parser:
     eva.add_argument("--plot", metavar="MAP.png", help="also draw maps of the 100-year return level and the shape")
     eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT (and MAP.png) if it exists")
     eva.set_defaults(func=cmd_eva)
+
+    sub = commands.add_parser("subset", parents=[common], help="cut variables, ranges and lat/lon boxes out of "
+                              "files on regular grids and unstructured meshes (geodesic, MPAS, UGRID)")
+    sub.add_argument("files", nargs="+", metavar="IN [IN ...] OUT", help="input files, then the output file")
+    sub.add_argument("-v", metavar="VAR[,VAR...]",
+                     help="variables to keep (default all), with their coordinates and mesh topology")
+    sub.add_argument("-d", action="append", metavar="DIM,MIN[,MAX[,STRIDE]]",
+                     help="range of a dimension, NCO-style: 1.5 is a coordinate value, 3 an index (repeatable)")
+    where = sub.add_mutually_exclusive_group()
+    where.add_argument("-b", metavar="NORTH,SOUTH,EAST,WEST", help="lat/lon box in degrees (west > east: crosses "
+                       "the dateline)")
+    where.add_argument("-X", metavar="LONMIN,LONMAX,LATMIN,LATMAX", help="the same box in NCO's order")
+    several = sub.add_mutually_exclusive_group()
+    several.add_argument("--join", metavar="DIM", help="concatenate the inputs along DIM (default when they share "
+                         "an unlimited dimension)")
+    several.add_argument("--union", action="store_true", help="merge the inputs' variables (default otherwise)")
+    sub.add_argument("--mode", choices=MODE_NAMES, help="output storage mode (default: the first input's format)")
+    sub.add_argument("--read", default="needed", choices=("needed", "whole"),
+                     help="read only the selected runs (default) or whole blocks then pack (baseline)")
+    sub.add_argument("--read-slack", type=float, default=0.1, metavar="F",
+                     help="bridge gaps between runs while the extra elements read stay under F of the wanted "
+                     "ones (default 0.1)")
+    sub.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
+    sub.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
+    sub.set_defaults(func=cmd_subset)
 
     bench = commands.add_parser("bench", help="benchmarks")
     suites = bench.add_subparsers(dest="suite", required=True, metavar="SUITE", parser_class=Parser)
@@ -286,9 +357,23 @@ def check_trace_path(path: str) -> None:
         raise ClimioError(f"--trace: directory '{directory}' does not exist")
 
 
+VALUE_OPTIONS = ("-b", "-X", "-d")
+
+
+def attach_negative_values(argv: list[str]) -> list[str]:
+    """``-X -180,180,0,90`` as NCO users type it: argparse would read the value as an option."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1] in VALUE_OPTIONS and arg.startswith("-") and "," in arg:
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(attach_negative_values(argv))
     args.argv = argv
     args.trace = getattr(args, "trace", None)  # SUPPRESS: a subcommand must not reset the global option
     sys.exit(run(args.func, args))

@@ -93,9 +93,10 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
                           collective=True)
     comm = comm if comm is not None else mpi.world()
     data_model = mpi.agree(comm, lambda: _format_of(path))
-    if read == "root":
-        return SerialStore.open(path, MODES["serial"], comm)
     mode = MODES[FORMAT_READ_MODE.get(data_model, "cdf2")]
-    if mode.name not in available_modes():
-        return SerialStore.open(path, MODES["serial"], comm)
-    return ParallelStore.open(path, mode, comm, hints)
+    if read == "root" or mode.name not in available_modes():
+        store: Store = SerialStore.open(path, MODES["serial"], comm)
+    else:
+        store = ParallelStore.open(path, mode, comm, hints)
+    store.data_model = data_model
+    return store

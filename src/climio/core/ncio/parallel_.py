@@ -82,6 +82,17 @@ class ParallelStore(Store):
                                    out[offset:offset + piece.count[0]] if piece.count else out,
                                    f"{self.path}: variable '{var.name}'")
 
+    def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
+        """Independent reads, one per hyperslab: no rank waits for another's count of runs."""
+        ncid, where = self._dataset._grpid, f"{self.path}: variable '{var.name}'"
+        libnetcdf.var_par_access(ncid, varid, False, where)  # collective switch (PnetCDF: begin_indep_data)
+        with trace.phase("read", sum(out.nbytes for out in outs)):
+            for slab, out in zip(slabs, outs):
+                for offset, piece in pieces(slab, out.itemsize, REQUEST_BYTES) if slab.size else ():
+                    libnetcdf.get_vara(ncid, varid, piece.start, piece.count,
+                                       out[offset:offset + piece.count[0]] if piece.count else out, where)
+        libnetcdf.var_par_access(ncid, varid, True, where)
+
     def _close_file(self) -> None:
         with trace.phase("close"):
             self._dataset.close()

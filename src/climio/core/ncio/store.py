@@ -166,6 +166,7 @@ class Store(ABC):
         self._temp_path = temp_path
         self._overwrite = overwrite
         self._closed = False
+        self.data_model = mode.nc_format  # an opened file's own format (NETCDF4, NETCDF3_64BIT_DATA, ...)
 
     # -- what subclasses provide -------------------------------------------------
     @abstractmethod
@@ -210,6 +211,31 @@ class Store(ABC):
         out = np.empty(slab.count, dtype=var.numpy_dtype)
         self._get(var, self._varids[name], slab, out)
         return out
+
+    def read_runs(self, name: str, slabs: list[Hyperslab]) -> list[np.ndarray]:
+        """Read any number of hyperslabs of ``name`` on this rank, a different number on each (collective).
+
+        Subsetting reads the runs of selected elements: ranks need different
+        counts of requests, and a rank with nothing selected passes none.
+        """
+        self._check_open("read")
+        var = self.schema.variable(name)
+        shape = self.schema.fixed_shape(var, self.records)
+        for slab in slabs:
+            self._check_bounds(var, slab, shape, reading=True)
+        outs = [np.empty(slab.count, dtype=var.numpy_dtype) for slab in slabs]
+        self._get_runs(var, self._varids[name], slabs, outs)
+        return outs
+
+    def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
+        """One collective read per hyperslab, padded with empty ones to the largest count on any rank."""
+        from mpi4py import MPI
+
+        calls = self.comm.allreduce(len(slabs), op=MPI.MAX)
+        empty = Hyperslab.empty(len(var.dims))
+        for k in range(calls):
+            slab, out = (slabs[k], outs[k]) if k < len(slabs) else (empty, np.empty(empty.count, var.numpy_dtype))
+            self._get(var, varid, slab, out)
 
     def shape(self, name: str) -> tuple[int, ...]:
         return self.schema.fixed_shape(self.schema.variable(name), self.records)

@@ -1,0 +1,170 @@
+"""What a user asks ``climio subset`` for: NCO-style ``-d`` ranges and ``-b``/``-X`` boxes.
+
+``-d DIM,MIN[,MAX[,STRIDE]]`` follows NCO: a number with a decimal point (or an
+exponent) is a coordinate value, an integer a 0-based index (negative counts from
+the end); both limits inclusive; ``MIN`` alone picks one index or the nearest value;
+an empty ``MIN`` or ``MAX`` leaves that side open; ``MIN > MAX`` on a longitude wraps
+across the seam (everything outside ``[MAX, MIN]``, in the order east of ``MIN``
+first). Boxes are in degrees whatever the file's units.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from climio.errors import ClimioError
+
+
+@dataclass(frozen=True)
+class DimRange:
+    """One ``-d`` option, parsed but not yet applied to a file."""
+
+    text: str
+    dim: str
+    low: float | int | None
+    high: float | int | None
+    stride: int
+    by_value: bool
+    single: bool  # MIN alone, no comma: one index or the nearest value
+
+    def resolve(self, size: int, coord: np.ndarray | None, longitude: bool) -> np.ndarray:
+        """The selected indices of a dimension of ``size`` elements, in output order."""
+        picked = self._values(coord, longitude) if self.by_value else self._indices(size, longitude)
+        picked = picked[::self.stride]
+        if picked.size == 0:
+            raise ClimioError(f"-d {self.text}: selects nothing from dimension '{self.dim}' "
+                              f"(coordinate range {_span(coord)}); check the limits", collective=True)
+        return picked.astype(np.int64)
+
+    def _indices(self, size: int, longitude: bool) -> np.ndarray:
+        def index(value: float | int | None, default: int) -> int:
+            if value is None:
+                return default
+            position = int(value) + size if int(value) < 0 else int(value)
+            if not 0 <= position < size:
+                raise ClimioError(f"-d {self.text}: index {value} is outside dimension '{self.dim}' "
+                                  f"(0..{size - 1})", collective=True)
+            return position
+
+        low = index(self.low, 0)
+        high = low if self.single else index(self.high, size - 1)
+        if low <= high:
+            return np.arange(low, high + 1)
+        if not longitude:
+            raise ClimioError(f"-d {self.text}: MIN {self.low} is after MAX {self.high}; only a longitude "
+                              f"range may wrap", collective=True)
+        return np.concatenate([np.arange(low, size), np.arange(0, high + 1)])
+
+    def _values(self, coord: np.ndarray | None, longitude: bool) -> np.ndarray:
+        if coord is None:
+            raise ClimioError(f"-d {self.text}: dimension '{self.dim}' has no coordinate variable; "
+                              f"give 0-based indices (integers without a decimal point)", collective=True)
+        if self.single:
+            return np.array([int(np.argmin(np.abs(coord - float(self.low))))])  # type: ignore[arg-type]
+        low = -math.inf if self.low is None else float(self.low)
+        high = math.inf if self.high is None else float(self.high)
+        if low <= high:
+            return np.flatnonzero((coord >= low) & (coord <= high))
+        if not longitude:
+            raise ClimioError(f"-d {self.text}: MIN {self.low} is greater than MAX {self.high}; only a "
+                              f"longitude range may wrap", collective=True)
+        return np.concatenate([np.flatnonzero(coord >= low), np.flatnonzero(coord <= high)])
+
+
+def _span(coord: np.ndarray | None) -> str:
+    return "none" if coord is None or coord.size == 0 else f"{coord.min():g}..{coord.max():g}"
+
+
+def _number(text: str, option: str) -> tuple[float | int, bool]:
+    """A limit and whether it is a coordinate value (decimal point or exponent) rather than an index."""
+    try:
+        if any(c in text for c in ".eE"):
+            return float(text), True
+        return int(text), False
+    except ValueError:
+        raise ClimioError(f"{option}: '{text}' is not a number", collective=True) from None
+
+
+def parse_dim_range(text: str) -> DimRange:
+    """Parse ``DIM,MIN[,MAX[,STRIDE]]`` (NCO's ``-d``)."""
+    option = f"-d {text}"
+    parts = text.split(",")
+    if len(parts) < 2 or len(parts) > 4 or not parts[0]:
+        raise ClimioError(f"{option}: expected DIM,MIN[,MAX[,STRIDE]]", collective=True)
+    dim, limits = parts[0], parts[1:3]
+    parsed = [(None, None) if not p.strip() else _number(p.strip(), option) for p in limits]
+    kinds = {kind for _, kind in parsed if kind is not None}
+    if len(kinds) > 1:
+        raise ClimioError(f"{option}: mixes an index and a coordinate value; write both limits with a decimal "
+                          f"point (values) or both without (indices)", collective=True)
+    stride = 1
+    if len(parts) == 4 and parts[3].strip():
+        value, is_value = _number(parts[3].strip(), option)
+        if is_value or int(value) < 1:
+            raise ClimioError(f"{option}: STRIDE must be a positive integer", collective=True)
+        stride = int(value)
+    low = parsed[0][0]
+    high = parsed[1][0] if len(parsed) > 1 else None
+    single = len(parts) == 2
+    if single and low is None:
+        raise ClimioError(f"{option}: give MIN", collective=True)
+    return DimRange(text, dim, low, high, stride, by_value=kinds == {True}, single=single)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A latitude/longitude box in degrees; ``west > east`` crosses the dateline."""
+
+    north: float
+    south: float
+    west: float
+    east: float
+
+    @property
+    def width(self) -> float:
+        """Eastward extent from ``west`` to ``east`` in degrees, 0 < width <= 360."""
+        if self.east - self.west >= 360.0:
+            return 360.0
+        return (self.east - self.west) % 360.0
+
+    def contains(self, lat_deg: np.ndarray, lon_deg: np.ndarray) -> np.ndarray:
+        """Inclusive test of points (degrees): centres on the box's edges are inside."""
+        inside_lat = (lat_deg >= self.south) & (lat_deg <= self.north)
+        if self.width >= 360.0:
+            return inside_lat
+        east_of_west = np.mod(lon_deg - self.west, 360.0)
+        return inside_lat & (east_of_west <= self.width)
+
+
+def _four(text: str, option: str) -> tuple[float, float, float, float]:
+    parts = text.split(",")
+    if len(parts) != 4:
+        raise ClimioError(f"{option} {text}: expected four numbers", collective=True)
+    try:
+        a, b, c, d = (float(p) for p in parts)
+    except ValueError:
+        raise ClimioError(f"{option} {text}: expected four numbers", collective=True) from None
+    return a, b, c, d
+
+
+def parse_box(text: str, option: str) -> Box:
+    """``-b NORTH,SOUTH,EAST,WEST`` (pagoda) or ``-X LONMIN,LONMAX,LATMIN,LATMAX`` (NCO)."""
+    if option == "-b":
+        north, south, east, west = _four(text, option)
+    else:
+        west, east, south, north = _four(text, option)
+    if north < south:
+        raise ClimioError(f"{option} {text}: north {north:g} is south of south {south:g}", collective=True)
+    for lat in (north, south):
+        if not -90.0 <= lat <= 90.0:
+            raise ClimioError(f"{option} {text}: latitude {lat:g} is outside -90..90", collective=True)
+    if east == west:
+        raise ClimioError(f"{option} {text}: the box has no width (east == west); for all longitudes "
+                          f"give -180,180", collective=True)
+    for lon in (east, west):
+        if not -360.0 <= lon <= 360.0:
+            raise ClimioError(f"{option} {text}: longitude {lon:g} is outside -360..360", collective=True)
+    return Box(north, south, west, east)

@@ -1,0 +1,91 @@
+"""Turn lists of wanted indices into as few reads as possible without reading much more than needed.
+
+Along each axis the wanted input indices (in output order) are cut into increasing
+runs; the smallest gaps between runs are then bridged while the elements read in
+excess stay within ``slack`` (a fraction of the elements wanted): one larger read
+is cheaper than two small ones, but a gap is read and thrown away. The reads of a
+variable are the product of its axes' runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from climio.core.decomp import Hyperslab
+
+MAX_READS = 20000  # per variable piece and rank: beyond this, inner axes are read whole
+
+
+@dataclass(frozen=True)
+class Run:
+    """One read along one axis: input ``start``/``count``, and which of its elements go to output ``at..``."""
+
+    start: int
+    count: int
+    at: int
+    pick: np.ndarray | None  # positions within the read; None = all of them, in order
+
+    @property
+    def size(self) -> int:
+        return self.count if self.pick is None else len(self.pick)
+
+
+def runs(indices: np.ndarray, slack: float) -> list[Run]:
+    """Group ``indices`` (output order) into reads, bridging gaps within the ``slack`` budget."""
+    if indices.size == 0:
+        return []
+    step = np.diff(indices)
+    breaks = np.flatnonzero(step <= 0)  # not increasing: a new read must start
+    gaps = np.flatnonzero(step > 1)
+    if math.isinf(slack):
+        bridged = gaps
+    else:
+        budget = slack * indices.size
+        order = np.argsort(step[gaps] - 1, kind="stable")
+        affordable = np.searchsorted(np.cumsum(step[gaps][order] - 1), budget, side="right")
+        bridged = gaps[order[:affordable]]
+    cuts = np.union1d(breaks, np.setdiff1d(gaps, bridged)) + 1
+    out = []
+    for lo, hi in zip(np.concatenate([[0], cuts]), np.concatenate([cuts, [indices.size]])):
+        part = indices[lo:hi]
+        start, count = int(part[0]), int(part[-1] - part[0] + 1)
+        pick = None if count == hi - lo else (part - start).astype(np.intp)
+        out.append(Run(start, count, int(lo), pick))
+    return out
+
+
+def plan(axes: list[np.ndarray], slack: float) -> list[list[Run]]:
+    """Runs per axis; inner axes are merged whole when the product of runs would be too many reads."""
+    per_axis = [runs(a, slack) for a in axes]
+    for k in sorted(range(len(axes)), key=lambda k: -len(per_axis[k])):
+        if math.prod(len(r) for r in per_axis) <= MAX_READS:
+            break
+        per_axis[k] = runs(axes[k], math.inf)
+    return per_axis
+
+
+ReadRuns = Callable[[str, list[Hyperslab]], list[np.ndarray]]
+
+
+def read(read_runs: ReadRuns, name: str, axes: list[np.ndarray], dtype: np.dtype,
+         slack: float) -> tuple[np.ndarray, int]:
+    """Read the elements ``axes`` select (outer product) into one array; also return the bytes read.
+
+    ``read_runs(name, slabs)`` is the collective multi-hyperslab read of the store
+    (every rank calls it once, with its own list, possibly empty).
+    """
+    out = np.empty(tuple(len(a) for a in axes), dtype=dtype)
+    per_axis = plan(axes, slack) if out.size else [[] for _ in axes]
+    combos = list(itertools.product(*per_axis)) if out.size else []
+    slabs = [Hyperslab(tuple(r.start for r in combo), tuple(r.count for r in combo)) for combo in combos]
+    for combo, data in zip(combos, read_runs(name, slabs)):
+        for axis, r in enumerate(combo):
+            if r.pick is not None:
+                data = np.take(data, r.pick, axis=axis)
+        out[tuple(slice(r.at, r.at + r.size) for r in combo)] = data
+    return out, sum(s.size for s in slabs) * np.dtype(dtype).itemsize
