@@ -306,6 +306,11 @@ class Store(ABC):
 
     def _resolve(self, name: str, data: np.ndarray | None, slab: Hyperslab | None) -> Request:
         var = self.schema.variable(name)
+        if slab is None and not var.dims:  # a scalar has no empty hyperslab: every rank writes rank 0's value
+            data = self.comm.bcast(None if data is None else np.asarray(data), root=0)
+            if data is None:
+                raise ClimioError(f"{self.path}: no data given for variable '{name}' on rank 0", collective=True)
+            slab = Hyperslab((), ())
         if slab is None:  # whole variable, from rank 0 only
             if self.comm.Get_rank() != 0 or data is None:
                 if self.comm.Get_rank() == 0:
