@@ -5,7 +5,9 @@
 #      parallel (cdf5), read back in parallel and summarised;
 #   3. extreme value analysis of it: GPD fits and 20/100-year return levels at every cell, with maps;
 #   4. model output: the CMAQ mock-up (California domain, 1 step) with each write strategy;
-#   5. one year of it in all four storage modes: the files must hold identical values.
+#   5. one year of it in all four storage modes: the files must hold identical values;
+#   6. subsetting: the MJO box (20N..20S, 90E..160E) out of the default dataset, checked against ncks, and the
+#      same box out of a level-6 geodesic grid and the real MPAS mesh, keeping whole cells.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
@@ -63,5 +65,25 @@ same = len({d for d, _ in digests.values()}) == 1
 print("  all four modes hold identical values" if same else "  MODES DIFFER")
 sys.exit(0 if same else 1)
 PY
+echo
+echo "== subset: the MJO box out of the default dataset ($ranks ranks), checked against ncks"
+mpiexec -n "$ranks" "$climio" subset -v pr -d lat,-20.,20. -d lon,90.,160. "$out/pr_day.nc" "$out/pr_mjo.nc" --overwrite
+ncks -O -v pr -d lat,-20.,20. -d lon,90.,160. "$out/pr_day.nc" "$out/pr_mjo_ncks.nc"
+.venv/bin/python - "$out/pr_mjo.nc" "$out/pr_mjo_ncks.nc" <<'PY'
+import sys
+import netCDF4
+import numpy as np
+a, b = (netCDF4.Dataset(p) for p in sys.argv[1:])
+same = all(np.array_equal(a[v][:], b[v][:]) for v in ("pr", "lat", "lon", "time"))
+print(f"  pr{a['pr'].shape}: {'identical to ncks' if same else 'DIFFERS FROM NCKS'}")
+sys.exit(0 if same else 1)
+PY
+
+echo
+echo "== subset: the same box out of a level-6 geodesic grid (40962 cells) and the MPAS QU 1920-km mesh"
+mpiexec -n "$ranks" "$climio" gen geodesic "$out/geodesic6.nc" --level 6 --layers 25 --times 4 --overwrite
+mpiexec -n "$ranks" "$climio" subset -b 20,-20,160,90 "$out/geodesic6.nc" "$out/geodesic6_mjo.nc" --overwrite
+mpiexec -n "$ranks" "$climio" subset -b 20,-20,160,90 "${CLIMIO_SHARED_DATA:-../shared/data}/meshes/mesh.QU.1920km.151026.nc" \
+    "$out/mpas_mjo.nc" --overwrite
 echo
 echo "demo done: files in $out/, phase trace in $out/gen-trace.json"

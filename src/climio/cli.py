@@ -185,6 +185,14 @@ def cmd_bench_inmcm(args: argparse.Namespace, comm: MPI.Comm) -> None:
                rows_json=args.rows_json)
 
 
+def cmd_bench_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import subset
+
+    subset.main(comm, level=args.level, layers=args.layers, times=args.times, ranks=int_list(args.ranks, "--ranks"),
+                reps=args.reps, cmip_shape=int_list(args.cmip_shape, "--cmip-shape", 3), directory=args.dir,
+                out=args.out, geodesic_input=args.input)
+
+
 # -- parser -----------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -311,6 +319,20 @@ def build_parser() -> Parser:
                     help="MPI-IO hint for every file (repeatable), e.g. romio_ds_write=disable")
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
     mo.set_defaults(func=cmd_bench_model)
+
+    sb = suites.add_parser("subset", parents=[common], help="seed 001's MJO box out of a geodesic grid (needed-only "
+                           "vs whole reads), and climio subset vs ncks on a regular grid")
+    sb.add_argument("--level", type=int, default=9, help="geodesic refinement level (default 9: 2.6 M cells)")
+    sb.add_argument("--layers", type=int, default=25, help="layers (default 25)")
+    sb.add_argument("--times", type=int, default=4, help="time steps (default 4)")
+    sb.add_argument("--input", help="an existing climio gen geodesic file to use instead of generating one")
+    sb.add_argument("--ranks", default="1,2,4", metavar="N,N,...", help="rank counts (default 1,2,4)")
+    sb.add_argument("--cmip-shape", default="12775,192,288", metavar="T,NLAT,NLON",
+                    help="regular-grid file for the ncks comparison (default TN-534's)")
+    sb.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
+    sb.add_argument("--dir", default=".", help="where the inputs and outputs are written (deleted afterwards)")
+    sb.add_argument("--out", help="directory for subset.json and subset.csv")
+    sb.set_defaults(func=cmd_bench_subset)
 
     im = suites.add_parser("inmcm", parents=[common], help="one model day of INMCM output: gather strategies")
     im.add_argument("--model", default="6m", help="6lm (120x180) or 6m (180x288) (default 6m)")

@@ -1,0 +1,173 @@
+"""``climio bench subset``: seed 001's test (an MJO box out of a geodesic grid) and climio against ncks.
+
+1. **Geodesic**: ``climio gen geodesic`` at level 9 (2.6 M cells, 5.2 M corners,
+   7.9 M edges, 25 layers, 4 times), then ``climio subset -b 20,-20,160,90``
+   (20N..20S, 90E..160E) of every variable, reading only the selected runs
+   (``needed``) or whole blocks followed by pack-and-redistribute (``whole``,
+   the seed's first subsetter), on each rank count. Per run: the slowest rank's
+   time in each phase (seed 001 Tables I-II), bytes read against bytes selected,
+   read and write bandwidth.
+2. **Regular grid**: the same box as ``-d lat,-20.,20. -d lon,90.,160.`` out of the
+   CMIP-size ``pr`` file, by ``climio subset`` as one process and by ``ncks``,
+   alternating in the same run.
+
+The input is read once before the timed runs, so they start from the page cache
+(a file system's cold reads are what ``climio bench io`` measures). Medians of
+``--reps`` runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from climio.bench.eva import warm
+from climio.bench.runner import require_plain_process, run_ranks
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+MJO_BOX = "20,-20,160,90"  # -b NORTH,SOUTH,EAST,WEST
+MJO_RANGES = ("-d", "lat,-20.,20.", "-d", "lon,90.,160.")
+PHASES = ("open", "select", "read", "renumber", "redistribute", "write", "close")
+SUMMARY = re.compile(r"read ([0-9.]+) MB for ([0-9.]+) MB selected .* in ([0-9.]+) s")
+
+
+def subset_once(nranks: int, args: Sequence[str], workdir: str) -> dict[str, Any]:
+    """One ``climio --trace subset`` run: its own time, phases (slowest rank) and byte counts."""
+    trace_file = os.path.join(workdir, "trace.json")
+    started = time.perf_counter()
+    result = run_ranks(nranks, ["--trace", trace_file, "subset", "--overwrite", *args])
+    wall = time.perf_counter() - started
+    match = SUMMARY.search(result.stdout)
+    if match is None:
+        raise ClimioError(f"bench subset: unexpected output from climio subset: {result.stdout.strip()}",
+                          collective=True)
+    with open(trace_file) as f:
+        summary = json.load(f)["summary"]
+    row = {"wall_s": wall, "job_s": float(match.group(3)), "read_MB": float(match.group(1)),
+           "selected_MB": float(match.group(2))}
+    for phase in PHASES:
+        row[f"{phase}_s"] = summary.get(phase, {}).get("max_seconds", 0.0)
+    for phase in ("read", "write"):
+        entry = summary.get(phase, {})
+        row[f"{phase}_MBps"] = entry.get("bandwidth_MBps", 0.0)
+    return row
+
+
+def timed(argv: Sequence[str]) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(argv, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise ClimioError(f"bench subset: {' '.join(argv[:3])} ... failed: {result.stderr.strip()[-300:]}",
+                          collective=True)
+    return time.perf_counter() - started
+
+
+def geodesic_rows(path: str, ranks: Sequence[int], reps: int, workdir: str) -> list[dict[str, Any]]:
+    rows = []
+    out = os.path.join(workdir, "mjo.nc")
+    for n in ranks:
+        for read in ("whole", "needed"):
+            print(f"bench subset: geodesic, {n} rank(s), read {read} ...", flush=True)
+            for rep in range(reps):
+                row = subset_once(n, ["--read", read, "-b", MJO_BOX, path, out], workdir)
+                rows.append({"case": "geodesic", "ranks": n, "read": read, "rep": rep, **row})
+    return rows
+
+
+def regular_rows(path: str, reps: int, workdir: str) -> list[dict[str, Any]]:
+    if shutil.which("ncks") is None:
+        raise ClimioError("bench subset: ncks (nco) is needed for the comparison; make install", collective=True)
+    rows = []
+    out = os.path.join(workdir, "box.nc")
+    print("bench subset: regular grid, climio (1 process) and ncks ...", flush=True)
+    for rep in range(reps):
+        climio = timed([sys.executable, "-m", "climio", "subset", "-O", "-v", "pr", *MJO_RANGES, path, out])
+        ncks = timed(["ncks", "-O", "-v", "pr", *MJO_RANGES, path, out])
+        rows.append({"case": "regular", "rep": rep, "climio_s": climio, "ncks_s": ncks})
+    return rows
+
+
+def main(comm: MPI.Comm, *, level: int, layers: int, times: int, ranks: Sequence[int], reps: int,
+         cmip_shape: Sequence[int], directory: str, out: str | None, geodesic_input: str | None) -> None:
+    require_plain_process(comm, "subset")
+    if reps < 1:
+        raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
+    workdir = tempfile.mkdtemp(prefix="climio-bench-subset-", dir=directory)
+    try:
+        path = geodesic_input or os.path.join(workdir, "geodesic.nc")
+        if geodesic_input is None:
+            print(f"bench subset: generating the level-{level} geodesic grid ...", flush=True)
+            run_ranks(2, ["gen", "geodesic", path, "--level", str(level), "--layers", str(layers),
+                          "--times", str(times)])
+        warm(path)
+        rows = geodesic_rows(path, ranks, reps, workdir)
+        cmip = os.path.join(workdir, "pr.nc")
+        run_ranks(2, ["gen", "cmip", cmip, "--shape", ",".join(map(str, cmip_shape))])
+        warm(cmip)
+        rows += regular_rows(cmip, reps, workdir)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    geodesic, regular = summarise(rows)
+    print(f"climio bench subset: MJO box (-b {MJO_BOX}) of a level-{level} geodesic grid, {layers} layers, "
+          f"{times} times; median of {reps} rep(s)")
+    print(format_geodesic(geodesic))
+    print(f"\nregular grid pr{tuple(cmip_shape)}: -v pr {' '.join(MJO_RANGES)}; median of {reps} rep(s)")
+    print(format_regular(regular))
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "subset.json"), "w") as f:
+            json.dump({"level": level, "layers": layers, "times": times, "cmip_shape": list(cmip_shape),
+                       "rows": rows, "geodesic": geodesic, "regular": regular}, f, indent=1)
+        with open(os.path.join(out, "subset.csv"), "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=list(geodesic[0]))
+            writer.writeheader()
+            writer.writerows(geodesic)
+        print(f"results in {out}/subset.json and subset.csv")
+
+
+def summarise(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    geodesic = []
+    runs = [r for r in rows if r["case"] == "geodesic"]
+    for n, read in dict.fromkeys((r["ranks"], r["read"]) for r in runs):
+        sample = [r for r in runs if (r["ranks"], r["read"]) == (n, read)]
+        entry: dict[str, Any] = {"ranks": n, "read": read}
+        for key in sample[0]:
+            if key not in ("case", "ranks", "read", "rep"):
+                entry[key] = statistics.median(r[key] for r in sample)
+        entry["read_over_selected"] = entry["read_MB"] / entry["selected_MB"] if entry["selected_MB"] else 0.0
+        geodesic.append(entry)
+    regular = [r for r in rows if r["case"] == "regular"]
+    climio = statistics.median(r["climio_s"] for r in regular)
+    ncks = statistics.median(r["ncks_s"] for r in regular)
+    return geodesic, {"climio_s": climio, "ncks_s": ncks, "ncks_over_climio": ncks / climio}
+
+
+def format_geodesic(table: list[dict[str, Any]]) -> str:
+    lines = ["| ranks | read | subset s | open | select | read | renumber | redistribute | write | read MB "
+             "| selected MB | read / selected | read MB/s | write MB/s |",
+             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for e in table:
+        lines.append(f"| {e['ranks']} | {e['read']} | {e['job_s']:.2f} | {e['open_s']:.2f} | {e['select_s']:.2f} | "
+                     f"{e['read_s']:.2f} | {e['renumber_s']:.2f} | {e['redistribute_s']:.2f} | {e['write_s']:.2f} | "
+                     f"{e['read_MB']:.0f} | {e['selected_MB']:.0f} | {e['read_over_selected']:.2f} | "
+                     f"{e['read_MBps']:.0f} | {e['write_MBps']:.0f} |")
+    return "\n".join(lines)
+
+
+def format_regular(entry: dict[str, float]) -> str:
+    return ("| tool | seconds |\n|---|---:|\n"
+            f"| climio subset (1 process) | {entry['climio_s']:.2f} |\n| ncks | {entry['ncks_s']:.2f} |\n"
+            f"| ncks / climio | {entry['ncks_over_climio']:.2f} |")
