@@ -16,6 +16,7 @@ The steps follow seed 001 (III-E) with MPI collectives in place of Global Arrays
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -89,6 +90,8 @@ def subset(request: Request, comm: MPI.Comm) -> Summary:
     started = MPI.Wtime()
     with trace.phase("open"):
         inputs = open_inputs(request.inputs, comm, request.join, request.union)
+    if inputs.text and request.variables is None and comm.Get_rank() == 0:
+        print(f"climio: warning: text variables are not copied: {', '.join(inputs.text)}", file=sys.stderr)
     try:
         job = _Job(request, inputs, comm)
         job.select()
