@@ -235,6 +235,45 @@ def test_mesh_subset_matches_serial_reference(tmp_path: Path, src: Path, conv: C
     check_mesh(src, out, conv, box)
 
 
+@pytest.fixture(scope="module")
+def geodesic(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("geodesic") / "g3.nc"
+    ok(climio("gen", "geodesic", str(path), "--level", "3", "--layers", "3", "--times", "2", nranks=2))
+    return path
+
+
+GEODESIC_BOXES = [("20,-20,160,90", (20, -20, 90, 160)), ("60,10,-150,150", (60, 10, 150, -150))]
+
+
+@pytest.mark.parametrize("box_text,box", GEODESIC_BOXES, ids=["mjo", "dateline"])
+@pytest.mark.parametrize("nranks", RANKS)
+def test_geodesic_subset_matches_serial_reference(geodesic: Path, tmp_path: Path, box_text: str,
+                                                  box: tuple[float, float, float, float], nranks: int) -> None:
+    out = tmp_path / "out.nc"
+    ok(climio("subset", "-b", box_text, str(geodesic), str(out), nranks=nranks))
+    check_mesh(geodesic, out, GEODESIC_CONVENTION, box)
+    got = read_all(out)
+    assert got["pressure"].shape[0] == 2 and got["pressure"].shape[2] == 3
+
+
+@pytest.mark.parametrize("nranks", (2, 3))
+def test_geodesic_whole_read_and_index_range(geodesic: Path, tmp_path: Path, nranks: int) -> None:
+    """--read whole gives the same file; -d on cells keeps an index range of cells, whole."""
+    a, b = tmp_path / "needed.nc", tmp_path / "whole.nc"
+    args = ("-v", "vorticity,wind_normal", "-d", "cells,100,400", "-d", "layers,1,2", "-d", "time,1")
+    ok(climio("subset", *args, str(geodesic), str(a), nranks=nranks))
+    ok(climio("subset", "--read", "whole", *args, str(geodesic), str(b), nranks=nranks))
+    got, want = read_all(b), read_all(a)
+    for name in want:
+        np.testing.assert_array_equal(got[name], want[name], err_msg=name)
+    src = read_all(geodesic)
+    np.testing.assert_array_equal(want["cells_original_index"], np.arange(100, 401))
+    corners = want["corners_original_index"]
+    assert set(corners) == set(np.unique(src["cell_corners"][100:401]))
+    np.testing.assert_array_equal(want["vorticity"], src["vorticity"][1:2][:, corners][:, :, 1:3])
+    assert "pressure" not in want
+
+
 @pytest.mark.parametrize("nranks", (2, 3))
 def test_whole_read_equals_needed_read(tmp_path: Path, nranks: int) -> None:
     a, b = tmp_path / "needed.nc", tmp_path / "whole.nc"
