@@ -113,7 +113,7 @@ def attribute_array(value: Any) -> np.ndarray:
     array = np.atleast_1d(np.asarray(value))
     if array.dtype == np.bool_:
         array = array.astype(np.int8)
-    python_ints = isinstance(value, int) or (isinstance(value, list) and all(isinstance(v, int) for v in value))
+    python_ints = type(value) is int or (isinstance(value, list) and all(type(v) is int for v in value))
     if python_ints and np.all((array >= -2**31) & (array < 2**31)):
         array = array.astype(np.int32)  # Python ints: int32 is storable in every mode; numpy types stay as given
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
