@@ -24,8 +24,21 @@ T = TypeVar("T")
 _RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MPI_LOCALRANKID")
 
 
+# A plain process is an MPI singleton: it talks to nobody, so Open MPI need not probe the network
+# (the UCX transport alone costs 0.2 s) nor start a helper daemon. Users' own settings win.
+SINGLETON_DEFAULTS = {"OMPI_MCA_pml": "ob1", "OMPI_MCA_ess_singleton_isolated": "1"}
+
+
+def launched() -> bool:
+    """Whether a launcher (mpiexec, srun) started this process."""
+    return any(name in os.environ for name in _RANK_VARIABLES)
+
+
 def world() -> MPI.Comm:
     """COMM_WORLD; a plain process (no mpiexec) is a one-rank world."""
+    if not launched():
+        for name, value in SINGLETON_DEFAULTS.items():
+            os.environ.setdefault(name, value)
     from mpi4py import MPI
 
     return MPI.COMM_WORLD

@@ -1,4 +1,4 @@
-"""A light tracer: named phases timed with MPI.Wtime, bytes per phase, one flush at the end.
+"""A light tracer: named phases timed with a monotonic clock, bytes per phase, one flush at the end.
 
 Recording appends to an in-memory list (no I/O, no communication), so tracing
 costs nothing measurable inside timed loops. ``report`` gathers every rank's
@@ -27,12 +27,8 @@ def peak_rss() -> int:
 
 
 def _clock() -> float:
-    try:
-        from mpi4py import MPI
-
-        return MPI.Wtime()
-    except ImportError:  # pragma: no cover - mpi4py is a dependency
-        return time.perf_counter()
+    """Monotonic seconds (what MPI_Wtime reads on Linux), usable before MPI is initialised."""
+    return time.perf_counter()
 
 
 @dataclass

@@ -49,6 +49,7 @@ import numpy as np
 
 from climio.core import ncio, trace
 from climio.core.decomp import Hyperslab, block_range
+from climio.gen import cmip
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -484,14 +485,9 @@ def rows(start: int, count: int, width: int | None = None) -> Hyperslab:
 
 
 @dataclass(frozen=True)
-class Summary:
-    """What was written; ``nbytes`` counts the values of every variable."""
+class Summary(cmip.Summary):
+    """What was written (``nbytes`` counts the values of every variable) and the grid's sizes."""
 
-    path: str
-    mode: str
-    nranks: int
-    nbytes: int
-    seconds: float
     cells: int
     corners: int
     edges: int

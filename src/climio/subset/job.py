@@ -186,9 +186,9 @@ class _Job:
         assert isinstance(grid, Regular) and box is not None and coord is not None
         degrees = np.degrees(coord) if grid.radians else coord.astype(np.float64)
         if dim == grid.lat:
-            picked = np.flatnonzero((degrees >= box.south) & (degrees <= box.north))
+            picked = np.flatnonzero(box.contains_lat(degrees))
         else:
-            picked = _wrapped(np.flatnonzero(box.contains(np.zeros_like(degrees), degrees)), size)
+            picked = _wrapped(np.flatnonzero(box.contains_lon(degrees)), size)
         if picked.size == 0:
             raise ClimioError(f"the box selects nothing: no '{dim}' value of {self.request.inputs[0]} lies in "
                               f"{_box_text(box)}", collective=True)

@@ -132,11 +132,15 @@ class Box:
 
     def contains(self, lat_deg: np.ndarray, lon_deg: np.ndarray) -> np.ndarray:
         """Inclusive test of points (degrees): centres on the box's edges are inside."""
-        inside_lat = (lat_deg >= self.south) & (lat_deg <= self.north)
+        return self.contains_lat(lat_deg) & self.contains_lon(lon_deg)
+
+    def contains_lat(self, lat_deg: np.ndarray) -> np.ndarray:
+        return (lat_deg >= self.south) & (lat_deg <= self.north)
+
+    def contains_lon(self, lon_deg: np.ndarray) -> np.ndarray:
         if self.width >= 360.0:
-            return inside_lat
-        east_of_west = np.mod(lon_deg - self.west, 360.0)
-        return inside_lat & (east_of_west <= self.width)
+            return np.ones(np.shape(lon_deg), dtype=bool)
+        return np.mod(lon_deg - self.west, 360.0) <= self.width
 
 
 def _four(text: str, option: str) -> tuple[float, float, float, float]:

@@ -83,9 +83,12 @@ def read(read_runs: ReadRuns, name: str, axes: list[np.ndarray], dtype: np.dtype
     per_axis = plan(axes, slack) if out.size else [[] for _ in axes]
     combos = list(itertools.product(*per_axis)) if out.size else []
     slabs = [Hyperslab(tuple(r.start for r in combo), tuple(r.count for r in combo)) for combo in combos]
+    nbytes = sum(s.size for s in slabs) * np.dtype(dtype).itemsize
+    if len(combos) == 1 and all(r.pick is None for r in combos[0]):
+        return read_runs(name, slabs)[0], nbytes  # one read of exactly what is wanted: no copy
     for combo, data in zip(combos, read_runs(name, slabs)):
         for axis, r in enumerate(combo):
             if r.pick is not None:
                 data = np.take(data, r.pick, axis=axis)
         out[tuple(slice(r.at, r.at + r.size) for r in combo)] = data
-    return out, sum(s.size for s in slabs) * np.dtype(dtype).itemsize
+    return out, nbytes
