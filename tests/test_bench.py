@@ -55,3 +55,15 @@ def test_bench_inmcm(tmp_path: Path) -> None:
     table = json.loads((tmp_path / "inmcm.json").read_text())["table"]
     assert {e["group"] for e in table} == {"dyz", "dxy", "dxyz", "dxys", "6h", "3h", "1h"}
     assert "p2p / gatherv" in result.stdout
+
+
+def test_bench_subset(tmp_path: Path) -> None:
+    result = climio("bench", "subset", "--level", "3", "--layers", "2", "--times", "2", "--ranks", "1,2", "--reps", "1",
+                    "--cmip-shape", "10,24,36", "--dir", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r" / "subset.json").read_text())
+    assert {(e["ranks"], e["read"]) for e in report["geodesic"]} == {(n, r) for n in (1, 2) for r in ("whole", "needed")}
+    for entry in report["geodesic"]:
+        assert entry["selected_MB"] > 0 and entry["read_MB"] >= entry["selected_MB"] * 0.99
+    assert [e["subset"] for e in report["regular"]] == ["MJO box", "45S..45N"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # benchmark files removed

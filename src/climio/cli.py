@@ -146,8 +146,12 @@ def cmd_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
         changed = ", ".join(f"{d} {a}->{b}" for d, (a, b) in summary.dims.items() if a != b) or "no dimension cut"
         ratio = summary.bytes_read / summary.bytes_selected if summary.bytes_selected else 0.0
         print(f"wrote {summary.path}: {summary.variables} variables ({summary.grid} grid; {changed}) in mode "
-              f"{summary.mode}; read {summary.bytes_read / 1e6:.1f} MB for {summary.bytes_selected / 1e6:.1f} MB "
+              f"{summary.mode}; read {megabytes(summary.bytes_read)} for {megabytes(summary.bytes_selected)} "
               f"selected ({ratio:.2f}x) on {summary.nranks} rank(s) in {summary.seconds:.2f} s")
+
+
+def megabytes(nbytes: int) -> str:
+    return f"{nbytes / 1e6:.1f} MB" if nbytes >= 1e5 else f"{nbytes / 1e3:.1f} kB"
 
 
 def cmd_bench_io(args: argparse.Namespace, comm: MPI.Comm) -> None:

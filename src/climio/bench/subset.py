@@ -42,7 +42,7 @@ MJO_BOX = "20,-20,160,90"  # -b NORTH,SOUTH,EAST,WEST
 MJO_RANGES = ("-d", "lat,-20.,20.", "-d", "lon,90.,160.")
 REGULAR_CASES = {"MJO box": MJO_RANGES, "45S..45N": ("-d", "lat,-45.,45.")}
 PHASES = ("open", "select", "read", "renumber", "redistribute", "write", "close")
-SUMMARY = re.compile(r"read ([0-9.]+) MB for ([0-9.]+) MB selected .* in ([0-9.]+) s")
+SUMMARY = re.compile(r"read ([0-9.]+) (MB|kB) for ([0-9.]+) (MB|kB) selected .* in ([0-9.]+) s")
 
 
 def subset_once(nranks: int, args: Sequence[str], workdir: str) -> dict[str, Any]:
@@ -57,8 +57,9 @@ def subset_once(nranks: int, args: Sequence[str], workdir: str) -> dict[str, Any
                           collective=True)
     with open(trace_file) as f:
         summary = json.load(f)["summary"]
-    row = {"wall_s": wall, "job_s": float(match.group(3)), "read_MB": float(match.group(1)),
-           "selected_MB": float(match.group(2))}
+    scale = {"MB": 1.0, "kB": 1e-3}
+    row = {"wall_s": wall, "job_s": float(match.group(5)), "read_MB": float(match.group(1)) * scale[match.group(2)],
+           "selected_MB": float(match.group(3)) * scale[match.group(4)]}
     for phase in PHASES:
         row[f"{phase}_s"] = summary.get(phase, {}).get("max_seconds", 0.0)
     for phase in ("read", "write"):
