@@ -37,7 +37,7 @@ def local_arrays(rank: int, px: int, py: int, step: int, halo: int) -> dict[str,
 
 
 @pytest.mark.parametrize("mode", ["serial", "hdf5", "cdf2", "cdf5"])
-@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("strategy", [s for s in STRATEGIES if s != "agg"] + ["agg", "agg:1", "agg:2"])
 def test_every_strategy_and_mode_writes_the_same_values(comm: MPI.Comm, shared_dir: str, strategy: str,
                                                         mode: str) -> None:
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -46,11 +46,18 @@ def test_every_strategy_and_mode_writes_the_same_values(comm: MPI.Comm, shared_d
             ModelOutput(os.path.join(shared_dir, "x.nc"), Decomposition.block2d((NY, NX), size, 1), FIELDS, comm,
                         mode=mode, strategy=strategy)
         return
+    if strategy == "agg:2" and size < 2:
+        with pytest.raises(ClimioError, match="more aggregators than the 1 ranks"):
+            ModelOutput(os.path.join(shared_dir, "x.nc"), Decomposition.block2d((NY, NX), 1, 1), FIELDS, comm,
+                        mode=mode, strategy=strategy)
+        return
     px, py = process_grid(size, NY, NX)
+    # stripe: 40-byte stripes over up to 3 aggregators cut rows, levels and records at odd places
+    stripes = {"stripe_count": min(3, size), "stripe_size": 40} if strategy == "stripe" else {}
     for grid in {(px, py), (size, 1), (1, size)}:  # square-ish, one row, one column of ranks
         decomp = Decomposition.block2d((NY, NX), *grid, halo=1)
         path = os.path.join(shared_dir, f"{strategy}-{mode}-{grid[0]}x{grid[1]}.nc")
-        with ModelOutput(path, decomp, FIELDS, comm, mode=mode, strategy=strategy) as out:
+        with ModelOutput(path, decomp, FIELDS, comm, mode=mode, strategy=strategy, **stripes) as out:
             for step in range(STEPS):
                 out.write(step, local_arrays(rank, *grid, step, halo=1), time=3600.0 * step)
         ok = True

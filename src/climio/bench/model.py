@@ -31,6 +31,7 @@ from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
 from climio.output.gather import STRATEGIES as GATHERS
 from climio.output.model import STRATEGIES, Field, ModelOutput, applicable_modes
+from climio.output.model import parse_strategy as parse_write_strategy
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -62,8 +63,11 @@ def parse_grids(text: str) -> list[tuple[int, int]]:
 
 
 def parse_strategy(text: str) -> tuple[str, str]:
-    """'rows' -> ('rows', 'gatherv'); 'root:p2p' -> ('root', 'p2p')."""
+    """'rows' -> ('rows', 'gatherv'); 'root:p2p' -> ('root', 'p2p'); 'agg:4' -> ('agg:4', 'gatherv')."""
     name, _, gather = text.partition(":")
+    if name == "agg":
+        parse_write_strategy(text)
+        return text, "gatherv"
     gather = gather or "gatherv"
     if name not in STRATEGIES or gather not in GATHERS or (text.count(":") and name != "root"):
         raise ClimioError(f"--strategy '{text}': choose from {', '.join(STRATEGIES)} (root:GATHER with GATHER one "

@@ -16,6 +16,13 @@ root       blocks are gathered to rank 0 (``gather=`` any :mod:`gather` strategy
 rows       ranks of each process-grid row send their blocks to the row's first rank, and
            these aggregators write whole rows of blocks collectively (pnetCDFcr)
 cols       the same along process-grid columns (pnetCDFcc)
+agg:N      N aggregators spread over the nodes, each owning an equal contiguous range of
+           every record; one Alltoallv brings them their elements (``agg``: one per node)
+stripe     one aggregator per storage target: the record is cut at the file's stripe
+           boundaries and stripe i goes to aggregator i mod stripe_count (seed 002 ch. 7);
+           ``striping_factor``/``striping_unit`` hints are set to match (CDF-2/CDF-5 only)
+auto       root for ``serial``; otherwise agg with one aggregator per node (the rule and
+           the benchmark behind it: docs/output.md)
 =========  ==============================================================================
 
 Every strategy writes the same bytes: the tests compare them element by element.
@@ -29,15 +36,29 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import ncio
+from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
+from climio.core.ncio.classic import record_offsets
 from climio.errors import ClimioError
+from climio.output.aggregate import Aggregation, aggregator_ranks, even_ranges, stripe_ranges
 from climio.output.gather import Gatherer
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-STRATEGIES = ("direct", "root", "rows", "cols")
+STRATEGIES = ("direct", "root", "rows", "cols", "agg", "stripe", "auto")
+DEFAULT_STRIPE_SIZE = 1 << 20
+
+
+def parse_strategy(text: str) -> tuple[str, int | None]:
+    """'rows' -> ('rows', None); 'agg:4' -> ('agg', 4); 'agg' -> ('agg', None: one per node)."""
+    name, colon, count = text.partition(":")
+    if name not in STRATEGIES or (colon and name != "agg"):
+        raise ClimioError(f"unknown write strategy '{text}': choose one of {', '.join(STRATEGIES)} (agg:N for N "
+                          f"aggregators)", collective=True)
+    if colon and (not count.isdigit() or int(count) < 1):
+        raise ClimioError(f"write strategy '{text}': N in agg:N must be a positive integer", collective=True)
+    return name, int(count) if colon else None
 
 
 @dataclass(frozen=True)
@@ -51,7 +72,21 @@ class Field:
 
 
 def applicable_modes(strategy: str) -> tuple[str, ...]:
-    return ("serial", "hdf5", "cdf2", "cdf5") if strategy == "root" else ("hdf5", "cdf2", "cdf5")
+    name, _ = parse_strategy(strategy)
+    if name in ("root", "auto"):
+        return ("serial", "hdf5", "cdf2", "cdf5")
+    return ("cdf2", "cdf5") if name == "stripe" else ("hdf5", "cdf2", "cdf5")
+
+
+def node_count(comm: MPI.Comm) -> int:
+    """Number of shared-memory nodes the ranks of ``comm`` run on."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return int(comm.allreduce(1 if node.Get_rank() == 0 else 0, op=MPI.SUM))
+    finally:
+        node.Free()
 
 
 class ModelOutput:
@@ -60,10 +95,9 @@ class ModelOutput:
     def __init__(self, path: str, decomp: Decomposition, fields: Sequence[Field], comm: MPI.Comm, *,
                  mode: str = "cdf5", strategy: str = "direct", gather: str = "gatherv",
                  hints: Mapping[str, str] | None = None, overwrite: bool = False,
-                 attrs: Mapping[str, object] | None = None) -> None:
-        if strategy not in STRATEGIES:
-            raise ClimioError(f"unknown write strategy '{strategy}': choose one of {', '.join(STRATEGIES)}",
-                              collective=True)
+                 attrs: Mapping[str, object] | None = None, stripe_count: int | None = None,
+                 stripe_size: int | None = None) -> None:
+        name, aggregators = parse_strategy(strategy)
         if mode not in applicable_modes(strategy):
             raise ClimioError(f"write strategy '{strategy}' does not apply to mode '{mode}': it works with "
                               f"{', '.join(applicable_modes(strategy))}", collective=True)
@@ -71,7 +105,26 @@ class ModelOutput:
             raise ClimioError(f"ModelOutput needs a 2-D block decomposition of the (y, x) grid, got shape "
                               f"{decomp.shape} split along {decomp.axes}", collective=True)
         decomp.check_comm_size(comm.Get_size())
-        self.decomp, self.comm, self.strategy = decomp, comm, strategy
+        if name == "auto":
+            name, aggregators = ("root", None) if mode == "serial" else ("agg", None)
+        hints = dict(hints or {})
+        if name == "stripe":
+            stripe_count = stripe_count or int(hints.get("striping_factor", 0)) or min(4, comm.Get_size())
+            stripe_size = stripe_size or int(hints.get("striping_unit", 0)) or DEFAULT_STRIPE_SIZE
+            if not 1 <= stripe_count <= comm.Get_size() or stripe_size < 8 or stripe_size % 8:
+                raise ClimioError(f"stripe: stripe count {stripe_count} must be 1..{comm.Get_size()} (the ranks) "
+                                  f"and stripe size {stripe_size} a positive multiple of 8 bytes", collective=True)
+            hints.setdefault("striping_factor", str(stripe_count))
+            hints.setdefault("striping_unit", str(stripe_size))
+            aggregators = stripe_count
+        if name == "agg":
+            aggregators = aggregators or node_count(comm)
+            if aggregators > comm.Get_size():
+                raise ClimioError(f"agg:{aggregators}: more aggregators than the {comm.Get_size()} ranks",
+                                  collective=True)
+        self.decomp, self.comm, self.strategy = decomp, comm, name
+        self.stripe_size = stripe_size
+        self.aggregators = aggregator_ranks(comm, aggregators) if aggregators else []
         self.fields = {f.name: f for f in fields}
         self.rank = comm.Get_rank()
         ny, nx = decomp.shape
@@ -85,14 +138,20 @@ class ModelOutput:
         self._groups: list[MPI.Comm] = []
         self._plans = {f.name: self._plan(f, gather) for f in fields}
         self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=hints)
+        self._stripe_plans: dict[tuple[str, int], Aggregation] = {}
+        if name == "stripe":
+            working = self._store.working_path
+            self._offsets, self._record_size = mpi.agree(comm, lambda: record_offsets(working))
 
-    def _plan(self, f: Field, gather: str) -> tuple[Gatherer | None, Hyperslab, Decomposition]:
+    def _plan(self, f: Field, gather: str) -> tuple[Gatherer | Aggregation | None, Hyperslab, Decomposition]:
         """Who gathers what for field ``f``, the hyperslab this rank writes, and the field's decomposition."""
         shape = (f.levels, *self.decomp.shape) if f.levels else self.decomp.shape
         px, py = self.decomp.parts[1], self.decomp.parts[0]
         halo = self.decomp.halo
         full = Decomposition.block2d(shape, px, py, halo=halo)
-        if self.strategy == "direct":
+        if self.strategy == "agg":
+            return Aggregation(full, f.dtype, self.comm, even_ranges(shape, self.aggregators)), Hyperslab.empty(0), full
+        if self.strategy in ("direct", "stripe"):
             return None, full.owned(self.rank), full
         if self.strategy == "root":
             gatherer = Gatherer(full, f.dtype, self.comm, gather)
@@ -117,24 +176,49 @@ class ModelOutput:
         missing = set(self.fields) - set(fields)
         if missing:
             raise ClimioError(f"output step {step}: no data for field(s) {', '.join(sorted(missing))}")
+        pieces = {name: self._pieces(name, f, step, np.asarray(fields[name])) for name, f in self.fields.items()}
+        if self.strategy in ("agg", "stripe"):  # aggregators write several pieces, the others none: pad
+            counts = np.array([len(p) for p in pieces.values()], dtype=np.int64)
+            from mpi4py import MPI
+
+            self.comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.MAX)
+            for (name, f), most in zip(self.fields.items(), counts):
+                ndim = 3 if f.levels else 2
+                pieces[name] += [(np.empty((0,) * (ndim + 1), f.dtype), Hyperslab((step,) + (0,) * ndim,
+                                  (0,) * (ndim + 1)))] * (int(most) - len(pieces[name]))
         items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
             ("time", np.array([time]) if self.rank == 0 else None, Hyperslab((step,), (1 if self.rank == 0 else 0,)))]
-        for name, f in self.fields.items():
-            gatherer, slab, full = self._plans[name]
-            local = np.asarray(fields[name])
-            if gatherer is None:
-                data = full.owned_view(self.rank, local)
-            else:
-                data = gatherer.gather(local.astype(f.dtype, copy=False))
-            records = 1 if slab.size else 0  # a rank with nothing to write still joins the collective call
-            data = data[None] if records else np.empty((0, *slab.count), f.dtype)
-            items.append((name, data, Hyperslab((step, *slab.start), (records, *slab.count))))
+        items += [(name, data, slab) for name, some in pieces.items() for data, slab in some]
         self._store.write_many(items)
+
+    def _pieces(self, name: str, f: Field, step: int, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
+        """This rank's (data, record hyperslab) pieces of field ``name`` at ``step``."""
+        plan, slab, full = self._plans[name]
+        if self.strategy == "stripe":
+            plan = self._stripe_plan(name, f, step, full)
+        if isinstance(plan, Aggregation):
+            mine = plan.exchange(local)
+            return [(mine[at:at + s.size].reshape((1, *s.count)), Hyperslab((step, *s.start), (1, *s.count)))
+                    for at, s in plan.slabs]
+        data = full.owned_view(self.rank, local) if plan is None else plan.gather(local.astype(f.dtype, copy=False))
+        records = 1 if slab.size else 0  # a rank with nothing to write still joins the collective call
+        data = data[None] if records else np.empty((0, *slab.count), f.dtype)
+        return [(data, Hyperslab((step, *slab.start), (records, *slab.count)))]
+
+    def _stripe_plan(self, name: str, f: Field, step: int, full: Decomposition) -> Aggregation:
+        """The exchange for this record's position in the file; records at the same stripe phase share one."""
+        assert self.stripe_size is not None
+        offset = self._offsets[name] + step * self._record_size
+        key = (name, offset % (self.stripe_size * len(self.aggregators)))
+        if key not in self._stripe_plans:
+            ranges = stripe_ranges(offset, full.shape, np.dtype(f.dtype).itemsize, self.stripe_size, self.aggregators)
+            self._stripe_plans[key] = Aggregation(full, f.dtype, self.comm, ranges)
+        return self._stripe_plans[key]
 
     def close(self) -> None:
         self._store.close()
         for gatherer, _, _ in self._plans.values():
-            if gatherer is not None:
+            if isinstance(gatherer, Gatherer):
                 gatherer.free()
         for group in self._groups:
             group.Free()

@@ -51,38 +51,65 @@ class _Header:
             self._read(n + (-n % 4))
 
 
-def required_size(path: str) -> int | None:
-    """Bytes the file needs according to its header; None if it is not a classic file or is streamed."""
+def _layout(path: str) -> tuple[int, int, list[tuple[str, int, int, int, bool]]] | None:
+    """Record count, end of the header and non-record data, and (name, begin, vsize, bytes, is_record) per variable.
+
+    None if the file is not classic or is streamed; raises EOFError if the header is cut short.
+    """
     with open(path, "rb") as f:
         magic = f.read(4)
         if len(magic) < 4 or magic[:3] != b"CDF" or magic[3] not in (1, 2, 5):
             return None
         version = magic[3]
         h = _Header(f, version)
-        try:
-            numrecs = h.count()
-            if numrecs in (STREAMING, -1):  # streaming: the record count is not in the header
-                return None
-            h.int32()
-            dims = [(h.name(), h.count()) for _ in range(h.count())]
+        numrecs = h.count()
+        if numrecs in (STREAMING, -1):  # streaming: the record count is not in the header
+            return None
+        h.int32()
+        dims = [(h.name(), h.count()) for _ in range(h.count())]
+        h.skip_attributes()
+        h.int32()
+        end, variables = f.tell(), []
+        for _ in range(h.count()):
+            name = h.name()
+            dimids = [h.count() for _ in range(h.count())]
             h.skip_attributes()
-            h.int32()
-            end, records = f.tell(), []
-            for _ in range(h.count()):
-                h.name()
-                dimids = [h.count() for _ in range(h.count())]
-                h.skip_attributes()
-                nc_type, vsize, begin = h.int32(), h.count(), h.offset(version)
-                lengths = [dims[d][1] for d in dimids]
-                record = bool(dimids) and lengths[0] == 0
-                data = math.prod(lengths[1:] if record else lengths) * TYPE_SIZES.get(nc_type, 1)
-                if record:
-                    records.append((begin, vsize, data))
-                else:
-                    end = max(end, begin + data)
-        except EOFError:
-            return math.inf  # type: ignore[return-value]  # the header itself is cut short
+            nc_type, vsize, begin = h.int32(), h.count(), h.offset(version)
+            lengths = [dims[d][1] for d in dimids]
+            record = bool(dimids) and lengths[0] == 0
+            data = math.prod(lengths[1:] if record else lengths) * TYPE_SIZES.get(nc_type, 1)
+            variables.append((name, begin, vsize, data, record))
+            if not record:
+                end = max(end, begin + data)
+    return numrecs, end, variables
+
+
+def record_size(variables: list[tuple[str, int, int, int, bool]]) -> int:
+    """Bytes of one record: a lone record variable is not padded, several are (vsize each)."""
+    records = [v for v in variables if v[4]]
+    return records[0][3] if len(records) == 1 else sum(v[2] for v in records)
+
+
+def record_offsets(path: str) -> tuple[dict[str, int], int]:
+    """Where each record variable's record 0 starts, and the record size: record k is ``k * size`` further."""
+    layout = _layout(path)
+    if layout is None:
+        raise ValueError(f"{path} is not a netCDF classic file with a record count")
+    _, _, variables = layout
+    return {name: begin for name, begin, _, _, record in variables if record}, record_size(variables)
+
+
+def required_size(path: str) -> int | None:
+    """Bytes the file needs according to its header; None if it is not a classic file or is streamed."""
+    try:
+        layout = _layout(path)
+    except EOFError:
+        return math.inf  # type: ignore[return-value]  # the header itself is cut short
+    if layout is None:
+        return None
+    numrecs, end, variables = layout
+    records = [(begin, data) for _, begin, _, data, record in variables if record]
     if records and numrecs:
-        recsize = records[0][2] if len(records) == 1 else sum(v for _, v, _ in records)
-        end = max(end, *(begin + (numrecs - 1) * recsize + data for begin, _, data in records))
+        recsize = record_size(variables)
+        end = max(end, *(begin + (numrecs - 1) * recsize + data for begin, data in records))
     return end

@@ -183,6 +183,11 @@ class Store(ABC):
 
     # -- the interface -------------------------------------------------------------
     @property
+    def working_path(self) -> str:
+        """Where the data are being written: the temporary file of a writer, the file itself of a reader."""
+        return self._temp_path or self.path
+
+    @property
     def writable(self) -> bool:
         return self._temp_path is not None
 
