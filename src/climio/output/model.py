@@ -217,9 +217,9 @@ class ModelOutput:
 
     def close(self) -> None:
         self._store.close()
-        for gatherer, _, _ in self._plans.values():
-            if isinstance(gatherer, Gatherer):
-                gatherer.free()
+        for plan in [p for p, _, _ in self._plans.values()] + list(self._stripe_plans.values()):
+            if plan is not None:
+                plan.free()
         for group in self._groups:
             group.Free()
 
