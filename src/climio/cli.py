@@ -314,7 +314,8 @@ def build_parser() -> Parser:
                     help="process grids, one mpiexec each (default 2x1)")
     mo.add_argument("--steps", type=int, default=3, help="output steps (default 3, as in seed 003)")
     mo.add_argument("--strategy", default="root,direct,rows,cols",
-                    help="write strategies, e.g. root,root:p2p,direct,rows,cols (default root,direct,rows,cols)")
+                    help="write strategies, e.g. root,root:p2p,direct,rows,cols,agg:2,stripe,auto "
+                    "(default root,direct,rows,cols)")
     mo.add_argument("--mode", default="serial,cdf5", help="storage modes (default serial,cdf5)")
     mo.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
     mo.add_argument("--out", default="bench-output", help="directory for files and results (default bench-output)")
