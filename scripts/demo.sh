@@ -42,7 +42,7 @@ PY
 
 echo
 echo "== model output: CMAQ mock-up, CA domain 89x134x35x146, 1 step, $ranks ranks"
-"$climio" bench model --domain CA --grid "${ranks}x1" --steps 1 --reps 1 --strategy root,direct,rows,cols \
+"$climio" bench model --domain CA --grid "${ranks}x1" --steps 1 --reps 1 --strategy root,direct,rows,cols,agg,stripe \
     --mode serial,cdf5 --out "$out/model" | grep -E "^\| (grid|[0-9])"
 
 echo
