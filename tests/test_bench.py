@@ -43,7 +43,8 @@ def test_bench_model(tmp_path: Path) -> None:
 
 def test_bench_model_bad_options(tmp_path: Path) -> None:
     for args, needle in ((("--domain", "PACIFIC"), "--domain"), (("--grid", "2by2"), "--grid"),
-                         (("--strategy", "agg:4"), "--strategy")):
+                         (("--strategy", "carrier-pigeon"), "--strategy"),
+                         (("--strategy", "agg:4"), "--strategy agg:4: more aggregators")):
         result = climio("bench", "model", *args, "--out", str(tmp_path))
         assert result.returncode == 2 and needle in result.stderr, result.stderr
 

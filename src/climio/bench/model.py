@@ -153,8 +153,13 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
          out: str, keep: bool, reps: int, hints: dict[str, str], rows_json: str | None = None) -> None:
     size = parse_domain(domain)
     grid_list = parse_grids(grids)
+    fewest = min(px * py for px, py in grid_list)
     for text in strategies:
-        parse_strategy(text)
+        name, _ = parse_strategy(text)
+        aggregators = parse_write_strategy(name)[1] if name.startswith("agg") else None
+        if aggregators is not None and aggregators > fewest:
+            raise ClimioError(f"--strategy {text}: more aggregators than the {fewest} ranks of the smallest --grid",
+                              collective=True)
     if steps < 1 or reps < 1:
         raise ClimioError("--steps and --reps must be at least 1", collective=True)
     mpi.agree(comm, lambda: os.makedirs(out, exist_ok=True))
