@@ -44,19 +44,24 @@ def _exchange(comm: MPI.Comm, send: np.ndarray, counts: np.ndarray) -> tuple[np.
     return received, recv_counts
 
 
+def _route(comm: MPI.Comm, indices: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Send each global index to its owner: (the caller's order by owner, counts sent, indices received)."""
+    size = comm.Get_size()
+    indices = np.ascontiguousarray(indices, dtype=np.int64).ravel()
+    where = owners(indices, n, size)
+    order = np.argsort(where, kind="stable")
+    received, recv_counts = _exchange(comm, indices[order], np.bincount(where, minlength=size).astype(np.int64))
+    return order, recv_counts, received
+
+
 def ask(comm: MPI.Comm, indices: np.ndarray, n: int, answer: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """For each global index, the owner's ``answer(indices)`` value (collective; int64 in and out).
 
     ``answer`` runs on the owner with the requested indices; requests go out in
     one Alltoallv and the answers come back in another, in the caller's order.
     """
-    size = comm.Get_size()
-    indices = np.ascontiguousarray(indices, dtype=np.int64).ravel()
-    order = np.argsort(owners(indices, n, size), kind="stable")
-    counts = np.bincount(owners(indices, n, size), minlength=size).astype(np.int64)
-    requests, recv_counts = _exchange(comm, indices[order], counts)
-    replies = np.ascontiguousarray(answer(requests), dtype=np.int64)
-    answers, _ = _exchange(comm, replies, recv_counts)
+    order, recv_counts, requests = _route(comm, indices, n)
+    answers, _ = _exchange(comm, np.ascontiguousarray(answer(requests), dtype=np.int64), recv_counts)
     out = np.empty_like(answers)
     out[order] = answers
     return out
@@ -64,13 +69,7 @@ def ask(comm: MPI.Comm, indices: np.ndarray, n: int, answer: Callable[[np.ndarra
 
 def tell(comm: MPI.Comm, indices: np.ndarray, n: int) -> np.ndarray:
     """Send each global index to its owner; return the indices this rank received (collective)."""
-    size = comm.Get_size()
-    indices = np.ascontiguousarray(indices, dtype=np.int64).ravel()
-    where = owners(indices, n, size)
-    order = np.argsort(where, kind="stable")
-    counts = np.bincount(where, minlength=size).astype(np.int64)
-    received, _ = _exchange(comm, indices[order], counts)
-    return received
+    return _route(comm, indices, n)[2]
 
 
 def redistribute(comm: MPI.Comm, rows: np.ndarray, first: int, total: int) -> np.ndarray:

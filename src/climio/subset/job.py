@@ -117,6 +117,7 @@ class _Job:
         self.used = list(dict.fromkeys(d for n in self.names for d in inputs.variables[n].dims))
         self.mesh = self.grid if isinstance(self.grid, Mesh) and set(self.grid.elements) & set(self.used) else None
         self.selections: dict[str, Selection] = {}
+        self.schema: Schema | None = None  # the output's, once write() has declared it
         self.bytes_read = 0
         self.mode = request.mode or OUTPUT_MODE.get(inputs.data_model, "cdf5")
 
@@ -276,7 +277,8 @@ class _Job:
 
     # -- the output ---------------------------------------------------------------------------
     def bytes_selected(self) -> int:
-        return sum(self._out_bytes(v) for v in self._schema().variables)
+        assert self.schema is not None, "write() first"
+        return sum(self._out_bytes(v) for v in self.schema.variables)
 
     def _out_bytes(self, var: Variable) -> int:
         counts = [self._count(d) for d in var.dims]
@@ -317,7 +319,7 @@ class _Job:
         return next((c for c in self.mesh.connectivity if c.var == name), None)
 
     def write(self) -> None:
-        schema = self._schema()
+        self.schema = schema = self._schema()
         with ncio.create(self.request.output, schema, self.mode, self.comm, overwrite=self.request.overwrite,
                          hints=self.request.hints) as out:
             for name in self.names:
