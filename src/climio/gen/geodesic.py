@@ -45,6 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numba
 import numpy as np
 
 from climio.core import ncio, trace
@@ -103,6 +104,24 @@ def unit(v: np.ndarray) -> np.ndarray:
     return v / np.sqrt(v[..., 0] ** 2 + v[..., 1] ** 2 + v[..., 2] ** 2)[..., None]
 
 
+# Transcendental functions of per-element arrays go through scalar libm calls: numpy's SIMD versions
+# (SVML on AVX-512) round some elements differently from its scalar fallback, and which elements take
+# which path depends on array lengths and addresses, so on the rank count.
+@numba.vectorize(["float64(float64, float64)"], cache=True)
+def scalar_atan2(y: float, x: float) -> float:
+    return math.atan2(y, x)
+
+
+@numba.vectorize(["float64(float64, float64)"], cache=True)
+def scalar_hypot(x: float, y: float) -> float:
+    return math.hypot(x, y)
+
+
+@numba.vectorize(["float64(float64)"], cache=True)
+def scalar_exp(x: float) -> float:
+    return math.exp(x)
+
+
 def components(vectors: np.ndarray) -> np.ndarray:
     """x, y and z of (k, 3) vectors as contiguous rows.
 
@@ -116,8 +135,8 @@ def components(vectors: np.ndarray) -> np.ndarray:
 def lat_lon(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Latitude and longitude in [-pi, pi) of unit vectors, radians."""
     x, y, z = components(points)
-    lat = np.arctan2(z, np.hypot(x, y))
-    lon = np.arctan2(y, x)
+    lat = scalar_atan2(z, scalar_hypot(x, y))
+    lon = scalar_atan2(y, x)
     lon[lon >= np.pi] -= 2.0 * np.pi
     return lat, lon
 
@@ -361,7 +380,7 @@ def dots(centres: np.ndarray, vectors: np.ndarray) -> np.ndarray:
 def storm(points: np.ndarray, days: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Cosine of the distance to the cyclone's centre and its shape exp(-(r/R)^2), each (times, points)."""
     mu = dots(storm_centre(days), points)
-    return mu, np.exp((mu - 1.0) / (0.5 * STORM_RADIUS**2))  # 1 - mu = r^2/2 near the centre
+    return mu, scalar_exp((mu - 1.0) / (0.5 * STORM_RADIUS**2))  # 1 - mu = r^2/2 near the centre
 
 
 def storm_swirl(shape: np.ndarray) -> np.ndarray:
@@ -389,7 +408,7 @@ def pressure(points: np.ndarray, days: np.ndarray, z: np.ndarray) -> np.ndarray:
 def vorticity(points: np.ndarray, days: np.ndarray, z: np.ndarray) -> np.ndarray:
     """s-1 at corners: the exact relative vorticity of the jet and of the cyclone."""
     x, y, s = components(points)
-    c = np.hypot(x, y)
+    c = scalar_hypot(x, y)
     jet = -4.0 * JET_SPEED / EARTH_RADIUS * s * c * (2.0 - 5.0 * s**2)  # of u = U sin^2(2 lat)
     mu, shape = storm(points, days)
     # A wind w(mu) (centre x point) has vorticity (2 mu w - (1 - mu^2) w') / a.
@@ -400,7 +419,7 @@ def vorticity(points: np.ndarray, days: np.ndarray, z: np.ndarray) -> np.ndarray
 def wind_normal(points: np.ndarray, normals: np.ndarray, days: np.ndarray, z: np.ndarray) -> np.ndarray:
     """m s-1 at edges: the jet's and the cyclone's wind across the edge, along ``normals``."""
     (x, y, s), (nx, ny, _) = components(points), components(normals)
-    jet = 4.0 * JET_SPEED * s**2 * np.hypot(x, y) * (ny * x - nx * y)  # U sin^2(2 lat) east = 4U s^2 c (z x p)
+    jet = 4.0 * JET_SPEED * s**2 * scalar_hypot(x, y) * (ny * x - nx * y)  # U sin^2(2 lat) east = 4U s^2 c (z x p)
     across = dots(storm_centre(days), np.cross(points, normals))  # n . (centre x p) = centre . (p x n)
     _, shape = storm(points, days)
     return layered(jet, jet_profile(z), storm_swirl(shape) * across, np.exp(-z / SCALE_HEIGHT))
