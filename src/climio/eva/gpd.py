@@ -22,8 +22,10 @@ its Taylor series, so :math:`\xi \to 0` is an ordinary point.
 **The true maximum.** The profile is evaluated on a grid of ``s`` covering shapes
 from -1 to beyond 3 for any sample size; the lowest grid point brackets the
 global minimum, and a safeguarded Newton iteration (bisection whenever a step
-leaves the bracket or the curvature is not positive) polishes it to machine
-precision. The result is never worse than the best grid point.
+leaves the bracket or the curvature is not positive), started at the vertex of
+the parabola through the three grid points around the best, polishes it to
+machine precision (about 4 iterations). The result is never worse than the best
+grid point.
 
 **Non-regular region.** For :math:`\xi < -1` the likelihood is unbounded
 (:math:`\sigma \to -\xi\max e`), so fits are restricted to :math:`\xi \ge -1`.
@@ -31,8 +33,10 @@ On that boundary the best scale is :math:`\max e` (a uniform density), with
 :math:`-\log L = n\log\max e`; it is returned, flagged ``at_bound``, when it beats
 every interior point.
 
-The kernel is compiled with numba (one fused loop per cell, no temporaries):
-the numpy formulation spent ~90 ns per excess and grid point in temporaries.
+The kernel is compiled with numba, one cell at a time with no temporaries (the
+numpy formulation spent ~90 ns per excess and grid point in temporaries). Its
+sums over the excesses are vectorized loops around :func:`climio.eva.fastlog.log`:
+libm's scalar log made them cost ~1.1 ns per excess and grid point, now ~0.5.
 """
 
 from __future__ import annotations
@@ -43,10 +47,16 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from climio.eva import fastlog
+
 XI_MIN = -1.0
 SERIES_T = 0.02  # |t| below this: sigma and its derivatives from the Taylor series of g
 SERIES_TERMS = 14  # 0.02**14 is far below double precision
+# Taylor coefficients of g(x) = log1p(x)/x = sum (-1)^k x^k/(k+1), of g' and of g'', by power of x
+G_SERIES = np.array([[(-1) ** (k + d) * math.prod(range(k + 1, k + 1 + d)) / (k + 1 + d) for k in range(SERIES_TERMS)]
+                     for d in range(3)])
 NEWTON_ITERATIONS = 80
+NEWTON_STEP = 1e-10  # relative step below which Newton has converged
 GRID_S = np.concatenate([np.linspace(-36.0, -1.0, 15), np.linspace(-0.6, 0.6, 5), np.linspace(1.0, 16.0, 11)])
 
 
@@ -60,55 +70,79 @@ class Fit:
     at_bound: np.ndarray  # the estimate sits on the xi = -1 boundary
 
 
-@numba.njit(cache=True)
+# The sums over excesses are the whole cost of a fit: let LLVM vectorize them (reassociated sums, fused
+# multiply-adds, no Python division checks) around the vectorizable log. Each cell's result depends only on
+# its own excesses, so it is the same whichever rank fits it.
+VECTOR = {"cache": True, "error_model": "numpy", "fastmath": {"reassoc", "contract"}}
+
+
+@numba.njit(inline="always", error_model="numpy")
 def _g_series(x: float) -> tuple[float, float, float]:
     """g(x) = log1p(x)/x and its first two derivatives, by Taylor series (|x| small)."""
     g = g1 = g2 = 0.0
     for k in range(SERIES_TERMS - 1, -1, -1):
-        sign = 1.0 if k % 2 == 0 else -1.0
-        g = g * x + sign / (k + 1)
-        if k >= 1:
-            g1 = g1 * x + sign * k / (k + 1)
-        if k >= 2:
-            g2 = g2 * x + sign * k * (k - 1) / (k + 1)
+        g = g * x + G_SERIES[0, k]
+        g1 = g1 * x + G_SERIES[1, k]
+        g2 = g2 * x + G_SERIES[2, k]
     return g, g1, g2
 
 
-@numba.njit(cache=True)
+@numba.njit(**VECTOR)
+def _sum_log(e: np.ndarray, n: int, t: float, w: float) -> float:
+    """sum log(1 + t e_i): from (1 - e) + e w when t is near -1 (w = 1 + t), else as log1p(t e)."""
+    total = 0.0
+    if w < 0.6:
+        for i in range(n):
+            total += fastlog.log((1.0 - e[i]) + e[i] * w)
+    else:  # log1p(y) = log(u) + (y - (u - 1)) / u with u = 1 + y rounded
+        for i in range(n):
+            y = e[i] * t
+            u = 1.0 + y
+            total += fastlog.log(u) + (y - (u - 1.0)) / u
+    return total
+
+
+@numba.njit(**VECTOR)
+def _sum_ratios(e: np.ndarray, n: int, t: float, w: float) -> tuple[float, float]:
+    """sum r_i and sum r_i^2 with r = e / (1 + t e)."""
+    first = second = 0.0
+    for i in range(n):
+        r = e[i] / ((1.0 - e[i]) + e[i] * w if w < 0.6 else 1.0 + e[i] * t)
+        first += r
+        second += r * r
+    return first, second
+
+
+@numba.njit(**VECTOR)
+def _sum_series(e: np.ndarray, n: int, t: float) -> tuple[float, float, float]:
+    """sum e g(t e), sum e^2 g'(t e), sum e^3 g''(t e)."""
+    a = b = c = 0.0
+    for i in range(n):
+        g, g1, g2 = _g_series(t * e[i])
+        a += e[i] * g
+        b += e[i] * e[i] * g1
+        c += e[i] * e[i] * e[i] * g2
+    return a, b, c
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _profile(s: float, e: np.ndarray, n: int, derivatives: bool) -> tuple[float, float, float, float, float]:
     """Profile f = -log L/n at s = log(1+t), with xi, sigma (scaled), df/ds and d2f/ds2."""
     w = math.exp(s)
     t = math.expm1(s)
-    xi = dxi = d2xi = 0.0
-    sig = dsig = d2sig = 0.0
+    xi = _sum_log(e, n, t, w) / n
     series = abs(t) < SERIES_T
-    for i in range(n):
-        ei = e[i]
-        q = (1.0 - ei) + ei * w if s < -0.5 else 1.0 + ei * t  # 1 + t e, accurately in both regions
-        xi += math.log(q) if s < -0.5 else math.log1p(ei * t)
-        if derivatives:
-            r = ei / q
-            dxi += r
-            d2xi -= r * r
-        if series:
-            g, g1, g2 = _g_series(t * ei)
-            sig += ei * g
-            if derivatives:
-                dsig += ei * ei * g1
-                d2sig += ei * ei * ei * g2
-    xi /= n
     if series:
-        sig /= n
+        sig, dsig, d2sig = _sum_series(e, n, t)
+        sig, dsig, d2sig = sig / n, dsig / n, d2sig / n
     else:
         sig = xi / t
     f = math.log(sig) + xi + 1.0 if sig > 0 else math.inf
     if not derivatives:
         return f, xi, sig, 0.0, 0.0
-    dxi /= n
-    d2xi /= n
+    dxi, d2xi = _sum_ratios(e, n, t, w)
+    dxi, d2xi = dxi / n, -d2xi / n
     if series:
-        dsig /= n
-        d2sig /= n
         df = dsig / sig + dxi
         d2f = d2sig / sig - (dsig / sig) ** 2 + d2xi
     else:
@@ -118,21 +152,34 @@ def _profile(s: float, e: np.ndarray, n: int, derivatives: bool) -> tuple[float,
     return f, xi, sig, df * w, d2f * w * w + df * w
 
 
-@numba.njit(cache=True)
-def _fit_cell(e: np.ndarray, n: int, grid: np.ndarray) -> tuple[float, float, float, bool]:
-    """(scale, shape, -log L/n, at_bound) for excesses e[:n] scaled so that max(e) == 1."""
+@numba.njit(cache=True, error_model="numpy")
+def _start(grid: np.ndarray, fs: np.ndarray, j: int, lo: float, hi: float) -> float:
+    """Newton's first point: the vertex of the parabola through grid points j-1, j, j+1 if it lies between."""
+    if not (0 < j < grid.size - 1 and fs[j - 1] < math.inf and fs[j + 1] < math.inf):
+        return grid[j]
+    a, b, c = grid[j - 1], grid[j], grid[j + 1]
+    num = (b - a) ** 2 * (fs[j] - fs[j + 1]) - (b - c) ** 2 * (fs[j] - fs[j - 1])
+    den = (b - a) * (fs[j] - fs[j + 1]) - (b - c) * (fs[j] - fs[j - 1])
+    vertex = b - 0.5 * num / den if den != 0.0 else b
+    return vertex if lo < vertex < hi else b
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _fit_cell(e: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray) -> tuple[float, float, float, bool]:
+    """(scale, shape, -log L/n, at_bound) for excesses e[:n] scaled so that max(e) == 1 (fs: grid scratch)."""
     best_j = -1
     best_f = math.inf
     for j in range(grid.size):
         f, xi, _, _, _ = _profile(grid[j], e, n, False)
-        if xi >= XI_MIN and f < best_f:
+        fs[j] = f if xi >= XI_MIN else math.inf
+        if fs[j] < best_f:
             best_f = f
             best_j = j
     if best_j < 0:
         return 1.0, XI_MIN, 0.0, True
     lo = grid[best_j - 1] if best_j > 0 else grid[0] - 20.0
     hi = grid[best_j + 1] if best_j < grid.size - 1 else grid[-1] + 20.0
-    s = grid[best_j]
+    s = _start(grid, fs, best_j, lo, hi)
     for _ in range(NEWTON_ITERATIONS):
         _, _, _, df, d2f = _profile(s, e, n, True)
         if df < 0:
@@ -143,10 +190,10 @@ def _fit_cell(e: np.ndarray, n: int, grid: np.ndarray) -> tuple[float, float, fl
             break
         step = s - df / d2f if d2f > 0 else math.nan
         new = step if lo < step < hi else 0.5 * (lo + hi)
-        if abs(new - s) <= 1e-15 * max(1.0, abs(s)):
-            s = new
-            break
+        converged = abs(new - s) <= NEWTON_STEP * max(1.0, abs(s))  # quadratic: new is exact to rounding
         s = new
+        if converged:
+            break
     f, xi, sig, _, _ = _profile(s, e, n, False)
     if not (xi >= XI_MIN and f <= best_f):
         f, xi, sig, _, _ = _profile(grid[best_j], e, n, False)
@@ -159,6 +206,7 @@ def _fit_cell(e: np.ndarray, n: int, grid: np.ndarray) -> tuple[float, float, fl
 def _fit_all(excess: np.ndarray, count: np.ndarray, grid: np.ndarray,
              scale: np.ndarray, shape: np.ndarray, nll: np.ndarray, at_bound: np.ndarray) -> None:
     scaled = np.empty(excess.shape[1])
+    fs = np.empty(grid.size)
     for c in range(excess.shape[0]):
         n = count[c]
         if n <= 0:
@@ -168,7 +216,7 @@ def _fit_all(excess: np.ndarray, count: np.ndarray, grid: np.ndarray,
             peak = max(peak, excess[c, i])
         for i in range(n):
             scaled[i] = excess[c, i] / peak
-        sig, xi, f, bound = _fit_cell(scaled, n, grid)
+        sig, xi, f, bound = _fit_cell(scaled, n, grid, fs)
         scale[c] = sig * peak
         shape[c] = xi
         nll[c] = n * (f + math.log(peak))
