@@ -8,9 +8,10 @@ Per cell (a time series Y with missing values as NaN):
 * exceedances Y > u (strict), excesses Y - u, rate = exceedances / valid values;
 * the GPD fit of :mod:`climio.eva.gpd` and return levels for each period.
 
-The input is the ``(time, cells)`` array as read from the file, scanned once in
-memory order: each cell keeps only its largest values (the ~1 % tail) in a
-small heap, so the series is never sorted, transposed or copied to float64.
+The input is the ``(time, cells)`` array as read from the file, scanned in
+memory order: each cell keeps only its largest values, the ~1 % tail
+(:mod:`climio.eva.largest`), so the series is never sorted, transposed or
+copied to float64.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
-from climio.eva import gpd
+from climio.eva import gpd, largest
 
 STATUS_OK = 0
 STATUS_MEANINGS = ("ok", "no_valid_data", "constant_series", "no_exceedances", "too_few_exceedances",
@@ -75,48 +75,16 @@ def tail_capacity(length: int, tail: float) -> int:
     return max(1, length - int(lo[0]))
 
 
-@numba.njit(cache=True)
-def _scan(series: np.ndarray, missing: np.ndarray, top: np.ndarray, size: np.ndarray, n_valid: np.ndarray,
-          lowest: np.ndarray, highest: np.ndarray) -> None:
-    """One pass over (time, cells) in memory order: per cell, count valid values, track min/max and keep
-    the ``top.shape[1]`` largest in a min-heap (``top[c, 0]`` is the smallest kept)."""
-    capacity = top.shape[1]
-    for t in range(series.shape[0]):
-        for c in range(series.shape[1]):
-            v = series[t, c]
-            if v != v:
-                continue
-            skip = False
-            for m in range(missing.size):
-                skip |= v == missing[m]
-            if skip:
-                continue
-            n_valid[c] += 1
-            if v < lowest[c]:
-                lowest[c] = v
-            if v > highest[c]:
-                highest[c] = v
-            k = size[c]  # top[c, :] is a min-heap; index it directly (a row view per value costs ~10 ns)
-            if k < capacity:  # push and sift up
-                i = k
-                size[c] = k + 1
-                while i > 0 and top[c, (i - 1) // 2] > v:
-                    top[c, i] = top[c, (i - 1) // 2]
-                    i = (i - 1) // 2
-                top[c, i] = v
-            elif v > top[c, 0]:  # replace the smallest kept value and sift down
-                i = 0
-                while True:
-                    child = 2 * i + 1
-                    if child >= capacity:
-                        break
-                    if child + 1 < capacity and top[c, child + 1] < top[c, child]:
-                        child += 1
-                    if top[c, child] >= v:
-                        break
-                    top[c, i] = top[c, child]
-                    i = child
-                top[c, i] = v
+def _constant(series: np.ndarray, missing: Sequence[float], candidates: np.ndarray,
+              highest: np.ndarray) -> np.ndarray:
+    """Which candidate columns hold one value only (their smallest valid value is their largest)."""
+    constant = np.zeros(candidates.size, bool)
+    which = np.flatnonzero(candidates)
+    if which.size:
+        columns = series[:, which]
+        bad = np.isnan(columns) | np.isin(columns, np.asarray(missing, dtype=series.dtype))
+        constant[which] = np.where(bad, np.inf, columns).min(axis=0) == highest[which]
+    return constant
 
 
 def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
@@ -127,13 +95,9 @@ def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: f
     """
     length, cells = series.shape
     capacity = tail_capacity(length, tail)
-    top = np.full((cells, capacity), -np.inf, dtype=series.dtype)  # unused slots sort last
-    size = np.zeros(cells, np.int64)
-    n_valid = np.zeros(cells, np.int64)
-    lowest = np.full(cells, np.inf, dtype=series.dtype)
-    highest = np.full(cells, -np.inf, dtype=series.dtype)
-    _scan(series, np.asarray(missing, dtype=series.dtype), top, size, n_valid, lowest, highest)
-    descending = -np.sort(-top.astype(float), axis=1)  # largest first, unused slots (-inf) last
+    values, kept, n_valid = largest.largest(series, capacity, missing)
+    unused = np.arange(values.shape[1]) >= kept[:, None]
+    descending = -np.sort(-np.where(unused, -np.inf, values).astype(float), axis=1)[:, :capacity]
     lo, hi, h = type7_positions(n_valid, 1.0 - tail)
     row = np.arange(cells)
     has = n_valid > 0
@@ -149,7 +113,7 @@ def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: f
     status = np.full(cells, STATUS_OK, np.int8)
     status[n_exceed < min_exceed] = TOO_FEW
     status[n_exceed == 0] = NO_EXCEED
-    status[has & (lowest == highest)] = CONSTANT
+    status[_constant(series, missing, has & (n_exceed == 0), descending[:, 0])] = CONSTANT
     status[~has] = NO_VALID
     fitted = status == STATUS_OK
     result = gpd.fit(excess[fitted], n_exceed[fitted])
