@@ -36,7 +36,6 @@ if TYPE_CHECKING:
 
 SPLITS = ("lat", "lon", "block")
 SCHEMES = ("slab", "transpose", "root")
-CHUNK_BYTES = 64 * 2**20  # cells are analysed this many input bytes at a time (progress granularity)
 DAYS_PER_YEAR = {"noleap": 365.0, "365_day": 365.0, "all_leap": 366.0, "366_day": 366.0, "360_day": 360.0,
                  "standard": 365.2425, "gregorian": 365.2425, "proleptic_gregorian": 365.2425, "julian": 365.25}
 
@@ -181,7 +180,7 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
         coordinates = {c: store.read(c) for c in var.dims[1:] if c in {v.name for v in store.schema.variables}}
         schema = output_schema(store, var, opts, npy, history)
     cells = slab.reshape(shape[0], -1)
-    result = _analyse_chunks(cells, opts, npy, _missing_values(var), rank == 0)
+    result = _analyse_cells(cells, opts, npy, _missing_values(var), rank == 0)
     field_slab = Hyperslab(owned.start[1:], owned.count[1:])
     with ncio.create(out, schema, opts.mode, comm, overwrite=opts.overwrite) as ds:
         block = owned.count[1:]
@@ -255,18 +254,9 @@ def time_blocks_to_cell_blocks(mine: np.ndarray, by_time: Decomposition, by_cell
     return receive
 
 
-def _analyse_chunks(cells: np.ndarray, opts: Options, npy: float, missing: Sequence[float],
-                    show_progress: bool) -> pot.Result:
-    """Analyse column chunks of ``cells`` (time, n) and join the per-cell results."""
-    length, n = cells.shape
-    step = max(1, CHUNK_BYTES // max(1, length * cells.itemsize))
-    parts = []
-    with _progress(n, show_progress) as bar, trace.phase("work"):
-        for c0 in range(0, n, step):
-            parts.append(pot.analyse(cells[:, c0:c0 + step], tail=opts.tail, periods=opts.periods, npy=npy,
-                                     min_exceed=opts.min_exceed, missing=missing))
-            bar.update(min(step, n - c0))
-    if not parts:
-        return pot.analyse(cells, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed)
-    return pot.Result(*(np.concatenate([getattr(p, f) for p in parts], axis=-1)
-                        for f in pot.Result.__dataclass_fields__))
+def _analyse_cells(cells: np.ndarray, opts: Options, npy: float, missing: Sequence[float],
+                   show_progress: bool) -> pot.Result:
+    """Analyse the columns of ``cells`` (time, n), with a progress bar on rank 0."""
+    with _progress(cells.shape[1], show_progress) as bar, trace.phase("work"):
+        return pot.analyse(cells, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
+                           missing=missing, progress=bar.update)

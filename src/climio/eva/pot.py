@@ -16,7 +16,7 @@ copied to float64.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +27,7 @@ STATUS_OK = 0
 STATUS_MEANINGS = ("ok", "no_valid_data", "constant_series", "no_exceedances", "too_few_exceedances",
                    "shape_at_lower_bound")
 NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND = 1, 2, 3, 4, 5
+CHUNK_CELLS = 4096  # cells fitted at a time after the scan
 
 
 def result_attributes(var: str, units: str, tail: float) -> dict[str, dict[str, object]]:
@@ -88,14 +89,32 @@ def _constant(series: np.ndarray, missing: Sequence[float], candidates: np.ndarr
 
 
 def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
-            missing: Sequence[float] = ()) -> Result:
+            missing: Sequence[float] = (), progress: Callable[[int], None] | None = None) -> Result:
     """Everything for the cells in the columns of ``series`` (time, cells), read in place, never copied.
 
     Values that are NaN or equal to one of ``missing`` (``_FillValue``, ``missing_value``) are left out.
+    One pass over whole rows finds every cell's largest values (rows of a slab are contiguous; a
+    column chunk of them is not, and cost twice as much); the rest runs in chunks of ``CHUNK_CELLS``
+    cells to bound the float64 temporaries, calling ``progress(cells_done)`` after each.
     """
     length, cells = series.shape
     capacity = tail_capacity(length, tail)
     values, kept, n_valid = largest.largest(series, capacity, missing)
+    parts = []
+    for c0 in range(0, max(cells, 1), CHUNK_CELLS):
+        chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
+        parts.append(_from_largest(series[:, chunk], values[chunk], kept[chunk], n_valid[chunk], capacity,
+                                   tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing))
+        if progress is not None:
+            progress(chunk.stop - chunk.start)
+    return Result(*(np.concatenate([getattr(p, f) for p in parts], axis=-1) for f in Result.__dataclass_fields__))
+
+
+def _from_largest(series: np.ndarray, values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, capacity: int, *,
+                  tail: float, periods: Sequence[float], npy: float, min_exceed: int,
+                  missing: Sequence[float]) -> Result:
+    """Thresholds, exceedances, status, fits and return levels from each cell's largest values."""
+    cells = values.shape[0]
     unused = np.arange(values.shape[1]) >= kept[:, None]
     descending = -np.sort(-np.where(unused, -np.inf, values).astype(float), axis=1)[:, :capacity]
     lo, hi, h = type7_positions(n_valid, 1.0 - tail)
