@@ -113,6 +113,11 @@ def _missing_slots(missing: Sequence[float], dtype: np.dtype) -> np.ndarray:
     return np.array([*missing, *[np.nan] * (MISSING_SLOTS - len(missing))], dtype=dtype)
 
 
+def is_missing(values: np.ndarray, missing: Sequence[float]) -> np.ndarray:
+    """NaN or equal to one of ``missing``, element-wise (numpy, for the few columns looked at alone)."""
+    return np.isnan(values) | np.isin(values, np.asarray(missing, dtype=values.dtype))
+
+
 def _sample_bar(series: np.ndarray, k: int, missing: np.ndarray) -> np.ndarray:
     """Step 1: per cell, a value that is at or below its k-th largest with high probability (else -inf)."""
     length, cells = series.shape
@@ -148,7 +153,7 @@ def largest(series: np.ndarray, k: int, missing: Sequence[float] = ()) -> tuple[
     n_valid = length - n_missing
     for c in np.flatnonzero(kept < np.minimum(k, n_valid)):  # step 3: the sample set the bar too high
         column = series[:, c]
-        valid = column[~(np.isnan(column) | np.isin(column, slots))]
+        valid = column[~is_missing(column, missing)]
         top = np.sort(valid)[::-1][:values.shape[1]]
         values[c, :top.size] = top
         kept[c] = top.size

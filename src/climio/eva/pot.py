@@ -83,8 +83,7 @@ def _constant(series: np.ndarray, missing: Sequence[float], candidates: np.ndarr
     which = np.flatnonzero(candidates)
     if which.size:
         columns = series[:, which]
-        bad = np.isnan(columns) | np.isin(columns, np.asarray(missing, dtype=series.dtype))
-        constant[which] = np.where(bad, np.inf, columns).min(axis=0) == highest[which]
+        constant[which] = np.where(largest.is_missing(columns, missing), np.inf, columns).min(axis=0) == highest[which]
     return constant
 
 
