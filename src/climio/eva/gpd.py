@@ -87,13 +87,22 @@ def _g_series(x: float) -> tuple[float, float, float]:
     return g, g1, g2
 
 
+LOW_W = 0.6  # below this w = 1 + t (s below about -0.5), 1 + t e is formed as (1 - e) + e w
+
+
+@numba.njit(inline="always")
+def _one_plus_te(e: float, t: float, w: float) -> float:
+    """1 + t e, accurately also for t near -1."""
+    return (1.0 - e) + e * w if w < LOW_W else 1.0 + e * t
+
+
 @numba.njit(**VECTOR)
 def _sum_log(e: np.ndarray, n: int, t: float, w: float) -> float:
     """sum log(1 + t e_i): from (1 - e) + e w when t is near -1 (w = 1 + t), else as log1p(t e)."""
     total = 0.0
-    if w < 0.6:
+    if w < LOW_W:
         for i in range(n):
-            total += fastlog.log((1.0 - e[i]) + e[i] * w)
+            total += fastlog.log(_one_plus_te(e[i], t, w))
     else:  # log1p(y) = log(u) + (y - (u - 1)) / u with u = 1 + y rounded
         for i in range(n):
             y = e[i] * t
@@ -107,7 +116,7 @@ def _sum_ratios(e: np.ndarray, n: int, t: float, w: float) -> tuple[float, float
     """sum r_i and sum r_i^2 with r = e / (1 + t e)."""
     first = second = 0.0
     for i in range(n):
-        r = e[i] / ((1.0 - e[i]) + e[i] * w if w < 0.6 else 1.0 + e[i] * t)
+        r = e[i] / _one_plus_te(e[i], t, w)
         first += r
         second += r * r
     return first, second

@@ -74,6 +74,12 @@ def _select_top(a: np.ndarray, n: int, k: int) -> float:
     return smallest
 
 
+@numba.njit(inline="always")
+def _missing_value(v: float, m0: float, m1: float, m2: float, m3: float) -> bool:
+    """NaN or one of the missing values (branch-free, so the flag loop stays vectorized)."""
+    return (v != v) | (v == m0) | (v == m1) | (v == m2) | (v == m3)
+
+
 @numba.njit(cache=True, error_model="numpy")
 def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, buf: np.ndarray,
           kept: np.ndarray, k: int, n_missing: np.ndarray) -> None:
@@ -88,14 +94,14 @@ def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, b
         row = rows[t]
         for c in range(n):  # vectorized
             v = row[c]
-            flags[c] = (v > bar[c]) | (v != v) | (v == m0) | (v == m1) | (v == m2) | (v == m3)
+            flags[c] = (v > bar[c]) | _missing_value(v, m0, m1, m2, m3)
         for w in range(words):
             word = flag_words[w]
             while word:
                 c = w * 8 + (_trailing_zeros(word) >> 3)
                 word &= word - np.uint64(1)
                 v = row[c]
-                if (v != v) | (v == m0) | (v == m1) | (v == m2) | (v == m3):
+                if _missing_value(v, m0, m1, m2, m3):
                     n_missing[c] += 1
                     continue
                 j = kept[c]
