@@ -175,6 +175,9 @@ class Aggregation:
             for slab in flat_slabs(a, b, full.shape):
                 self.slabs.append((at, slab))
                 at += slab.size
+        self.most_slabs = comm.allreduce(len(self.slabs), op=MPI.MAX)  # every rank makes this many writes
+        self._out = np.empty(self.length, dtype=self.dtype)
+        self._block: np.ndarray | None = None
 
     def _indexed(self, base: MPI.Datatype, lengths: np.ndarray, offsets: np.ndarray) -> MPI.Datatype:
         if lengths.size == 0:
@@ -184,14 +187,21 @@ class Aggregation:
         return datatype
 
     def exchange(self, local: np.ndarray) -> np.ndarray:
-        """This rank's block (halo'd local array) in; the elements of this rank's ranges, in file order, out."""
-        block = np.ascontiguousarray(self.full.owned_view(self.comm.Get_rank(), local), dtype=self.dtype)
-        out = np.empty(self.length, dtype=self.dtype)
+        """This rank's block (halo'd local array) in; the elements of this rank's ranges, in file order, out.
+
+        The output buffer is the plan's own and is reused by the next exchange: write it first.
+        """
+        owned = self.full.owned_view(self.comm.Get_rank(), local)
+        if not (owned.flags.c_contiguous and owned.dtype == self.dtype):  # halo'd or of another type: pack
+            if self._block is None:
+                self._block = np.empty(owned.shape, self.dtype)
+            np.copyto(self._block, owned)
+            owned = self._block
         zeros = [0] * self.comm.Get_size()
-        with trace.phase("aggregate", block.nbytes):
-            self.comm.Alltoallw([block, self._send_counts, zeros, self._send_types],
-                                [out, self._recv_counts, zeros, self._recv_types])
-        return out
+        with trace.phase("aggregate", owned.nbytes):
+            self.comm.Alltoallw([owned, self._send_counts, zeros, self._send_types],
+                                [self._out, self._recv_counts, zeros, self._recv_types])
+        return self._out
 
     def free(self) -> None:
         for datatype in self._derived:

@@ -46,6 +46,7 @@ from climio.output.gather import Gatherer
 if TYPE_CHECKING:
     from mpi4py import MPI
 
+Plan = tuple[Gatherer | Aggregation | None, Hyperslab, Decomposition]  # who gathers, what this rank writes, layout
 STRATEGIES = ("direct", "root", "rows", "cols", "agg", "stripe", "auto")
 DEFAULT_STRIPE_SIZE = 1 << 20
 
@@ -136,14 +137,19 @@ class ModelOutput:
             variables.append(ncio.Variable(f.name, f.dtype, var_dims, dict(f.attrs)))
         schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
         self._groups: list[MPI.Comm] = []
-        self._plans = {f.name: self._plan(f, gather) for f in fields}
+        shared: dict[tuple[int | None, str], Plan] = {}  # fields of one shape and type share one plan
+        for f in fields:
+            key = (f.levels, np.dtype(f.dtype).str)
+            if key not in shared:
+                shared[key] = self._plan(f, gather)
+        self._plans = {f.name: shared[(f.levels, np.dtype(f.dtype).str)] for f in fields}
         self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=hints)
         self._stripe_plans: dict[tuple[str, int], Aggregation] = {}
         if name == "stripe":
             working = self._store.working_path
             self._offsets, self._record_size = mpi.agree(comm, lambda: record_offsets(working))
 
-    def _plan(self, f: Field, gather: str) -> tuple[Gatherer | Aggregation | None, Hyperslab, Decomposition]:
+    def _plan(self, f: Field, gather: str) -> Plan:
         """Who gathers what for field ``f``, the hyperslab this rank writes, and the field's decomposition."""
         shape = (f.levels, *self.decomp.shape) if f.levels else self.decomp.shape
         px, py = self.decomp.parts[1], self.decomp.parts[0]
@@ -172,34 +178,31 @@ class ModelOutput:
         return gatherer, mine, full
 
     def write(self, step: int, fields: Mapping[str, np.ndarray], time: float) -> None:
-        """Write record ``step`` of every field from this rank's local arrays (collective)."""
+        """Write record ``step`` of every field from this rank's local arrays (collective).
+
+        One field at a time: gathered or aggregated, then written, so that a writer
+        holds one field's record rather than the whole step's.
+        """
         missing = set(self.fields) - set(fields)
         if missing:
             raise ClimioError(f"output step {step}: no data for field(s) {', '.join(sorted(missing))}")
-        pieces = {name: self._pieces(name, f, step, np.asarray(fields[name])) for name, f in self.fields.items()}
-        if self.strategy in ("agg", "stripe"):  # aggregators write several pieces, the others none: pad
-            counts = np.array([len(p) for p in pieces.values()], dtype=np.int64)
-            from mpi4py import MPI
-
-            self.comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.MAX)
-            for (name, f), most in zip(self.fields.items(), counts):
-                ndim = 3 if f.levels else 2
-                pieces[name] += [(np.empty((0,) * (ndim + 1), f.dtype), Hyperslab((step,) + (0,) * ndim,
-                                  (0,) * (ndim + 1)))] * (int(most) - len(pieces[name]))
-        items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
-            ("time", np.array([time]) if self.rank == 0 else None, Hyperslab((step,), (1 if self.rank == 0 else 0,)))]
-        items += [(name, data, slab) for name, some in pieces.items() for data, slab in some]
-        self._store.write_many(items)
+        mine = 1 if self.rank == 0 else 0
+        self._store.write_many([("time", np.array([time]) if mine else None, Hyperslab((step,), (mine,)))])
+        for name, f in self.fields.items():
+            self._store.write_many([(name, data, slab) for data, slab in
+                                    self._pieces(name, f, step, np.asarray(fields[name]))])
 
     def _pieces(self, name: str, f: Field, step: int, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
         """This rank's (data, record hyperslab) pieces of field ``name`` at ``step``."""
         plan, slab, full = self._plans[name]
         if self.strategy == "stripe":
             plan = self._stripe_plan(name, f, step, full)
-        if isinstance(plan, Aggregation):
+        if isinstance(plan, Aggregation):  # aggregators write several pieces, the others none: pad
             mine = plan.exchange(local)
+            ndim = len(full.shape)
+            empty = (np.empty((0,) * (ndim + 1), f.dtype), Hyperslab((step,) + (0,) * ndim, (0,) * (ndim + 1)))
             return [(mine[at:at + s.size].reshape((1, *s.count)), Hyperslab((step, *s.start), (1, *s.count)))
-                    for at, s in plan.slabs]
+                    for at, s in plan.slabs] + [empty] * (plan.most_slabs - len(plan.slabs))
         data = full.owned_view(self.rank, local) if plan is None else plan.gather(local.astype(f.dtype, copy=False))
         records = 1 if slab.size else 0  # a rank with nothing to write still joins the collective call
         data = data[None] if records else np.empty((0, *slab.count), f.dtype)
@@ -217,7 +220,8 @@ class ModelOutput:
 
     def close(self) -> None:
         self._store.close()
-        for plan in [p for p, _, _ in self._plans.values()] + list(self._stripe_plans.values()):
+        plans = {id(p): p for p, _, _ in self._plans.values()}  # fields share plans: free each once
+        for plan in list(plans.values()) + list(self._stripe_plans.values()):
             if plan is not None:
                 plan.free()
         for group in self._groups:
