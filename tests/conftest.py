@@ -28,11 +28,12 @@ def climio_argv(*args: str) -> list[str]:
 
 
 def run(argv: list[str], nranks: int | None = None, timeout: float = RUN_TIMEOUT,
-        cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+        cwd: str | None = None, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` plainly (nranks None) or under mpiexec; fail the test on timeout."""
     env = dict(os.environ)
     if nranks is not None:
         argv, env = mpiexec_command(nranks, argv)
+    env.update(env_extra or {})
     try:
         return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired as err:

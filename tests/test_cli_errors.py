@@ -139,3 +139,12 @@ def test_info_reports_every_mode_working_in_plain_text() -> None:
     for mode in ("serial", "hdf5", "cdf2", "cdf5"):
         assert any(line.split()[:2] == [mode, "works"] for line in result.stdout.splitlines()), result.stdout
     assert "PnetCDF         1." in result.stdout and "ranks           2" in result.stdout
+
+
+@pytest.mark.parametrize("nranks", [None, 2])
+def test_colon_in_path_under_romio(tmp_path: Path, nranks: int | None) -> None:
+    out = tmp_path / "run:1.nc"
+    one_error_line(climio("--mpi-io", "romio", "gen", "cmip", str(out), *SMALL, nranks=nranks),
+                   "run:1.nc", "file-system prefix", "--mpi-io ompio")
+    assert not out.exists() and leftovers(str(tmp_path)) == []
+    assert climio("--mpi-io", "ompio", "gen", "cmip", str(out), *SMALL, nranks=nranks).returncode == 0

@@ -203,6 +203,9 @@ def build_parser() -> Parser:
     common = Parser(add_help=False)
     common.add_argument("--trace", metavar="FILE.json", default=argparse.SUPPRESS,
                         help="write per-rank phase times and bytes, with max/mean over ranks, to this JSON file")
+    common.add_argument("--mpi-io", choices=("auto", *mpi.MPI_IO_LAYERS), default=argparse.SUPPRESS,
+                        help="Open MPI's MPI-IO layer: auto (ROMIO for writing model output, OMPIO otherwise: "
+                             "faster on each job here), romio or ompio; OMPI_MCA_io, if set, wins")
     parser = Parser(prog="climio", description=__doc__.split("\n")[0], parents=[common])
     parser.add_argument("--version", action="version", version=f"climio {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
@@ -323,7 +326,7 @@ def build_parser() -> Parser:
     mo.add_argument("--hint", action="append", metavar="KEY=VALUE",
                     help="MPI-IO hint for every file (repeatable), e.g. romio_ds_write=disable")
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
-    mo.set_defaults(func=cmd_bench_model)
+    mo.set_defaults(func=cmd_bench_model, auto_mpi_io="romio")  # ROMIO writes aggregated output faster here
 
     sb = suites.add_parser("subset", parents=[common], help="seed 001's MJO box out of a geodesic grid (needed-only "
                            "vs whole reads), and climio subset vs ncks on a regular grid")
@@ -356,6 +359,8 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
 
     comm = None
     try:
+        layer = getattr(args, "mpi_io", "auto")
+        mpi.choose_mpi_io(getattr(args, "auto_mpi_io", "ompio") if layer == "auto" else layer)
         comm = mpi.world()
         if args.trace:
             mpi.agree(comm, lambda: check_trace_path(args.trace))

@@ -44,6 +44,8 @@ def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None 
     comm = comm if comm is not None else mpi.world()
     chosen = get_mode(mode)
     check_schema_fits(schema, chosen, path)
+    if chosen.parallel:
+        mpi.check_mpi_io_path(path)
     temp_path = mpi.agree(comm, lambda: reserve_output(path, overwrite))
     PENDING_OUTPUTS.add(temp_path)
     try:
@@ -97,6 +99,7 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
     if read == "root" or mode.name not in available_modes():
         store: Store = SerialStore.open(path, MODES["serial"], comm)
     else:
+        mpi.check_mpi_io_path(path)
         store = ParallelStore.open(path, mode, comm, hints)
     store.data_model = data_model
     return store
