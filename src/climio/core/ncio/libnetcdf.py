@@ -139,6 +139,18 @@ def put_vara(ncid: int, varid: int, start: tuple[int, ...], count: tuple[int, ..
           "nc_put_vara", where)
 
 
+def put_varm(ncid: int, varid: int, start: tuple[int, ...], count: tuple[int, ...],
+             data: np.ndarray, where: str) -> None:
+    """Write a hyperslab from a strided array (e.g. a block inside its halo) without copying it first.
+
+    The array's strides become netCDF's ``imap``; PnetCDF turns it into an MPI datatype
+    and packs while it byte-swaps, the copy it makes anyway.
+    """
+    imap = (ctypes.c_ssize_t * max(data.ndim, 1))(*(step // data.itemsize for step in data.strides))
+    check(lib().nc_put_varm(ncid, varid, _sizes(start), _sizes(count), None, imap,
+                            data.ctypes.data_as(ctypes.c_void_p)), "nc_put_varm", where)
+
+
 def get_vara(ncid: int, varid: int, start: tuple[int, ...], count: tuple[int, ...],
              out: np.ndarray, where: str) -> None:
     """Read a hyperslab into a preallocated C-contiguous array (count may be 0)."""

@@ -72,8 +72,15 @@ class ParallelStore(Store):
             for r, plan in zip(requests, plans):
                 for offset, piece in plan:
                     data = r.data[offset:offset + piece.count[0]] if piece.count else r.data
-                    libnetcdf.put_vara(ncid, r.varid, piece.start, piece.count, data,
-                                       f"{self.path}: variable '{r.var.name}'")
+                    put = libnetcdf.put_vara if data.flags.c_contiguous else libnetcdf.put_varm
+                    put(ncid, r.varid, piece.start, piece.count, data, f"{self.path}: variable '{r.var.name}'")
+
+    def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
+        """Classic formats (PnetCDF) take a strided array of the variable's type as it is (put_varm)."""
+        if (self.data_model.startswith("NETCDF3") and data.dtype == var.numpy_dtype and data.size
+                and all(step > 0 and step % data.itemsize == 0 for step in data.strides)):
+            return data
+        return super()._convert(var, data)
 
     def _get(self, var: Variable, varid: int, slab: Hyperslab, out: np.ndarray) -> None:
         (plan,) = self._plan([slab], [out.itemsize])
