@@ -16,13 +16,21 @@ def _reference(series: np.ndarray, k: int, missing: list[float]) -> list[np.ndar
     return out
 
 
-def _check(series: np.ndarray, k: int, missing: list[float]) -> None:
-    values, kept, n_valid = largest.largest(series, k, missing)
+def check_scanner(scanner: largest.Scanner, series: np.ndarray, k: int, missing: list[float]) -> None:
+    """Exactly each column's k largest valid values, its count of valid values and its smallest valid value."""
     for c, expected in enumerate(_reference(series, k, missing)):
-        assert n_valid[c] == np.sum(~(np.isnan(series[:, c]) | np.isin(series[:, c], missing)))
-        assert kept[c] >= expected.size
-        got = np.sort(values[c, :kept[c]])[::-1][:k]
+        valid = series[:, c][~(np.isnan(series[:, c]) | np.isin(series[:, c], missing))]
+        assert scanner.n_valid[c] == valid.size
+        assert scanner.low[c] == (valid.min() if valid.size else np.inf)
+        assert scanner.kept[c] >= expected.size
+        got = np.sort(scanner.values[c, :scanner.kept[c]])[::-1][:k]
         np.testing.assert_array_equal(got, expected)
+
+
+def _check(series: np.ndarray, k: int, missing: list[float]) -> None:
+    check_scanner(largest.scan(series, k, missing), series, k, missing)
+    values, kept, n_valid = largest.largest(series, k, missing)
+    assert values.shape[0] == kept.size == n_valid.size == series.shape[1]
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -64,3 +72,11 @@ def test_short_series_and_k_larger_than_the_series() -> None:
 def test_too_many_missing_values_is_refused() -> None:
     with pytest.raises(ValueError, match="missing values"):
         largest.largest(np.zeros((10, 2)), 3, [1.0, 2.0, 3.0, 4.0, 5.0])
+
+
+def test_a_long_series_takes_the_sample_of_a_sample() -> None:
+    # 40000 steps: the bar comes from 5000 sampled steps whose own bar comes from 625 of them
+    rng = np.random.default_rng(5)
+    series = rng.gamma(0.6, 4.0, (40000, 11)).astype(np.float32)
+    series[rng.random(series.shape) < 0.6] = 0.0
+    _check(series, 400, [])

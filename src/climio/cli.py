@@ -166,6 +166,9 @@ def cmd_bench_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import eva
     from climio.eva.job import SCHEMES, SPLITS
 
+    if args.plain_read:
+        eva.plain_read(comm, args.plain_read, args.splits, args.reps, args.rows_json)
+        return
     eva.main(comm, shape=int_list(args.shape, "--shape", 3), ranks=int_list(args.ranks, "--ranks"),
              schemes=name_list(args.schemes, "--schemes", SCHEMES), splits=name_list(args.splits, "--splits", SPLITS),
              formats=name_list(args.formats, "--formats", eva.FORMATS), reps=args.reps, directory=args.dir,
@@ -309,6 +312,8 @@ def build_parser() -> Parser:
     ev.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
     ev.add_argument("--dir", default=".", help="where the inputs and outputs are written (deleted afterwards)")
     ev.add_argument("--out", help="directory for eva.json and eva.csv")
+    ev.add_argument("--plain-read", metavar="IN", help=argparse.SUPPRESS)  # the read baseline's worker
+    ev.add_argument("--rows-json", help=argparse.SUPPRESS)
     ev.set_defaults(func=cmd_bench_eva)
 
     mo = suites.add_parser("model", parents=[common], help="CMAQ mock-up: write strategies x storage modes")

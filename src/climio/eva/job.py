@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,12 +29,13 @@ import numpy as np
 from climio.core import mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.errors import ClimioError
-from climio.eva import pot
+from climio.eva import largest, pot
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 SPLITS = ("lat", "lon", "block")
+STREAM_BYTES = 4 << 20  # the slab scheme reads and scans this much at a time: it stays in cache between the two
 SCHEMES = ("slab", "transpose", "root")
 DAYS_PER_YEAR = {"noleap": 365.0, "365_day": 365.0, "all_leap": 366.0, "366_day": 366.0, "360_day": 360.0,
                  "standard": 365.2425, "gregorian": 365.2425, "proleptic_gregorian": 365.2425, "julian": 365.25}
@@ -172,15 +173,21 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
         npy = _days_per_year(store, var.dims[0], inp, opts.npy)
         decomp = decomposition(shape, opts.split, comm.Get_size())
         owned = decomp.owned(rank)
-        if opts.scheme == "transpose":
-            by_time = Decomposition.block1d(shape, comm.Get_size(), axis=0)
-            slab = time_blocks_to_cell_blocks(store.read(var.name, by_time.owned(rank)), by_time, decomp, comm)
+        k, missing = pot.tail_capacity(shape[0], opts.tail), _missing_values(var)
+        if opts.scheme == "slab":
+            scanner = scan_slab(store, var, owned, k, missing, comm)
         else:
-            slab = store.read(var.name, owned)
+            if opts.scheme == "transpose":
+                by_time = Decomposition.block1d(shape, comm.Get_size(), axis=0)
+                slab = time_blocks_to_cell_blocks(store.read(var.name, by_time.owned(rank)), by_time, decomp, comm)
+            else:
+                slab = store.read(var.name, owned)
+            with trace.phase("scan"):
+                scanner = largest.scan(slab.reshape(shape[0], -1), k, missing)
+            del slab
         coordinates = {c: store.read(c) for c in var.dims[1:] if c in {v.name for v in store.schema.variables}}
         schema = output_schema(store, var, opts, npy, history)
-    cells = slab.reshape(shape[0], -1)
-    result = _analyse_cells(cells, opts, npy, _missing_values(var), rank == 0)
+    result = _analyse_cells(scanner, opts, npy, rank == 0)
     field_slab = Hyperslab(owned.start[1:], owned.count[1:])
     with ncio.create(out, schema, opts.mode, comm, overwrite=opts.overwrite) as ds:
         block = owned.count[1:]
@@ -254,9 +261,49 @@ def time_blocks_to_cell_blocks(mine: np.ndarray, by_time: Decomposition, by_cell
     return receive
 
 
-def _analyse_cells(cells: np.ndarray, opts: Options, npy: float, missing: Sequence[float],
-                   show_progress: bool) -> pot.Result:
-    """Analyse the columns of ``cells`` (time, n), with a progress bar on rank 0."""
-    with _progress(cells.shape[1], show_progress) as bar, trace.phase("work"):
-        return pot.analyse(cells, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
-                           missing=missing, progress=bar.update)
+def scan_slab(store: ncio.Store, var: ncio.Variable, owned: Hyperslab, k: int, missing: Sequence[float],
+              comm: MPI.Comm, block_bytes: int = STREAM_BYTES) -> largest.Scanner:
+    """The slab scheme's read: this rank's hyperslab, a cache-sized block of time steps at a time, each
+    block scanned while it is still in cache; the series is never whole in memory (collective).
+
+    The bars come from every ``SAMPLE_STRIDE``-th time step, read first. Cells whose bar
+    was too high (rare) need their whole series: then every rank streams the slab once more.
+    """
+    from mpi4py import MPI
+
+    length, block = owned.count[0], owned.count[1:]
+    cells = math.prod(block)
+
+    def steps(t0: int, n: int) -> Hyperslab:
+        return Hyperslab((owned.start[0] + t0, *owned.start[1:]), (n, *block))
+
+    def blocks() -> Iterator[tuple[int, np.ndarray]]:  # every rank reads as many blocks, as the reads are collective
+        widest = comm.allreduce(cells, op=MPI.MAX)
+        step = max(1, block_bytes // max(widest * var.numpy_dtype.itemsize, 1))
+        for t0 in range(0, length, step):
+            n = min(step, length - t0)
+            yield t0, store.read(var.name, steps(t0, n)).reshape(n, cells)
+
+    picks = range(0, length, largest.SAMPLE_STRIDE) if cells else range(0)
+    runs = store.read_runs(var.name, [steps(t, 1) for t in picks])
+    sample = np.concatenate(runs).reshape(-1, cells) if runs else np.empty((0, cells), var.numpy_dtype)
+    with trace.phase("scan"):
+        scanner = largest.Scanner(sample, 1, length, k, missing)
+    del runs, sample
+    for _, rows in blocks():
+        with trace.phase("scan", rows.nbytes):
+            scanner.update(rows)
+    short = scanner.short()
+    if not mpi.all_true(comm, short.size == 0):
+        columns = np.empty((length, short.size), var.numpy_dtype)
+        for t0, rows in blocks():
+            columns[t0:t0 + rows.shape[0]] = rows[:, short]
+        scanner.rescan(short, columns)
+    return scanner
+
+
+def _analyse_cells(scanner: largest.Scanner, opts: Options, npy: float, show_progress: bool) -> pot.Result:
+    """Thresholds, fits and return levels of the cells a scanner has seen, with a progress bar on rank 0."""
+    with _progress(scanner.values.shape[0], show_progress) as bar, trace.phase("work"):
+        return pot.from_scanner(scanner, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
+                                progress=bar.update)

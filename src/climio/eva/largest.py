@@ -36,6 +36,7 @@ SAMPLE_STRIDE = 8
 MARGIN_SD = 4.0
 BUFFER_FACTOR = 4  # a cell's buffer holds this many times k values before it is cut back to k
 MISSING_SLOTS = 4  # NaN and up to this many missing values (_FillValue, missing_value) are left out
+MIN_SAMPLE = 64  # a sample of fewer time steps is scanned from -inf, without a sample of its own
 
 
 @intrinsic
@@ -82,8 +83,9 @@ def _missing_value(v: float, m0: float, m1: float, m2: float, m3: float) -> bool
 
 @numba.njit(cache=True, error_model="numpy")
 def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, buf: np.ndarray,
-          kept: np.ndarray, k: int, n_missing: np.ndarray) -> None:
-    """Steps 1 and 2 over rows[::stride]: append values above ``bar`` to ``buf``, count missing values."""
+          kept: np.ndarray, k: int, n_missing: np.ndarray, low: np.ndarray) -> None:
+    """Steps 1 and 2 over rows[::stride]: append values above ``bar`` to ``buf``, count missing values,
+    and lower ``low`` to each cell's smallest valid value (a constant series has it equal to its largest)."""
     length, n = rows.shape
     m0, m1, m2, m3 = missing[0], missing[1], missing[2], missing[3]
     words = (n + 7) // 8
@@ -94,7 +96,10 @@ def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, b
         row = rows[t]
         for c in range(n):  # vectorized
             v = row[c]
-            flags[c] = (v > bar[c]) | _missing_value(v, m0, m1, m2, m3)
+            lowest = low[c]
+            missing_here = _missing_value(v, m0, m1, m2, m3)
+            flags[c] = (v > bar[c]) | missing_here
+            low[c] = lowest if missing_here else min(lowest, v)
         for w in range(words):
             word = flag_words[w]
             while word:
@@ -124,22 +129,72 @@ def is_missing(values: np.ndarray, missing: Sequence[float]) -> np.ndarray:
     return np.isnan(values) | np.isin(values, np.asarray(missing, dtype=values.dtype))
 
 
-def _sample_bar(series: np.ndarray, k: int, missing: np.ndarray) -> np.ndarray:
-    """Step 1: per cell, a value that is at or below its k-th largest with high probability (else -inf)."""
-    length, cells = series.shape
-    sampled = -(-length // SAMPLE_STRIDE)
+def _sample_bar(rows: np.ndarray, stride: int, length: int, k: int, missing: np.ndarray) -> np.ndarray:
+    """Step 1: per cell, a value at or below its k-th largest of ``length`` values with high probability
+    (else -inf), from the sample ``rows[::stride]``. The sample's own bar comes from a sample of it, and
+    so on down: a scan that starts from -inf keeps every value it sees, at ~15 ns each."""
+    cells = rows.shape[1]
+    sampled = -(-rows.shape[0] // stride)
     p = min(1.0, k / length)
     ks = math.ceil(sampled * p + MARGIN_SD * math.sqrt(sampled * p * (1.0 - p))) + 1
-    lowest = np.full(cells, -np.inf, series.dtype)
+    lowest = np.full(cells, -np.inf, rows.dtype)
     if ks >= sampled:
         return lowest
-    bar = lowest.copy()
-    buf = np.empty((cells, 2 * ks), series.dtype)
+    deeper = sampled // SAMPLE_STRIDE >= MIN_SAMPLE
+    bar = _sample_bar(rows, stride * SAMPLE_STRIDE, sampled, ks, missing) if deeper else lowest.copy()
+    buf = np.empty((cells, 2 * ks), rows.dtype)
     kept = np.zeros(cells, np.int64)
-    _scan(series, SAMPLE_STRIDE, missing, bar, buf, kept, ks, np.zeros(cells, np.int64))
-    for c in np.flatnonzero(kept >= ks):
-        lowest[c] = _select_top(buf[c], kept[c], ks)
-    return np.nextafter(lowest, series.dtype.type(-np.inf))  # admit values equal to it
+    _scan(rows, stride, missing, bar, buf, kept, ks, np.zeros(cells, np.int64), np.zeros(cells, rows.dtype))
+    _kth_largest(buf, kept, ks, lowest)
+    return np.nextafter(lowest, rows.dtype.type(-np.inf))  # admit values equal to it
+
+
+@numba.njit(cache=True)
+def _kth_largest(buf: np.ndarray, kept: np.ndarray, k: int, out: np.ndarray) -> None:
+    """out[c] = the k-th largest of buf[c, :kept[c]] for the cells that kept at least k values."""
+    for c in range(buf.shape[0]):
+        if kept[c] >= k:
+            out[c] = _select_top(buf[c], kept[c], k)
+
+
+class Scanner:
+    """Each cell's largest valid values, fed the time steps in order, any number at a time.
+
+    ``sample[::stride]`` must be every ``SAMPLE_STRIDE``-th of the ``length`` time steps
+    (the whole series with ``stride=SAMPLE_STRIDE``, or those steps read alone with
+    ``stride=1``); it sets the bars. A reader can then stream the series through
+    ``update`` in cache-sized blocks, so the series never has to be in memory.
+    """
+
+    def __init__(self, sample: np.ndarray, stride: int, length: int, k: int, missing: Sequence[float] = ()) -> None:
+        cells = sample.shape[1]
+        self.length, self.k, self.missing = length, k, tuple(missing)
+        self.slots = _missing_slots(missing, sample.dtype)
+        self.bar = _sample_bar(sample, stride, length, k, self.slots)
+        self.values = np.empty((cells, BUFFER_FACTOR * k), sample.dtype)
+        self.kept = np.zeros(cells, np.int64)
+        self.n_missing = np.zeros(cells, np.int64)
+        self.low = np.full(cells, np.inf, sample.dtype)  # smallest valid value (inf: none yet)
+
+    def update(self, rows: np.ndarray) -> None:
+        """The next time steps, (steps, cells)."""
+        _scan(rows, 1, self.slots, self.bar, self.values, self.kept, self.k, self.n_missing, self.low)
+
+    def short(self) -> np.ndarray:
+        """Cells left with fewer than k values (or all their valid ones) after every step: their bar was too high."""
+        return np.flatnonzero(self.kept < np.minimum(self.k, self.length - self.n_missing))
+
+    def rescan(self, cells: np.ndarray, columns: np.ndarray) -> None:
+        """Step 3 for ``cells``, from their whole series ``columns`` (time, len(cells))."""
+        for i, c in enumerate(cells):
+            column = columns[:, i]
+            top = np.sort(column[~is_missing(column, self.missing)])[::-1][:self.values.shape[1]]
+            self.values[c, :top.size] = top
+            self.kept[c] = top.size
+
+    @property
+    def n_valid(self) -> np.ndarray:
+        return self.length - self.n_missing
 
 
 def largest(series: np.ndarray, k: int, missing: Sequence[float] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -149,18 +204,14 @@ def largest(series: np.ndarray, k: int, missing: Sequence[float] = ()) -> tuple[
     ``kept[c]`` entries and in no order, the ``kept[c]`` largest valid values of
     column ``c``; ``kept[c] >= min(k, n_valid[c])``. NaN and ``missing`` are not valid.
     """
-    length, cells = series.shape
-    slots = _missing_slots(missing, series.dtype)
-    bar = _sample_bar(series, k, slots)
-    values = np.empty((cells, BUFFER_FACTOR * k), series.dtype)
-    kept = np.zeros(cells, np.int64)
-    n_missing = np.zeros(cells, np.int64)
-    _scan(series, 1, slots, bar, values, kept, k, n_missing)
-    n_valid = length - n_missing
-    for c in np.flatnonzero(kept < np.minimum(k, n_valid)):  # step 3: the sample set the bar too high
-        column = series[:, c]
-        valid = column[~is_missing(column, missing)]
-        top = np.sort(valid)[::-1][:values.shape[1]]
-        values[c, :top.size] = top
-        kept[c] = top.size
-    return values, kept, n_valid
+    scanner = scan(series, k, missing)
+    return scanner.values, scanner.kept, scanner.n_valid
+
+
+def scan(series: np.ndarray, k: int, missing: Sequence[float] = ()) -> Scanner:
+    """A :class:`Scanner` that has seen the whole in-memory ``series`` (time, cells), rescans included."""
+    scanner = Scanner(series, SAMPLE_STRIDE, series.shape[0], k, missing)
+    scanner.update(series)
+    short = scanner.short()
+    scanner.rescan(short, series[:, short])
+    return scanner

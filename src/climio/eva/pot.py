@@ -9,9 +9,9 @@ Per cell (a time series Y with missing values as NaN):
 * the GPD fit of :mod:`climio.eva.gpd` and return levels for each period.
 
 The input is the ``(time, cells)`` array as read from the file, scanned in
-memory order: each cell keeps only its largest values, the ~1 % tail
-(:mod:`climio.eva.largest`), so the series is never sorted, transposed or
-copied to float64.
+memory order, whole or a block of time steps at a time: each cell keeps only
+its largest values, the ~1 % tail (:mod:`climio.eva.largest`), so the series
+is never sorted, transposed or copied to float64.
 """
 
 from __future__ import annotations
@@ -76,17 +76,6 @@ def tail_capacity(length: int, tail: float) -> int:
     return max(1, length - int(lo[0]))
 
 
-def _constant(series: np.ndarray, missing: Sequence[float], candidates: np.ndarray,
-              highest: np.ndarray) -> np.ndarray:
-    """Which candidate columns hold one value only (their smallest valid value is their largest)."""
-    constant = np.zeros(candidates.size, bool)
-    which = np.flatnonzero(candidates)
-    if which.size:
-        columns = series[:, which]
-        constant[which] = np.where(largest.is_missing(columns, missing), np.inf, columns).min(axis=0) == highest[which]
-    return constant
-
-
 def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
             missing: Sequence[float] = (), progress: Callable[[int], None] | None = None) -> Result:
     """Everything for the cells in the columns of ``series`` (time, cells), read in place, never copied.
@@ -96,22 +85,27 @@ def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: f
     column chunk of them is not, and cost twice as much); the rest runs in chunks of ``CHUNK_CELLS``
     cells to bound the float64 temporaries, calling ``progress(cells_done)`` after each.
     """
-    length, cells = series.shape
-    capacity = tail_capacity(length, tail)
-    values, kept, n_valid = largest.largest(series, capacity, missing)
+    scanner = largest.scan(series, tail_capacity(series.shape[0], tail), missing)
+    return from_scanner(scanner, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, progress=progress)
+
+
+def from_scanner(scanner: largest.Scanner, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
+                 progress: Callable[[int], None] | None = None) -> Result:
+    """Everything from a scanner that has seen every time step (its k from :func:`tail_capacity`)."""
+    cells = scanner.values.shape[0]
     parts = []
     for c0 in range(0, max(cells, 1), CHUNK_CELLS):
         chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
-        parts.append(_from_largest(series[:, chunk], values[chunk], kept[chunk], n_valid[chunk], capacity,
-                                   tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing))
+        parts.append(_from_largest(scanner.values[chunk], scanner.kept[chunk], scanner.n_valid[chunk],
+                                   scanner.low[chunk], scanner.k, tail=tail, periods=periods, npy=npy,
+                                   min_exceed=min_exceed))
         if progress is not None:
             progress(chunk.stop - chunk.start)
     return Result(*(np.concatenate([getattr(p, f) for p in parts], axis=-1) for f in Result.__dataclass_fields__))
 
 
-def _from_largest(series: np.ndarray, values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, capacity: int, *,
-                  tail: float, periods: Sequence[float], npy: float, min_exceed: int,
-                  missing: Sequence[float]) -> Result:
+def _from_largest(values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, low: np.ndarray, capacity: int, *,
+                  tail: float, periods: Sequence[float], npy: float, min_exceed: int) -> Result:
     """Thresholds, exceedances, status, fits and return levels from each cell's largest values."""
     cells = values.shape[0]
     unused = np.arange(values.shape[1]) >= kept[:, None]
@@ -131,7 +125,7 @@ def _from_largest(series: np.ndarray, values: np.ndarray, kept: np.ndarray, n_va
     status = np.full(cells, STATUS_OK, np.int8)
     status[n_exceed < min_exceed] = TOO_FEW
     status[n_exceed == 0] = NO_EXCEED
-    status[_constant(series, missing, has & (n_exceed == 0), descending[:, 0])] = CONSTANT
+    status[has & (n_exceed == 0) & (low == descending[:, 0])] = CONSTANT  # smallest valid value is the largest
     status[~has] = NO_VALID
     fitted = status == STATUS_OK
     result = gpd.fit(excess[fitted], n_exceed[fitted])

@@ -96,13 +96,17 @@ class ParallelStore(Store):
         A classic-format file (CDF-1/2/5) is read through this rank's own netCDF-C
         handle: small independent reads cost about a third of going through MPI-IO.
         netCDF-4 files keep the MPI-IO handle in independent mode (HDF5 would refuse
-        a second handle on an open file).
+        a second handle on an open file), or collective calls for a compressed variable.
         """
         where = f"{self.path}: variable '{var.name}'"
         classic = self.data_model.startswith("NETCDF3")
         ncid = self._reader()._grpid if classic else self._dataset._grpid
         if not classic:
-            libnetcdf.var_par_access(ncid, varid, False, where)
+            try:
+                libnetcdf.var_par_access(ncid, varid, False, where)
+            except libnetcdf.NetCDFError:  # a compressed variable: parallel HDF5 reads it collectively only
+                super()._get_runs(var, varid, slabs, outs)
+                return
         with trace.phase("read", sum(out.nbytes for out in outs)):
             for slab, out in zip(slabs, outs):
                 for offset, piece in pieces(slab, out.itemsize, REQUEST_BYTES) if slab.size else ():
