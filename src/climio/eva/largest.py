@@ -9,6 +9,7 @@ just below its ``k``-th largest:
    expected count of sample values among the cell's ``k`` largest plus
    ``MARGIN_SD`` standard deviations. The ``ks``-th largest sample value is
    then, with high probability, at or below the ``k``-th largest of the series.
+   The sample's own bar comes from a sample of it, down to ``MIN_SAMPLE`` steps.
 2. **One pass over all time steps.** A vectorized loop writes, per cell, a flag
    byte: value above the bar, or missing. Set flags are visited eight cells at a
    time with count-trailing-zeros, so a value below the bar costs one compare.
@@ -18,7 +19,9 @@ just below its ``k``-th largest:
    (its bar was too high: about one cell in ten thousand) is scanned again alone.
 
 The result is the exact multiset of each cell's largest valid values, so the
-threshold does not depend on the sample, the chunking or the rank count.
+threshold does not depend on the sample, the chunking or the rank count. A
+:class:`Scanner` takes the time steps a block at a time, so a reader can stream
+them from a file (``climio eva``'s slab scheme) instead of holding the series.
 """
 
 from __future__ import annotations
