@@ -147,7 +147,7 @@ class ModelOutput:
                 shared[key] = self._plan(f, gather)
         self._plans = {f.name: shared[(f.levels, np.dtype(f.dtype).str)] for f in fields}
         self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=hints)
-        self._stripe_plans: dict[tuple[str, int], Aggregation] = {}
+        self._stripe_plans: dict[tuple[tuple[int, ...], str, int], Aggregation] = {}
         if name == "stripe":
             working = self._store.working_path
             self._offsets, self._record_size = mpi.agree(comm, lambda: record_offsets(working))
@@ -212,10 +212,11 @@ class ModelOutput:
         return [(data, Hyperslab((step, *slab.start), (records, *slab.count)))]
 
     def _stripe_plan(self, name: str, f: Field, step: int, full: Decomposition) -> Aggregation:
-        """The exchange for this record's position in the file; records at the same stripe phase share one."""
+        """The exchange for this record's position in the file; records of one shape at the same stripe phase
+        share one."""
         assert self.stripe_size is not None
         offset = self._offsets[name] + step * self._record_size
-        key = (name, offset % (self.stripe_size * len(self.aggregators)))
+        key = (full.shape, np.dtype(f.dtype).str, offset % (self.stripe_size * len(self.aggregators)))
         if key not in self._stripe_plans:
             ranges = stripe_ranges(offset, full.shape, np.dtype(f.dtype).itemsize, self.stripe_size, self.aggregators)
             self._stripe_plans[key] = Aggregation(full, f.dtype, self.comm, ranges)
