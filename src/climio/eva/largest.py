@@ -200,19 +200,13 @@ class Scanner:
         return self.length - self.n_missing
 
 
-def largest(series: np.ndarray, k: int, missing: Sequence[float] = ()) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each column's largest valid values of ``series`` (time, cells), read in place.
-
-    Returns ``(values, kept, n_valid)``: row ``c`` of ``values`` holds, in its first
-    ``kept[c]`` entries and in no order, the ``kept[c]`` largest valid values of
-    column ``c``; ``kept[c] >= min(k, n_valid[c])``. NaN and ``missing`` are not valid.
-    """
-    scanner = scan(series, k, missing)
-    return scanner.values, scanner.kept, scanner.n_valid
-
-
 def scan(series: np.ndarray, k: int, missing: Sequence[float] = ()) -> Scanner:
-    """A :class:`Scanner` that has seen the whole in-memory ``series`` (time, cells), rescans included."""
+    """A :class:`Scanner` that has seen the whole in-memory ``series`` (time, cells), read in place.
+
+    Row ``c`` of its ``values`` then holds, in its first ``kept[c]`` entries and in no
+    order, the ``kept[c]`` largest valid values of column ``c``, with
+    ``kept[c] >= min(k, n_valid[c])``. NaN and ``missing`` are not valid.
+    """
     scanner = Scanner(series, SAMPLE_STRIDE, series.shape[0], k, missing)
     scanner.update(series)
     short = scanner.short()
