@@ -141,11 +141,12 @@ class ModelOutput:
         schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
         self._groups: list[MPI.Comm] = []
         shared: dict[tuple[int | None, str], Plan] = {}  # fields of one shape and type share one plan
+        self._plans: dict[str, Plan] = {}
         for f in fields:
             key = (f.levels, np.dtype(f.dtype).str)
             if key not in shared:
                 shared[key] = self._plan(f, gather)
-        self._plans = {f.name: shared[(f.levels, np.dtype(f.dtype).str)] for f in fields}
+            self._plans[f.name] = shared[key]
         self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=hints)
         self._stripe_plans: dict[tuple[tuple[int, ...], str, int], Aggregation] = {}
         if name == "stripe":
