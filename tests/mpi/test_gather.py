@@ -31,6 +31,27 @@ def test_rank0_gets_exactly_the_global_array(comm: MPI.Comm, strategy: str, shap
             assert_all(comm, rank != 0 or np.array_equal(got, truth), f"{strategy} {shape} halo {halo}")
 
 
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_gather_into_a_reused_output_array(comm: MPI.Comm, strategy: str) -> None:
+    rank, size = comm.Get_rank(), comm.Get_size()
+    shape = (4, 9, 10)
+    d = Decomposition.block2d(shape, *process_grid(size, 9, 10), halo=1)
+    out = np.full(shape, np.nan, "f4") if rank == 0 else None
+    with Gatherer(d, "f4", comm, strategy) as gatherer:
+        for step in range(3):
+            truth = (np.arange(np.prod(shape), dtype="f4").reshape(shape) + 1000 * step)
+            local = np.full(d.local_shape(rank), -1.0, "f4")
+            local[d.interior(rank)] = truth[d.owned(rank).slices]
+            got = gatherer.gather(local, out=out)
+            assert_all(comm, rank != 0 or (got is out and np.array_equal(out, truth)), f"{strategy} step {step}")
+    if rank == 0:  # a wrong output array is refused before any message
+        alone = Decomposition.block2d(shape, 1, 1)
+        with Gatherer(alone, "f4", MPI.COMM_SELF, strategy) as gatherer:
+            for bad in (np.zeros(shape, "f8"), np.zeros((4, 9, 11), "f4"), np.zeros(shape[::-1], "f4").T):
+                with pytest.raises(ClimioError, match="this gatherer needs a C-contiguous"):
+                    gatherer.gather(np.zeros(shape, "f4"), out=bad)
+
+
 def test_more_ranks_than_rows_and_wrong_inputs(comm: MPI.Comm) -> None:
     size = comm.Get_size()
     d = Decomposition.block2d((3, 1, 4), 1, size)  # 1 row: ranks beyond the first own nothing

@@ -79,13 +79,14 @@ def measure(comm: MPI.Comm, model: str, gathers: Sequence[str], directory: str) 
         for strategy in gathers:
             path = os.path.join(directory, f"inmcm-{group.name}-{strategy}.nc")
             gather_s = write_s = 0.0
+            out = np.empty(decomp.shape, np.float32) if rank == 0 else None  # one global array per group
             with Gatherer(decomp, "f4", comm, strategy) as gatherer:
                 store = ncio.create(path, schema, "serial", MPI.COMM_SELF, overwrite=True) if rank == 0 else None
                 for output in range(group.per_day):
                     for i in range(group.fields):
                         comm.Barrier()
                         started = MPI.Wtime()
-                        field = gatherer.gather(local)
+                        field = gatherer.gather(local, out=out)
                         gather_s += comm.allreduce(MPI.Wtime() - started, op=MPI.MAX)
                         if store is not None:
                             started = MPI.Wtime()

@@ -12,8 +12,9 @@ p2p        rank 0 receives from each rank in rank order, one message per vertica
            subarray datatypes on both sides: straight out of the halo'd array into place in the
            global one, no packing (the INMCM baseline, Algorithm 2)
 p2p3d      the same with one message per rank carrying all levels (Algorithm 3)
-gatherv    every rank packs its block into a contiguous buffer, one MPI_Gatherv, rank 0
-           unpacks (Algorithm 4)
+gatherv    every other rank packs its block into a contiguous buffer, one MPI_Gatherv (rank 0
+           passes MPI_IN_PLACE and copies its own block straight into place), rank 0 unpacks
+           (Algorithm 4)
 nonblocking rank 0 posts an Irecv per rank (all-level subarray types), then Waitall
 ========== =====================================================================================
 
@@ -83,7 +84,7 @@ class Gatherer:
         if strategy == "gatherv":
             self._counts = np.array([self.levels * n[0] * n[1] for _, n in self._blocks])
             self._displs = np.concatenate([[0], np.cumsum(self._counts)[:-1]])
-            self._sendbuf = np.empty(self._counts[self.rank], self.dtype)
+            self._sendbuf = np.empty(self._counts[self.rank], self.dtype) if self.rank else None
             self._recvbuf = np.empty(self._counts.sum(), self.dtype) if self.rank == 0 else None
 
     def _commit(self, datatype: MPI.Datatype) -> MPI.Datatype:
@@ -102,10 +103,13 @@ class Gatherer:
     def __exit__(self, *_: object) -> None:
         self.free()
 
-    def gather(self, local: np.ndarray) -> np.ndarray | None:
+    def gather(self, local: np.ndarray, out: np.ndarray | None = None) -> np.ndarray | None:
         """The global array on rank 0 (None elsewhere) from every rank's ``local`` block (collective).
 
         ``local`` is the rank's block with or without its halo, shaped like the field.
+        ``out``, if given on rank 0, is a C-contiguous array of the field's shape and type
+        to fill and return, so that a caller writing many fields allocates the global
+        array once; other ranks ignore it.
         """
         owned = self.decomp.owned_view(self.rank, local)  # checks the shape
         if local.dtype != self.dtype:
@@ -113,17 +117,22 @@ class Gatherer:
                               f"planned for {self.dtype}")
         local3 = np.ascontiguousarray(local).reshape(self.levels, *local.shape[-2:])
         own3 = owned.reshape(self.levels, *owned.shape[-2:])
-        out = np.empty(self.shape3, self.dtype) if self.rank == 0 else None
+        if self.rank != 0:
+            out = None
+        elif out is None:
+            out = np.empty(self.decomp.shape, self.dtype)
+        elif out.shape != self.decomp.shape or out.dtype != self.dtype or not out.flags.c_contiguous:
+            raise ClimioError(f"output array of shape {out.shape} and type {out.dtype}: this gatherer needs a "
+                              f"C-contiguous {self.decomp.shape} array of {self.dtype}")
+        out3 = None if out is None else out.reshape(self.shape3)
         with trace.phase("gather", owned.nbytes):
             if self.strategy == "gatherv":
-                self._gatherv(own3, out)
-            elif out is not None:
-                self._receive(own3, out)
+                self._gatherv(own3, out3)
+            elif out3 is not None:
+                self._receive(own3, out3)
             elif local3.shape[-2:] in self._send:
                 self._send_block(local3)
-        if out is None:
-            return None
-        return out if len(self.decomp.shape) == 3 else out[0]
+        return out
 
     # -- the strategies ------------------------------------------------------------------------
     def _send_block(self, local3: np.ndarray) -> None:
@@ -151,10 +160,15 @@ class Gatherer:
                                  for r, (_, all_type) in self._recv.items()])
 
     def _gatherv(self, own3: np.ndarray, out: np.ndarray | None) -> None:
-        self._sendbuf.reshape(own3.shape)[...] = own3  # pack
-        self.comm.Gatherv(self._sendbuf, [self._recvbuf, (self._counts, self._displs)] if out is not None else None,
-                          root=0)
         if out is None:
+            self._sendbuf.reshape(own3.shape)[...] = own3  # pack
+            self.comm.Gatherv(self._sendbuf, None, root=0)
             return
-        for ((y0, x0), (ny, nx)), start, count in zip(self._blocks, self._displs, self._counts):  # unpack
+        from mpi4py import MPI
+
+        self.comm.Gatherv(MPI.IN_PLACE, [self._recvbuf, (self._counts, self._displs)], root=0)
+        blocks = zip(self._blocks, self._displs, self._counts)
+        ((y0, x0), (ny, nx)), _, _ = next(blocks)
+        out[:, y0:y0 + ny, x0:x0 + nx] = own3
+        for ((y0, x0), (ny, nx)), start, count in blocks:  # unpack
             out[:, y0:y0 + ny, x0:x0 + nx] = self._recvbuf[start:start + count].reshape(self.levels, ny, nx)
