@@ -62,6 +62,9 @@ def test_round_trip_2d_grid_with_halos(comm: MPI.Comm, shared_dir: str, mode: st
             assert_all(comm, ds.records == NT and ds.shape("temp") == (NT, NZ, NY, NX))
             own_back = ds.read("temp", Hyperslab((1, *own3.start), (1, *own3.count)))
             assert_all(comm, np.array_equal(own_back[0], global_field(1)[own3.slices]), f"own block, read={read}")
+            every = ds.read_every("temp", Hyperslab((0, *own3.start), (NT, *own3.count)), 2)
+            assert_all(comm, np.array_equal(every, np.stack([global_field(s)[own3.slices] for s in (0, 2)])),
+                       f"every other step of the own block, read={read}")
             whole = ds.read("mask")
             assert_all(comm, np.array_equal(whole, np.stack([surface(s) for s in range(NT)])), "whole variable")
             assert_all(comm, np.array_equal(ds.read("time"), [0.0, 6.0, 12.0]) and ds.schema.attrs["title"]
@@ -81,6 +84,11 @@ def round_trip_rows(comm: MPI.Comm, path: str, mode: str, rows: int, dtype: str)
         with ncio.open(path, comm, read=read) as ds:
             assert_all(comm, np.array_equal(ds.read("v", d.owned(rank)), expected[d.owned(rank).slices]), read)
             assert_all(comm, np.array_equal(ds.read("v"), expected), read)
+            for step in (1, 2, 3):  # a strided sample of rows: every step-th of the rank's own, then of all
+                mine = ds.read_every("v", d.owned(rank), step)
+                assert_all(comm, np.array_equal(mine, expected[d.owned(rank).slices][::step]), f"{read} {step}")
+                assert_all(comm, np.array_equal(ds.read_every("v", Hyperslab.whole((rows, 5)), step),
+                                                expected[::step]), f"{read} every {step}")
 
 
 @pytest.mark.parametrize("mode", MODES)

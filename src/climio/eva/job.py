@@ -164,6 +164,7 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
     opts.check()
     if opts.plot:
         mpi.agree(comm, lambda: _check_plot_path(opts.plot, opts.overwrite))
+    largest.load_kernels()
     comm.Barrier()
     started = MPI.Wtime()
     rank = comm.Get_rank()
@@ -284,12 +285,11 @@ def scan_slab(store: ncio.Store, var: ncio.Variable, owned: Hyperslab, k: int, m
             n = min(step, length - t0)
             yield t0, store.read(var.name, steps(t0, n)).reshape(n, cells)
 
-    picks = range(0, length, largest.SAMPLE_STRIDE) if cells else range(0)
-    runs = store.read_runs(var.name, [steps(t, 1) for t in picks])
-    sample = np.concatenate(runs).reshape(-1, cells) if runs else np.empty((0, cells), var.numpy_dtype)
+    sample = store.read_every(var.name, owned, largest.SAMPLE_STRIDE)
+    sample = sample.reshape(sample.shape[0], cells)
     with trace.phase("scan"):
         scanner = largest.Scanner(sample, 1, length, k, missing)
-    del runs, sample
+    del sample
     for _, rows in blocks():
         with trace.phase("scan", rows.nbytes):
             scanner.update(rows)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 
 from climio.eva import gpd, largest
@@ -70,6 +71,39 @@ def type7_positions(n_valid: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarr
     return lo.astype(np.int64) - 1, np.ceil(index).astype(np.int64) - 1, index - lo
 
 
+@numba.njit(cache=True)
+def _negated(values: np.ndarray, kept: np.ndarray) -> np.ndarray:
+    """-values, +inf past each cell's kept ones: sorted ascending, the rows are the values largest first
+    (numpy's vectorized sort is fast on this shape, a sorted run of +inf at the end)."""
+    out = np.empty_like(values)
+    for c in range(values.shape[0]):
+        for i in range(values.shape[1]):
+            out[c, i] = -values[c, i] if i < kept[c] else np.inf
+    return out
+
+
+@numba.njit(cache=True)
+def _exceedances(negated: np.ndarray, n_valid: np.ndarray, lo: np.ndarray, hi: np.ndarray, h: np.ndarray,
+                 threshold: np.ndarray, peak: np.ndarray, n_exceed: np.ndarray, excess: np.ndarray) -> None:
+    """Per cell, from its values largest first (``-negated``): the type-7 threshold, the largest value,
+    and the excesses over the threshold, largest first, in float64."""
+    capacity = excess.shape[1]
+    for c in range(negated.shape[0]):
+        n = n_valid[c]
+        if n == 0:
+            threshold[c] = peak[c] = np.nan
+            n_exceed[c] = 0
+            continue
+        x_lo = -np.float64(negated[c, max(0, min(n - 1 - lo[c], capacity - 1))])
+        x_hi = -np.float64(negated[c, max(0, min(n - 1 - hi[c], capacity - 1))])
+        u = (1.0 - h[c]) * x_lo + h[c] * x_hi if x_hi != x_lo else x_lo
+        count = 0
+        while count < capacity and -np.float64(negated[c, count]) > u:
+            excess[c, count] = -np.float64(negated[c, count]) - u
+            count += 1
+        threshold[c], peak[c], n_exceed[c] = u, -np.float64(negated[c, 0]), count
+
+
 def tail_capacity(length: int, tail: float) -> int:
     """How many of the largest values a cell needs at most: from position lo to the end."""
     lo, _, _ = type7_positions(np.array([length]), 1.0 - tail)
@@ -108,24 +142,20 @@ def _from_largest(values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, low
                   tail: float, periods: Sequence[float], npy: float, min_exceed: int) -> Result:
     """Thresholds, exceedances, status, fits and return levels from each cell's largest values."""
     cells = values.shape[0]
-    unused = np.arange(values.shape[1]) >= kept[:, None]
-    descending = -np.sort(-np.where(unused, -np.inf, values).astype(float), axis=1)[:, :capacity]
     lo, hi, h = type7_positions(n_valid, 1.0 - tail)
-    row = np.arange(cells)
+    threshold, peak = np.empty(cells), np.empty(cells)
+    n_exceed = np.empty(cells, np.int64)
+    excess = np.empty((cells, max(capacity, 1)))
+    negated = _negated(values, kept)
+    negated.sort(axis=1)
+    _exceedances(negated, n_valid, lo, hi, h, threshold, peak, n_exceed, excess)
     has = n_valid > 0
-    x_lo = np.where(has, descending[row, np.clip(n_valid - 1 - lo, 0, capacity - 1)], np.nan)
-    x_hi = np.where(has, descending[row, np.clip(n_valid - 1 - hi, 0, capacity - 1)], np.nan)
-    threshold = np.where(x_hi != x_lo, (1.0 - h) * x_lo + h * x_hi, x_lo)
-    with np.errstate(invalid="ignore"):
-        exceeds = descending > threshold[:, None]
-    n_exceed = exceeds.sum(axis=1)
-    excess = np.where(exceeds, descending - threshold[:, None], 0.0)  # already largest first
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(has, n_exceed / np.maximum(n_valid, 1), np.nan)
     status = np.full(cells, STATUS_OK, np.int8)
     status[n_exceed < min_exceed] = TOO_FEW
     status[n_exceed == 0] = NO_EXCEED
-    status[has & (n_exceed == 0) & (low == descending[:, 0])] = CONSTANT  # smallest valid value is the largest
+    status[has & (n_exceed == 0) & (low == peak)] = CONSTANT  # smallest valid value is the largest
     status[~has] = NO_VALID
     fitted = status == STATUS_OK
     result = gpd.fit(excess[fitted], n_exceed[fitted])

@@ -151,6 +151,14 @@ def put_varm(ncid: int, varid: int, start: tuple[int, ...], count: tuple[int, ..
                             data.ctypes.data_as(ctypes.c_void_p)), "nc_put_varm", where)
 
 
+def get_vars(ncid: int, varid: int, start: tuple[int, ...], count: tuple[int, ...], stride: tuple[int, ...],
+             out: np.ndarray, where: str) -> None:
+    """Read every ``stride``-th element from ``start``, ``count`` of them per dimension, into a C-contiguous array."""
+    strides = (ctypes.c_ssize_t * max(len(stride), 1))(*stride)
+    check(lib().nc_get_vars(ncid, varid, _sizes(start), _sizes(count), strides,
+                            out.ctypes.data_as(ctypes.c_void_p)), "nc_get_vars", where)
+
+
 def get_vara(ncid: int, varid: int, start: tuple[int, ...], count: tuple[int, ...],
              out: np.ndarray, where: str) -> None:
     """Read a hyperslab into a preallocated C-contiguous array (count may be 0)."""

@@ -90,6 +90,16 @@ class ParallelStore(Store):
                                    out[offset:offset + piece.count[0]] if piece.count else out,
                                    f"{self.path}: variable '{var.name}'")
 
+    def _get_every(self, var: Variable, varid: int, sampled: Hyperslab, step: int, out: np.ndarray) -> None:
+        """One strided collective request (``nc_get_vars``) per piece."""
+        (plan,) = self._plan([sampled], [out.itemsize])
+        stride = (step, *(1,) * (len(sampled.count) - 1))
+        with trace.phase("read", out.nbytes):
+            for offset, piece in plan:
+                start = (sampled.start[0] + offset * step, *piece.start[1:]) if piece.size else piece.start
+                libnetcdf.get_vars(self._dataset._grpid, varid, start, piece.count, stride,
+                                   out[offset:offset + piece.count[0]], f"{self.path}: variable '{var.name}'")
+
     def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
         """Independent reads, one per hyperslab: no rank waits for another's count of runs.
 

@@ -217,6 +217,30 @@ class Store(ABC):
         self._get(var, self._varids[name], slab, out)
         return out
 
+    def read_every(self, name: str, slab: Hyperslab, step: int) -> np.ndarray:
+        """Every ``step``-th index along the first axis of ``slab``, from its start (collective).
+
+        A sample of time steps in one strided request (netCDF's ``stride``), where a
+        request per step would pay the library's per-call cost on each.
+        """
+        self._check_open("read")
+        var = self.schema.variable(name)
+        self._check_bounds(var, slab, self.schema.fixed_shape(var, self.records), reading=True)
+        if step < 1 or not slab.count:
+            raise ValueError(f"read_every needs a step of at least 1 along a first axis, got {step}")
+        sampled = Hyperslab(slab.start, (-(-slab.count[0] // step), *slab.count[1:]))
+        out = np.empty(sampled.count, dtype=var.numpy_dtype)
+        self._get_every(var, self._varids[name], sampled, step, out)
+        return out
+
+    def _get_every(self, var: Variable, varid: int, sampled: Hyperslab, step: int, out: np.ndarray) -> None:
+        """Read ``sampled.count[0]`` indices ``step`` apart into ``out`` (collective): one run per index here;
+        stores whose library reads strided hyperslabs do better."""
+        first, rest = sampled.start[0], sampled.count[1:]
+        n = sampled.count[0] if sampled.size else 0
+        runs = [Hyperslab((first + i * step, *sampled.start[1:]), (1, *rest)) for i in range(n)]
+        self._get_runs(var, varid, runs, [out[i:i + 1] for i in range(n)])
+
     def read_runs(self, name: str, slabs: list[Hyperslab]) -> list[np.ndarray]:
         """Read any number of hyperslabs of ``name`` on this rank, a different number on each (collective).
 
