@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.runner import rows_from_ranks, run_ranks, save_rows
+from climio.bench.runner import markdown_table, rows_from_ranks, run_ranks, save_rows
 from climio.core import ncio
 from climio.errors import ClimioError
 
@@ -188,12 +188,10 @@ def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int, scipy
 
 
 def format_table(table: list[dict[str, Any]]) -> str:
-    lines = ["| input | ranks | scheme | split | wall s | eva s | cells/s | read s | eva / read | peak MB per rank "
-             "| job memory / variable | vs scipy |",
-             "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for e in table:
-        lines.append(f"| {e['format']} | {e['ranks']} | {e['scheme']} | {e['split']} | {e['wall_s']:.2f} | "
-                     f"{e['job_s']:.2f} | {e['cells_per_s']:.0f} | {e['read_s']:.2f} | {e['job_over_read']:.1f} | "
-                     f"{e['peak_rss_rank_MB']:.0f} | {e['peak_rss_job_over_variable']:.2f} | "
-                     f"{e['speedup_vs_scipy']:.0f}x |")
-    return "\n".join(lines)
+    columns = [("input", "l"), ("ranks", "r"), ("scheme", "l"), ("split", "l")] + [(h, "r") for h in (
+        "wall s", "eva s", "cells/s", "read s", "eva / read", "peak MB per rank", "job memory / variable", "vs scipy")]
+    return markdown_table(columns, ([e["format"], str(e["ranks"]), e["scheme"], e["split"], f"{e['wall_s']:.2f}",
+                                     f"{e['job_s']:.2f}", f"{e['cells_per_s']:.0f}", f"{e['read_s']:.2f}",
+                                     f"{e['job_over_read']:.1f}", f"{e['peak_rss_rank_MB']:.0f}",
+                                     f"{e['peak_rss_job_over_variable']:.2f}", f"{e['speedup_vs_scipy']:.0f}x"]
+                                    for e in table))

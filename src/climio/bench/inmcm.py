@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.runner import require_plain_process, rows_from_ranks, save_rows
+from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import ncio
 from climio.core.decomp import Decomposition, process_grid
 from climio.errors import ClimioError
@@ -165,12 +165,13 @@ def three_d_ratio(table: list[dict[str, Any]], nranks: int) -> float | None:
 
 def format_table(table: list[dict[str, Any]]) -> str:
     strategies = list(dict.fromkeys(e["strategy"] for e in table))
-    lines = ["| ranks | group | fields x outputs/day | MB/day | " + " | ".join(f"{s} gather s" for s in strategies)
-             + " | write s |", "|---:|---|---:|---:|" + "---:|" * (len(strategies) + 1)]
+    columns = [("ranks", "r"), ("group", "l"), ("fields x outputs/day", "r"), ("MB/day", "r"),
+               *((f"{s} gather s", "r") for s in strategies), ("write s", "r")]
+    rows = []
     for nranks, group in dict.fromkeys((e["ranks"], e["group"]) for e in table):
         entries = {e["strategy"]: e for e in table if (e["ranks"], e["group"]) == (nranks, group)}
         first = next(iter(entries.values()))
-        lines.append(f"| {nranks} | {group} | {first['messages_per_day']} | {first['MB_per_day']:.1f} | "
-                     + " | ".join(f"{entries[s]['gather_s']:.3f}" for s in strategies)
-                     + f" | {statistics.median(e['write_s'] for e in entries.values()):.2f} |")
-    return "\n".join(lines)
+        rows.append([str(nranks), group, str(first["messages_per_day"]), f"{first['MB_per_day']:.1f}",
+                     *(f"{entries[s]['gather_s']:.3f}" for s in strategies),
+                     f"{statistics.median(e['write_s'] for e in entries.values()):.2f}"])
+    return markdown_table(columns, rows)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.runner import rows_from_ranks, save_rows
+from climio.bench.runner import markdown_table, rows_from_ranks, save_rows
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
@@ -154,12 +154,11 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def format_table(table: list[dict[str, Any]]) -> str:
-    lines = ["| ranks | mode | write MB/s | read MB/s | write / sequential | read / sequential |",
-             "|---:|---|---:|---:|---:|---:|"]
-    for e in table:
-        lines.append(f"| {e['ranks']} | {e['mode']} | {e['write_MBps']:.0f} | {e['read_MBps']:.0f} | "
-                     f"{e.get('write_vs_sequential', 1.0):.2f} | {e.get('read_vs_sequential', 1.0):.2f} |")
-    return "\n".join(lines)
+    columns = [("ranks", "r"), ("mode", "l")] + [(h, "r") for h in (
+        "write MB/s", "read MB/s", "write / sequential", "read / sequential")]
+    return markdown_table(columns, ([str(e["ranks"]), e["mode"], f"{e['write_MBps']:.0f}", f"{e['read_MBps']:.0f}",
+                                     f"{e.get('write_vs_sequential', 1.0):.2f}",
+                                     f"{e.get('read_vs_sequential', 1.0):.2f}"] for e in table))
 
 
 def main(comm: MPI.Comm, *, shape: tuple[int, ...], modes: Sequence[str], ranks: tuple[int, ...] | None, reps: int,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from climio.bench.io import drop_from_cache, sequential_write
-from climio.bench.runner import require_plain_process, rows_from_ranks, save_rows
+from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import mpi
 from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
@@ -219,18 +219,18 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def format_table(table: list[dict[str, Any]]) -> str:
-    lines = ["| grid | strategy | mode | I/O s (max over ranks) | MB/s | / sequential | vs root | vs direct |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
-    for r in table:
-        if "io_s" not in r:
-            continue
+    columns = [("grid", "l"), ("strategy", "l"), ("mode", "l")] + [(h, "r") for h in (
+        "I/O s (max over ranks)", "MB/s", "/ sequential", "vs root", "vs direct")]
+
+    def cells(r: dict[str, Any]) -> list[str]:
         rel = lambda key: f"{r[key]:+.0%}" if key in r else "-"  # noqa: E731
         base = [b["MBps"] for b in table if b.get("strategy") == "sequential"
                 and (b.get("px"), b.get("py")) == (r["px"], r["py"])]
         ratio = f"{r['MBps'] / base[0]:.2f}" if base else "-"
-        lines.append(f"| {r['px']}x{r['py']} | {r['strategy']} | {r['mode']} | {r['io_s']:.2f} | {r['MBps']:.0f} | "
-                     f"{ratio} | {rel('vs_root')} | {rel('vs_direct')} |")
-    return "\n".join(lines)
+        return [f"{r['px']}x{r['py']}", r["strategy"], r["mode"], f"{r['io_s']:.2f}", f"{r['MBps']:.0f}", ratio,
+                rel("vs_root"), rel("vs_direct")]
+
+    return markdown_table(columns, (cells(r) for r in table if "io_s" in r))
 
 
 def plot(rows: list[dict[str, Any]], path: str, size: tuple[int, int, int, int]) -> None:

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from climio.core import mpi
@@ -49,3 +49,11 @@ def require_plain_process(comm: MPI.Comm, command: str) -> None:
     if comm.Get_size() > 1:
         raise ClimioError(f"climio bench {command} starts its own mpiexec runs: run it as a plain process",
                           collective=True)
+
+
+def markdown_table(columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[str]]) -> str:
+    """A Markdown table for the README: ``columns`` are (header, "l" or "r" alignment), ``rows`` cell texts."""
+    lines = ["| " + " | ".join(header for header, _ in columns) + " |",
+             "|" + "|".join("---:" if align == "r" else "---" for _, align in columns) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)

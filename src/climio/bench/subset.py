@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from climio.bench.eva import warm
-from climio.bench.runner import require_plain_process, run_ranks
+from climio.bench.runner import markdown_table, require_plain_process, run_ranks
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -163,20 +163,16 @@ def summarise(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[di
 
 
 def format_geodesic(table: list[dict[str, Any]]) -> str:
-    lines = ["| ranks | read | subset s | open | select | read | renumber | redistribute | write | read MB "
-             "| selected MB | read / selected | read MB/s | write MB/s |",
-             "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for e in table:
-        lines.append(f"| {e['ranks']} | {e['read']} | {e['job_s']:.2f} | {e['open_s']:.2f} | {e['select_s']:.2f} | "
-                     f"{e['read_s']:.2f} | {e['renumber_s']:.2f} | {e['redistribute_s']:.2f} | {e['write_s']:.2f} | "
-                     f"{e['read_MB']:.0f} | {e['selected_MB']:.0f} | {e['read_over_selected']:.2f} | "
-                     f"{e['read_MBps']:.0f} | {e['write_MBps']:.0f} |")
-    return "\n".join(lines)
+    columns = [("ranks", "r"), ("read", "l")] + [(h, "r") for h in (
+        "subset s", "open", "select", "read", "renumber", "redistribute", "write", "read MB", "selected MB",
+        "read / selected", "read MB/s", "write MB/s")]
+    return markdown_table(columns, ([str(e["ranks"]), e["read"], *(f"{e[k]:.2f}" for k in (
+        "job_s", "open_s", "select_s", "read_s", "renumber_s", "redistribute_s", "write_s")),
+        f"{e['read_MB']:.0f}", f"{e['selected_MB']:.0f}", f"{e['read_over_selected']:.2f}",
+        f"{e['read_MBps']:.0f}", f"{e['write_MBps']:.0f}"] for e in table))
 
 
 def format_regular(table: list[dict[str, Any]]) -> str:
-    lines = ["| subset (-v pr) | climio subset, 1 process, s | ncks s | ncks / climio |", "|---|---:|---:|---:|"]
-    for e in table:
-        lines.append(f"| {e['subset']}: `{e['ranges']}` | {e['climio_s']:.2f} | {e['ncks_s']:.2f} | "
-                     f"{e['ncks_over_climio']:.2f} |")
-    return "\n".join(lines)
+    columns = [("subset (-v pr)", "l"), ("climio subset, 1 process, s", "r"), ("ncks s", "r"), ("ncks / climio", "r")]
+    return markdown_table(columns, ([f"{e['subset']}: `{e['ranges']}`", f"{e['climio_s']:.2f}", f"{e['ncks_s']:.2f}",
+                                     f"{e['ncks_over_climio']:.2f}"] for e in table))
