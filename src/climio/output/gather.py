@@ -126,10 +126,13 @@ class Gatherer:
                               f"C-contiguous {self.decomp.shape} array of {self.dtype}")
         out3 = None if out is None else out.reshape(self.shape3)
         with trace.phase("gather", owned.nbytes):
+            if out3 is not None:  # rank 0's own block goes straight into place, whatever the strategy
+                (y0, x0), (ny, nx) = self._blocks[0]
+                out3[:, y0:y0 + ny, x0:x0 + nx] = own3
             if self.strategy == "gatherv":
                 self._gatherv(own3, out3)
             elif out3 is not None:
-                self._receive(own3, out3)
+                self._receive(out3)
             elif local3.shape[-2:] in self._send:
                 self._send_block(local3)
         return out
@@ -143,9 +146,7 @@ class Gatherer:
         else:
             self.comm.Send([local3, 1, all_type], dest=0, tag=_TAG)
 
-    def _receive(self, own3: np.ndarray, out: np.ndarray) -> None:
-        (y0, x0), (ny, nx) = self._blocks[0]
-        out[:, y0:y0 + ny, x0:x0 + nx] = own3
+    def _receive(self, out: np.ndarray) -> None:
         if self.strategy == "p2p":
             for r, (level_type, _) in self._recv.items():  # rank order
                 for k in range(self.levels):
@@ -167,8 +168,5 @@ class Gatherer:
         from mpi4py import MPI
 
         self.comm.Gatherv(MPI.IN_PLACE, [self._recvbuf, (self._counts, self._displs)], root=0)
-        blocks = zip(self._blocks, self._displs, self._counts)
-        ((y0, x0), (ny, nx)), _, _ = next(blocks)
-        out[:, y0:y0 + ny, x0:x0 + nx] = own3
-        for ((y0, x0), (ny, nx)), start, count in blocks:  # unpack
+        for ((y0, x0), (ny, nx)), start, count in zip(self._blocks[1:], self._displs[1:], self._counts[1:]):  # unpack
             out[:, y0:y0 + ny, x0:x0 + nx] = self._recvbuf[start:start + count].reshape(self.levels, ny, nx)
