@@ -31,8 +31,9 @@ def _check(series: np.ndarray, k: int, missing: list[float]) -> None:
     check_scanner(largest.scan(series, k, missing), series, k, missing)
 
 
+@pytest.mark.parametrize("order", ["=", "S"])  # S: the other byte order, as a classic file stores it here
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_exact_on_gamma_like_series_with_dry_days_and_missing_values(dtype: type) -> None:
+def test_exact_on_gamma_like_series_with_dry_days_and_missing_values(dtype: type, order: str) -> None:
     rng = np.random.default_rng(3)
     series = rng.gamma(0.6, 4.0, (5000, 37)).astype(dtype)
     series[rng.random(series.shape) < 0.5] = 0.0
@@ -41,7 +42,7 @@ def test_exact_on_gamma_like_series_with_dry_days_and_missing_values(dtype: type
     series[:, 5] = np.nan  # no valid value
     series[:, 6] = 2.5  # constant
     series[:4900, 7] = 1e20  # fewer valid values than k
-    _check(series, 51, [1e20])
+    _check(series.astype(series.dtype.newbyteorder(order)), 51, [1e20])
 
 
 def test_exact_when_the_sample_puts_the_bar_too_high() -> None:
@@ -78,3 +79,4 @@ def test_a_long_series_takes_the_sample_of_a_sample() -> None:
     series = rng.gamma(0.6, 4.0, (40000, 11)).astype(np.float32)
     series[rng.random(series.shape) < 0.6] = 0.0
     _check(series, 400, [])
+    _check(series.astype(series.dtype.newbyteorder("S")), 400, [])

@@ -67,6 +67,14 @@ def test_round_trip_2d_grid_with_halos(comm: MPI.Comm, shared_dir: str, mode: st
                        f"every other step of the own block, read={read}")
             whole = ds.read("mask")
             assert_all(comm, np.array_equal(whole, np.stack([surface(s) for s in range(NT)])), "whole variable")
+            # the file's own bytes through MPI-IO: three record variables, so records are padded and interleaved
+            stored = ds.read("mask", Hyperslab((1, *own2.start), (2, *own2.count)), as_stored=True)
+            stored_every = ds.read_every("temp", Hyperslab((0, *own3.start), (NT, *own3.count)), 2, as_stored=True)
+            big_endian = read == "parallel" and mode != "hdf5"  # classic files (serial mode writes CDF-2)
+            assert_all(comm, stored.dtype == np.dtype(">i4" if big_endian else "i4")
+                       and stored_every.dtype == np.dtype(">f4" if big_endian else "f4"), f"stored order, read={read}")
+            assert_all(comm, np.array_equal(stored, whole[1:, own2.slices[0], own2.slices[1]])
+                       and np.array_equal(stored_every, every), f"stored values, read={read}")
             assert_all(comm, np.array_equal(ds.read("time"), [0.0, 6.0, 12.0]) and ds.schema.attrs["title"]
                        == "climio store test", "coordinates and attributes")
 
@@ -89,6 +97,9 @@ def round_trip_rows(comm: MPI.Comm, path: str, mode: str, rows: int, dtype: str)
                 assert_all(comm, np.array_equal(mine, expected[d.owned(rank).slices][::step]), f"{read} {step}")
                 assert_all(comm, np.array_equal(ds.read_every("v", Hyperslab.whole((rows, 5)), step),
                                                 expected[::step]), f"{read} every {step}")
+                stored = ds.read_every("v", d.owned(rank), step, as_stored=True)
+                assert_all(comm, np.array_equal(stored, expected[d.owned(rank).slices][::step]),
+                           f"{read} every {step} as stored")
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -165,6 +165,7 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
     if opts.plot:
         mpi.agree(comm, lambda: _check_plot_path(opts.plot, opts.overwrite))
     largest.load_kernels()
+    ncio.load_library()
     comm.Barrier()
     started = MPI.Wtime()
     rank = comm.Get_rank()
@@ -267,8 +268,10 @@ def scan_slab(store: ncio.Store, var: ncio.Variable, owned: Hyperslab, k: int, m
     """The slab scheme's read: this rank's hyperslab, a cache-sized block of time steps at a time, each
     block scanned while it is still in cache; the series is never whole in memory (collective).
 
-    The bars come from every ``SAMPLE_STRIDE``-th time step, read first. Cells whose bar
-    was too high (rare) need their whole series: then every rank streams the slab once more.
+    The bars come from every ``SAMPLE_STRIDE``-th time step, read first. Values come in the
+    file's own byte order (a classic file's, big-endian, straight from MPI-IO): the scan swaps
+    them as it reads them. Cells whose bar was too high (rare) need their whole series: then
+    every rank streams the slab once more.
     """
     from mpi4py import MPI
 
@@ -283,9 +286,9 @@ def scan_slab(store: ncio.Store, var: ncio.Variable, owned: Hyperslab, k: int, m
         step = max(1, block_bytes // max(widest * var.numpy_dtype.itemsize, 1))
         for t0 in range(0, length, step):
             n = min(step, length - t0)
-            yield t0, store.read(var.name, steps(t0, n)).reshape(n, cells)
+            yield t0, store.read(var.name, steps(t0, n), as_stored=True).reshape(n, cells)
 
-    sample = store.read_every(var.name, owned, largest.SAMPLE_STRIDE)
+    sample = store.read_every(var.name, owned, largest.SAMPLE_STRIDE, as_stored=True)
     sample = sample.reshape(sample.shape[0], cells)
     with trace.phase("scan"):
         scanner = largest.Scanner(sample, 1, length, k, missing)

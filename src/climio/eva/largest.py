@@ -22,6 +22,9 @@ The result is the exact multiset of each cell's largest valid values, so the
 threshold does not depend on the sample, the chunking or the rank count. A
 :class:`Scanner` takes the time steps a block at a time, so a reader can stream
 them from a file (``climio eva``'s slab scheme) instead of holding the series.
+It takes them in either byte order: a classic file's big-endian values are
+swapped a time step at a time into a cache-resident row just before step 2
+looks at them, instead of in a pass of their own over the whole block.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 SAMPLE_STRIDE = 8
 MARGIN_SD = 4.0
@@ -48,6 +51,34 @@ def _trailing_zeros(typingctx, word):  # type: ignore[no-untyped-def]
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
     return types.int64(types.uint64), codegen
+
+
+@intrinsic
+def _byte_swap(typingctx, word):  # type: ignore[no-untyped-def]
+    """The bytes of an unsigned integer in reverse order (LLVM bswap: vectorizes to a shuffle)."""
+    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+        return builder.bswap(args[0])
+    return word(word), codegen
+
+
+def _native(raw: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """``raw`` (a time step) in the machine's byte order: itself, or swapped into ``scratch``
+    when it is the unsigned-integer view of values stored in the other order (numba only)."""
+    raise NotImplementedError("compiled only")
+
+
+@overload(_native, inline="always")
+def _native_compiled(raw, scratch):  # type: ignore[no-untyped-def]
+    if isinstance(raw.dtype, types.Float):
+        return lambda raw, scratch: raw
+    bits = {4: np.uint32, 8: np.uint64}[raw.dtype.bitwidth // 8]
+
+    def swapped(raw, scratch):  # type: ignore[no-untyped-def]
+        words = scratch.view(bits)
+        for c in range(raw.size):  # vectorized
+            words[c] = _byte_swap(raw[c])
+        return scratch
+    return swapped
 
 
 @numba.njit(cache=True)
@@ -88,15 +119,17 @@ def _missing_value(v: float, m0: float, m1: float, m2: float, m3: float) -> bool
 def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, buf: np.ndarray,
           kept: np.ndarray, k: int, n_missing: np.ndarray, low: np.ndarray) -> None:
     """Steps 1 and 2 over rows[::stride]: append values above ``bar`` to ``buf``, count missing values,
-    and lower ``low`` to each cell's smallest valid value (a constant series has it equal to its largest)."""
+    and lower ``low`` to each cell's smallest valid value (a constant series has it equal to its largest).
+    ``rows`` holds values of ``buf``'s type, or their byte-swapped bits as unsigned integers."""
     length, n = rows.shape
     m0, m1, m2, m3 = missing[0], missing[1], missing[2], missing[3]
     words = (n + 7) // 8
     flags = np.zeros(words * 8, np.uint8)
     flag_words = flags.view(np.uint64)
     width = buf.shape[1]
+    scratch = np.empty(n, buf.dtype)
     for t in range(0, length, stride):
-        row = rows[t]
+        row = _native(rows[t], scratch)
         for c in range(n):  # vectorized
             v = row[c]
             lowest = low[c]
@@ -138,24 +171,31 @@ def is_missing(values: np.ndarray, missing: Sequence[float]) -> np.ndarray:
     return np.isnan(values) | np.isin(values, np.asarray(missing, dtype=values.dtype))
 
 
-def _sample_bar(rows: np.ndarray, stride: int, length: int, k: int, missing: np.ndarray) -> np.ndarray:
+def _sample_bar(rows: np.ndarray, dtype: np.dtype, stride: int, length: int, k: int,
+                missing: np.ndarray) -> np.ndarray:
     """Step 1: per cell, a value at or below its k-th largest of ``length`` values with high probability
     (else -inf), from the sample ``rows[::stride]``. The sample's own bar comes from a sample of it, and
-    so on down: a scan that starts from -inf keeps every value it sees, at ~15 ns each."""
+    so on down: a scan that starts from -inf keeps every value it sees, at ~15 ns each.
+    ``rows`` is as :func:`_scan` takes it; ``dtype`` is the values' own type."""
     cells = rows.shape[1]
     sampled = -(-rows.shape[0] // stride)
     p = min(1.0, k / length)
     ks = math.ceil(sampled * p + MARGIN_SD * math.sqrt(sampled * p * (1.0 - p))) + 1
-    lowest = np.full(cells, -np.inf, rows.dtype)
+    lowest = np.full(cells, -np.inf, dtype)
     if ks >= sampled:
         return lowest
     deeper = sampled // SAMPLE_STRIDE >= MIN_SAMPLE
-    bar = _sample_bar(rows, stride * SAMPLE_STRIDE, sampled, ks, missing) if deeper else lowest.copy()
-    buf = np.empty((cells, 2 * ks), rows.dtype)
+    bar = _sample_bar(rows, dtype, stride * SAMPLE_STRIDE, sampled, ks, missing) if deeper else lowest.copy()
+    buf = np.empty((cells, 2 * ks), dtype)
     kept = np.zeros(cells, np.int64)
-    _scan(rows, stride, missing, bar, buf, kept, ks, np.zeros(cells, np.int64), np.zeros(cells, rows.dtype))
+    _scan(rows, stride, missing, bar, buf, kept, ks, np.zeros(cells, np.int64), np.zeros(cells, dtype))
     _kth_largest(buf, kept, ks, lowest)
-    return np.nextafter(lowest, rows.dtype.type(-np.inf))  # admit values equal to it
+    return np.nextafter(lowest, dtype.type(-np.inf))  # admit values equal to it
+
+
+def _kernel_rows(rows: np.ndarray) -> np.ndarray:
+    """Values as :func:`_scan` takes them: as they are in the machine's byte order, else their bits."""
+    return rows if rows.dtype.isnative else rows.view(f"u{rows.dtype.itemsize}")
 
 
 @numba.njit(cache=True)
@@ -176,18 +216,18 @@ class Scanner:
     """
 
     def __init__(self, sample: np.ndarray, stride: int, length: int, k: int, missing: Sequence[float] = ()) -> None:
-        cells = sample.shape[1]
+        cells, dtype = sample.shape[1], sample.dtype.newbyteorder("=")
         self.length, self.k, self.missing = length, k, tuple(missing)
-        self.slots = _missing_slots(missing, sample.dtype)
-        self.bar = _sample_bar(sample, stride, length, k, self.slots)
-        self.values = np.empty((cells, BUFFER_FACTOR * k), sample.dtype)
+        self.slots = _missing_slots(missing, dtype)
+        self.bar = _sample_bar(_kernel_rows(sample), dtype, stride, length, k, self.slots)
+        self.values = np.empty((cells, BUFFER_FACTOR * k), dtype)
         self.kept = np.zeros(cells, np.int64)
         self.n_missing = np.zeros(cells, np.int64)
-        self.low = np.full(cells, np.inf, sample.dtype)  # smallest valid value (inf: none yet)
+        self.low = np.full(cells, np.inf, dtype)  # smallest valid value (inf: none yet)
 
     def update(self, rows: np.ndarray) -> None:
-        """The next time steps, (steps, cells)."""
-        _scan(rows, 1, self.slots, self.bar, self.values, self.kept, self.k, self.n_missing, self.low)
+        """The next time steps, (steps, cells), in either byte order."""
+        _scan(_kernel_rows(rows), 1, self.slots, self.bar, self.values, self.kept, self.k, self.n_missing, self.low)
 
     def short(self) -> np.ndarray:
         """Cells left with fewer than k values (or all their valid ones) after every step: their bar was too high."""

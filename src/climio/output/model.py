@@ -39,7 +39,7 @@ import numpy as np
 
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
-from climio.core.ncio.classic import record_offsets
+from climio.core.ncio.classic import variable_offsets
 from climio.errors import ClimioError
 from climio.output.aggregate import Aggregation, aggregator_ranks, even_ranges, stripe_ranges
 from climio.output.gather import Gatherer
@@ -151,7 +151,7 @@ class ModelOutput:
         self._stripe_plans: dict[tuple[tuple[int, ...], str, int], Aggregation] = {}
         if name == "stripe":
             working = self._store.working_path
-            self._offsets, self._record_size = mpi.agree(comm, lambda: record_offsets(working))
+            self._offsets, self._record_size = mpi.agree(comm, lambda: variable_offsets(working))
 
     def _plan(self, f: Field, gather: str) -> Plan:
         """Who gathers what for field ``f``, the hyperslab this rank writes, and the field's decomposition."""

@@ -90,13 +90,14 @@ def record_size(variables: list[tuple[str, int, int, int, bool]]) -> int:
     return records[0][3] if len(records) == 1 else sum(v[2] for v in records)
 
 
-def record_offsets(path: str) -> tuple[dict[str, int], int]:
-    """Where each record variable's record 0 starts, and the record size: record k is ``k * size`` further."""
+def variable_offsets(path: str) -> tuple[dict[str, int], int]:
+    """Where each variable's data start (a record variable's record 0), and the record size: record k of
+    a record variable is ``k * size`` further."""
     layout = _layout(path)
     if layout is None:
         raise ValueError(f"{path} is not a netCDF classic file with a record count")
     _, _, variables = layout
-    return {name: begin for name, begin, _, _, record in variables if record}, record_size(variables)
+    return {name: begin for name, begin, _, _, _ in variables}, record_size(variables)
 
 
 def required_size(path: str) -> int | None:

@@ -13,6 +13,7 @@ from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
 from climio.core.ncio.store import Request, Store, define, mpi_info, pieces, schema_of
+from climio.core.ncio.stored import StoredReader
 
 if TYPE_CHECKING:
     import netCDF4
@@ -26,10 +27,13 @@ REQUEST_BYTES = 2**30
 class ParallelStore(Store):
     """A file opened by all ranks of ``comm`` through netCDF-C's MPI-IO path (PnetCDF or HDF5)."""
 
-    def __init__(self, dataset: netCDF4.Dataset, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, dataset: netCDF4.Dataset, *args: Any, hints: Mapping[str, str] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._dataset = dataset
+        self._hints = hints
         self._own_reader: netCDF4.Dataset | None = None
+        self._stored_reader: StoredReader | None = None
 
     @classmethod
     def create(cls, path: str, temp_path: str, schema: Schema, mode: Mode, comm: MPI.Comm,
@@ -50,7 +54,7 @@ class ParallelStore(Store):
         schema, records, varids = schema_of(dataset)
         for varid in varids.values():
             libnetcdf.var_par_access(dataset._grpid, varid, True, path)
-        return cls(dataset, path, mode, comm, schema, varids=varids, records=records)
+        return cls(dataset, path, mode, comm, schema, varids=varids, records=records, hints=hints)
 
     def _plan(self, slabs: list[Hyperslab], itemsize: list[int]) -> list[list[tuple[int, Hyperslab]]]:
         """Split each rank's hyperslabs into requests of at most REQUEST_BYTES, padded so that every
@@ -82,23 +86,36 @@ class ParallelStore(Store):
             return data
         return super()._convert(var, data)
 
+    def stored_dtype(self, var: Variable) -> np.dtype:
+        """Classic files store big-endian values, and MPI-IO can read them as they are."""
+        return var.numpy_dtype.newbyteorder(">") if self.data_model.startswith("NETCDF3") else var.numpy_dtype
+
     def _get(self, var: Variable, varid: int, slab: Hyperslab, out: np.ndarray) -> None:
-        (plan,) = self._plan([slab], [out.itemsize])
-        with trace.phase("read", out.nbytes):
-            for offset, piece in plan:
-                libnetcdf.get_vara(self._dataset._grpid, varid, piece.start, piece.count,
-                                   out[offset:offset + piece.count[0]] if piece.count else out,
-                                   f"{self.path}: variable '{var.name}'")
+        self._get_every(var, varid, slab, 1, out)
 
     def _get_every(self, var: Variable, varid: int, sampled: Hyperslab, step: int, out: np.ndarray) -> None:
-        """One strided collective request (``nc_get_vars``) per piece."""
+        """One collective request per piece: strided (``nc_get_vars``) for a step over 1, and straight
+        through MPI-IO when ``out`` asks for the file's own byte order."""
         (plan,) = self._plan([sampled], [out.itemsize])
         stride = (step, *(1,) * (len(sampled.count) - 1))
+        where = f"{self.path}: variable '{var.name}'"
         with trace.phase("read", out.nbytes):
             for offset, piece in plan:
                 start = (sampled.start[0] + offset * step, *piece.start[1:]) if piece.size else piece.start
-                libnetcdf.get_vars(self._dataset._grpid, varid, start, piece.count, stride,
-                                   out[offset:offset + piece.count[0]], f"{self.path}: variable '{var.name}'")
+                part = out[offset:offset + piece.count[0]] if piece.count else out
+                if not out.dtype.isnative:
+                    self._stored().read(var, Hyperslab(start, piece.count), part, step)
+                elif step == 1:
+                    libnetcdf.get_vara(self._dataset._grpid, varid, start, piece.count, part, where)
+                else:
+                    libnetcdf.get_vars(self._dataset._grpid, varid, start, piece.count, stride, part, where)
+
+    def _stored(self) -> StoredReader:
+        if self._stored_reader is None:
+            shapes = {v.name: self.schema.fixed_shape(v, self.records) for v in self.schema.variables}
+            records = {v.name for v in self.schema.variables if self.schema.is_record(v)}
+            self._stored_reader = StoredReader(self.path, self.comm, mpi_info(self._hints), records, shapes)
+        return self._stored_reader
 
     def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
         """Independent reads, one per hyperslab: no rank waits for another's count of runs.
@@ -136,4 +153,6 @@ class ParallelStore(Store):
         with trace.phase("close"):
             if self._own_reader is not None:
                 self._own_reader.close()
+            if self._stored_reader is not None:
+                self._stored_reader.close()
             self._dataset.close()

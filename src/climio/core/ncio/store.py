@@ -206,18 +206,23 @@ class Store(ABC):
             raise ClimioError(f"{self.path} was opened for reading: cannot write")
         self._put_many([self._resolve(name, data, slab) for name, data, slab in items])
 
-    def read(self, name: str, slab: Hyperslab | None = None) -> np.ndarray:
-        """Read ``slab`` of variable ``name`` (whole variable if None) on this rank (collective)."""
+    def read(self, name: str, slab: Hyperslab | None = None, *, as_stored: bool = False) -> np.ndarray:
+        """Read ``slab`` of variable ``name`` (whole variable if None) on this rank (collective).
+
+        ``as_stored=True`` asks for the values in the file's own byte order, where the
+        store can skip the library's conversion (classic files through MPI-IO: big-endian);
+        the returned dtype says which order it is (``out.dtype.isnative``).
+        """
         self._check_open("read")
         var = self.schema.variable(name)
         shape = self.schema.fixed_shape(var, self.records)
         slab = Hyperslab.whole(shape) if slab is None else slab
         self._check_bounds(var, slab, shape, reading=True)
-        out = np.empty(slab.count, dtype=var.numpy_dtype)
+        out = np.empty(slab.count, dtype=self.stored_dtype(var) if as_stored else var.numpy_dtype)
         self._get(var, self._varids[name], slab, out)
         return out
 
-    def read_every(self, name: str, slab: Hyperslab, step: int) -> np.ndarray:
+    def read_every(self, name: str, slab: Hyperslab, step: int, *, as_stored: bool = False) -> np.ndarray:
         """Every ``step``-th index along the first axis of ``slab``, from its start (collective).
 
         A sample of time steps in one strided request (netCDF's ``stride``), where a
@@ -229,9 +234,13 @@ class Store(ABC):
         if step < 1 or not slab.count:
             raise ValueError(f"read_every needs a step of at least 1 along a first axis, got {step}")
         sampled = Hyperslab(slab.start, (-(-slab.count[0] // step), *slab.count[1:]))
-        out = np.empty(sampled.count, dtype=var.numpy_dtype)
+        out = np.empty(sampled.count, dtype=self.stored_dtype(var) if as_stored else var.numpy_dtype)
         self._get_every(var, self._varids[name], sampled, step, out)
         return out
+
+    def stored_dtype(self, var: Variable) -> np.dtype:
+        """The dtype ``read(..., as_stored=True)`` returns: the machine's order unless a store reads the file's."""
+        return var.numpy_dtype
 
     def _get_every(self, var: Variable, varid: int, sampled: Hyperslab, step: int, out: np.ndarray) -> None:
         """Read ``sampled.count[0]`` indices ``step`` apart into ``out`` (collective): one run per index here;
