@@ -25,7 +25,8 @@ def test_bench_eva(tmp_path: Path) -> None:
     table = json.loads((tmp_path / "r" / "eva.json").read_text())["table"]
     assert {(e["format"], e["scheme"]) for e in table} == {(f, s) for f in ("cdf5", "nc4z")
                                                            for s in ("slab", "transpose")}
-    assert "vs scipy" in result.stdout
+    assert all(e["read_s"] > 0 and e["sequential_read_s"] > 0 for e in table)  # 2-rank and 1-rank reads, run too
+    assert "vs scipy" in result.stdout and "eva / sequential read" in result.stdout
 
 
 def test_bench_model(tmp_path: Path) -> None:

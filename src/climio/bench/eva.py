@@ -12,6 +12,8 @@ the table gives medians over repetitions of:
 * the time to merely read the same bytes: each rank reads its slab whole, in one
   collective read, in its own ``mpiexec`` run (slowest rank), and climio eva's
   time over it; the ``read`` phase inside the eva run is kept in the JSON;
+* the plain sequential read: one process reading the whole variable the same way
+  (the 1-rank run of the above), and climio eva's time over it;
 * the largest peak resident memory of one rank, and the sum over ranks
   against the size of the variable;
 * the speed-up over ``scipy.stats.genpareto.fit`` called cell by cell, timed
@@ -139,11 +141,12 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
               f"{per_cell * cells:.0f} s for {cells} cells", flush=True)
         for fmt, path in inputs.items():
             warm(path)
-            for n in ranks:
+            for n in sorted({1, *ranks}):  # 1 rank: the plain sequential read of the whole variable
                 for split in splits:  # the baseline: the same slabs read whole, nothing else
                     reads = rows_from_ranks(n, ["bench", "eva", "--plain-read", path, "--splits", split,
                                                 "--reps", str(reps)])
                     rows += [{"format": fmt, "ranks": n, "split": split, **r} for r in reads]
+            for n in ranks:
                 for scheme in schemes:
                     for split in splits:
                         print(f"bench eva: {fmt} {n} rank(s) {scheme} {split} ...", flush=True)
@@ -176,10 +179,12 @@ def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int, scipy
         sample = [r for r in runs if (r["format"], r["ranks"], r["scheme"], r["split"]) == (fmt, n, scheme, split)]
         wall = statistics.median(r["wall_s"] for r in sample)
         job = statistics.median(r["job_s"] for r in sample)
-        read = statistics.median(r["plain_read_s"] for r in rows
-                                 if "plain_read_s" in r and (r["format"], r["ranks"], r["split"]) == (fmt, n, split))
+        read, sequential = (statistics.median(r["plain_read_s"] for r in rows if "plain_read_s" in r
+                                              and (r["format"], r["ranks"], r["split"]) == (fmt, m, split))
+                            for m in (n, 1))
         table.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split, "wall_s": wall, "job_s": job,
                       "cells_per_s": cells / job, "read_s": read, "job_over_read": job / read if read else 0.0,
+                      "sequential_read_s": sequential, "job_over_sequential_read": job / sequential if sequential else 0.0,
                       "read_phase_s": statistics.median(r["read_s"] for r in sample),
                       "peak_rss_rank_MB": max(r["peak_rss_max"] for r in sample) / 1e6,
                       "peak_rss_job_over_variable": max(r["peak_rss_total"] for r in sample) / variable_bytes,
@@ -189,9 +194,11 @@ def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int, scipy
 
 def format_table(table: list[dict[str, Any]]) -> str:
     columns = [("input", "l"), ("ranks", "r"), ("scheme", "l"), ("split", "l")] + [(h, "r") for h in (
-        "wall s", "eva s", "cells/s", "read s", "eva / read", "peak MB per rank", "job memory / variable", "vs scipy")]
+        "wall s", "eva s", "cells/s", "read s", "eva / read", "sequential read s", "eva / sequential read",
+        "peak MB per rank", "job memory / variable", "vs scipy")]
     return markdown_table(columns, ([e["format"], str(e["ranks"]), e["scheme"], e["split"], f"{e['wall_s']:.2f}",
                                      f"{e['job_s']:.2f}", f"{e['cells_per_s']:.0f}", f"{e['read_s']:.2f}",
-                                     f"{e['job_over_read']:.1f}", f"{e['peak_rss_rank_MB']:.0f}",
+                                     f"{e['job_over_read']:.1f}", f"{e['sequential_read_s']:.2f}",
+                                     f"{e['job_over_sequential_read']:.1f}", f"{e['peak_rss_rank_MB']:.0f}",
                                      f"{e['peak_rss_job_over_variable']:.2f}", f"{e['speedup_vs_scipy']:.0f}x"]
                                     for e in table))
