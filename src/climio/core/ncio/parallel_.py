@@ -87,8 +87,10 @@ class ParallelStore(Store):
         return super()._convert(var, data)
 
     def stored_dtype(self, var: Variable) -> np.dtype:
-        """Classic files store big-endian values, and MPI-IO can read them as they are."""
-        return var.numpy_dtype.newbyteorder(">") if self.data_model.startswith("NETCDF3") else var.numpy_dtype
+        """Classic files store big-endian values, and MPI-IO can read them as they are (from a file opened
+        for reading: a file being written may still have data in the library's buffers)."""
+        classic = self.data_model.startswith("NETCDF3") and not self.writable
+        return var.numpy_dtype.newbyteorder(">") if classic else var.numpy_dtype
 
     def _get(self, var: Variable, varid: int, slab: Hyperslab, out: np.ndarray) -> None:
         self._get_every(var, varid, slab, 1, out)

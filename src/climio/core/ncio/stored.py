@@ -34,7 +34,6 @@ class StoredReader:
                  shapes: Mapping[str, tuple[int, ...]]) -> None:
         from mpi4py import MPI
 
-        self.path = path
         self._begin, self._record_size = mpi.agree(comm, lambda: variable_offsets(path))
         self._record_vars = record_vars
         self._shapes = shapes
