@@ -174,3 +174,27 @@ def test_large_hyperslabs_go_in_pieces(comm: MPI.Comm, shared_dir: str, mode: st
     # uneven: rank 0 holds more rows, so more pieces, than the last rank
     round_trip_rows(comm, os.path.join(shared_dir, f"pieces-{mode}.nc"), mode, rows=4 * comm.Get_size() + 3,
                     dtype="f4")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_read_runs_any_count_per_rank(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
+    """read_runs of a record variable with one record: rank r asks for r % 3 runs, so rank 0 asks for none.
+
+    netCDF-C joins every rank of a parallel netCDF-4 file in a record variable's read: a rank that skipped
+    the call left the others waiting forever (a CMIP6 one-month file hung at 2 ranks)."""
+    rank = comm.Get_rank()
+    schema = ncio.Schema({"time": None, "y": 3, "x": 5},
+                         [ncio.Variable("time", "f8", ("time",)), ncio.Variable("lat", "f4", ("y",)),
+                          ncio.Variable("v", "f4", ("time", "y", "x"))])
+    path = os.path.join(shared_dir, f"runs-{mode}.nc")
+    field = np.arange(15, dtype="f4").reshape(1, 3, 5)
+    with ncio.create(path, schema, mode, comm) as ds:
+        ds.write_many([("time", np.array([0.5]), None), ("lat", np.arange(3, dtype="f4"), None), ("v", field, None)])
+    wanted = [Hyperslab((0, k, 1), (1, 1, 3)) for k in range(rank % 3)]
+    with ncio.open(path, comm) as ds:
+        for name in ("v", "time", "lat"):  # record variables and a fixed-size one, with different counts per rank
+            slabs = wanted if name == "v" else [Hyperslab((0,), (1,))] * (rank % 3)
+            back = ds.read_runs(name, slabs)
+            assert_all(comm, len(back) == rank % 3, name)
+        back = ds.read_runs("v", wanted)
+        assert_all(comm, all(np.array_equal(b, field[:, k:k + 1, 1:4]) for k, b in enumerate(back)), "values")

@@ -125,10 +125,15 @@ class ParallelStore(Store):
         A classic-format file (CDF-1/2/5) is read through this rank's own netCDF-C
         handle: small independent reads cost about a third of going through MPI-IO.
         netCDF-4 files keep the MPI-IO handle in independent mode (HDF5 would refuse
-        a second handle on an open file), or collective calls for a compressed variable.
+        a second handle on an open file), except where netCDF-C needs every rank in
+        the call: a record variable (netCDF-C 4.9 agrees on the unlimited length
+        inside the read) or a compressed one; those take the padded collective path.
         """
         where = f"{self.path}: variable '{var.name}'"
         classic = self.data_model.startswith("NETCDF3")
+        if not classic and self.schema.is_record(var):
+            super()._get_runs(var, varid, slabs, outs)  # netCDF-C joins every rank in a record variable's read
+            return
         ncid = self._reader()._grpid if classic else self._dataset._grpid
         if not classic:
             try:
