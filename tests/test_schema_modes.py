@@ -46,7 +46,7 @@ def test_cdf2_refuses_types_it_cannot_store() -> None:
     ({"x": 2}, [Variable("a", "f4", ("y",))], "undeclared dimension 'y'"),
     ({"t": None, "x": 2}, [Variable("a", "f4", ("x", "t"))], "unlimited dimension must come first"),
     ({"x": 2}, [Variable("a", "f4", ("x",)), Variable("a", "f8", ("x",))], "declared twice"),
-    ({"x": 2}, [Variable("s", "U10", ("x",))], "numeric types only"),
+    ({"x": 2}, [Variable("s", "U10", ("x",))], "stores numeric, char \(S1\) and string"),
     ({"x": 2}, [Variable("a", "f4", ("x",), chunks=(1, 2))], "one size per dimension"),
 ])
 def test_schema_validation(dims: dict, variables: list, message: str) -> None:
@@ -65,8 +65,26 @@ def test_unavailable_mode_names_the_missing_library(monkeypatch: pytest.MonkeyPa
         get_mode("cdf5")
 
 
-def test_all_four_modes_are_built_in_here() -> None:
-    assert modes.available_modes() == ["serial", "hdf5", "cdf2", "cdf5"]
+def test_all_modes_are_built_in_here() -> None:
+    assert modes.available_modes() == ["serial", "hdf5", "hdf5-classic", "cdf2", "cdf5", "cdf1"]
+
+
+def test_every_input_format_has_a_mode_that_keeps_it() -> None:
+    for fmt, name in modes.FORMAT_WRITE_MODE.items():
+        assert modes.MODES[name].nc_format == fmt
+
+
+@pytest.mark.parametrize("name, dtype, stored", [
+    ("cdf1", "i8", False), ("cdf1", "u1", True), ("hdf5-classic", "u4", False), ("hdf5-classic", "S1", True),
+    ("cdf5", "u8", True), ("cdf5", "O", False), ("hdf5", "O", True), ("serial", "O", False)])
+def test_which_types_each_format_stores(name: str, dtype: str, stored: bool) -> None:
+    assert modes.MODES[name].stores(np.dtype(dtype)) is stored
+    schema = Schema({"x": 2}, [Variable("v", dtype, ("x",))])
+    if stored:
+        check_schema_fits(schema, modes.MODES[name], "out.nc")
+    else:
+        with pytest.raises(ClimioError, match=f"out.nc: variable 'v' has type .* mode '{name}'"):
+            check_schema_fits(schema, modes.MODES[name], "out.nc")
 
 
 def test_cf_attributes_take_the_variable_type() -> None:
@@ -74,6 +92,10 @@ def test_cf_attributes_take_the_variable_type() -> None:
     assert typed_attribute(var, "_FillValue", 1e20).dtype == np.float32
     assert typed_attribute(var, "valid_range", [0, 1]).dtype == np.float32
     assert typed_attribute(var, "scale_factor", 2.0) == 2.0
+    # a value with a type of its own keeps it (CMIP6's double missing_value on a float variable), but _FillValue
+    # must have the variable's type
+    assert typed_attribute(var, "missing_value", np.float64(1e20)).dtype == np.float64
+    assert typed_attribute(var, "_FillValue", np.float64(1e20)).dtype == np.float32
     assert attribute_array(3).dtype == np.int32
     assert attribute_array(True).dtype == np.int8
 

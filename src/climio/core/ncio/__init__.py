@@ -18,21 +18,25 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from climio.core import mpi
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import required_size
-from climio.core.ncio.modes import FORMAT_READ_MODE, MODES, Mode, available_modes, get_mode
+from climio.core.ncio.modes import FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode
 from climio.core.ncio.schema import Schema, Variable
-from climio.core.ncio.store import PENDING_OUTPUTS, Store, check_schema_fits, discard_pending_outputs, reserve_output
+from climio.core.ncio.store import (PENDING_OUTPUTS, Store, check_schema_fits, discard_pending_outputs, reserve_output,
+                                   skipped_of, text_of)
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["MODES", "Hyperslab", "Mode", "Schema", "Store", "Variable", "available_modes", "create", "discard_pending_outputs",
+__all__ = ["FORMAT_WRITE_MODE", "MODES", "Hyperslab", "Mode", "Schema", "Store", "Variable", "available_modes", "create", "discard_pending_outputs",
            "get_mode", "load_library", "open"]
 
 READ_STRATEGIES = ("parallel", "root")
+TEXT_LIMIT = 256 * 2**20  # char/string variables are read whole on rank 0 and broadcast: labels, not data
 
 
 def load_library() -> None:
@@ -66,8 +70,9 @@ def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None 
         raise
 
 
-def _format_of(path: str) -> str:
-    """On one rank: check ``path`` is a readable netCDF file and return its format."""
+def _inspect(path: str) -> tuple[str, dict[str, np.ndarray], list[str]]:
+    """On one rank: check ``path`` is a readable netCDF file; return its format, its text variables (whole)
+    and what climio leaves out of it."""
     import netCDF4
 
     if not os.path.exists(path):
@@ -77,6 +82,7 @@ def _format_of(path: str) -> str:
     try:
         with netCDF4.Dataset(path, "r") as dataset:
             data_model = str(dataset.data_model)
+            text, skipped = text_of(dataset), skipped_of(dataset)
     except OSError as err:
         raise ClimioError(f"input file '{path}' is not a readable netCDF file ({err.strerror or err}): "
                           "check it is complete (ncdump -h)") from err
@@ -84,7 +90,11 @@ def _format_of(path: str) -> str:
     if needed is not None and actual < needed:
         raise ClimioError(f"input file '{path}' is truncated: its header needs {needed} bytes but it has {actual}; "
                           "copy or regenerate it")
-    return data_model
+    text_bytes = sum(v.nbytes for v in text.values())
+    if text_bytes > TEXT_LIMIT:
+        raise ClimioError(f"input file '{path}': its char/string variables hold {text_bytes / 2**20:.0f} MiB, over "
+                          f"the {TEXT_LIMIT // 2**20} MiB climio moves whole through one rank; select with -v")
+    return data_model, text, skipped
 
 
 def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
@@ -102,12 +112,12 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
         raise ClimioError(f"unknown read strategy '{read}': choose one of {', '.join(READ_STRATEGIES)}",
                           collective=True)
     comm = comm if comm is not None else mpi.world()
-    data_model = mpi.agree(comm, lambda: _format_of(path))
+    data_model, text, skipped = mpi.agree(comm, lambda: _inspect(path))
     mode = MODES[FORMAT_READ_MODE.get(data_model, "cdf2")]
     if read == "root" or mode.name not in available_modes():
         store: Store = SerialStore.open(path, MODES["serial"], comm)
     else:
         mpi.check_mpi_io_path(path)
         store = ParallelStore.open(path, mode, comm, hints)
-    store.data_model = data_model
+    store.data_model, store.text, store.skipped = data_model, text, skipped
     return store

@@ -30,6 +30,8 @@ NC_TYPES = {
     np.dtype("i1"): 1, np.dtype("i2"): 3, np.dtype("i4"): 4, np.dtype("f4"): 5, np.dtype("f8"): 6,
     np.dtype("u1"): 7, np.dtype("u2"): 8, np.dtype("u4"): 9, np.dtype("i8"): 10, np.dtype("u8"): 11,
 }
+# Variable types beyond attributes' numeric ones: NC_CHAR and NC_STRING (see schema.TEXT_TYPES).
+NC_VAR_TYPES = {**NC_TYPES, np.dtype("S1"): 2, np.dtype("O"): 12}
 
 _size_t = ctypes.c_size_t
 
@@ -102,7 +104,7 @@ def def_dim(ncid: int, name: str, length: int | None, where: str) -> int:
 def def_var(ncid: int, name: str, dtype: np.dtype, dimids: list[int], where: str) -> int:
     varid = ctypes.c_int()
     ids = (ctypes.c_int * max(len(dimids), 1))(*dimids)
-    check(lib().nc_def_var(ncid, name.encode(), NC_TYPES[dtype], len(dimids), ids, ctypes.byref(varid)),
+    check(lib().nc_def_var(ncid, name.encode(), NC_VAR_TYPES[dtype], len(dimids), ids, ctypes.byref(varid)),
           "nc_def_var", where)
     return varid.value
 

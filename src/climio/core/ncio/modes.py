@@ -9,11 +9,15 @@ import numpy as np
 from climio.errors import ClimioError
 
 # netCDF classic formats store each variable (one record of a record variable)
-# with a 32-bit size field: 2**32 - 4 bytes is the most a CDF-2 variable can hold.
+# with a 32-bit size field: 2**32 - 4 bytes is the most a CDF-2 variable can hold,
+# and CDF-1's signed 32-bit offsets keep one under 2 GiB.
 CDF2_VARIABLE_LIMIT = 2**32 - 4
+CDF1_VARIABLE_LIMIT = 2**31 - 4
 
-# Types the CDF-1/CDF-2 formats cannot store (CDF-5 and netCDF-4 can).
+# Types the CDF-1/CDF-2 and netCDF-4 classic-model formats cannot store (CDF-5 and netCDF-4 store all but
+# strings, which only netCDF-4 has): the unsigned and 64-bit integers, and NC_STRING (numpy object).
 CDF2_FORBIDDEN_KINDS = {np.dtype(t) for t in ("u2", "u4", "i8", "u8")}
+CLASSIC_MODEL_FORMATS = ("NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF4_CLASSIC")
 
 
 @dataclass(frozen=True)
@@ -28,7 +32,14 @@ class Mode:
 
     @property
     def variable_limit(self) -> int | None:
-        return CDF2_VARIABLE_LIMIT if self.nc_format == "NETCDF3_64BIT_OFFSET" else None
+        return {"NETCDF3_64BIT_OFFSET": CDF2_VARIABLE_LIMIT, "NETCDF3_CLASSIC": CDF1_VARIABLE_LIMIT}.get(self.nc_format)
+
+    def stores(self, dtype: np.dtype) -> bool:
+        """Whether this mode's format has the type: classic-model formats lack 64-bit and unsigned integers
+        (but ``u1``), and only netCDF-4 has strings."""
+        if dtype.kind == "O":
+            return self.nc_format == "NETCDF4"
+        return not (self.nc_format in CLASSIC_MODEL_FORMATS and dtype in CDF2_FORBIDDEN_KINDS)
 
 
 MODES: dict[str, Mode] = {
@@ -40,6 +51,10 @@ MODES: dict[str, Mode] = {
         Mode("cdf2", "NETCDF3_64BIT_OFFSET", True, "PnetCDF", "CDF-2 (64-bit offset) via PnetCDF, collective"),
         Mode("cdf5", "NETCDF3_64BIT_DATA", True, "PnetCDF",
              "CDF-5 (64-bit data, variables over 4 GiB) via PnetCDF, collective"),
+        Mode("cdf1", "NETCDF3_CLASSIC", True, "PnetCDF", "CDF-1 (classic, variables under 2 GiB) via PnetCDF, "
+             "collective: keeps a CDF-1 input's format"),
+        Mode("hdf5-classic", "NETCDF4_CLASSIC", True, "HDF5", "netCDF-4 classic model (HDF5 storage, CDF types) "
+             "written collectively: keeps a classic-model input's format"),
     )
 }
 
@@ -53,15 +68,25 @@ FORMAT_READ_MODE = {
 }
 
 
+# The mode that writes a file in the same format as an input (what NCO does): a subset stays in its input's format.
+FORMAT_WRITE_MODE = {
+    "NETCDF3_CLASSIC": "cdf1",
+    "NETCDF3_64BIT_OFFSET": "cdf2",
+    "NETCDF3_64BIT_DATA": "cdf5",
+    "NETCDF4": "hdf5",
+    "NETCDF4_CLASSIC": "hdf5-classic",
+}
+
+
 def available_modes() -> list[str]:
     """Modes whose library support was compiled into the netCDF binding here."""
     import netCDF4
 
     out = ["serial"]
     if netCDF4.__has_parallel4_support__:
-        out.append("hdf5")
+        out += ["hdf5", "hdf5-classic"]
     if netCDF4.__has_pnetcdf_support__:
-        out += ["cdf2", "cdf5"]
+        out += ["cdf2", "cdf5", "cdf1"]
     return out
 
 

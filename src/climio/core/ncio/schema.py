@@ -23,6 +23,9 @@ TYPED_LIKE_VARIABLE = ("_FillValue", "missing_value", "valid_min", "valid_max", 
                        "actual_range", "flag_values", "flag_masks")
 
 NUMERIC_KINDS = "iuf"
+# Text: netCDF's NC_CHAR as numpy ``S1`` (one byte per element, strings along the last dimension) and
+# netCDF-4's NC_STRING as numpy ``object`` (one Python str per element). Text is read and written whole.
+TEXT_TYPES = (np.dtype("S1"), np.dtype("O"))
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,11 @@ class Variable:
     @property
     def numpy_dtype(self) -> np.dtype:
         return np.dtype(self.dtype).newbyteorder("=")
+
+    @property
+    def is_text(self) -> bool:
+        """A char (``S1``) or string (``object``) variable: moved whole through rank 0, never by hyperslab."""
+        return self.numpy_dtype in TEXT_TYPES
 
 
 @dataclass(frozen=True)
@@ -75,9 +83,9 @@ class Schema:
             if any(self.dims[d] is None for d in var.dims[1:]):
                 raise ClimioError(f"variable '{var.name}': the unlimited dimension must come first",
                                   collective=True)
-            if var.numpy_dtype.kind not in NUMERIC_KINDS:
-                raise ClimioError(f"variable '{var.name}' has type {var.numpy_dtype}; "
-                                  "climio stores numeric types only", collective=True)
+            if var.numpy_dtype.kind not in NUMERIC_KINDS and not var.is_text:
+                raise ClimioError(f"variable '{var.name}' has type {var.numpy_dtype}; climio stores numeric, "
+                                  "char (S1) and string (object) types", collective=True)
             if var.chunks is not None and len(var.chunks) != len(var.dims):
                 raise ClimioError(f"variable '{var.name}': chunks {var.chunks} need one size per dimension",
                                   collective=True)
@@ -102,10 +110,13 @@ class Schema:
 
 
 def typed_attribute(var: Variable, name: str, value: AttrValue) -> AttrValue:
-    """Cast CF attributes that must match the variable's type (``_FillValue`` etc.)."""
-    if name in TYPED_LIKE_VARIABLE and not isinstance(value, str):
-        return np.asarray(value, dtype=var.numpy_dtype)
-    return value
+    """Give CF attributes that take the variable's type (``_FillValue`` etc.) that type when the value has none
+    of its own (Python numbers); a typed value keeps its type (a file's double ``missing_value`` on a float
+    variable stays double), except ``_FillValue``, which netCDF requires of the variable's type."""
+    if name not in TYPED_LIKE_VARIABLE or isinstance(value, str) or var.is_text:
+        return value
+    typed = isinstance(value, (np.ndarray, np.generic))
+    return value if typed and name != "_FillValue" else np.asarray(value, dtype=var.numpy_dtype)
 
 
 def attribute_array(value: Any) -> np.ndarray:

@@ -24,8 +24,8 @@ import numpy as np
 from climio.core import mpi
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
-from climio.core.ncio.modes import CDF2_FORBIDDEN_KINDS, Mode
-from climio.core.ncio.schema import Schema, Variable, attribute_array, typed_attribute
+from climio.core.ncio.modes import Mode
+from climio.core.ncio.schema import NUMERIC_KINDS, Schema, Variable, attribute_array, typed_attribute
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -76,9 +76,11 @@ def check_schema_fits(schema: Schema, mode: Mode, path: str) -> None:
             raise ClimioError(f"{path}: variable '{var.name}' needs {schema.record_bytes(var) / 2**30:.2f} GiB{per}, "
                               f"over the 4 GiB variable limit of CDF-2 (mode '{mode.name}'): use --mode cdf5 or hdf5",
                               collective=True)
-        if mode.nc_format == "NETCDF3_64BIT_OFFSET" and var.numpy_dtype in CDF2_FORBIDDEN_KINDS:
-            raise ClimioError(f"{path}: variable '{var.name}' has type {var.numpy_dtype}, which CDF-2 "
-                              f"(mode '{mode.name}') cannot store: use --mode cdf5 or hdf5", collective=True)
+        if not mode.stores(var.numpy_dtype):
+            kind = "string (NC_STRING)" if var.numpy_dtype.kind == "O" else str(var.numpy_dtype)
+            better = "hdf5" if var.numpy_dtype.kind == "O" else "cdf5 or hdf5"
+            raise ClimioError(f"{path}: variable '{var.name}' has type {kind}, which the {mode.nc_format} format "
+                              f"(mode '{mode.name}') cannot store: use --mode {better}", collective=True)
 
 
 def reserve_output(path: str, overwrite: bool) -> str:
@@ -124,19 +126,53 @@ def define(ncid: int, schema: Schema, path: str, *, collective: bool, chunked: b
     return varids
 
 
+def variable_dtype(v: Any) -> np.dtype | None:
+    """The numpy type climio gives a netCDF4-python variable: numeric, ``S1`` (char), ``object`` (string), or
+    None for the types climio does not copy (compound, variable-length, opaque, enum)."""
+    from netCDF4 import EnumType
+
+    if v.dtype == str:
+        return np.dtype("O")
+    if isinstance(v.datatype, EnumType) or not isinstance(v.dtype, np.dtype):
+        return None
+    dtype = np.dtype(v.dtype)
+    return dtype if dtype.kind in NUMERIC_KINDS or dtype == np.dtype("S1") else None
+
+
 def schema_of(dataset: Any) -> tuple[Schema, int, dict[str, int]]:
-    """Schema, record count and varids of a file opened with netCDF4-python."""
+    """Schema, record count and varids of a file opened with netCDF4-python (variables climio cannot copy
+    are left out: ``skipped_of`` names them)."""
     dims = {name: (None if d.isunlimited() else len(d)) for name, d in dataset.dimensions.items()}
     records = max([len(d) for d in dataset.dimensions.values() if d.isunlimited()], default=0)
     variables, varids = [], {}
     for name, v in dataset.variables.items():
-        if v.dtype == str or np.dtype(v.dtype).kind not in "iuf":
-            continue  # text variables are outside what climio reads through hyperslabs
+        dtype = variable_dtype(v)
+        if dtype is None:
+            continue
         attrs = {key: v.getncattr(key) for key in v.ncattrs()}
-        variables.append(Variable(name, np.dtype(v.dtype), tuple(v.dimensions), attrs, None))
+        variables.append(Variable(name, dtype, tuple(v.dimensions), attrs, None))
         varids[name] = v._varid
     attrs = {key: dataset.getncattr(key) for key in dataset.ncattrs()}
     return Schema(dims, tuple(variables), attrs), records, varids
+
+
+def skipped_of(dataset: Any) -> list[str]:
+    """What of a file climio leaves out, for warnings: variables of other types, and groups."""
+    out = [f"variable '{name}' ({type(v.datatype).__name__})" for name, v in dataset.variables.items()
+           if variable_dtype(v) is None]
+    return out + [f"group '{name}'" for name in dataset.groups]
+
+
+def text_of(dataset: Any) -> dict[str, np.ndarray]:
+    """Every char and string variable of a file, whole (they are small: names, labels, grid-mapping scalars)."""
+    dataset.set_auto_chartostring(False)
+    dataset.set_auto_mask(False)
+    out = {}
+    for name, v in dataset.variables.items():
+        dtype = variable_dtype(v)
+        if dtype is not None and dtype.kind in "SO":
+            out[name] = np.asarray(v[...], dtype=dtype).reshape(v.shape)
+    return out
 
 
 def mpi_info(hints: Mapping[str, str] | None) -> MPI.Info:
@@ -167,6 +203,8 @@ class Store(ABC):
         self._overwrite = overwrite
         self._closed = False
         self.data_model = mode.nc_format  # an opened file's own format (NETCDF4, NETCDF3_64BIT_DATA, ...)
+        self.text: dict[str, np.ndarray] = {}  # a reader's char/string variables, whole; a writer's, to write at close
+        self.skipped: list[str] = []  # what of an opened file climio leaves out (other types, groups)
 
     # -- what subclasses provide -------------------------------------------------
     @abstractmethod
@@ -206,6 +244,28 @@ class Store(ABC):
             raise ClimioError(f"{self.path} was opened for reading: cannot write")
         self._put_many([self._resolve(name, data, slab) for name, data, slab in items])
 
+    def read_text(self, name: str) -> np.ndarray:
+        """A char (``S1``) or string (``object``) variable of an opened file, whole (any rank, no communication:
+        text is read on rank 0 when the file is opened and broadcast)."""
+        self._check_open("read")
+        if name not in self.text:
+            raise ClimioError(f"{self.path}: variable '{name}' is not a text variable: read it with read()")
+        return self.text[name]
+
+    def write_text(self, name: str, data: np.ndarray | None) -> None:
+        """Give rank 0's value of a char or string variable, whole; it is written when the file is closed, by
+        rank 0 alone (text is small, and parallel HDF5 cannot write strings). Other ranks may pass None."""
+        self._check_open("write")
+        var = self.schema.variable(name)
+        if not var.is_text:
+            raise ClimioError(f"{self.path}: variable '{name}' is {var.numpy_dtype}, not text: write it with write()")
+        if self.comm.Get_rank() == 0:
+            fixed = [self.schema.dims[d] for d in var.dims]  # None: a record dimension, any length
+            shape = np.shape(data) if data is not None else None
+            if shape is None or len(shape) != len(fixed) or any(f not in (None, n) for f, n in zip(fixed, shape)):
+                raise ClimioError(f"{self.path}: variable '{name}': text of shape {shape} does not fit {var.dims}")
+            self.text[name] = np.asarray(data, dtype=var.numpy_dtype)
+
     def read(self, name: str, slab: Hyperslab | None = None, *, as_stored: bool = False) -> np.ndarray:
         """Read ``slab`` of variable ``name`` (whole variable if None) on this rank (collective).
 
@@ -214,7 +274,7 @@ class Store(ABC):
         the returned dtype says which order it is (``out.dtype.isnative``).
         """
         self._check_open("read")
-        var = self.schema.variable(name)
+        var = self._numeric(name)
         shape = self.schema.fixed_shape(var, self.records)
         slab = Hyperslab.whole(shape) if slab is None else slab
         self._check_bounds(var, slab, shape, reading=True)
@@ -229,7 +289,7 @@ class Store(ABC):
         request per step would pay the library's per-call cost on each.
         """
         self._check_open("read")
-        var = self.schema.variable(name)
+        var = self._numeric(name)
         self._check_bounds(var, slab, self.schema.fixed_shape(var, self.records), reading=True)
         if step < 1 or not slab.count:
             raise ValueError(f"read_every needs a step of at least 1 along a first axis, got {step}")
@@ -257,7 +317,7 @@ class Store(ABC):
         counts of requests, and a rank with nothing selected passes none.
         """
         self._check_open("read")
-        var = self.schema.variable(name)
+        var = self._numeric(name)
         shape = self.schema.fixed_shape(var, self.records)
         for slab in slabs:
             self._check_bounds(var, slab, shape, reading=True)
@@ -286,7 +346,7 @@ class Store(ABC):
         self._close_file()
         if self._temp_path is not None:
             self.comm.Barrier()
-            mpi.agree(self.comm, self._publish)
+            mpi.agree(self.comm, self._write_text_then_publish)
 
     def discard(self) -> None:
         """Give up a file being written: remove the temporary file (no collective calls).
@@ -319,6 +379,24 @@ class Store(ABC):
             self.discard()  # other ranks may be inside a collective call: touch nothing shared
 
     # -- helpers -------------------------------------------------------------------
+    def _write_text_then_publish(self) -> None:
+        """On rank 0, after every rank closed the file: write the text variables through a serial handle, then
+        rename the file into place."""
+        import netCDF4
+
+        assert self._temp_path is not None
+        if self.text:
+            try:
+                with netCDF4.Dataset(self._temp_path, "a") as dataset:
+                    dataset.set_auto_chartostring(False)
+                    for name, data in self.text.items():
+                        if data.size:
+                            dataset.variables[name][...] = data
+            except (OSError, RuntimeError) as err:
+                os.unlink(self._temp_path)
+                raise ClimioError(f"{self.path}: cannot write its text variables: {err}") from err
+        self._publish()
+
     def _publish(self) -> None:
         assert self._temp_path is not None
         if os.path.exists(self.path) and not self._overwrite:
@@ -326,6 +404,12 @@ class Store(ABC):
             raise ClimioError(f"output '{self.path}' appeared while writing: pass --overwrite to replace it")
         os.replace(self._temp_path, self.path)
         PENDING_OUTPUTS.discard(self._temp_path)
+
+    def _numeric(self, name: str) -> Variable:
+        var = self.schema.variable(name)
+        if var.is_text:
+            raise ClimioError(f"{self.path}: variable '{name}' is text ({var.numpy_dtype}): use read_text/write_text")
+        return var
 
     def _check_open(self, action: str) -> None:
         if self._closed:
@@ -343,7 +427,7 @@ class Store(ABC):
                                   f"{slab.count} on rank {rank} goes outside dimension '{dim}' of length {length}")
 
     def _resolve(self, name: str, data: np.ndarray | None, slab: Hyperslab | None) -> Request:
-        var = self.schema.variable(name)
+        var = self._numeric(name)
         if slab is None and not var.dims:  # a scalar has no empty hyperslab: every rank writes rank 0's value
             data = self.comm.bcast(None if data is None else np.asarray(data), root=0)
             if data is None:
