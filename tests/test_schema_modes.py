@@ -83,7 +83,7 @@ def test_which_types_each_format_stores(name: str, dtype: str, stored: bool) -> 
     if stored:
         check_schema_fits(schema, modes.MODES[name], "out.nc")
     else:
-        with pytest.raises(ClimioError, match=f"out.nc: variable 'v' has type .* mode '{name}'"):
+        with pytest.raises(ClimioError, match=f"out.nc: variable 'v' has type .*mode '{name}'"):
             check_schema_fits(schema, modes.MODES[name], "out.nc")
 
 
