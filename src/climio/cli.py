@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from climio import __version__
 from climio.core import mpi, trace
+from climio.core.ncio.modes import MODES
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -144,6 +145,7 @@ def cmd_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
     summary = subset(request, comm)
     if comm.Get_rank() == 0:
         changed = ", ".join(f"{d} {a}->{b}" for d, (a, b) in summary.dims.items() if a != b) or "no dimension cut"
+        changed += "".join(f"; {note}" for note in summary.notes)
         ratio = summary.bytes_read / summary.bytes_selected if summary.bytes_selected else 0.0
         print(f"wrote {summary.path}: {summary.variables} variables ({summary.grid} grid; {changed}) in mode "
               f"{summary.mode}; read {megabytes(summary.bytes_read)} for {megabytes(summary.bytes_selected)} "
@@ -277,7 +279,9 @@ def build_parser() -> Parser:
     several.add_argument("--join", metavar="DIM", help="concatenate the inputs along DIM (default when they share "
                          "an unlimited dimension)")
     several.add_argument("--union", action="store_true", help="merge the inputs' variables (default otherwise)")
-    sub.add_argument("--mode", choices=MODE_NAMES, help="output storage mode (default: the first input's format)")
+    sub.add_argument("--mode", choices=tuple(MODES), help="output storage mode (default: the one that keeps the first "
+                     "input's format, as NCO does: CDF-1 -> cdf1, CDF-2 -> cdf2, CDF-5 -> cdf5, netCDF-4 -> hdf5, "
+                     "netCDF-4 classic -> hdf5-classic)")
     sub.add_argument("--read", default="needed", choices=("needed", "whole"),
                      help="read only the selected runs (default) or whole blocks then pack (baseline)")
     sub.add_argument("--read-slack", type=float, default=0.1, metavar="F",

@@ -5,30 +5,33 @@ time); every other dimension and every variable without it must agree, and the
 grid comes from the first file. ``union``: the files' variables are merged; a
 dimension or variable already seen in an earlier file is not read again from a
 later one (grid and topology come from the first file that has them).
+
+Joining along a coordinate with CF time units (``<unit> since <date>``) works as
+``ncrcat``: every file's values of the coordinate and of its ``bounds`` and
+``climatology`` variables are rebased to the first file's units (cftime, in the
+coordinate's calendar, which must be the same in every file), records stay in file
+order, and the joined axis must be strictly increasing. A union cannot merge
+records: a variable on a record (unlimited) dimension in more than one input, or a
+record coordinate that differs between inputs, is an error that points to
+``--join``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import mpi, ncio
+from climio.core import ncio
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import Store, Variable
 from climio.errors import ClimioError
+from climio.subset.timeaxis import Rebase, TimeUnitsError, calendar_of, describe, rebase, time_units
 
 if TYPE_CHECKING:
     from mpi4py import MPI
-
-
-def text_variables(path: str) -> list[str]:
-    """Names of character/string variables, which climio does not copy (checked on one rank)."""
-    import netCDF4
-
-    with netCDF4.Dataset(path, "r") as dataset:
-        return [name for name, v in dataset.variables.items() if v.dtype == str or np.dtype(v.dtype).kind not in "iuf"]
 
 
 @dataclass
@@ -42,7 +45,8 @@ class Inputs:
     variables: dict[str, Variable]
     source: dict[str, int]  # variable -> the store that holds it (join variables: all of them)
     attrs: dict[str, object]
-    text: list[str]  # text variables left out
+    skipped: list[str]  # what climio leaves out of the inputs (variables of other types, groups), for a warning
+    rebase: dict[str, list[Rebase]] = field(default_factory=dict)  # joined time variable -> per input, to 1st units
 
     @property
     def comm(self) -> MPI.Comm:
@@ -59,6 +63,13 @@ class Inputs:
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.dims[d] for d in self.variables[name].dims)
 
+    def read_text(self, name: str) -> np.ndarray:
+        """A char or string variable, whole; joined along the join dimension when it has it (no communication)."""
+        var = self.variables[name]
+        if self.join is None or self.join not in var.dims:
+            return self.stores[self.source[name]].read_text(name)
+        return np.concatenate([store.read_text(name) for store in self.stores], axis=var.dims.index(self.join))
+
     def read_runs(self, name: str, slabs: list[Hyperslab]) -> list[np.ndarray]:
         """Read hyperslabs (this rank's own list) of a variable, across files when joined (collective)."""
         var = self.variables[name]
@@ -66,8 +77,9 @@ class Inputs:
             return self.stores[self.source[name]].read_runs(name, slabs)
         axis = var.dims.index(self.join)
         outs = [np.empty(s.count, var.numpy_dtype) for s in slabs]
+        rebases = self.rebase.get(name)
         first = 0
-        for store in self.stores:
+        for n, store in enumerate(self.stores):
             length = _length(store, self.join)
             parts, places = [], []
             for k, slab in enumerate(slabs):
@@ -78,6 +90,8 @@ class Inputs:
                     parts.append(Hyperslab(tuple(start), tuple(count)))
                     places.append((k, lo - slab.start[axis], hi - slab.start[axis]))
             for data, (k, lo, hi) in zip(store.read_runs(name, parts), places):
+                if rebases is not None:
+                    data = rebases[n].apply(data)
                 index = [slice(None)] * len(var.dims)
                 index[axis] = slice(lo, hi)
                 outs[k][tuple(index)] = data
@@ -100,19 +114,21 @@ def open_inputs(paths: list[str], comm: MPI.Comm, join: str | None, union: bool)
     try:
         for path in paths:
             stores.append(ncio.open(path, comm))
-        text = sorted({t for path in paths for t in mpi.agree(comm, lambda p=path: text_variables(p))})
+        skipped = [f"{path}: {what}" for path, store in zip(paths, stores) for what in store.skipped]
         if join is None and not union and len(stores) > 1:
             shared = set.intersection(*[{d for d, n in s.schema.dims.items() if n is None} for s in stores])
             join = next(iter(sorted(shared)), None)
-        return _combine(paths, stores, join, text)
+        return _combine(paths, stores, join, skipped)
     except BaseException:
         for store in stores:
             store.close()
         raise
 
 
-def _combine(paths: list[str], stores: list[Store], join: str | None, text: list[str]) -> Inputs:
+def _combine(paths: list[str], stores: list[Store], join: str | None, skipped: list[str]) -> Inputs:
     first = stores[0]
+    if join is None:
+        _check_union(paths, stores)
     dims = {d: _length(first, d) for d in first.schema.dims}
     unlimited = {d for d, n in first.schema.dims.items() if n is None}
     variables = {v.name: v for v in first.schema.variables}
@@ -151,7 +167,8 @@ def _combine(paths: list[str], stores: list[Store], join: str | None, text: list
                     raise ClimioError(f"--join {join}: variable '{name}' is missing from {_where(paths, missing[0])}",
                                       collective=True)
         _check_same_grid(paths, stores, join)
-    return Inputs(stores, join, dims, unlimited, variables, source, dict(first.schema.attrs), text)
+    rebases = _time_axis(paths, stores, join, variables) if join is not None and len(stores) > 1 else {}
+    return Inputs(stores, join, dims, unlimited, variables, source, dict(first.schema.attrs), skipped, rebases)
 
 
 def _check_same_grid(paths: list[str], stores: list[Store], join: str) -> None:
@@ -168,3 +185,192 @@ def _check_same_grid(paths: list[str], stores: list[Store], join: str) -> None:
                 raise ClimioError(f"inputs' grids differ: coordinate '{var.name}' of {_where(paths, k)} is not "
                                   f"the same as in {_where(paths, 0)}; only files on one grid can be joined",
                                   collective=True)
+
+
+# -- time axes of joined inputs, record dimensions under union ------------------------------------------------
+
+def _fills(attrs: Mapping[str, object]) -> tuple[float, ...]:
+    """The variable's ``_FillValue`` and ``missing_value`` (not times: never rebased)."""
+    out: list[float] = []
+    for key in ("_FillValue", "missing_value"):
+        value = attrs.get(key)
+        if value is None or isinstance(value, (str, bytes)):
+            continue
+        out.extend(float(x) for x in np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel())
+    return tuple(out)
+
+
+def _companions(attrs: Mapping[str, object], names: Iterable[str]) -> list[str]:
+    """Variables named by a coordinate's ``bounds`` and ``climatology`` attributes that are among ``names``."""
+    names = set(names)
+    found = [w for key in ("bounds", "climatology") for w in str(attrs.get(key, "")).split() if w in names]
+    return list(dict.fromkeys(found))
+
+
+def _time_axis(paths: list[str], stores: list[Store], join: str,
+               variables: dict[str, Variable]) -> dict[str, list[Rebase]]:
+    """Rebase the joined time coordinate (and its bounds) to the first input's units; check the joined axis.
+
+    Every rank reads the (small) coordinate of every input and runs the same checks, so errors are
+    collective.
+    """
+    coord = variables.get(join)
+    if coord is None or coord.dims != (join,):
+        return {}
+    option = f"--join {join}"
+    attrs = [s.schema.variable(join).attrs for s in stores]
+    units = [time_units(a) for a in attrs]
+    if units[0] is None:
+        later = next((k for k, u in enumerate(units) if u is not None), None)
+        if later is not None:
+            raise ClimioError(f"{option}: '{join}' has time units '{units[later]}' in {_where(paths, later)} but "
+                              f"none in {_where(paths, 0)}; give every input CF time units ('<unit> since <date>')",
+                              collective=True)
+        return {}
+    calendars = [calendar_of(a) for a in attrs]
+    for k in range(1, len(stores)):
+        if units[k] is None:
+            raise ClimioError(f"{option}: '{join}' in {_where(paths, k)} has no CF time units ('<unit> since "
+                              f"<date>') but '{units[0]}' in {_where(paths, 0)}, so it cannot be rebased",
+                              collective=True)
+        if calendars[k] != calendars[0]:
+            raise ClimioError(f"{option}: calendars differ: '{join}' is on calendar '{calendars[0]}' in "
+                              f"{_where(paths, 0)} but '{calendars[k]}' in {_where(paths, k)}; files on different "
+                              f"calendars cannot be joined", collective=True)
+    calendar = calendars[0]
+    joined = [n for n, v in variables.items() if join in v.dims]
+    rebases: dict[str, list[Rebase]] = {}
+    for name in [join] + [n for n in _companions(coord.attrs, joined) if n != join]:
+        target = units[0] if name == join else (time_units(variables[name].attrs) or units[0])
+        per = []
+        for k, store in enumerate(stores):
+            own = store.schema.variable(name).attrs
+            source = units[k] if name == join else (time_units(own) or units[k])
+            try:
+                per.append(rebase(source, target, calendar, _fills(own)))  # type: ignore[arg-type]
+            except TimeUnitsError as err:
+                raise ClimioError(f"{option}: cannot rebase '{name}' of {_where(paths, k)}: {err}",
+                                  collective=True) from None
+        if all(r.identity for r in per):
+            continue
+        _check_exact(paths, stores, name, variables[name], per, option, target)
+        rebases[name] = per
+    _check_increasing(paths, stores, join, rebases.get(join), units[0], calendar, option)
+    return rebases
+
+
+def _check_exact(paths: list[str], stores: list[Store], name: str, var: Variable, per: list[Rebase],
+                 option: str, target: str) -> None:
+    """An integer time variable must take whole values in the first input's units."""
+    if var.numpy_dtype.kind not in "iu":
+        return
+    for k, (store, how) in enumerate(zip(stores, per)):
+        if how.identity:
+            continue
+        data = store.read(name).ravel()
+        bad = np.flatnonzero(how.inexact(data))
+        if bad.size:
+            value = data[bad[0]]
+            new = how.values(data[bad[0]:bad[0] + 1])[0]
+            raise ClimioError(f"{option}: '{name}' is of integer type {var.numpy_dtype} and its value {value} in "
+                              f"{_where(paths, k)} is {new:.12g} in the first input's units '{target}', which it "
+                              f"cannot hold; make it floating point first (ncap2 -s '{name}=double({name})')",
+                              collective=True)
+
+
+def _check_increasing(paths: list[str], stores: list[Store], join: str, per: list[Rebase] | None, units: str,
+                      calendar: str, option: str) -> None:
+    """After joining (records in file order), the time coordinate must be strictly increasing."""
+    def when(value: float) -> str:
+        return f"{describe(value, units, calendar)} ({value:g})"
+
+    previous: tuple[int, float] | None = None
+    for k, store in enumerate(stores):
+        values = store.read(join)
+        if per is not None:
+            values = per[k].apply(values)
+        values = values.astype(np.float64)
+        if values.size == 0:
+            continue
+        bad = np.flatnonzero(~(np.diff(values) > 0))
+        if bad.size:
+            i = int(bad[0])
+            raise ClimioError(f"{option}: '{join}' is not strictly increasing inside {_where(paths, k)}: record "
+                              f"{i} is {when(values[i])}, record {i + 1} is {when(values[i + 1])}", collective=True)
+        if previous is not None and not values[0] > previous[1]:
+            raise ClimioError(f"{option}: {_where(paths, k)} overlaps or comes before {_where(paths, previous[0])}: "
+                              f"its first '{join}' is {when(values[0])}, but {_where(paths, previous[0])} ends at "
+                              f"{when(previous[1])}; give the inputs in time order without repeated records",
+                              collective=True)
+        previous = (k, float(values[-1]))
+
+
+def _join_hint(dim: str) -> str:
+    return (f"give --join {dim} to concatenate them (every input then needs dimension '{dim}'), or join those "
+            f"files first with ncrcat")
+
+
+def _record_axis(store: Store, records: set[str]) -> dict[str, str]:
+    """Record coordinate variables of a store and their bounds/climatology: name -> record dimension."""
+    names = {v.name for v in store.schema.variables}
+    axis: dict[str, str] = {}
+    for dim in records:
+        if dim in names and store.schema.variable(dim).dims == (dim,):
+            axis[dim] = dim
+            for name in _companions(store.schema.variable(dim).attrs, names):
+                axis.setdefault(name, dim)
+    return axis
+
+
+def _same_values(first: Store, other: Store, name: str, coord_first: str, coord_other: str) -> bool:
+    """Whether a record coordinate (or its bounds) holds the same times in two inputs (rebased when needed)."""
+    a, b = first.read(name).astype(np.float64), other.read(name).astype(np.float64)
+    if a.shape != b.shape:
+        return False
+    attrs_a, attrs_b = first.schema.variable(coord_first).attrs, other.schema.variable(coord_other).attrs
+    units_a = time_units(first.schema.variable(name).attrs) or time_units(attrs_a)
+    units_b = time_units(other.schema.variable(name).attrs) or time_units(attrs_b)
+    if units_a is not None and units_b is not None and units_a != units_b:
+        if calendar_of(attrs_a) != calendar_of(attrs_b):
+            return False
+        try:
+            b = rebase(units_b, units_a, calendar_of(attrs_a), _fills(other.schema.variable(name).attrs)).values(b)
+        except TimeUnitsError:
+            return False
+    return bool(np.array_equal(a, b, equal_nan=True))
+
+
+def _check_union(paths: list[str], stores: list[Store]) -> None:
+    """A union keeps one copy of each variable, so inputs must not split a record dimension between them."""
+    if len(stores) < 2:
+        return
+    records = [{d for d, n in s.schema.dims.items() if n is None} for s in stores]
+    first_with: dict[str, int] = {}
+    for k, store in enumerate(stores):
+        for dim in store.schema.dims:
+            j = first_with.setdefault(dim, k)
+            if j != k and dim in records[j] | records[k] and _length(stores[j], dim) != _length(store, dim):
+                raise ClimioError(f"--union: record dimension '{dim}' has {_length(stores[j], dim)} records in "
+                                  f"{_where(paths, j)} but {_length(store, dim)} in {_where(paths, k)}, and a union "
+                                  f"cannot merge records: {_join_hint(dim)}", collective=True)
+    seen: dict[str, int] = {}
+    axes = [_record_axis(s, r) for s, r in zip(stores, records)]
+    for k, store in enumerate(stores):
+        for var in store.schema.variables:
+            j = seen.setdefault(var.name, k)
+            if j == k:
+                continue
+            earlier = stores[j].schema.variable(var.name)
+            on_record = [d for d in earlier.dims + var.dims if d in records[j] | records[k]]
+            if not on_record:
+                continue
+            dim = on_record[0]
+            if var.name in axes[j] and var.name in axes[k]:
+                if not _same_values(stores[j], store, var.name, axes[j][var.name], axes[k][var.name]):
+                    raise ClimioError(f"--union: record coordinate '{var.name}' differs between {_where(paths, j)} "
+                                      f"and {_where(paths, k)}, and a union keeps only the first: {_join_hint(dim)}",
+                                      collective=True)
+                continue
+            raise ClimioError(f"--union: variable '{var.name}' (on record dimension '{dim}') is in both "
+                              f"{_where(paths, j)} and {_where(paths, k)}, and a union keeps only the first copy: "
+                              f"{_join_hint(dim)}", collective=True)

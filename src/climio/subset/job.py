@@ -27,7 +27,7 @@ from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio import Schema, Store, Variable
 from climio.errors import ClimioError
 from climio.subset import distribute, reader
-from climio.subset.grids import Connectivity, Mesh, Regular, detect, is_longitude
+from climio.subset.grids import Connectivity, Mesh, Points, Regular, Unsupported, detect, is_longitude
 from climio.subset.inputs import Inputs, open_inputs
 from climio.subset.options import Box, DimRange
 from climio.subset.selection import Kept, Picked, Selection
@@ -39,8 +39,6 @@ PIECE_BYTES = 256 * 2**20  # per rank and variable: larger variables are read an
 READS = ("needed", "whole")
 CF_REFERENCES = ("coordinates", "bounds", "climatology", "cell_measures", "grid_mapping", "ancillary_variables",
                  "formula_terms")
-OUTPUT_MODE = {"NETCDF4": "hdf5", "NETCDF4_CLASSIC": "hdf5", "NETCDF3_64BIT_DATA": "cdf5",
-               "NETCDF3_64BIT_OFFSET": "cdf2", "NETCDF3_CLASSIC": "cdf2"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +71,7 @@ class Summary:
     bytes_read: int
     bytes_selected: int
     seconds: float
+    notes: tuple[str, ...] = ()  # e.g. "ncol matched to nMesh2_face by size"
 
 
 def subset(request: Request, comm: MPI.Comm) -> Summary:
@@ -90,8 +89,9 @@ def subset(request: Request, comm: MPI.Comm) -> Summary:
     started = MPI.Wtime()
     with trace.phase("open"):
         inputs = open_inputs(request.inputs, comm, request.join, request.union)
-    if inputs.text and request.variables is None and comm.Get_rank() == 0:
-        print(f"climio: warning: text variables are not copied: {', '.join(inputs.text)}", file=sys.stderr)
+    if inputs.skipped and request.variables is None and comm.Get_rank() == 0:
+        print(f"climio: warning: not copied (climio copies numeric, char and string variables of the root group): "
+              f"{'; '.join(inputs.skipped)}", file=sys.stderr)
     try:
         job = _Job(request, inputs, comm)
         job.select()
@@ -102,7 +102,7 @@ def subset(request: Request, comm: MPI.Comm) -> Summary:
     nread = int(comm.allreduce(job.bytes_read, op=MPI.SUM))
     return Summary(request.output, job.mode, job.grid.family if job.grid else "none", comm.Get_size(),
                    len(job.names), {d: (inputs.dims[d], s.count) for d, s in job.selections.items()},
-                   nread, job.bytes_selected(), MPI.Wtime() - started)
+                   nread, job.bytes_selected(), MPI.Wtime() - started, tuple(job.notes))
 
 
 class _Job:
@@ -115,11 +115,14 @@ class _Job:
         self.grid = detect(inputs.dims, inputs.variables, inputs.attrs)
         self.names = self._choose_variables()
         self.used = list(dict.fromkeys(d for n in self.names for d in inputs.variables[n].dims))
-        self.mesh = self.grid if isinstance(self.grid, Mesh) and set(self.grid.elements) & set(self.used) else None
+        cuts = {r.dim for r in request.ranges} | ({"box"} if request.box is not None else set())
+        meshed = isinstance(self.grid, Mesh) and set(self.grid.elements) & set(self.used)
+        # a mesh is only renumbered when something cuts it: otherwise its variables are copied as they are
+        self.mesh = self.grid if meshed and cuts & ({"box"} | set(self.grid.elements)) else None
         self.selections: dict[str, Selection] = {}
         self.schema: Schema | None = None  # the output's, once write() has declared it
         self.bytes_read = 0
-        self.mode = request.mode or OUTPUT_MODE.get(inputs.data_model, "cdf5")
+        self.mode = request.mode or ncio.FORMAT_WRITE_MODE.get(inputs.data_model, "cdf5")  # NCO keeps the format
 
     # -- which variables -----------------------------------------------------------------------
     def _choose_variables(self) -> list[str]:
@@ -128,9 +131,8 @@ class _Job:
             return list(variables)
         for name in self.request.variables:
             if name not in variables:
-                why = ("it is a text variable, which climio does not copy" if name in self.inputs.text
-                       else f"the inputs have: {', '.join(variables)}")
-                raise ClimioError(f"-v: no variable '{name}' in {self.request.inputs[0]} ({why})", collective=True)
+                raise ClimioError(f"-v: no variable '{name}' in {self.request.inputs[0]} (the inputs have: "
+                                  f"{', '.join(variables)})", collective=True)
         chosen = set(self.request.variables)
         todo = list(chosen)
         while todo:
@@ -153,17 +155,82 @@ class _Job:
                 raise ClimioError(f"-d {ranges[dim].text}: no dimension '{dim}' in the inputs (they have: "
                                   f"{', '.join(self.inputs.dims)})", collective=True)
         box = self.request.box
-        if box is not None and self.grid is None:
+        grid = self.grid
+        self.notes: list[str] = []
+        if box is not None and grid is None:
             raise ClimioError(f"-b/-X: no latitude/longitude coordinates recognised in {self.request.inputs[0]}; "
                               f"select with -d instead", collective=True)
-        mesh_dims = set(self.mesh.elements) if self.mesh else set()
+        if isinstance(grid, Unsupported):
+            self._refuse_unsupported(grid, ranges, box)
+        aliases: dict[str, str] = {}
+        if isinstance(grid, Mesh):
+            aliases = self._match_dims(grid, ranges, box)
+            if self.mesh is None and set(aliases) & set(self.used):
+                self.mesh = grid  # only data on the mesh (-v psi): cut it along the matched element dimension
+        mesh_dims = set(self.mesh.elements) | set(aliases) if self.mesh else set()
         with trace.phase("select"):
             for dim in self.used:
                 if dim in mesh_dims:
                     continue
                 self.selections[dim] = self._picked(dim, ranges.get(dim), box)
             if self.mesh is not None:
-                self._select_mesh(self.mesh, ranges, box)
+                self._select_mesh(self.mesh, ranges, box, aliases)
+
+    def _file_of(self, var: str | None) -> str:
+        """The input file that holds a variable (the first input when unknown)."""
+        return self.request.inputs[self.inputs.source.get(var, 0) if var is not None else 0]
+
+    def _refuse_unsupported(self, grid: Unsupported, ranges: dict[str, DimRange], box: Box | None) -> None:
+        """A layout climio cannot cut by a box: refuse -b/-X by name, and -d on dimensions others index into."""
+        where = self._file_of(grid.var)
+        if box is not None:
+            raise ClimioError(f"{where} is {grid.what}: -b/-X is not supported on it; {grid.advice}",
+                              collective=True)
+        for dim in ranges:
+            if dim in grid.linked:
+                raise ClimioError(f"-d {ranges[dim].text}: {where} is {grid.what}, whose other variables index "
+                                  f"'{dim}': cutting it would break them; cut another dimension or use -v",
+                                  collective=True)
+
+    def _match_dims(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None) -> dict[str, str]:
+        """Dimensions of other inputs that are the mesh's elements under another name (data beside a mesh file).
+
+        A dimension matches when exactly one element dimension of the mesh has its length; with several
+        candidates the cut is refused (only when the mesh is cut and the dimension is used)."""
+        inputs = self.inputs
+        if inputs.join is not None or len(inputs.stores) < 2:
+            return {}
+        marker = mesh.connectivity[0].var if mesh.connectivity else (mesh.lat or mesh.primary)
+        home = inputs.source.get(marker, 0)
+        own = set(inputs.stores[home].schema.dims)
+        cutting = box is not None or any(d in mesh.elements for d in ranges)
+        aliases: dict[str, str] = {}
+        for k, store in enumerate(inputs.stores):
+            if k == home:
+                continue
+            for dim, length in store.schema.dims.items():
+                if dim in own or dim in aliases or length is None or dim not in self.used or self._is_axis(dim):
+                    continue
+                candidates = [e for e in mesh.elements if inputs.dims[e] == length]
+                if len(candidates) == 1:
+                    aliases[dim] = candidates[0]
+                    self.notes.append(f"{dim} matched to {candidates[0]} by size")
+                elif candidates and cutting:
+                    raise ClimioError(
+                        f"dimension '{dim}' of {self.request.inputs[k]} has {length} elements, as the mesh's "
+                        f"{' and '.join(candidates)} in {self.request.inputs[home]}: climio cannot tell which it "
+                        f"is; rename it to one of them (ncrename -d {dim},{candidates[0]}) or leave its variables "
+                        f"out with -v", collective=True)
+        return aliases
+
+    def _is_axis(self, dim: str) -> bool:
+        """A dimension with a time, vertical or lat/lon coordinate variable: never a mesh element."""
+        var = self.inputs.variables.get(dim)
+        if var is None or var.dims != (dim,):
+            return False
+        a = var.attrs
+        return (str(a.get("axis", "")).upper() in ("T", "Z", "X", "Y") or "positive" in a
+                or "since" in str(a.get("units", "")) or a.get("standard_name") == "time")
 
     def _coordinate(self, dim: str) -> np.ndarray | None:
         var = self.inputs.variables.get(dim)
@@ -176,14 +243,22 @@ class _Job:
     def _picked(self, dim: str, given: DimRange | None, box: Box | None) -> Picked:
         size = self.inputs.dims[dim]
         grid = self.grid
-        boxed = isinstance(grid, Regular) and box is not None and dim in (grid.lat, grid.lon)
+        boxed = box is not None and ((isinstance(grid, Regular) and dim in (grid.lat, grid.lon))
+                                     or (isinstance(grid, Points) and dim == grid.dim))
         if boxed and given is not None:
             raise ClimioError(f"-d {given.text} and a box both select '{dim}': give one of them", collective=True)
         if given is None and not boxed:
             return Picked(dim, size)
         coord = self._coordinate(dim)
         if given is not None:
-            return Picked(dim, size, given.resolve(size, coord, is_longitude(self.inputs.variables.get(dim))))
+            var = self.inputs.variables.get(dim)
+            attrs = var.attrs if var is not None else {}
+            units, calendar = attrs.get("units"), attrs.get("calendar")
+            return Picked(dim, size, given.resolve(size, coord, is_longitude(var),
+                                                   units=None if units is None else str(units),
+                                                   calendar=None if calendar is None else str(calendar)))
+        if isinstance(grid, Points) and box is not None:
+            return self._picked_points(grid, box)
         assert isinstance(grid, Regular) and box is not None and coord is not None
         degrees = np.degrees(coord) if grid.radians else coord.astype(np.float64)
         if dim == grid.lat:
@@ -195,8 +270,34 @@ class _Job:
                               f"{_box_text(box)}", collective=True)
         return Picked(dim, size, picked)
 
-    def _select_mesh(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None) -> None:
+    def _picked_points(self, grid: Points, box: Box) -> Picked:
+        """Elements whose 1-D auxiliary latitude/longitude lie in the box (inclusive), in input order, as
+        ``ncks -X`` keeps them; each rank tests its block and every rank learns the whole list."""
+        size = self.inputs.dims[grid.dim]
+        lo, n = block_range(size, self.comm.Get_size(), self.comm.Get_rank())
+        mine = np.arange(lo, lo + n)
+        lat, lon = (self._read_rows(name, mine).astype(np.float64) for name in (grid.lat, grid.lon))
+        if grid.radians:
+            lat, lon = np.degrees(lat), np.degrees(lon)
+        with np.errstate(invalid="ignore"):
+            local = mine[box.contains(lat, lon)]
+        picked = np.concatenate(self.comm.allgather(local)).astype(np.int64)
+        if picked.size == 0:
+            raise ClimioError(f"the box selects nothing: no point of '{grid.dim}' in {self._file_of(grid.lat)} "
+                              f"({grid.lat}, {grid.lon}) lies in {_box_text(box)}", collective=True)
+        return Picked(grid.dim, size, picked)
+
+    def _select_mesh(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
+                     aliases: dict[str, str] | None = None) -> None:
         comm = self.comm
+        aliases = aliases or {}
+        ranges = dict(ranges)
+        for dim, element in aliases.items():  # -d on a matched dimension selects its mesh elements
+            if dim in ranges:
+                if element in ranges:
+                    raise ClimioError(f"-d {ranges[dim].text} and -d {ranges[element].text} both select "
+                                      f"'{element}' ('{dim}' is matched to it): give one of them", collective=True)
+                ranges[element] = ranges.pop(dim)
         kept = {d: Kept(d, self.inputs.dims[d], comm) for d in mesh.elements}
         primary = kept[mesh.primary]
         for dim in ranges:
@@ -207,13 +308,9 @@ class _Job:
         mine = np.arange(primary.lo, primary.lo + primary.nlocal)
         primary.mask[:] = True
         if box is not None:
-            if mesh.lat is None or mesh.lon is None:
-                raise ClimioError(f"-b/-X: the {mesh.family} mesh in {self.request.inputs[0]} has no cell-centre "
-                                  f"latitude/longitude variables", collective=True)
-            lat, lon = (self._read_rows(name, mine) for name in (mesh.lat, mesh.lon))
-            if mesh.radians:
-                lat, lon = np.degrees(lat), np.degrees(lon)
-            primary.mask &= box.contains(lat, lon)
+            lat, lon = self._centres(mesh, mine)
+            with np.errstate(invalid="ignore"):
+                primary.mask &= box.contains(lat, lon)
         if mesh.primary in ranges:
             primary.mask &= np.isin(mine, ranges[mesh.primary].resolve(primary.size, None, False))
         primary.number()
@@ -222,8 +319,8 @@ class _Job:
             raise ClimioError(f"{where} selects no cell of the {mesh.family} mesh in {self.request.inputs[0]}",
                               collective=True)
         reached = {mesh.primary}
-        for conn in mesh.closure:
-            kept[conn.target].mark(self._targets(conn, primary.local_kept(), mesh))
+        for conn in mesh.closure:  # cells -> corners/edges, then (UGRID) edges -> nodes: kept elements are whole
+            kept[conn.target].mark(self._targets(conn, kept[conn.source].local_kept(), mesh))
             reached.add(conn.target)
         for dim in mesh.elements:
             if dim not in reached:
@@ -232,6 +329,50 @@ class _Job:
             if dim != mesh.primary:
                 kept[dim].number()
         self.selections.update({d: k for d, k in kept.items() if d in self.used})
+        self.selections.update({d: kept[e] for d, e in aliases.items() if d in self.used})
+
+    def _centres(self, mesh: Mesh, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cell-centre latitude and longitude in degrees of the given cells.
+
+        From the mesh's centre variables; on a UGRID mesh without ``face_coordinates``, the centroid of the
+        face's nodes: the mean of their unit vectors, normalised (as UXarray computes face centres)."""
+        if mesh.lat is not None and mesh.lon is not None:
+            lat, lon = (self._read_rows(name, cells).astype(np.float64) for name in (mesh.lat, mesh.lon))
+            return (np.degrees(lat), np.degrees(lon)) if mesh.radians else (lat, lon)
+        conn = mesh.centre_links
+        if conn is None or mesh.node_lat is None or mesh.node_lon is None:
+            raise ClimioError(f"-b/-X: the {mesh.family} mesh in {self.request.inputs[0]} has no cell-centre "
+                              f"latitude/longitude variables (nor node latitude/longitude to compute them from)",
+                              collective=True)
+        links = self._read_links(conn, cells)
+        valid = (links != conn.none) & (links >= conn.start)
+        index = links[valid].astype(np.int64) - conn.start
+        self._check_range(conn, index)
+        nodes, inverse = np.unique(index, return_inverse=True)
+        lat, lon = (self._read_rows(name, nodes).astype(np.float64) for name in (mesh.node_lat, mesh.node_lon))
+        if not mesh.node_radians:
+            lat, lon = np.radians(lat), np.radians(lon)
+        xyz = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])[:, inverse]
+        face = np.nonzero(valid)[0]
+        sx, sy, sz = (np.bincount(face, weights=w, minlength=len(cells)) for w in xyz)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            norm = np.sqrt(sx * sx + sy * sy + sz * sz)
+            empty = ~(norm > 0)
+            clat = np.degrees(np.arctan2(sz, np.hypot(sx, sy)))
+            clon = np.degrees(np.arctan2(sy, sx))
+        clat[empty], clon[empty] = np.nan, np.nan
+        return clat, clon
+
+    def _check_range(self, conn: Connectivity, index: np.ndarray) -> None:
+        """Refuse, on every rank together, a connectivity entry past the end of its target dimension."""
+        from mpi4py import MPI
+
+        size = self.inputs.dims[conn.target]
+        bad = int(index.size > 0 and int(index.max()) >= size)
+        if self.comm.allreduce(bad, op=MPI.MAX):
+            raise ClimioError(f"connectivity '{conn.var}' in {self._file_of(conn.var)} has an entry beyond dimension "
+                              f"'{conn.target}' ({size} elements, start_index {conn.start}): the file's topology "
+                              f"does not fit its dimensions", collective=True)
 
     def _keep_by_links(self, mesh: Mesh, kept: dict[str, Kept], dim: str, reached: set[str]) -> None:
         """Elements no closure reaches (a UGRID mesh without face_edge_connectivity): keep an edge when a kept
@@ -243,15 +384,17 @@ class _Job:
             own.mask[:] = True
             return
         conn = links[0]
-        rows = self._read_rows(conn.var, np.arange(own.lo, own.lo + own.nlocal))
+        rows = self._read_links(conn, np.arange(own.lo, own.lo + own.nlocal))
         valid = (rows != conn.none) & (rows >= conn.start)
+        index = rows[valid].astype(np.int64) - conn.start
+        self._check_range(conn, index)
         if conn.target == mesh.primary:
             new = np.full(rows.shape, -1, dtype=np.int64)
-            new[valid] = kept[conn.target].lookup(rows[valid] - conn.start)
+            new[valid] = kept[conn.target].lookup(index)
             own.mask[:] = np.any(new >= 0, axis=1)
         else:
             target = kept[conn.target]
-            hits = distribute.ask(self.comm, rows[valid] - conn.start, target.size,
+            hits = distribute.ask(self.comm, index, target.size,
                                   lambda asked: target.mask[asked - target.lo].astype(np.int64))
             ok = np.ones(rows.shape, dtype=bool)
             ok[valid] = hits > 0
@@ -260,20 +403,28 @@ class _Job:
 
     def _targets(self, conn: Connectivity, cells: np.ndarray, mesh: Mesh) -> np.ndarray:
         """Global indices of the elements that the given cells use through ``conn``."""
-        rows = self._read_rows(conn.var, cells)
+        rows = self._read_links(conn, cells)
         valid = (rows != conn.none) & (rows >= conn.start)
-        if mesh.sides is not None:
+        if mesh.sides is not None and conn.source == mesh.primary:
             sides = self._read_rows(mesh.sides, cells)
             valid &= np.arange(rows.shape[1])[None, :] < sides[:, None]
-        return np.unique(rows[valid].astype(np.int64) - conn.start)
+        index = rows[valid].astype(np.int64) - conn.start
+        self._check_range(conn, index)
+        return np.unique(index)
 
-    def _read_rows(self, name: str, rows: np.ndarray) -> np.ndarray:
-        """Rows (along the first dimension) of a variable, every other dimension whole."""
+    def _read_links(self, conn: Connectivity, rows: np.ndarray) -> np.ndarray:
+        """The connectivity rows of the given elements as (elements, n_max), whatever the stored orientation."""
+        return self._read_rows(conn.var, rows, conn.axis)
+
+    def _read_rows(self, name: str, rows: np.ndarray, axis: int = 0) -> np.ndarray:
+        """Rows along dimension ``axis`` (the first by default) of a variable, every other dimension whole;
+        the rows come first in the result."""
         var = self.inputs.variables[name]
-        axes = [rows] + [np.arange(n) for n in self.inputs.shape(name)[1:]]
+        axes = [np.arange(n) for n in self.inputs.shape(name)]
+        axes[axis] = np.asarray(rows, dtype=np.int64)
         data, nread = reader.read(self.inputs.read_runs, name, axes, var.numpy_dtype, self.request.slack)
         self.bytes_read += nread
-        return data
+        return np.moveaxis(data, axis, 0) if axis else data
 
     # -- the output ---------------------------------------------------------------------------
     def bytes_selected(self) -> int:
@@ -299,7 +450,7 @@ class _Job:
         return out
 
     def _schema(self) -> Schema:
-        dims = {d: (None if d in self.inputs.unlimited else self._count(d)) for d in self.used}
+        dims = {d: (None if d in self.inputs.unlimited else self._count(d)) for d in self.used}  # as ncks -a orders them
         variables = [self._output_variable(self.inputs.variables[n]) for n in self.names] + self._provenance()
         attrs = dict(self.inputs.attrs)
         if self.request.history:
@@ -329,6 +480,9 @@ class _Job:
                 out.write(var.name, indices, Hyperslab((start,), (len(indices),)))
 
     def _write_variable(self, out: Store, var: Variable) -> None:
+        if var.is_text:
+            self._write_text(out, var)
+            return
         counts = [self._count(d) for d in var.dims]
         if not var.dims:
             data = self.inputs.read_runs(var.name, [Hyperslab((), ())] if self.comm.Get_rank() == 0 else [])
@@ -368,6 +522,15 @@ class _Job:
             if conn is not None:
                 data = self._renumber(data, conn)
             out.write(var.name, data, Hyperslab(tuple(at), data.shape))
+
+    def _write_text(self, out: Store, var: Variable) -> None:
+        """Char and string variables are small: cut whole on every rank, written by rank 0 (collective)."""
+        data = self.inputs.read_text(var.name)
+        for axis, dim in enumerate(var.dims):
+            sel = self.selections[dim]
+            indices = np.concatenate(self.comm.allgather(sel.share(self.comm)[1])) if isinstance(sel, Kept) else sel.indices
+            data = np.take(data, indices, axis=axis)
+        out.write_text(var.name, data)
 
     def _read_piece(self, var: Variable, axes: list[np.ndarray], split: int, whole: bool) -> np.ndarray:
         slack = math.inf if whole else self.request.slack
