@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import mpi, ncio, trace
+from climio.core import collective, mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.errors import ClimioError
 from climio.eva import largest, pot
@@ -284,8 +284,7 @@ def scan_slab(store: ncio.Store, var: ncio.Variable, owned: Hyperslab, k: int, m
     def blocks() -> Iterator[tuple[int, np.ndarray]]:  # every rank reads as many blocks, as the reads are collective
         widest = comm.allreduce(cells, op=MPI.MAX)
         step = max(1, block_bytes // max(widest * var.numpy_dtype.itemsize, 1))
-        for t0 in range(0, length, step):
-            n = min(step, length - t0)
+        for t0, n in collective.rounds(comm, length, step):
             yield t0, store.read(var.name, steps(t0, n), as_stored=True).reshape(n, cells)
 
     sample = store.read_every(var.name, owned, largest.SAMPLE_STRIDE, as_stored=True)

@@ -14,14 +14,13 @@ so the file is the same whatever the number of ranks or the write chunking.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import ncio, trace
-from climio.core.decomp import Decomposition, Hyperslab, block_range
+from climio.core import collective, ncio, trace
+from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -175,15 +174,13 @@ def write(path: str, shape: tuple[int, int, int] = DEFAULT_SHAPE, mode: str = "c
     decomp = Decomposition.block1d(shape, size, axis=0)
     owned = decomp.owned(rank)
     days_per_write = max(1, TARGET_WRITE_BYTES // (nlat * nlon * 4))
-    steps = math.ceil(block_range(ntime, size, 0)[1] / days_per_write)  # rank 0 has the most days
     comm.Barrier()
     started = MPI.Wtime()
     with ncio.create(path, schema(shape, var, seed, history), mode, comm, overwrite=overwrite, hints=hints) as ds:
         clim = climatology(nlat, nlon)  # after create: the schema checks come before any large allocation
         ds.write_many((name, values, None) for name, values in coordinates(shape).items())
-        for step in range(steps):
-            first = owned.start[0] + min(step * days_per_write, owned.count[0])
-            ndays = min(days_per_write, owned.start[0] + owned.count[0] - first)
+        for offset, ndays in collective.rounds(comm, owned.count[0], days_per_write):
+            first = owned.start[0] + offset
             with trace.phase("work"):
                 block = field(seed, first, ndays, clim).reshape(ndays, nlat, nlon)
             ds.write(var, block, Hyperslab((first, 0, 0), (ndays, nlat, nlon)))

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numba
 import numpy as np
 
-from climio.core import ncio, trace
+from climio.core import collective, ncio, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.gen import cmip
 from climio.errors import ClimioError
@@ -488,8 +488,9 @@ def schema(grid: Grid, nlayers: int, history: str) -> ncio.Schema:
 def pieces(ntime: int, count: int, most: int, per_write: int) -> Iterator[tuple[int, int, int, int]]:
     """(first time, times, first element, elements) of each write of a rank's ``count`` elements.
 
-    The number of pieces depends only on ``most`` (the largest block over ranks),
-    so every rank makes the same collective calls; a rank past its end gets 0 elements.
+    The number of pieces depends only on ``most`` (the largest block over ranks,
+    :func:`climio.core.collective.most`), so every rank makes the same collective
+    calls; a rank past its end gets 0 elements.
     """
     span = max(1, min(most, per_write))
     times = max(1, per_write // max(most, 1))
@@ -560,13 +561,13 @@ def write(path: str, level: int, layers: int = 25, times: int = 4, mode: str = "
                        ("grid_edge_lat", lat, rows(e0, ne)), ("grid_edge_lon", lon, rows(e0, ne))])
         del edge_cells, edge_corners, lat, lon
         fields = (
-            ("pressure", grid.cells, c0, nc, lambda a, b, d: pressure(centres[a:b], d, z)),
-            ("vorticity", grid.corners, t0, nt, lambda a, b, d: vorticity(corner_points[a:b], d, z)),
-            ("wind_normal", grid.edges, e0, ne, lambda a, b, d: wind_normal(edge_points[a:b], normals[a:b], d, z)),
+            ("pressure", c0, nc, lambda a, b, d: pressure(centres[a:b], d, z)),
+            ("vorticity", t0, nt, lambda a, b, d: vorticity(corner_points[a:b], d, z)),
+            ("wind_normal", e0, ne, lambda a, b, d: wind_normal(edge_points[a:b], normals[a:b], d, z)),
         )
         per_write = TARGET_WRITE_BYTES // (4 * layers)
-        for name, total, start, count, values in fields:
-            for t, k, e, m in pieces(times, count, block_range(total, size, 0)[1], per_write):
+        for name, start, count, values in fields:
+            for t, k, e, m in pieces(times, count, collective.most(comm, count), per_write):
                 if not m:
                     ds.write(name, np.empty((0, 0, 0), np.float32), Hyperslab.empty(3))
                     continue

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from climio.core import trace
+from climio.core.collective import matched_pieces, split
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
-from climio.core.ncio.store import Request, Store, define, mpi_info, pieces, schema_of
+from climio.core.ncio.store import Request, Store, define, mpi_info, schema_of
 from climio.core.ncio.stored import StoredReader
 
 if TYPE_CHECKING:
@@ -56,22 +57,10 @@ class ParallelStore(Store):
             libnetcdf.var_par_access(dataset._grpid, varid, True, path)
         return cls(dataset, path, mode, comm, schema, varids=varids, records=records, hints=hints)
 
-    def _plan(self, slabs: list[Hyperslab], itemsize: list[int]) -> list[list[tuple[int, Hyperslab]]]:
-        """Split each rank's hyperslabs into requests of at most REQUEST_BYTES, padded so that every
-        rank makes the same number of collective calls per variable (empty ones where it has no piece)."""
-        plans = [list(pieces(s, n, REQUEST_BYTES)) if s.size else [] for s, n in zip(slabs, itemsize)]
-        counts = np.array([len(p) for p in plans], dtype=np.int64)
-        if self.comm.Get_size() > 1 and counts.size:
-            from mpi4py import MPI
-
-            self.comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.MAX)
-        for plan, slab, n in zip(plans, slabs, counts):
-            plan += [(0, Hyperslab.empty(len(slab.start)))] * (int(n) - len(plan))
-        return plans
-
     def _put_many(self, requests: list[Request]) -> None:
         ncid = self._dataset._grpid
-        plans = self._plan([r.slab for r in requests], [r.data.itemsize for r in requests])
+        plans = matched_pieces(self.comm, [r.slab for r in requests], [r.data.itemsize for r in requests],
+                               REQUEST_BYTES)
         with trace.phase("write", sum(r.data.nbytes for r in requests)):
             for r, plan in zip(requests, plans):
                 for offset, piece in plan:
@@ -98,7 +87,7 @@ class ParallelStore(Store):
     def _get_every(self, var: Variable, varid: int, sampled: Hyperslab, step: int, out: np.ndarray) -> None:
         """One collective request per piece: strided (``nc_get_vars``) for a step over 1, and straight
         through MPI-IO when ``out`` asks for the file's own byte order."""
-        (plan,) = self._plan([sampled], [out.itemsize])
+        (plan,) = matched_pieces(self.comm, [sampled], [out.itemsize], REQUEST_BYTES)
         stride = (step, *(1,) * (len(sampled.count) - 1))
         where = f"{self.path}: variable '{var.name}'"
         with trace.phase("read", out.nbytes):
@@ -143,7 +132,7 @@ class ParallelStore(Store):
                 return
         with trace.phase("read", sum(out.nbytes for out in outs)):
             for slab, out in zip(slabs, outs):
-                for offset, piece in pieces(slab, out.itemsize, REQUEST_BYTES) if slab.size else ():
+                for offset, piece in split(slab, out.itemsize, REQUEST_BYTES) if slab.size else ():
                     libnetcdf.get_vara(ncid, varid, piece.start, piece.count,
                                        out[offset:offset + piece.count[0]] if piece.count else out, where)
         if not classic:

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from climio.core import trace
+from climio.core.collective import split
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
-from climio.core.ncio.store import Request, Store, define, pieces, schema_of
+from climio.core.ncio.store import Request, Store, define, schema_of
 
 if TYPE_CHECKING:
     import netCDF4
@@ -65,7 +66,7 @@ class SerialStore(Store):
             with trace.phase("gather", sum(r.data.nbytes for r in todo)):
                 comm.send([(r.var.name, r.slab) for r in todo], dest=0, tag=_META)
                 for r in todo:
-                    for offset, piece in pieces(r.slab, r.data.itemsize, MESSAGE_BYTES):
+                    for offset, piece in split(r.slab, r.data.itemsize, MESSAGE_BYTES):
                         comm.Send(r.data[offset:offset + piece.count[0]] if piece.count else r.data,
                                   dest=0, tag=_DATA)
             return
@@ -74,7 +75,7 @@ class SerialStore(Store):
         for source in range(1, comm.Get_size()):
             for name, slab in comm.recv(source=source, tag=_META):
                 var = self.schema.variable(name)
-                for _, piece in pieces(slab, var.numpy_dtype.itemsize, MESSAGE_BYTES):
+                for _, piece in split(slab, var.numpy_dtype.itemsize, MESSAGE_BYTES):
                     buffer = np.empty(piece.count, var.numpy_dtype)
                     with trace.phase("gather", buffer.nbytes):
                         comm.Recv(buffer, source=source, tag=_DATA)
@@ -92,7 +93,7 @@ class SerialStore(Store):
         if comm.Get_rank() != 0:
             if slab.size:
                 with trace.phase("scatter", out.nbytes):
-                    for offset, piece in pieces(slab, out.itemsize, MESSAGE_BYTES):
+                    for offset, piece in split(slab, out.itemsize, MESSAGE_BYTES):
                         comm.Recv(out[offset:offset + piece.count[0]] if piece.count else out, source=0, tag=_DATA)
             return
         assert self._dataset is not None and slabs is not None
@@ -102,7 +103,7 @@ class SerialStore(Store):
         for target, wanted in enumerate(slabs[1:], start=1):
             if not wanted.size:
                 continue
-            for _, piece in pieces(wanted, out.itemsize, MESSAGE_BYTES):
+            for _, piece in split(wanted, out.itemsize, MESSAGE_BYTES):
                 buffer = np.empty(piece.count, var.numpy_dtype)
                 with trace.phase("read", buffer.nbytes):
                     libnetcdf.get_vara(self._dataset._grpid, varid, piece.start, piece.count, buffer, where)

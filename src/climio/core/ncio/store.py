@@ -10,18 +10,17 @@ never leaves a file that looks finished.
 
 from __future__ import annotations
 
-import math
 import os
 import secrets
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.core import mpi
+from climio.core import collective, mpi
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
@@ -43,18 +42,6 @@ def discard_pending_outputs() -> None:
         except OSError:
             pass
         PENDING_OUTPUTS.discard(path)
-
-
-def pieces(slab: Hyperslab, itemsize: int, max_bytes: int) -> Iterator[tuple[int, Hyperslab]]:
-    """Split ``slab`` along its first axis into ``(offset, piece)`` of at most ``max_bytes`` (one row at least)."""
-    if not slab.count:
-        yield 0, slab
-        return
-    row_bytes = math.prod(slab.count[1:]) * itemsize
-    rows = max(1, max_bytes // max(row_bytes, 1))
-    for offset in range(0, slab.count[0], rows):
-        k = min(rows, slab.count[0] - offset)
-        yield offset, Hyperslab((slab.start[0] + offset, *slab.start[1:]), (k, *slab.count[1:]))
 
 
 @dataclass(frozen=True)
@@ -327,9 +314,7 @@ class Store(ABC):
 
     def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
         """One collective read per hyperslab, padded with empty ones to the largest count on any rank."""
-        from mpi4py import MPI
-
-        calls = self.comm.allreduce(len(slabs), op=MPI.MAX)
+        calls = collective.most(self.comm, len(slabs))
         empty = Hyperslab.empty(len(var.dims))
         for k in range(calls):
             slab, out = (slabs[k], outs[k]) if k < len(slabs) else (empty, np.empty(empty.count, var.numpy_dtype))
