@@ -122,3 +122,48 @@ def test_required_size_of_classic_files(tmp_path) -> None:
         assert required_size(str(tmp_path / "cut.nc")) > 30
     (tmp_path / "other").write_bytes(b"\x89HDF\r\n")
     assert required_size(str(tmp_path / "other")) is None
+
+
+def test_classic_sizes_come_from_the_dimensions_not_vsize(tmp_path) -> None:
+    """One changed byte in a header's vsize (informational: netCDF-C ignores it) must not move any data."""
+    import netCDF4
+
+    from climio.core import ncio
+    from climio.core.ncio.classic import variable_offsets
+
+    path = tmp_path / "two-records.nc"
+    with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("bnds", 2)
+        ds.createDimension("x", 3)
+        ds.createVariable("time_bnds", "f8", ("time", "bnds"))[:] = np.arange(10.0).reshape(5, 2)
+        ds.createVariable("tas", "f4", ("time", "x"))[:] = np.arange(15.0).reshape(5, 3) + 0.5
+    good = variable_offsets(str(path))
+    data = bytearray(path.read_bytes())
+    at = data.index(b"time_bnds") + 12 + 4 + 8 + 8 + 4  # name (padded), 2 dimids, no attributes, type: then vsize
+    assert data[at - 4:at + 4] == b"\x00\x00\x00\x06\x00\x00\x00\x10"  # NC_DOUBLE, vsize 16
+    data[at + 3] = 1
+    path.write_bytes(bytes(data))
+    assert variable_offsets(str(path)) == good == ({"time_bnds": good[0]["time_bnds"], "tas": good[0]["tas"]}, 16 + 12)
+    with ncio.open(str(path)) as ds:
+        assert np.array_equal(ds.read("tas", as_stored=True), np.arange(15.0).reshape(5, 3) + 0.5)
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: d.replace(b"tas\x00", b"t\xffs\x00", 1), "has an invalid netCDF classic header .*not valid UTF-8"),
+    (lambda d: d[:40], "is truncated or corrupt: its header runs past the end"),
+    (lambda d: d.replace(b"\x00\x00\x00\x05", b"\x00\x00\x00\x2a", 1), "has an invalid netCDF classic header .*unknown type 42"),
+    (lambda d: d.replace(b"\x00\x00\x00\x03tas", b"\x7f\xff\xff\xf0tas", 1), "is truncated or corrupt: its header runs past"),
+])
+def test_corrupt_classic_headers_are_refused_before_netcdf_reads_them(tmp_path, damage, message) -> None:
+    import netCDF4
+
+    from climio.core import ncio
+
+    path = tmp_path / "bad.nc"
+    with netCDF4.Dataset(path, "w", format="NETCDF3_CLASSIC") as ds:
+        ds.createDimension("x", 3)
+        ds.createVariable("tas", "f4", ("x",))[:] = [1, 2, 3]
+    path.write_bytes(damage(path.read_bytes()))
+    with pytest.raises(ClimioError, match=f"input file '{path}' " + message):
+        ncio.open(str(path))

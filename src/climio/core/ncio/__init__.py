@@ -14,6 +14,7 @@ Modes: ``serial`` (CDF-2 by rank 0 after a gather), ``hdf5`` (netCDF-4, collecti
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -22,7 +23,7 @@ import numpy as np
 
 from climio.core import mpi
 from climio.core.decomp import Hyperslab
-from climio.core.ncio.classic import required_size
+from climio.core.ncio.classic import HeaderError, required_size
 from climio.core.ncio.modes import FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode
 from climio.core.ncio.schema import Schema, Variable
 from climio.core.ncio.store import (PENDING_OUTPUTS, Store, check_schema_fits, discard_pending_outputs, reserve_output,
@@ -70,6 +71,24 @@ def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None 
         raise
 
 
+def _check_classic_header(path: str) -> None:
+    """Refuse a classic file whose header is invalid or claims more bytes than the file has."""
+    actual = os.path.getsize(path)
+    try:
+        needed = required_size(path)
+    except HeaderError as err:
+        raise ClimioError(f"input file '{path}' has an invalid netCDF classic header ({err}): "
+                          "check it with ncdump -h, or copy it again") from err
+    except OSError as err:
+        raise ClimioError(f"input file '{path}' cannot be read: {err.strerror}") from err
+    if needed is not None and actual < needed:
+        if needed == math.inf:
+            raise ClimioError(f"input file '{path}' is truncated or corrupt: its header runs past the end of its "
+                              f"{actual} bytes; copy or regenerate it")
+        raise ClimioError(f"input file '{path}' is truncated: its header needs {needed} bytes but it has {actual}; "
+                          "copy or regenerate it")
+
+
 def _inspect(path: str) -> tuple[str, dict[str, np.ndarray], list[str]]:
     """On one rank: check ``path`` is a readable netCDF file; return its format, its text variables (whole)
     and what climio leaves out of it."""
@@ -79,6 +98,7 @@ def _inspect(path: str) -> tuple[str, dict[str, np.ndarray], list[str]]:
         raise ClimioError(f"input file '{path}' does not exist")
     if os.path.isdir(path):
         raise ClimioError(f"input '{path}' is a directory, not a netCDF file")
+    _check_classic_header(path)  # before netCDF-C reads it: a corrupt header can crash or balloon the library
     try:
         with netCDF4.Dataset(path, "r") as dataset:
             data_model = str(dataset.data_model)
@@ -86,10 +106,6 @@ def _inspect(path: str) -> tuple[str, dict[str, np.ndarray], list[str]]:
     except OSError as err:
         raise ClimioError(f"input file '{path}' is not a readable netCDF file ({err.strerror or err}): "
                           "check it is complete (ncdump -h)") from err
-    needed, actual = required_size(path), os.path.getsize(path)
-    if needed is not None and actual < needed:
-        raise ClimioError(f"input file '{path}' is truncated: its header needs {needed} bytes but it has {actual}; "
-                          "copy or regenerate it")
     text_bytes = sum(v.nbytes for v in text.values())
     if text_bytes > TEXT_LIMIT:
         raise ClimioError(f"input file '{path}': its char/string variables hold {text_bytes / 2**20:.0f} MiB, over "

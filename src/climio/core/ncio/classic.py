@@ -1,14 +1,19 @@
-"""The size a netCDF classic file (CDF-1, CDF-2, CDF-5) must have, read from its header.
+"""A netCDF classic file's (CDF-1, CDF-2, CDF-5) header, read before any library sees the file.
 
 Neither netCDF-C nor PnetCDF notices a classic file cut short: reads past the
 end return zeros, which would silently alter data. The header says where every
 variable starts and how many records there are, so the smallest complete size
-follows from it (layout as in the netCDF classic format specification).
+follows from it (layout as in the netCDF classic format specification). Sizes
+come from the dimensions and types, as netCDF-C computes them: a header's
+``vsize`` fields are informational (netCDF-C ignores them), so a wrong one must
+not move any data. Every count and length is checked against the file's size
+before it is used, so a corrupt header is refused instead of read past its end.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import struct
 from typing import BinaryIO
 
@@ -16,12 +21,19 @@ TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 4, 6: 8, 7: 1, 8: 2, 9: 4, 10: 8, 11: 8
 STREAMING = 0xFFFFFFFF
 
 
+class HeaderError(ValueError):
+    """A classic header that no complete, valid file has (the message says where)."""
+
+
 class _Header:
-    def __init__(self, f: BinaryIO, version: int) -> None:
+    def __init__(self, f: BinaryIO, version: int, size: int) -> None:
         self.f = f
         self.big = version == 5  # CDF-5: 64-bit counts and sizes
+        self.size = size
 
     def _read(self, n: int) -> bytes:
+        if n < 0 or n > self.size - self.f.tell():
+            raise EOFError  # the header claims more bytes than the file has: cut short, or corrupt
         data = self.f.read(n)
         if len(data) != n:
             raise EOFError
@@ -37,31 +49,47 @@ class _Header:
         return struct.unpack(">q", self._read(8))[0] if version != 1 else struct.unpack(">i", self._read(4))[0]
 
     def name(self) -> str:
+        at = self.f.tell()
         n = self.count()
         text = self._read(n)
         self._read(-n % 4)
-        return text.decode("utf-8", "replace")
+        try:
+            return text.decode("utf-8")
+        except UnicodeDecodeError:
+            raise HeaderError(f"the name at byte {at} is not valid UTF-8") from None
+
+    def nc_type(self) -> int:
+        at = self.f.tell()
+        value = self.int32()
+        if value not in TYPE_SIZES:
+            raise HeaderError(f"unknown type {value} at byte {at}")
+        return value
 
     def skip_attributes(self) -> None:
         self.int32()  # NC_ATTRIBUTE or ABSENT
         for _ in range(self.count()):
             self.name()
-            nc_type = self.int32()
-            n = self.count() * TYPE_SIZES.get(nc_type, 1)
+            nc_type = self.nc_type()
+            n = self.count() * TYPE_SIZES[nc_type]
             self._read(n + (-n % 4))
 
 
-def _layout(path: str) -> tuple[int, int, list[tuple[str, int, int, int, bool]]] | None:
-    """Record count, end of the header and non-record data, and (name, begin, vsize, bytes, is_record) per variable.
+Layout = tuple[int, int, list[tuple[str, int, int, bool]]]
 
-    None if the file is not classic or is streamed; raises EOFError if the header is cut short.
+
+def _layout(path: str) -> Layout | None:
+    """Record count, end of the header and non-record data, and (name, begin, bytes, is_record) per variable
+    (a record variable's bytes per record).
+
+    None if the file is not classic or is streamed; raises EOFError if the header is cut short (or claims
+    more than the file holds) and HeaderError if it is invalid.
     """
     with open(path, "rb") as f:
         magic = f.read(4)
         if len(magic) < 4 or magic[:3] != b"CDF" or magic[3] not in (1, 2, 5):
             return None
         version = magic[3]
-        h = _Header(f, version)
+        h = _Header(f, version, os.fstat(f.fileno()).st_size)
         numrecs = h.count()
         if numrecs in (STREAMING, -1):  # streaming: the record count is not in the header
             return None
@@ -73,21 +101,26 @@ def _layout(path: str) -> tuple[int, int, list[tuple[str, int, int, int, bool]]]
         for _ in range(h.count()):
             name = h.name()
             dimids = [h.count() for _ in range(h.count())]
+            if any(d >= len(dims) for d in dimids):
+                raise HeaderError(f"variable '{name}' uses dimension id {max(dimids)} of {len(dims)}")
             h.skip_attributes()
-            nc_type, vsize, begin = h.int32(), h.count(), h.offset(version)
+            nc_type = h.nc_type()
+            h.count()  # vsize: informational, as for netCDF-C
+            begin = h.offset(version)
             lengths = [dims[d][1] for d in dimids]
             record = bool(dimids) and lengths[0] == 0
-            data = math.prod(lengths[1:] if record else lengths) * TYPE_SIZES.get(nc_type, 1)
-            variables.append((name, begin, vsize, data, record))
+            data = math.prod(lengths[1:] if record else lengths) * TYPE_SIZES[nc_type]
+            variables.append((name, begin, data, record))
             if not record:
                 end = max(end, begin + data)
     return numrecs, end, variables
 
 
-def record_size(variables: list[tuple[str, int, int, int, bool]]) -> int:
-    """Bytes of one record: a lone record variable is not padded, several are (vsize each)."""
-    records = [v for v in variables if v[4]]
-    return records[0][3] if len(records) == 1 else sum(v[2] for v in records)
+def record_size(variables: list[tuple[str, int, int, bool]]) -> int:
+    """Bytes of one record, from the dimensions as netCDF-C computes it: each record variable's record padded
+    to 4 bytes, except a lone record variable's, which is not padded."""
+    records = [data for _, _, data, record in variables if record]
+    return records[0] if len(records) == 1 else sum(data + -data % 4 for data in records)
 
 
 def variable_offsets(path: str) -> tuple[dict[str, int], int]:
@@ -97,7 +130,7 @@ def variable_offsets(path: str) -> tuple[dict[str, int], int]:
     if layout is None:
         raise ValueError(f"{path} is not a netCDF classic file with a record count")
     _, _, variables = layout
-    return {name: begin for name, begin, _, _, _ in variables}, record_size(variables)
+    return {name: begin for name, begin, _, _ in variables}, record_size(variables)
 
 
 def required_size(path: str) -> int | None:
@@ -109,7 +142,7 @@ def required_size(path: str) -> int | None:
     if layout is None:
         return None
     numrecs, end, variables = layout
-    records = [(begin, data) for _, begin, _, data, record in variables if record]
+    records = [(begin, data) for _, begin, data, record in variables if record]
     if records and numrecs:
         recsize = record_size(variables)
         end = max(end, *(begin + (numrecs - 1) * recsize + data for begin, data in records))
