@@ -99,6 +99,53 @@ def test_killed_run_leaves_no_finished_looking_file(tmp_path: Path) -> None:
     proc.wait(timeout=60)
     assert proc.returncode == -signal.SIGKILL
     assert not out.exists()  # only a hidden .climio-tmp remains, never big.nc
+    (stale,) = leftovers(str(tmp_path))
+    assert f".{proc.pid}." in stale  # its owner's PID is in the name: the next run knows it is dead
+    rerun = climio("gen", "cmip", str(out), "--shape", "10,4,8")
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"removed {tmp_path / stale}, left by a job that ended before finishing" in rerun.stderr
+    assert leftovers(str(tmp_path)) == [] and out.exists()
+
+
+def test_a_running_jobs_temporary_file_is_left_alone(tmp_path: Path) -> None:
+    import socket
+
+    live = tmp_path / f".out.nc.{socket.gethostname().split('.')[0]}.{os.getpid()}.abcd.climio-tmp"
+    other_host = tmp_path / ".out.nc.elsewhere.1.abcd.climio-tmp"
+    live.write_bytes(b"x")
+    other_host.write_bytes(b"x")
+    result = climio("gen", "cmip", str(tmp_path / "out.nc"), "--shape", "10,4,8")
+    assert result.returncode == 0, result.stderr
+    assert live.exists() and other_host.exists()
+    assert f"{other_host} was left by a job on host elsewhere: remove it if that job has ended" in result.stderr
+
+
+@pytest.mark.parametrize("signum, nranks", [(signal.SIGTERM, None), (signal.SIGINT, None), (signal.SIGHUP, None),
+                                            (signal.SIGTERM, 2)])
+def test_stop_signals_remove_the_unfinished_output(tmp_path: Path, signum: int, nranks: int | None) -> None:
+    """What a batch system's time limit (SIGTERM to the job), Ctrl-C or a closed terminal send."""
+    out = tmp_path / "big.nc"
+    argv = [sys.executable, "-m", "climio", "gen", "cmip", str(out), "--shape", "4000,192,288", "--mode", "cdf5"]
+    env = dict(os.environ)
+    if nranks is not None:
+        argv, env = mpiexec_command(nranks, argv)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not leftovers(str(tmp_path)) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signum)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in stderr
+    if nranks is None:
+        assert proc.returncode == 128 + signum
+        assert stderr.strip() == f"climio: stopped by {signal.Signals(signum).name}; unfinished output removed"
+    assert not out.exists()
+    if nranks is None:
+        assert leftovers(str(tmp_path)) == []
+    else:  # mpiexec may end a rank blocked in MPI before its handler runs: the next run removes what is left
+        climio("gen", "cmip", str(out), "--shape", "10,4,8", "-O")
+        assert leftovers(str(tmp_path)) == []
 
 
 @pytest.mark.parametrize("failing_rank", [0, 2])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import sys
 import time
 import traceback
@@ -362,10 +363,27 @@ def build_parser() -> Parser:
     return parser
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def stop_on_signal(signum: int, frame: object) -> None:
+    """A batch system's time limit (SIGTERM), Ctrl-C or a closed terminal: remove this rank's unfinished output,
+    one line from the first rank, exit 128 + signal (no traceback). A rank blocked inside an MPI call is ended by
+    mpiexec instead; the next run on the same output removes what it left (``remove_stale_temporaries``)."""
+    from climio.core import ncio
+
+    ncio.discard_pending_outputs()
+    if mpi.launcher_rank() == 0:
+        os.write(2, f"climio: stopped by {signal.Signals(signum).name}; unfinished output removed\n".encode())
+    os._exit(128 + signum)
+
+
 def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespace) -> int:
     """Run a command on this rank; map errors to exit codes without leaving any rank hanging."""
     from climio.core import ncio
 
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop_on_signal)
     comm = None
     try:
         layer = getattr(args, "mpi_io", "auto")

@@ -11,7 +11,10 @@ never leaves a file that looks finished.
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import socket
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -70,6 +73,40 @@ def check_schema_fits(schema: Schema, mode: Mode, path: str) -> None:
                               f"(mode '{mode.name}') cannot store: use --mode {better}", collective=True)
 
 
+def remove_stale_temporaries(path: str) -> None:
+    """Temporary outputs for ``path`` left by killed jobs (``.NAME.HOST.PID.HEX.climio-tmp``): those of a process
+    of this host that no longer runs are removed; others (another host's, or a running job's) are left alone, and
+    another host's are named, since climio cannot tell whether that job still runs."""
+    directory, name = os.path.split(os.path.abspath(path))
+    host = socket.gethostname().split(".")[0]
+    pattern = re.compile(rf"^\.{re.escape(name)}\.([^.]+)\.(\d+)\.[0-9a-f]+\.climio-tmp$")
+    for entry in os.listdir(directory):
+        match = pattern.match(entry)
+        if match is None:
+            continue
+        stale = os.path.join(directory, entry)
+        if match.group(1) != host:
+            print(f"climio: warning: {stale} was left by a job on host {match.group(1)}: remove it if that job "
+                  f"has ended", file=sys.stderr)
+        elif not _running(int(match.group(2))):
+            try:
+                os.unlink(stale)
+                print(f"climio: warning: removed {stale}, left by a job that ended before finishing",
+                      file=sys.stderr)
+            except OSError:
+                pass
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def reserve_output(path: str, overwrite: bool) -> str:
     """On one rank: check the output can be written and reserve a temporary name beside it."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -79,7 +116,9 @@ def reserve_output(path: str, overwrite: bool) -> str:
         raise ClimioError(f"output '{path}' is a directory: give a file name")
     if os.path.exists(path) and not overwrite:
         raise ClimioError(f"output '{path}' exists: pass --overwrite to replace it")
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{secrets.token_hex(4)}.climio-tmp")
+    remove_stale_temporaries(path)
+    host = socket.gethostname().split(".")[0]
+    temp = os.path.join(directory, f".{os.path.basename(path)}.{host}.{os.getpid()}.{secrets.token_hex(4)}.climio-tmp")
     try:
         fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except OSError as err:
