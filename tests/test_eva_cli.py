@@ -142,3 +142,13 @@ def test_plot_draws_a_png_atomically(tmp_path: Path, cmip_file: Path) -> None:
     assert sorted(os.listdir(tmp_path)) == ["eva.nc", "map.png"]
     again = climio("eva", str(cmip_file), str(tmp_path / "other.nc"), "--plot", str(png))
     assert again.returncode == 2 and "--plot" in again.stderr and not (tmp_path / "other.nc").exists()
+
+
+def test_output_checks_come_before_the_analysis(tmp_path: Path, cmip_file: Path) -> None:
+    """An input given as its own output is refused, even with -O, and the input is left as it was."""
+    source = tmp_path / "in.nc"
+    shutil.copy(cmip_file, source)
+    before = source.read_bytes()
+    result = climio("eva", str(source), str(source), "-O", nranks=2)
+    assert result.returncode == 2 and f"output '{source}' is the input '{source}'" in result.stderr
+    assert source.read_bytes() == before and not leftovers(str(tmp_path))

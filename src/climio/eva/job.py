@@ -162,6 +162,7 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
     from mpi4py import MPI
 
     opts.check()
+    mpi.agree(comm, lambda: ncio.check_output(out, opts.overwrite, [inp]))  # before the analysis, not after it
     if opts.plot:
         mpi.agree(comm, lambda: _check_plot_path(opts.plot, opts.overwrite))
     largest.load_kernels()

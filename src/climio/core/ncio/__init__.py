@@ -26,14 +26,15 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import HeaderError, required_size
 from climio.core.ncio.modes import FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode
 from climio.core.ncio.schema import Schema, Variable
-from climio.core.ncio.store import (PENDING_OUTPUTS, Store, check_schema_fits, discard_pending_outputs, reserve_output,
-                                   skipped_of, text_of)
+from climio.core.ncio.store import (PENDING_OUTPUTS, Store, check_output, check_schema_fits, discard_pending_outputs,
+                                   reserve_output, skipped_of, text_of)
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["FORMAT_WRITE_MODE", "MODES", "Hyperslab", "Mode", "Schema", "Store", "Variable", "available_modes", "create", "discard_pending_outputs",
+__all__ = ["FORMAT_WRITE_MODE", "MODES", "Hyperslab", "Mode", "Schema", "Store", "Variable", "available_modes",
+           "check_output", "create", "discard_pending_outputs",
            "get_mode", "load_library", "open"]
 
 READ_STRATEGIES = ("parallel", "root")

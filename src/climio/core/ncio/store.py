@@ -107,15 +107,27 @@ def _running(pid: int) -> bool:
     return True
 
 
-def reserve_output(path: str, overwrite: bool) -> str:
-    """On one rank: check the output can be written and reserve a temporary name beside it."""
+def check_output(path: str, overwrite: bool, inputs: Iterable[str] = ()) -> None:
+    """On one rank, before any work: the output's directory exists and is writable, an existing output is only
+    replaced with ``overwrite``, and the output is none of ``inputs`` (a job must not replace what it reads)."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ClimioError(f"output directory '{directory}' does not exist (for '{path}'): create it first")
     if os.path.isdir(path):
         raise ClimioError(f"output '{path}' is a directory: give a file name")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ClimioError(f"output directory '{directory}' is not writable (for '{path}'): choose another output path")
+    for source in inputs:
+        if os.path.exists(path) and os.path.exists(source) and os.path.samefile(path, source):
+            raise ClimioError(f"output '{path}' is the input '{source}': give another output path")
     if os.path.exists(path) and not overwrite:
         raise ClimioError(f"output '{path}' exists: pass --overwrite to replace it")
+
+
+def reserve_output(path: str, overwrite: bool) -> str:
+    """On one rank: check the output can be written and reserve a temporary name beside it."""
+    check_output(path, overwrite)
+    directory = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(path)
     host = socket.gethostname().split(".")[0]
     temp = os.path.join(directory, f".{os.path.basename(path)}.{host}.{os.getpid()}.{secrets.token_hex(4)}.climio-tmp")
