@@ -340,6 +340,25 @@ def _same_values(first: Store, other: Store, name: str, coord_first: str, coord_
     return bool(np.array_equal(a, b, equal_nan=True))
 
 
+def _describes_records(var: Variable, records: set[str]) -> bool:
+    """A variable that labels the records rather than holding a field: 1-D on the record dimension (CESM's
+    ``date``, ``datesec``), or text per record (``date_written(time, chars)``). Identical copies lose nothing."""
+    if not var.dims or var.dims[0] not in records:
+        return False
+    return len(var.dims) == 1 or (bool(getattr(var, "is_text", False)) and len(var.dims) == 2)
+
+
+def _same_raw(first: Store, other: Store, name: str) -> bool:
+    def whole(store: Store) -> np.ndarray:
+        text = getattr(store.schema.variable(name), "is_text", False)
+        return np.asarray(store.read_text(name) if text else store.read(name))  # type: ignore[attr-defined]
+
+    a, b = whole(first), whole(other)
+    if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
+        return False
+    return bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f"))
+
+
 def _check_union(paths: list[str], stores: list[Store]) -> None:
     """A union keeps one copy of each variable, so inputs must not split a record dimension between them."""
     if len(stores) < 2:
@@ -366,10 +385,16 @@ def _check_union(paths: list[str], stores: list[Store]) -> None:
                 continue
             dim = on_record[0]
             if var.name in axes[j] and var.name in axes[k]:
-                if not _same_values(stores[j], store, var.name, axes[j][var.name], axes[k][var.name]):
-                    raise ClimioError(f"--union: record coordinate '{var.name}' differs between {_where(paths, j)} "
-                                      f"and {_where(paths, k)}, and a union keeps only the first: {_join_hint(dim)}",
-                                      collective=True)
+                same = _same_values(stores[j], store, var.name, axes[j][var.name], axes[k][var.name])
+            elif _describes_records(earlier, records[j]) and _describes_records(var, records[k]):
+                same = _same_raw(stores[j], store, var.name)
+            else:
+                same = None
+            if same is False:
+                raise ClimioError(f"--union: record {'coordinate' if var.name in axes[j] else 'variable'} "
+                                  f"'{var.name}' differs between {_where(paths, j)} and {_where(paths, k)}, and a "
+                                  f"union keeps only the first: {_join_hint(dim)}", collective=True)
+            if same:
                 continue
             raise ClimioError(f"--union: variable '{var.name}' (on record dimension '{dim}') is in both "
                               f"{_where(paths, j)} and {_where(paths, k)}, and a union keeps only the first copy: "
