@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from climio import __version__
 from climio.core import mpi, trace
 from climio.core.ncio.modes import MODES
-from climio.errors import ClimioError
+from climio.errors import ClimioError, IOFault
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -381,6 +381,7 @@ def stop_on_signal(signum: int, frame: object) -> None:
 def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespace) -> int:
     """Run a command on this rank; map errors to exit codes without leaving any rank hanging."""
     from climio.core import ncio
+    from climio.core.ncio import libnetcdf
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, stop_on_signal)
@@ -395,18 +396,25 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
         if args.trace:
             trace.tracer().write(args.trace, comm)
         return 0
-    except ClimioError as err:
+    except ClimioError as err:  # bad input (2) or a run-time fault of the machine (IOFault, 1)
         ncio.discard_pending_outputs()
+        status = 1 if isinstance(err, IOFault) else 2
         single = comm is None or comm.Get_size() == 1
         if err.collective or single:
             if comm is None or comm.Get_rank() == 0:
                 sys.stderr.write(f"climio: error: {err}\n")
-            return 2
-        mpi.abort(comm, f"climio: error (rank {comm.Get_rank()}): {err}", 2)
+            return status
+        mpi.abort(comm, f"climio: error (rank {comm.Get_rank()}): {err}", status)
+    except libnetcdf.NetCDFError as err:  # the library failed to read or write: a run-time fault, named by file
+        ncio.discard_pending_outputs()
+        rank = comm.Get_rank() if comm is not None else mpi.launcher_rank()
+        mpi.abort(comm, f"climio: error (rank {rank}): {err}", 1)
     except Exception as err:  # noqa: BLE001 - any failure must end every rank
         ncio.discard_pending_outputs()
         rank = comm.Get_rank() if comm is not None else mpi.launcher_rank()
-        mpi.abort(comm, f"{traceback.format_exc()}climio: rank {rank} failed: {type(err).__name__}: {err}", 1)
+        debug = traceback.format_exc() if os.environ.get("CLIMIO_DEBUG") else ""
+        mpi.abort(comm, f"{debug}climio: rank {rank} failed: {type(err).__name__}: {err} (a bug: please report it "
+                  f"with CLIMIO_DEBUG=1 set, which prints the traceback)", 1)
     return 1
 
 

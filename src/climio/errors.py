@@ -1,4 +1,4 @@
-"""The one exception type for bad input: the CLI turns it into exit status 2."""
+"""climio's two exception types: bad input (exit status 2) and run-time I/O faults (exit status 1)."""
 
 
 class ClimioError(Exception):
@@ -12,3 +12,8 @@ class ClimioError(Exception):
     def __init__(self, message: str, *, collective: bool = False) -> None:
         super().__init__(message)
         self.collective = collective
+
+
+class IOFault(ClimioError):
+    """A run-time fault of the machine, not of the input (no space left on device, file too large, a write that
+    did not complete): the CLI turns it into exit status 1. Nothing is published."""

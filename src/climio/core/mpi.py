@@ -87,10 +87,11 @@ def agree(comm: MPI.Comm, check: Callable[[], T], root: int = 0) -> T:
         try:
             outcome = (True, check())
         except ClimioError as err:
-            outcome = (False, str(err))
+            outcome = (False, (type(err), str(err)))  # bad input or an IOFault: every rank raises the same kind
     ok, value = comm.bcast(outcome, root=root)
     if not ok:
-        raise ClimioError(str(value), collective=True)
+        kind, message = value  # type: ignore[misc]
+        raise kind(message, collective=True)
     return value  # type: ignore[return-value]
 
 

@@ -18,8 +18,10 @@ record coordinate that differs between inputs, is an error that points to
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -56,9 +58,12 @@ class Inputs:
     def data_model(self) -> str:
         return self.stores[0].data_model
 
-    def close(self) -> None:
-        for store in self.stores:
-            store.close()
+    def __enter__(self) -> Inputs:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: TracebackType | None) -> None:
+        """Close every input, collectively only when all ranks are here together (see ``Store.__exit__``)."""
+        _leave(self.stores, kind, err, tb)
 
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.dims[d] for d in self.variables[name].dims)
@@ -120,9 +125,16 @@ def open_inputs(paths: list[str], comm: MPI.Comm, join: str | None, union: bool)
             join = next(iter(sorted(shared)), None)
         return _combine(paths, stores, join, skipped)
     except BaseException:
-        for store in stores:
-            store.close()
+        _leave(stores, *sys.exc_info())
         raise
+
+
+def _leave(stores: list[Store], kind: type[BaseException] | None, err: BaseException | None,
+           tb: TracebackType | None) -> None:
+    """A failing rank must not enter a collective close while the others wait elsewhere (they would never
+    meet): each store closes collectively on success or a collective error, and only locally otherwise."""
+    for store in stores:
+        store.__exit__(kind, err, tb)
 
 
 def _combine(paths: list[str], stores: list[Store], join: str | None, skipped: list[str]) -> Inputs:

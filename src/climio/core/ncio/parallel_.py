@@ -13,6 +13,7 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
+from climio.core.ncio.space import Reserver, check_room, extent
 from climio.core.ncio.store import Request, Store, define, mpi_info, schema_of
 from climio.core.ncio.stored import StoredReader
 
@@ -35,6 +36,7 @@ class ParallelStore(Store):
         self._hints = hints
         self._own_reader: netCDF4.Dataset | None = None
         self._stored_reader: StoredReader | None = None
+        self._reserver: Reserver | None = None  # a classic file being written: disk space before each write
 
     @classmethod
     def create(cls, path: str, temp_path: str, schema: Schema, mode: Mode, comm: MPI.Comm,
@@ -45,7 +47,10 @@ class ParallelStore(Store):
                                   info=mpi_info(hints), clobber=True)
         with trace.phase("define"):
             varids = define(dataset._grpid, schema, path, collective=True, chunked=mode.nc_format == "NETCDF4")
-        return cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
+        store = cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
+        if mode.nc_format.startswith("NETCDF3"):
+            store._reserver = Reserver(temp_path, comm)
+        return store
 
     @classmethod
     def open(cls, path: str, mode: Mode, comm: MPI.Comm, hints: Mapping[str, str] | None) -> ParallelStore:
@@ -61,12 +66,27 @@ class ParallelStore(Store):
         ncid = self._dataset._grpid
         plans = matched_pieces(self.comm, [r.slab for r in requests], [r.data.itemsize for r in requests],
                                REQUEST_BYTES)
+        if self._reserver is not None:
+            self._reserve(requests)
+        else:
+            check_room(self.comm, self.working_path, sum(r.data.nbytes for r in requests), self.path)
         with trace.phase("write", sum(r.data.nbytes for r in requests)):
             for r, plan in zip(requests, plans):
                 for offset, piece in plan:
                     data = r.data[offset:offset + piece.count[0]] if piece.count else r.data
                     put = libnetcdf.put_vara if data.flags.c_contiguous else libnetcdf.put_varm
                     put(ncid, r.varid, piece.start, piece.count, data, f"{self.path}: variable '{r.var.name}'")
+
+    def _reserve(self, requests: list[Request]) -> None:
+        """The blocks this rank's hyperslabs will fill, before the collective writes (collective)."""
+        assert self._reserver is not None
+        ranges = []
+        for r in requests:
+            if r.slab.size:
+                shape = self.schema.fixed_shape(r.var, 0)
+                ranges.append(extent(self._reserver.offsets[r.var.name], self._reserver.record_size, shape,
+                                     self.schema.is_record(r.var), r.data.itemsize, r.slab))
+        self._reserver.reserve(ranges, self.path)
 
     def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
         """Classic formats (PnetCDF) take a strided array of the variable's type as it is (put_varm)."""
@@ -151,4 +171,6 @@ class ParallelStore(Store):
                 self._own_reader.close()
             if self._stored_reader is not None:
                 self._stored_reader.close()
+            if self._reserver is not None:
+                self._reserver.close()
             self._dataset.close()

@@ -26,15 +26,29 @@ import numpy as np
 from climio.core import collective, mpi
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
+from climio.core.ncio.classic import required_size
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import NUMERIC_KINDS, Schema, Variable, attribute_array, typed_attribute
-from climio.errors import ClimioError
+from climio.errors import ClimioError, IOFault
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 # Temporary outputs of this process not yet renamed: removed if the job aborts.
 PENDING_OUTPUTS: set[str] = set()
+
+
+def _synced(path: str, name: str) -> str:
+    """fsync a written file on this rank: "" or the one-line fault (a full disk can first show here)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as err:
+        return f"{name}: {(err.strerror or str(err)).lower()} (while flushing it to disk); nothing was published"
+    return ""
 
 
 def discard_pending_outputs() -> None:
@@ -381,7 +395,9 @@ class Store(ABC):
         self._closed = True
         self._close_file()
         if self._temp_path is not None:
-            self.comm.Barrier()
+            failure = _synced(self._temp_path, self.path)  # each rank: its node's pages of the file on disk
+            if not mpi.all_true(self.comm, not failure):
+                raise IOFault(next(f for f in self.comm.allgather(failure) if f), collective=True)
             mpi.agree(self.comm, self._write_text_then_publish)
 
     def discard(self) -> None:
@@ -434,12 +450,24 @@ class Store(ABC):
         self._publish()
 
     def _publish(self) -> None:
+        """Check the file is whole (a classic file is as long as its header says), then rename it into place and
+        make the rename durable (fsync of the directory)."""
         assert self._temp_path is not None
         if os.path.exists(self.path) and not self._overwrite:
             os.unlink(self._temp_path)
             raise ClimioError(f"output '{self.path}' appeared while writing: pass --overwrite to replace it")
+        needed, actual = required_size(self._temp_path), os.path.getsize(self._temp_path)
+        if needed is not None and actual < needed:
+            os.unlink(self._temp_path)
+            raise IOFault(f"{self.path}: the written file has {actual} of the {needed} bytes its header needs "
+                          f"(a write was lost); nothing was published")
         os.replace(self._temp_path, self.path)
         PENDING_OUTPUTS.discard(self._temp_path)
+        directory = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
 
     def _numeric(self, name: str) -> Variable:
         var = self.schema.variable(name)

@@ -1,0 +1,123 @@
+"""Disk space made sure of before each collective write, so a full disk is an error, not a hole or a hang.
+
+Open MPI's OMPIO layer reports a failed ``pwritev`` (no space left, file too
+large) on stderr but returns success to PnetCDF: the job ends "fine" with
+zeros where the data should be. A classic file's layout is fixed by its header,
+so each rank knows the byte range every one of its hyperslabs covers; it asks
+the file system for those blocks (``fallocate(2)``) before the collective call.
+The ranks then agree: if any could not get its space, every rank raises the
+same :class:`~climio.errors.IOFault` before anyone writes. Blocks once
+allocated cannot fail to be written. File systems without ``fallocate``
+(``EOPNOTSUPP``: some NFS and older Lustre clients) are left as they are:
+glibc's ``posix_fallocate`` would emulate it by writing every block twice.
+
+An HDF5 file's layout is HDF5's own, so there :func:`check_room` compares the
+bytes of the coming call (all ranks) with the free space of the file system and
+the process's file-size limit: a parallel HDF5 write that fails on some ranks
+leaves the others waiting in its collective calls, so it must not start.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import functools
+import os
+import resource
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from climio.core import mpi
+from climio.core.decomp import Hyperslab
+from climio.core.ncio.classic import variable_offsets
+from climio.errors import IOFault
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+UNSUPPORTED = {errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+
+
+@functools.cache
+def _fallocate() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    call = libc.fallocate
+    call.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    call.restype = ctypes.c_int
+    return call
+
+
+def extent(begin: int, record_size: int, shape: tuple[int, ...], record: bool, itemsize: int,
+           slab: Hyperslab) -> tuple[int, int]:
+    """The file byte range ``[lo, hi)`` that holds a non-empty hyperslab of a classic variable starting at ``begin``
+    (a record variable's record ``k`` is ``k * record_size`` further)."""
+    first, last = slab.start, tuple(s + c - 1 for s, c in zip(slab.start, slab.count))
+    if not record:
+        if not shape:
+            return begin, begin + itemsize
+        return (begin + int(np.ravel_multi_index(first, shape)) * itemsize,
+                begin + (int(np.ravel_multi_index(last, shape)) + 1) * itemsize)
+    inner = shape[1:]
+
+    def at(index: tuple[int, ...]) -> int:
+        within = int(np.ravel_multi_index(index[1:], inner)) if inner else 0
+        return begin + index[0] * record_size + within * itemsize
+
+    return at(first), at(last) + itemsize
+
+
+class Reserver:
+    """One rank's handle on a classic file being written: reserves the blocks of its hyperslabs before writes."""
+
+    def __init__(self, path: str, comm: MPI.Comm) -> None:
+        self.path = path
+        self.comm = comm
+        self.offsets, self.record_size = mpi.agree(comm, lambda: variable_offsets(path))
+        self._fd: int | None = os.open(path, os.O_WRONLY)
+
+    def reserve(self, ranges: list[tuple[int, int]], where: str) -> None:
+        """Allocate ``[lo, hi)`` ranges of the file on this rank, then agree (collective): every rank raises the
+        same IOFault if any rank could not."""
+        failure = ""
+        for lo, hi in ranges:
+            if self._fd is None or _fallocate()(self._fd, 0, lo, hi - lo) == 0:
+                continue
+            code = ctypes.get_errno()
+            if code in UNSUPPORTED:
+                self.close()  # this file system cannot reserve: writes go ahead as before
+            else:
+                failure = f"{where}: {os.strerror(code).lower()} (reserving {hi - lo} bytes at offset {lo})"
+                break
+        if mpi.all_true(self.comm, not failure):
+            return
+        raise IOFault(next(f for f in self.comm.allgather(failure) if f), collective=True)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def check_room(comm: MPI.Comm, path: str, nbytes: int, where: str) -> None:
+    """Refuse a write of ``nbytes`` on this rank (collective: all ranks' bytes together) that the file system's free
+    space or the file-size limit (``ulimit -f``) cannot take: every rank raises the same IOFault."""
+    from mpi4py import MPI
+
+    total = int(comm.allreduce(nbytes, op=MPI.SUM))
+    needed = total + max(2**20, total // 100)  # HDF5's chunk index and metadata come on top of the data
+
+    def verdict() -> str:
+        stat = os.statvfs(os.path.dirname(os.path.abspath(path)))
+        size = os.path.getsize(path)
+        if stat.f_bavail * stat.f_frsize < needed:
+            return f"{where}: no space left on device ({total} bytes to write, {stat.f_bavail * stat.f_frsize} free)"
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit != resource.RLIM_INFINITY and size + total > limit:
+            return f"{where}: file too large (the file-size limit, ulimit -f, is {limit} bytes)"
+        return ""
+
+    failure = mpi.agree(comm, verdict) if total else ""
+    if failure:
+        raise IOFault(failure, collective=True)
