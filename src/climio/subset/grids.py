@@ -1,15 +1,29 @@
 """Grid families a subset must understand, recognised from a file's metadata.
 
 - **regular**: 1-D latitude and longitude coordinate variables; a box becomes index ranges.
+- **points**: 1-D auxiliary latitude and longitude on one dimension with no mesh topology
+  (ICON as CMIP6 stores it, point clouds): a box keeps the elements whose coordinates are in
+  it, as ``ncks -X`` does; nothing to renumber.
 - **geodesic** (GCRM, seed 001 II-A): ``cells``/``corners``/``edges``, ``cell_corners``,
   ``cell_edges``, ``cell_neighbors``, ``edge_corners``; 0-based, -1 = none; radians.
 - **mpas**: ``nCells``/``nVertices``/``nEdges``, ``verticesOnCell`` etc.; 1-based,
   0 = none; radians (MPAS writes no units).
 - **ugrid**: a variable with ``cf_role = "mesh_topology"`` naming its dimensions and
-  ``*_connectivity`` variables; ``start_index`` (default 0); ``_FillValue`` = none.
+  ``*_connectivity`` variables; ``start_index`` (default 0); ``_FillValue`` = none. A
+  connectivity is ``(element, n_max)`` or transposed ``(n_max, element)``: the orientation is
+  read from which of its dimensions is the element dimension of its source (``face_dimension``,
+  ``edge_dimension``, ... or the dimension of the element's coordinates), as UXarray does.
+  Without ``face_coordinates`` a face's centre is the normalised mean of its nodes' unit
+  vectors (UXarray's centroid).
 
-On a mesh a cell (face) is kept when its centre is inside the box; the
-``closure`` connectivities then keep every corner and edge of the kept cells.
+Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): GEOS
+cubed-sphere native files, SCRIP grid files, ESMF mesh files, Exodus meshes, HEALPix, CF
+ragged-array discrete sampling geometries, 3-D and 1-D UGRID meshes, curvilinear 2-D
+latitude/longitude. ``-b``/``-X`` is refused on them by name; ``-v`` and ``-d`` still work.
+
+On a mesh a cell (face) is kept when its centre is inside the box; the ``closure``
+connectivities then keep every corner and edge of the kept cells (and, on UGRID, every node of
+a kept edge).
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ class Connectivity:
     target: str
     start: int  # index of the first element (0 or 1)
     none: int  # the value meaning "no element" in this convention
+    axis: int = 0  # position of ``source`` among the variable's dimensions: 1 when stored transposed
 
 
 @dataclass(frozen=True)
@@ -42,10 +57,15 @@ class Mesh:
     lat: str | None  # cell-centre coordinate variables
     lon: str | None
     radians: bool
-    closure: tuple[Connectivity, ...]  # primary -> other elements: keeps kept cells whole
+    closure: tuple[Connectivity, ...]  # primary -> other elements (then edge -> node): keeps kept cells whole
     connectivity: tuple[Connectivity, ...]  # everything to renumber
     grid_vars: frozenset[str]  # topology and geometry, carried along with any -v
     sides: str | None = None  # MPAS nEdgesOnCell: closure columns per cell
+    # UGRID without face centres: the face -> node links and node coordinates that give the centres
+    centre_links: Connectivity | None = None
+    node_lat: str | None = None
+    node_lon: str | None = None
+    node_radians: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,7 +78,29 @@ class Regular:
     family: str = field(default="regular")
 
 
-Grid = Mesh | Regular
+@dataclass(frozen=True)
+class Points:
+    """Elements along one dimension located by 1-D auxiliary latitude/longitude variables, no topology."""
+
+    dim: str
+    lat: str
+    lon: str
+    radians: bool = False
+    family: str = field(default="points")
+
+
+@dataclass(frozen=True)
+class Unsupported:
+    """A layout climio recognises but cannot cut with a box; -v and -d still work."""
+
+    family: str  # short name for the summary line
+    what: str  # "a GEOS cubed-sphere native file (...)", completes "<file> is ..."
+    var: str | None  # a variable that shows it (names the input file)
+    advice: str  # what to do instead of -b/-X
+    linked: tuple[str, ...] = ()  # dimensions that connectivity points into: -d on them is refused
+
+
+Grid = Mesh | Regular | Points | Unsupported
 
 
 def _units(var: Variable | None) -> str:
@@ -81,9 +123,13 @@ def is_latitude(var: Variable | None) -> bool:
             or var.name.lower() in ("lat", "latitude", "nav_lat"))
 
 
+def _radians(var: Variable | None) -> bool:
+    return "rad" in _units(var)
+
+
 def detect(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Mapping[str, object]) -> Grid | None:
     """The grid of a file, or None when it has no recognisable one."""
-    for finder in (_ugrid, _mpas, _geodesic, _regular):
+    for finder in (_ugrid, _mpas, _geodesic, _unsupported, _regular, _points, _curvilinear):
         grid = finder(dims, variables, attrs)
         if grid is not None:
             return grid
@@ -96,7 +142,85 @@ def _regular(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: 
     lon = next((v.name for v in coords if is_longitude(v)), None)
     if lat is None and lon is None:
         return None
-    return Regular(lat, lon, radians="rad" in _units(variables.get(lat or lon or "")))
+    return Regular(lat, lon, radians=_radians(variables.get(lat or lon or "")))
+
+
+def _points(dims: Mapping[str, int], variables: Mapping[str, Variable],
+            attrs: Mapping[str, object]) -> Points | Unsupported | None:
+    """1-D auxiliary latitude and longitude (not coordinate variables) on one shared dimension."""
+    aux = [v for name, v in variables.items() if len(v.dims) == 1 and v.dims != (name,)]
+    lats = {v.dims[0]: v.name for v in reversed(aux) if is_latitude(v)}
+    lons = {v.dims[0]: v.name for v in reversed(aux) if is_longitude(v)}
+    if not lats or not lons:
+        return None
+    shared = [d for d in lats if d in lons]
+    if len(shared) == 1:
+        dim = shared[0]
+        return Points(dim, lats[dim], lons[dim], radians=_radians(variables[lats[dim]]))
+    found = ", ".join(f"{name}({d})" for d, name in sorted({**lats, **lons}.items()))
+    if shared:
+        what = f"a file with latitude/longitude on several dimensions ({found})"
+    else:
+        what = f"a file whose 1-D latitude and longitude lie on different dimensions ({found})"
+    var = next(iter(lats.values()))
+    return Unsupported("points", what, var, "cut each dimension with -d DIM,MIN,MAX instead")
+
+
+def _curvilinear(dims: Mapping[str, int], variables: Mapping[str, Variable],
+                 attrs: Mapping[str, object]) -> Unsupported | None:
+    bounds = {str(v.attrs.get(k, "")) for v in variables.values() for k in ("bounds", "climatology")}
+    grid = [v for v in variables.values() if len(v.dims) >= 2 and v.name not in bounds]
+    lat = next((v for v in grid if is_latitude(v)), None)
+    lon = next((v for v in grid if is_longitude(v)), None)
+    if lat is None or lon is None or lat.dims != lon.dims:
+        return None
+    axes = ",".join(lat.dims)
+    return Unsupported("curvilinear", f"a curvilinear grid (2-D {lat.name}({axes}) and {lon.name})", lat.name,
+                       "cut with -d " + " -d ".join(f"{d},MIN,MAX" for d in lat.dims) + " instead")
+
+
+def _unsupported(dims: Mapping[str, int], variables: Mapping[str, Variable],
+                 attrs: Mapping[str, object]) -> Unsupported | None:
+    """Layouts that must never be read as a regular grid or point set."""
+    def some(*names: str) -> str | None:
+        return next((n for n in names if n in variables), None)
+
+    def index_cut(*names: str) -> str:
+        return "cut with " + ",".join(f"-d {d},..." for d in names if d in dims) + " instead"
+
+    geos_axes = ("nf", "Ydim", "Xdim")
+    cube = next((v for v in variables.values() if v.dims == geos_axes), None)
+    if all(d in dims for d in geos_axes) and (cube is not None or dims["nf"] == 6):
+        return Unsupported("geos-cubed-sphere", "a GEOS cubed-sphere native file (dimensions nf, Ydim, Xdim)",
+                           cube.name if cube is not None else some("Xdim", "Ydim"),
+                           "-b/-X would need the 3-D lons/lats of every face; " + index_cut(*geos_axes))
+    if "grid_size" in dims and ({"grid_center_lat", "grid_corner_lat"} & set(variables)):
+        return Unsupported("scrip", "a SCRIP grid file (grid_size, grid_center_lat/lon)",
+                           some("grid_center_lat", "grid_corner_lat"), index_cut("grid_size"))
+    if {"nodeCoords", "elementConn"} <= set(variables):
+        node_dim = variables["nodeCoords"].dims[0]
+        return Unsupported("esmf-mesh", "an ESMF unstructured mesh file (nodeCoords, elementConn)", "elementConn",
+                           "use -v, or -d on its element dimension (elements are not renumbered)", (node_dim,))
+    connects = [name for name in variables if name.startswith("connect") and name[7:].isdigit()]
+    if "num_nodes" in dims and (connects or "coordx" in variables):
+        return Unsupported("exodus", "an Exodus II mesh (num_nodes, connect1...)", (connects or ["coordx"])[0],
+                           "use -v, or -d on an element-block dimension (nodes are not renumbered)", ("num_nodes",))
+    healpix = next((v for v in variables.values()
+                    if str(v.attrs.get("grid_mapping_name", "")).lower() == "healpix"), None)
+    if healpix is not None:
+        return Unsupported("healpix", f"a HEALPix grid (grid mapping '{healpix.name}')", healpix.name,
+                           "cut the cell dimension with -d instead")
+    ragged = next((v for v in variables.values()
+                   if "sample_dimension" in v.attrs or "instance_dimension" in v.attrs), None)
+    if ragged is not None:
+        feature = attrs.get("featureType", "?")
+        key = "sample_dimension" if "sample_dimension" in ragged.attrs else "instance_dimension"
+        linked = (str(ragged.attrs[key]),) + (ragged.dims if key == "sample_dimension" else ())
+        return Unsupported("dsg", f"a CF ragged-array discrete sampling geometry (featureType = {feature}, "
+                           f"{ragged.name}:{key})", ragged.name,
+                           "cutting its elements would break the ragged-array counts; use -v",
+                           tuple(d for d in linked if d in dims))
+    return None
 
 
 def _mesh_vars(variables: Mapping[str, Variable], connectivity: tuple[Connectivity, ...],
@@ -142,15 +266,34 @@ def _mpas(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Map
                 _mesh_vars(variables, conn, geometry), sides="nEdgesOnCell" if "nEdgesOnCell" in variables else None)
 
 
-UGRID_KINDS = ("face", "edge", "node")
+UGRID_KINDS = ("face", "edge", "node", "boundary")
 
 
-def _ugrid(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Mapping[str, object]) -> Mesh | None:
-    topology = next((v for v in variables.values() if v.attrs.get("cf_role") == "mesh_topology"), None)
-    if topology is None:
+def _ugrid(dims: Mapping[str, int], variables: Mapping[str, Variable],
+           attrs: Mapping[str, object]) -> Mesh | Unsupported | None:
+    topologies = [v for v in variables.values() if v.attrs.get("cf_role") == "mesh_topology"]
+    if not topologies:
         return None
+    topology = topologies[0]
     a = topology.attrs
     where = f"UGRID mesh '{topology.name}'"
+    # for layouts climio cannot renumber: -d is refused on every dimension of the topology's variables
+    linked = tuple(dict.fromkeys(d for t in topologies for key, value in t.attrs.items()
+                                 if key.endswith(("_connectivity", "_coordinates"))
+                                 for name in str(value).split() if name in variables for d in variables[name].dims))
+
+    def unsupported(what: str, advice: str = "use -v, or -d on a dimension no connectivity points into"
+                    ) -> Unsupported:
+        return Unsupported("ugrid", what, topology.name, advice, linked)
+
+    if len(topologies) > 1:
+        names = ", ".join(f"'{t.name}'" for t in topologies)
+        return unsupported(f"a file with {len(topologies)} UGRID meshes ({names})",
+                           "split the file per mesh (ncks -v), then cut each")
+    if "volume_node_connectivity" in a or str(a.get("topology_dimension", "2")).strip() == "3":
+        return unsupported(f"a 3-D UGRID mesh ('{topology.name}', volumes)")
+    if "face_node_connectivity" not in a:
+        return unsupported(f"a UGRID mesh without faces ('{topology.name}' has no face_node_connectivity)")
 
     def named(key: str) -> list[str]:
         names = str(a.get(key, "")).split()
@@ -160,36 +303,86 @@ def _ugrid(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Ma
                                   collective=True)
         return names
 
-    face_nodes = named("face_node_connectivity")
-    if not face_nodes:
-        raise ClimioError(f"{where} has no face_node_connectivity: climio subsets 2-D UGRID meshes",
-                          collective=True)
-    element_dim = {"face": str(a.get("face_dimension", variables[face_nodes[0]].dims[0]))}
-    node_coords = named("node_coordinates")
-    if node_coords:
-        element_dim["node"] = variables[node_coords[0]].dims[0]
+    def first_dim(key: str) -> str | None:
+        """The dimension of the first (1-D) variable an attribute names, e.g. node_coordinates."""
+        names = named(key)
+        return variables[names[0]].dims[0] if names and len(variables[names[0]].dims) == 1 else None
+
+    def declared(kind: str) -> str | None:
+        name = a.get(f"{kind}_dimension")
+        if name is None:
+            return None
+        if str(name) not in dims:
+            raise ClimioError(f"{where}: {kind}_dimension '{name}' is not a dimension of the file", collective=True)
+        return str(name)
+
+    face_nodes = named("face_node_connectivity")[0]
+    fn_dims = variables[face_nodes].dims
+    if len(fn_dims) != 2:
+        raise ClimioError(f"{where}: face_node_connectivity '{face_nodes}' has dimensions {fn_dims}; UGRID needs "
+                          f"two (faces and nodes per face)", collective=True)
+    face_dim = declared("face") or first_dim("face_coordinates")
+    if face_dim is None:
+        if dims[fn_dims[0]] < dims[fn_dims[1]]:
+            raise ClimioError(f"{where}: face_node_connectivity '{face_nodes}{fn_dims}' has fewer rows than columns "
+                              f"and the mesh has no face_dimension attribute: is it transposed? Add "
+                              f"face_dimension to '{topology.name}'", collective=True)
+        face_dim = fn_dims[0]
+    element_dim = {"face": face_dim}
+    node_dim = declared("node") or first_dim("node_coordinates")
+    if node_dim is None:
+        return unsupported(f"a UGRID mesh without node coordinates ('{topology.name}')")
+    element_dim["node"] = node_dim
     edge_nodes = named("edge_node_connectivity")
-    if "edge_dimension" in a or edge_nodes:
-        element_dim["edge"] = str(a.get("edge_dimension", variables[edge_nodes[0]].dims[0] if edge_nodes else ""))
+    edge_dim = declared("edge") or first_dim("edge_coordinates")
+    if edge_dim is None and edge_nodes:
+        en_dims = variables[edge_nodes[0]].dims
+        edge_dim = en_dims[1] if len(en_dims) == 2 and dims[en_dims[0]] == 2 and dims[en_dims[1]] != 2 else en_dims[0]
+    if edge_dim is not None:
+        element_dim["edge"] = edge_dim
+    boundary_nodes = named("boundary_node_connectivity")
+    if boundary_nodes:
+        bn_dims = variables[boundary_nodes[0]].dims
+        element_dim["boundary"] = declared("boundary") or (
+            bn_dims[1] if len(bn_dims) == 2 and dims[bn_dims[0]] == 2 and dims[bn_dims[1]] != 2 else bn_dims[0])
     conn = []
     for key in a:
         parts = key.split("_")
-        if len(parts) != 3 or parts[2] != "connectivity" or parts[0] not in element_dim or parts[1] not in element_dim:
+        if len(parts) != 3 or parts[2] != "connectivity":
             continue
+        if parts[0] not in element_dim or parts[1] not in element_dim:
+            missing = parts[0] if parts[0] not in element_dim else parts[1]
+            return unsupported(f"a UGRID mesh whose {key} links {missing}s, which have no dimension in "
+                               f"'{topology.name}' (no {missing}_dimension or {missing} coordinates)",
+                               f"add {missing}_dimension to '{topology.name}', or use -v")
+        source, target = element_dim[parts[0]], element_dim[parts[1]]
         for name in named(key):
             var = variables[name]
-            if var.dims[:1] != (element_dim[parts[0]],):
-                continue  # a transposed (dimension-swapped) connectivity: not handled, left out of renumbering
+            if var.numpy_dtype.kind not in "iu":
+                return unsupported(f"a UGRID mesh whose {key} '{name}' is stored as {var.numpy_dtype} (not integers)")
+            if len(var.dims) == 2 and var.dims[0] == source:
+                axis = 0
+            elif len(var.dims) == 2 and var.dims[1] == source:
+                axis = 1
+            else:
+                raise ClimioError(f"{where}: {key} '{name}{var.dims}' is not on the {parts[0]} dimension "
+                                  f"'{source}' (neither (n_{parts[0]}, n_max) nor transposed)", collective=True)
             fill = var.attrs.get("_FillValue")
-            conn.append(Connectivity(name, element_dim[parts[0]], element_dim[parts[1]],
-                                     int(var.attrs.get("start_index", 0)), int(fill) if fill is not None else -1))
-    if "node" not in element_dim:
-        raise ClimioError(f"{where} has no node_coordinates", collective=True)
-    closure = [c for c in conn if c.source == element_dim["face"] and c.target != element_dim["face"]]
+            conn.append(Connectivity(name, source, target, int(var.attrs.get("start_index", 0)),
+                                     int(fill) if fill is not None else -1, axis))
+    closure = [c for c in conn if c.source == face_dim and c.target not in (face_dim,)]
+    if "edge" in element_dim and any(c.target == edge_dim for c in closure):
+        closure += [c for c in conn if c.source == edge_dim and c.target == node_dim]
     coords = named("face_coordinates")
     lat = next((n for n in coords if is_latitude(variables[n]) or "lat" in n.lower()), None)
     lon = next((n for n in coords if is_longitude(variables[n]) or "lon" in n.lower()), None)
+    node_coords = named("node_coordinates")
+    node_lat = next((n for n in node_coords if is_latitude(variables[n]) or "lat" in n.lower()), None)
+    node_lon = next((n for n in node_coords if is_longitude(variables[n]) or "lon" in n.lower()), None)
+    centre_links = next((c for c in conn if c.source == face_dim and c.target == node_dim), None)
     geometry = tuple(n for key in ("node_coordinates", "face_coordinates", "edge_coordinates") for n in named(key))
     elements = tuple(element_dim[k] for k in UGRID_KINDS if k in element_dim)
-    return Mesh("ugrid", element_dim["face"], elements, lat, lon, "rad" in _units(variables.get(lat or "")),
-                tuple(closure), tuple(conn), _mesh_vars(variables, tuple(conn), geometry + (topology.name,)))
+    return Mesh("ugrid", face_dim, elements, lat, lon, _radians(variables.get(lat or "")),
+                tuple(closure), tuple(conn), _mesh_vars(variables, tuple(conn), geometry + (topology.name,)),
+                centre_links=centre_links if lat is None or lon is None else None,
+                node_lat=node_lat, node_lon=node_lon, node_radians=_radians(variables.get(node_lat or "")))

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import ncio, trace
+from climio.core import collective, ncio, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio import Schema, Store, Variable
 from climio.errors import ClimioError
@@ -92,12 +92,10 @@ def subset(request: Request, comm: MPI.Comm) -> Summary:
     if inputs.skipped and request.variables is None and comm.Get_rank() == 0:
         print(f"climio: warning: not copied (climio copies numeric, char and string variables of the root group): "
               f"{'; '.join(inputs.skipped)}", file=sys.stderr)
-    try:
+    with inputs:
         job = _Job(request, inputs, comm)
         job.select()
         job.write()
-    finally:
-        inputs.close()
     comm.Barrier()
     nread = int(comm.allreduce(job.bytes_read, op=MPI.SUM))
     return Summary(request.output, job.mode, job.grid.family if job.grid else "none", comm.Get_size(),
@@ -162,6 +160,12 @@ class _Job:
                               f"select with -d instead", collective=True)
         if isinstance(grid, Unsupported):
             self._refuse_unsupported(grid, ranges, box)
+        if box is not None and isinstance(grid, Regular) and (grid.lat is None or grid.lon is None):
+            have, lacks = ("latitude", "longitude") if grid.lon is None else ("longitude", "latitude")
+            name = grid.lat or grid.lon
+            raise ClimioError(f"-b/-X: {self._file_of(name)} has a {have} '{name}' but no {lacks}, so a "
+                              f"latitude/longitude box does not apply; cut with -d {name},MIN.,MAX. instead",
+                              collective=True)
         aliases: dict[str, str] = {}
         if isinstance(grid, Mesh):
             aliases = self._match_dims(grid, ranges, box)
@@ -200,8 +204,7 @@ class _Job:
         inputs = self.inputs
         if inputs.join is not None or len(inputs.stores) < 2:
             return {}
-        marker = mesh.connectivity[0].var if mesh.connectivity else (mesh.lat or mesh.primary)
-        home = inputs.source.get(marker, 0)
+        home = self._mesh_store(mesh)
         own = set(inputs.stores[home].schema.dims)
         cutting = box is not None or any(d in mesh.elements for d in ranges)
         aliases: dict[str, str] = {}
@@ -222,6 +225,14 @@ class _Job:
                         f"is; rename it to one of them (ncrename -d {dim},{candidates[0]}) or leave its variables "
                         f"out with -v", collective=True)
         return aliases
+
+    def _mesh_store(self, mesh: Mesh) -> int:
+        """Which input holds the mesh (its first connectivity or centre variable)."""
+        marker = mesh.connectivity[0].var if mesh.connectivity else (mesh.lat or mesh.primary)
+        return self.inputs.source.get(marker, 0)
+
+    def _mesh_file(self, mesh: Mesh) -> str:
+        return self.request.inputs[self._mesh_store(mesh)]
 
     def _is_axis(self, dim: str) -> bool:
         """A dimension with a time, vertical or lat/lon coordinate variable: never a mesh element."""
@@ -316,7 +327,7 @@ class _Job:
         primary.number()
         if primary.count == 0:
             where = _box_text(box) if box is not None else f"-d {ranges[mesh.primary].text}"
-            raise ClimioError(f"{where} selects no cell of the {mesh.family} mesh in {self.request.inputs[0]}",
+            raise ClimioError(f"{where} selects no cell of the {mesh.family} mesh in {self._mesh_file(mesh)}",
                               collective=True)
         reached = {mesh.primary}
         for conn in mesh.closure:  # cells -> corners/edges, then (UGRID) edges -> nodes: kept elements are whole
@@ -341,7 +352,7 @@ class _Job:
             return (np.degrees(lat), np.degrees(lon)) if mesh.radians else (lat, lon)
         conn = mesh.centre_links
         if conn is None or mesh.node_lat is None or mesh.node_lon is None:
-            raise ClimioError(f"-b/-X: the {mesh.family} mesh in {self.request.inputs[0]} has no cell-centre "
+            raise ClimioError(f"-b/-X: the {mesh.family} mesh in {self._mesh_file(mesh)} has no cell-centre "
                               f"latitude/longitude variables (nor node latitude/longitude to compute them from)",
                               collective=True)
         links = self._read_links(conn, cells)
@@ -365,11 +376,8 @@ class _Job:
 
     def _check_range(self, conn: Connectivity, index: np.ndarray) -> None:
         """Refuse, on every rank together, a connectivity entry past the end of its target dimension."""
-        from mpi4py import MPI
-
         size = self.inputs.dims[conn.target]
-        bad = int(index.size > 0 and int(index.max()) >= size)
-        if self.comm.allreduce(bad, op=MPI.MAX):
+        if collective.most(self.comm, int(index.size > 0 and int(index.max()) >= size)):
             raise ClimioError(f"connectivity '{conn.var}' in {self._file_of(conn.var)} has an entry beyond dimension "
                               f"'{conn.target}' ({size} elements, start_index {conn.start}): the file's topology "
                               f"does not fit its dimensions", collective=True)
@@ -506,9 +514,7 @@ class _Job:
             assert isinstance(kept, Kept)
             axes[split] = np.arange(kept.lo, kept.lo + kept.nlocal)
         local = math.prod(len(a) for a in axes) * var.numpy_dtype.itemsize
-        from mpi4py import MPI
-
-        pieces = max(1, int(self.comm.allreduce(math.ceil(local / PIECE_BYTES), op=MPI.MAX)))
+        pieces = max(1, collective.most(self.comm, math.ceil(local / PIECE_BYTES)))
         if whole and split == 0:
             pieces = 1  # the pack-and-redistribute baseline moves whole blocks of rows
         for k in range(pieces):
