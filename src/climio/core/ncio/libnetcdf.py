@@ -24,6 +24,7 @@ NC_UNLIMITED = 0
 NC_NOFILL = 0x100
 NC_INDEPENDENT = 0
 NC_COLLECTIVE = 1
+NC_STRING = 12
 NC_CHUNKED = 0
 
 NC_TYPES = {
@@ -123,6 +124,19 @@ def put_att(ncid: int, varid: int, name: str, value: str | np.ndarray, where: st
         raise ClimioError(f"{where}: attribute '{name}' has type {value.dtype}, which netCDF cannot store")
     check(lib().nc_put_att(ncid, varid, name.encode(), NC_TYPES[value.dtype], _size_t(value.size),
                            value.ctypes.data_as(ctypes.c_void_p)), "nc_put_att", where)
+
+
+def put_att_strings(ncid: int, varid: int, name: str, values: list[str], where: str) -> None:
+    """Write a netCDF-4 string (NC_STRING) attribute of one or more strings."""
+    array = (ctypes.c_char_p * len(values))(*(v.encode() for v in values))
+    check(lib().nc_put_att_string(ncid, varid, name.encode(), _size_t(len(values)), array), "nc_put_att_string",
+          where)
+
+
+def att_type(ncid: int, varid: int, name: str) -> int:
+    """An attribute's netCDF type (NC_CHAR 2, NC_STRING 12, ...), or 0 if it cannot be asked."""
+    xtype = ctypes.c_int()
+    return xtype.value if lib().nc_inq_atttype(ncid, varid, name.encode(), ctypes.byref(xtype)) == 0 else 0
 
 
 def var_par_access(ncid: int, varid: int, collective: bool, where: str) -> None:

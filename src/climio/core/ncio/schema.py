@@ -16,7 +16,11 @@ import numpy as np
 
 from climio.errors import ClimioError
 
-AttrValue = str | int | float | np.ndarray | np.generic | list[float] | list[int]
+class NCString(str):
+    """A netCDF-4 string (NC_STRING) attribute, as opposed to a text (NC_CHAR) one: kept so in netCDF-4 outputs."""
+
+
+AttrValue = str | int | float | np.ndarray | np.generic | list[float] | list[int] | list[str]
 
 # Attributes that CF requires to have the variable's own type.
 TYPED_LIKE_VARIABLE = ("_FillValue", "missing_value", "valid_min", "valid_max", "valid_range",

@@ -44,7 +44,7 @@ class SerialStore(Store):
         if comm.Get_rank() == 0:
             dataset = netCDF4.Dataset(temp_path, "w", format=mode.nc_format, clobber=True)
             with trace.phase("define"):
-                varids = define(dataset._grpid, schema, path, collective=False, chunked=False)
+                varids = define(dataset._grpid, schema, path, collective=False, enhanced=False)
         varids = comm.bcast(varids, root=0)
         return cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
 

@@ -28,7 +28,8 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.classic import required_size
 from climio.core.ncio.modes import Mode
-from climio.core.ncio.schema import NUMERIC_KINDS, Schema, Variable, attribute_array, typed_attribute
+from climio.core.ncio.schema import (NUMERIC_KINDS, AttrValue, NCString, Schema, Variable, attribute_array,
+                                    typed_attribute)
 from climio.errors import ClimioError, IOFault
 
 if TYPE_CHECKING:
@@ -154,28 +155,54 @@ def reserve_output(path: str, overwrite: bool) -> str:
     return temp
 
 
-def define(ncid: int, schema: Schema, path: str, *, collective: bool, chunked: bool) -> dict[str, int]:
-    """Declare the whole schema, then leave define mode once. Returns varids by name."""
+def define(ncid: int, schema: Schema, path: str, *, collective: bool, enhanced: bool) -> dict[str, int]:
+    """Declare the whole schema, then leave define mode once. Returns varids by name.
+
+    ``enhanced``: the file is netCDF-4 (not classic model): chunk sizes are set, and string (NC_STRING)
+    attributes stay strings; other formats get them as text."""
     libnetcdf.set_nofill(ncid, path)
     dimids = {name: libnetcdf.def_dim(ncid, name, length, path) for name, length in schema.dims.items()}
     varids: dict[str, int] = {}
     for var in schema.variables:
         where = f"{path}: variable '{var.name}'"
         varid = libnetcdf.def_var(ncid, var.name, var.numpy_dtype, [dimids[d] for d in var.dims], where)
-        if chunked and var.chunks is not None:
+        if enhanced and var.chunks is not None:
             libnetcdf.def_var_chunking(ncid, varid, tuple(var.chunks), where)
         for key, value in var.attrs.items():
-            value = typed_attribute(var, key, value)
-            libnetcdf.put_att(ncid, varid, key, value if isinstance(value, str) else attribute_array(value), where)
+            _put_attribute(ncid, varid, key, typed_attribute(var, key, value), enhanced, where)
         varids[var.name] = varid
     for key, value in schema.attrs.items():
-        libnetcdf.put_att(ncid, libnetcdf.NC_GLOBAL, key,
-                          value if isinstance(value, str) else attribute_array(value), path)
+        _put_attribute(ncid, libnetcdf.NC_GLOBAL, key, value, enhanced, path)
     libnetcdf.enddef(ncid, path)
     if collective:
         for var in schema.variables:
             libnetcdf.var_par_access(ncid, varids[var.name], True, path)
     return varids
+
+
+def _put_attribute(ncid: int, varid: int, key: str, value: AttrValue, enhanced: bool, where: str) -> None:
+    strings = [value] if isinstance(value, NCString) else value if _is_string_list(value) else None
+    if strings is not None and enhanced:
+        libnetcdf.put_att_strings(ncid, varid, key, [str(v) for v in strings], where)
+    elif strings is not None or isinstance(value, str):
+        libnetcdf.put_att(ncid, varid, key, "\n".join(strings) if strings is not None else value, where)
+    else:
+        libnetcdf.put_att(ncid, varid, key, attribute_array(value), where)
+
+
+def _is_string_list(value: object) -> bool:
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+def _attributes(ncid: int, varid: int, names: list[str], get: Any) -> dict[str, AttrValue]:
+    """Attribute values as netCDF4-python gives them, with NC_STRING ones marked (it gives them as plain str)."""
+    out: dict[str, AttrValue] = {}
+    for key in names:
+        value = get(key)
+        if isinstance(value, str) and libnetcdf.att_type(ncid, varid, key) == libnetcdf.NC_STRING:
+            value = NCString(value)
+        out[key] = value
+    return out
 
 
 def variable_dtype(v: Any) -> np.dtype | None:
@@ -201,10 +228,10 @@ def schema_of(dataset: Any) -> tuple[Schema, int, dict[str, int]]:
         dtype = variable_dtype(v)
         if dtype is None:
             continue
-        attrs = {key: v.getncattr(key) for key in v.ncattrs()}
+        attrs = _attributes(dataset._grpid, v._varid, v.ncattrs(), v.getncattr)
         variables.append(Variable(name, dtype, tuple(v.dimensions), attrs, None))
         varids[name] = v._varid
-    attrs = {key: dataset.getncattr(key) for key in dataset.ncattrs()}
+    attrs = _attributes(dataset._grpid, libnetcdf.NC_GLOBAL, dataset.ncattrs(), dataset.getncattr)
     return Schema(dims, tuple(variables), attrs), records, varids
 
 
