@@ -410,6 +410,16 @@ def test_connectivity_past_its_dimension_is_refused(tmp_path: Path) -> None:
             "face_nodes", "beyond dimension 'n_node'", "start_index 1")
 
 
+def test_corrupt_link_read_only_for_the_output_is_refused_once(tmp_path: Path) -> None:
+    """face_faces is not read while selecting, only renumbered on output: still one line from all ranks."""
+    src = write_ugrid(tmp_path / "corrupt.nc", transposed=False, start=0, dtype="i4", fill=-1, face_coords=True)
+    with netCDF4.Dataset(src, "a") as ds:
+        ds["face_faces"][:, 0] = 10_000
+    out = tmp_path / "out.nc"
+    refused(subset("-b", SYNTHETIC_BOX[0], str(src), str(out), nranks=3), out,
+            "face_faces", "beyond dimension 'n_face'")
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Real meshes
 # ---------------------------------------------------------------------------------------------------------------
@@ -441,9 +451,10 @@ def test_ne30_data_in_second_file_is_cut_with_the_mesh(tmp_path: Path) -> None:
     check_ugrid(NE30, out, NE30_BOX[1], extra={NE30_DATA: {"ncol": "face"}})
     with netCDF4.Dataset(out) as ds:
         assert ds["psi"].dimensions == ("ncol",) and len(ds.dimensions["ncol"]) == len(ds.dimensions["nMesh2_face"])
-    # the data file first, and only psi: still cut along the mesh's faces
+    # the data file first, and only psi: still cut along the mesh's faces, and the mesh comes along with it
     single = tmp_path / "psi.nc"
     ok(subset("-v", "psi", "-b", NE30_BOX[0], str(NE30_DATA), str(NE30), str(single), nranks=3))
+    check_ugrid(NE30, single, NE30_BOX[1], extra={NE30_DATA: {"ncol": "face"}})
     got = read_all(single)
     np.testing.assert_array_equal(got["psi"], read_all(NE30_DATA)["psi"][got["ncol_original_index"]])
     np.testing.assert_array_equal(got["ncol_original_index"], read_all(out)["nMesh2_face_original_index"])

@@ -131,7 +131,13 @@ class _Job:
             if name not in variables:
                 raise ClimioError(f"-v: no variable '{name}' in {self.request.inputs[0]} (the inputs have: "
                                   f"{', '.join(variables)})", collective=True)
-        chosen = set(self.request.variables)
+        return self._with_associated(self.request.variables)
+
+    def _with_associated(self, names: list[str]) -> list[str]:
+        """``names`` and everything they need (NCO's rule): coordinate variables, the CF references, and on a mesh
+        its topology and geometry; in the inputs' order."""
+        variables = self.inputs.variables
+        chosen = set(names)
         todo = list(chosen)
         while todo:
             var = variables[todo.pop()]
@@ -169,8 +175,11 @@ class _Job:
         aliases: dict[str, str] = {}
         if isinstance(grid, Mesh):
             aliases = self._match_dims(grid, ranges, box)
-            if self.mesh is None and set(aliases) & set(self.used):
-                self.mesh = grid  # only data on the mesh (-v psi): cut it along the matched element dimension
+            if self.mesh is None and set(aliases) & set(self.used) and (box is not None or set(ranges) & set(aliases)):
+                # only data on the mesh (-v psi): the mesh comes along, as with data in the mesh's own file
+                self.names = self._with_associated([*self.names, *sorted(grid.grid_vars)])
+                self.used = list(dict.fromkeys(d for n in self.names for d in self.inputs.variables[n].dims))
+                self.mesh = grid
         mesh_dims = set(self.mesh.elements) | set(aliases) if self.mesh else set()
         with trace.phase("select"):
             for dim in self.used:
@@ -559,9 +568,7 @@ class _Job:
                               collective=True)
         values = data.astype(np.int64).ravel()
         valid = (values != conn.none) & (values >= conn.start)
-        if np.any(values[valid] - conn.start >= target.size):
-            raise ClimioError(f"connectivity '{conn.var}' has an entry beyond dimension '{conn.target}' "
-                              f"({target.size} elements): the input file's topology is corrupt")
+        self._check_range(conn, values[valid] - conn.start)
         with trace.phase("renumber"):
             new = target.lookup(values[valid] - conn.start)
         values[valid] = np.where(new >= 0, new + conn.start, conn.none)
