@@ -439,7 +439,8 @@ class _Job:
         var = self.inputs.variables[name]
         axes = [np.arange(n) for n in self.inputs.shape(name)]
         axes[axis] = np.asarray(rows, dtype=np.int64)
-        data, nread = reader.read(self.inputs.read_runs, name, axes, var.numpy_dtype, self.request.slack)
+        data, nread = reader.read(self.inputs.read_runs, name, axes, var.numpy_dtype, self.request.slack,
+                                  self.inputs.shape(name))
         self.bytes_read += nread
         return np.moveaxis(data, axis, 0) if axis else data
 
@@ -549,7 +550,8 @@ class _Job:
 
     def _read_piece(self, var: Variable, axes: list[np.ndarray], split: int, whole: bool) -> np.ndarray:
         slack = math.inf if whole else self.request.slack
-        data, nread = reader.read(self.inputs.read_runs, var.name, axes, var.numpy_dtype, slack)
+        data, nread = reader.read(self.inputs.read_runs, var.name, axes, var.numpy_dtype, slack,
+                                  self.inputs.shape(var.name))
         self.bytes_read += nread
         if not whole:
             return data
