@@ -47,3 +47,14 @@ def climio(*args: str, nranks: int | None = None, timeout: float = RUN_TIMEOUT) 
 def leftovers(directory: str) -> list[str]:
     """Temporary outputs left in ``directory`` (a finished run leaves none)."""
     return [f for f in os.listdir(directory) if f.endswith(".climio-tmp")]
+
+
+def one_error_line(result: subprocess.CompletedProcess[str], *needles: str, status: int = 2) -> str:
+    """The run ended with ``status``, one line ``climio: error...`` holding every needle, and no traceback."""
+    assert result.returncode == status, (result.returncode, result.stderr)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("climio: error")]
+    assert len(errors) == 1, result.stderr
+    for needle in needles:
+        assert needle in errors[0], errors[0]
+    assert "Traceback" not in result.stderr
+    return errors[0]

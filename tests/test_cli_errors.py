@@ -10,21 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import climio, leftovers, run
+from conftest import climio, leftovers, one_error_line, run
 
 from climio.core.mpi import mpiexec_command
 
 HELPER = str(Path(__file__).parent / "helpers" / "fail_on_rank.py")
 SMALL = ("--shape", "5,4,6")
-
-
-def one_error_line(result: subprocess.CompletedProcess[str], *needles: str) -> None:
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    errors = [line for line in result.stderr.splitlines() if line.startswith("climio: error")]
-    assert len(errors) == 1, result.stderr
-    for needle in needles:
-        assert needle in errors[0], errors[0]
-    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("nranks", [None, 2])

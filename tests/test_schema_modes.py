@@ -46,7 +46,7 @@ def test_cdf2_refuses_types_it_cannot_store() -> None:
     ({"x": 2}, [Variable("a", "f4", ("y",))], "undeclared dimension 'y'"),
     ({"t": None, "x": 2}, [Variable("a", "f4", ("x", "t"))], "unlimited dimension must come first"),
     ({"x": 2}, [Variable("a", "f4", ("x",)), Variable("a", "f8", ("x",))], "declared twice"),
-    ({"x": 2}, [Variable("s", "U10", ("x",))], "stores numeric, char \(S1\) and string"),
+    ({"x": 2}, [Variable("s", "U10", ("x",))], r"stores numeric, char \(S1\) and string"),
     ({"x": 2}, [Variable("a", "f4", ("x",), chunks=(1, 2))], "one size per dimension"),
 ])
 def test_schema_validation(dims: dict, variables: list, message: str) -> None:

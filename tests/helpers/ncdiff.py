@@ -64,19 +64,24 @@ def _attrs(obj: Any, ignore: Iterable[str] = ()) -> dict[str, Any]:
     return {name: obj.getncattr(name) for name in obj.ncattrs() if name not in ignore}
 
 
-def _diff_attrs(where: str, got: dict[str, Any], want: dict[str, Any]) -> list[str]:
+def _diff_names(what: str, got: Iterable[str], want: Iterable[str]) -> list[str]:
+    """Names missing, unexpected, or in another order (``what``: 'attributes', 'variables', with a place)."""
+    got, want = list(got), list(want)
     out = []
     missing = [n for n in want if n not in got]
     extra = [n for n in got if n not in want]
     if missing:
-        out.append(f"{where}: attributes missing: {missing}")
+        out.append(f"{what} missing: {missing}")
     if extra:
-        out.append(f"{where}: unexpected attributes: {extra}")
-    common_got = [n for n in got if n in want]
-    common_want = [n for n in want if n in got]
-    if common_got != common_want:
-        out.append(f"{where}: attribute order {common_got} (want {common_want})")
-    for name in common_want:
+        out.append(f"unexpected {what}: {extra}")
+    if [n for n in got if n in want] != [n for n in want if n in got]:
+        out.append(f"{what} order {[n for n in got if n in want]} (want {[n for n in want if n in got]})")
+    return out
+
+
+def _diff_attrs(where: str, got: dict[str, Any], want: dict[str, Any]) -> list[str]:
+    out = _diff_names(f"{where}: attributes", got, want)
+    for name in (n for n in want if n in got):
         a, b = got[name], want[name]
         if _type_of(a) != _type_of(b):
             out.append(f"{where}:{name}: type {_type_of(a)} {_show(a)} (want {_type_of(b)} {_show(b)})")
@@ -130,14 +135,7 @@ def diff_structure(got: str | Path, want: str | Path, ignore_global: Iterable[st
             out.append(f"dimensions [{fmt(gd)}] (want [{fmt(wd)}])")
         out += _diff_attrs("global", _attrs(g, ignore), _attrs(w, ignore))
         gv, wv = list(g.variables), list(w.variables)
-        missing = [n for n in wv if n not in gv]
-        extra = [n for n in gv if n not in wv]
-        if missing:
-            out.append(f"variables missing: {missing}")
-        if extra:
-            out.append(f"unexpected variables: {extra}")
-        if [n for n in gv if n in wv] != [n for n in wv if n in gv]:
-            out.append(f"variable order {[n for n in gv if n in wv]} (want {[n for n in wv if n in gv]})")
+        out += _diff_names("variables", gv, wv)
         for name in (n for n in wv if n in gv):
             a, b = g.variables[name], w.variables[name]
             ta, tb = str(a.dtype), str(b.dtype)
