@@ -17,6 +17,8 @@ import os
 import struct
 from typing import BinaryIO
 
+from climio.core.ncio.schema import name_problem
+
 TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 4, 6: 8, 7: 1, 8: 2, 9: 4, 10: 8, 11: 8}
 STREAMING = 0xFFFFFFFF
 
@@ -54,9 +56,13 @@ class _Header:
         text = self._read(n)
         self._read(-n % 4)
         try:
-            return text.decode("utf-8")
+            name = text.decode("utf-8")
         except UnicodeDecodeError:
             raise HeaderError(f"the name at byte {at} is not valid UTF-8") from None
+        problem = name_problem(name)
+        if problem is not None:
+            raise HeaderError(f"the name {name!r} at byte {at} is not one netCDF allows: {problem}")
+        return name
 
     def nc_type(self) -> int:
         at = self.f.tell()

@@ -32,6 +32,23 @@ NUMERIC_KINDS = "iuf"
 TEXT_TYPES = (np.dtype("S1"), np.dtype("O"))
 
 
+def name_problem(name: str) -> str | None:
+    """What netCDF-C would refuse in a dimension, variable or attribute name (its NC_check_name rules), or None:
+    empty, '/', an ASCII control character, trailing white space, or a first character that is ASCII but neither
+    a letter, a digit nor '_'."""
+    if not name:
+        return "it is empty"
+    first = name[0]
+    if first.isascii() and not (first.isalnum() or first == "_"):
+        return f"it starts with {first!r}"
+    bad = next((c for c in name if c == "/" or ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        return f"it holds {bad!r}"
+    if name != name.rstrip():
+        return "it ends in white space"
+    return None
+
+
 @dataclass(frozen=True)
 class Variable:
     """One variable: name, numpy dtype, dimension names in file order, CF attributes.
@@ -76,6 +93,11 @@ class Schema:
         for name, length in self.dims.items():
             if length is not None and length < 0:
                 raise ClimioError(f"dimension '{name}' has negative length {length}", collective=True)
+        for kind, name in [("dimension", d) for d in self.dims] + [("variable", v.name) for v in self.variables]:
+            problem = name_problem(name)
+            if problem is not None:
+                raise ClimioError(f"{kind} name {name!r} cannot be written to netCDF ({problem}): rename it "
+                                  f"(ncrename) or leave it out with -v", collective=True)
         seen: set[str] = set()
         for var in self.variables:
             if var.name in seen:
