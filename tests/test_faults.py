@@ -122,3 +122,27 @@ def test_tracebacks_only_on_request() -> None:
     assert plain.returncode == 1 and "Traceback" not in plain.stderr, plain.stderr
     debug = run([sys.executable, str(helper), "0"], nranks=2, timeout=60, env_extra={"CLIMIO_DEBUG": "1"})
     assert debug.returncode == 1 and "Traceback" in debug.stderr, debug.stderr
+
+
+def test_a_plot_that_cannot_be_written_publishes_nothing(tmp_path: Path) -> None:
+    """eva draws its plot before renaming its output: a plot over the file-size limit leaves neither file."""
+    source = tmp_path / "pr.nc"
+    assert climio("gen", "cmip", str(source), "--shape", "2400,5,7").returncode == 0
+    out, png = tmp_path / "out" / "eva.nc", tmp_path / "out" / "eva.png"
+    out.parent.mkdir()
+    limit = 30 * 1024  # the analysis (5 kB) fits, the plot (37 kB) does not
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    result = subprocess.run(climio_argv("eva", str(source), str(out), "--plot", str(png)), capture_output=True,
+                            text=True, timeout=120, preexec_fn=limited)
+    one_fault_line(result, "--plot: cannot write", "file too large")
+    assert list(out.parent.iterdir()) == []
+
+
+def test_an_unwritable_trace_is_refused_before_any_work(tmp_path: Path) -> None:
+    target = tmp_path / "g.nc"
+    result = climio("--trace", str(tmp_path), "gen", "cmip", str(target), "--shape", "10,4,8", nranks=2)
+    assert result.returncode == 2 and f"--trace: '{tmp_path}' cannot be written" in result.stderr
+    assert not target.exists() and leftovers(str(tmp_path)) == []

@@ -394,7 +394,7 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
             mpi.agree(comm, lambda: check_trace_path(args.trace))
         func(args, comm)
         if args.trace:
-            trace.tracer().write(args.trace, comm)
+            write_trace(args.trace, comm)
         return 0
     except ClimioError as err:  # bad input (2) or a run-time fault of the machine (IOFault, 1)
         ncio.discard_pending_outputs()
@@ -419,9 +419,21 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
 
 
 def check_trace_path(path: str) -> None:
+    """Before any work: the trace can be written where asked (it is written last, after the outputs)."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ClimioError(f"--trace: directory '{directory}' does not exist")
+    if os.path.isdir(path) or not os.access(directory, os.W_OK | os.X_OK) or (
+            os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise ClimioError(f"--trace: '{path}' cannot be written: choose another path")
+
+
+def write_trace(path: str, comm: MPI.Comm) -> None:
+    try:
+        trace.tracer().write(path, comm)
+    except OSError as err:
+        raise IOFault(f"--trace: cannot write '{path}': {(err.strerror or str(err)).lower()} (the command's "
+                      f"outputs are complete)") from err
 
 
 VALUE_OPTIONS = ("-b", "-X", "-d")

@@ -202,8 +202,8 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
         levels = result.return_level.reshape(len(opts.periods), *block)
         items.append(("return_level", levels, Hyperslab((0, *field_slab.start), (len(opts.periods), *block))))
         ds.write_many(items)
-    if opts.plot:
-        _plot(opts, comm, decomp, result, coordinates, var)
+        if opts.plot:  # before the output is renamed into place: a plot that cannot be written publishes nothing
+            _plot(opts, comm, decomp, result, coordinates, var)
     counts = np.bincount(result.status, minlength=len(pot.STATUS_MEANINGS)).astype(np.int64)
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     seconds = MPI.Wtime() - started
@@ -214,6 +214,8 @@ def _check_plot_path(path: str, overwrite: bool) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise ClimioError(f"--plot: directory '{directory}' does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ClimioError(f"--plot: directory '{directory}' is not writable: choose another path")
     if os.path.exists(path) and not overwrite:
         raise ClimioError(f"--plot: '{path}' exists: pass --overwrite to replace it")
 

@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from climio.errors import ClimioError
+from climio.errors import IOFault
 
 PER_SECOND_TO_PER_DAY = {"kg m-2 s-1": ("mm/day", 86400.0)}  # show fluxes as people read them
 
@@ -37,6 +37,9 @@ def draw(path: str, lat: np.ndarray, lon: np.ndarray, level: np.ndarray, period:
         figure.savefig(temp, dpi=110)
         os.replace(temp, path)
     except OSError as err:
-        raise ClimioError(f"--plot: cannot write '{path}': {err.strerror}") from err
+        if os.path.exists(temp):
+            os.unlink(temp)
+        raise IOFault(f"--plot: cannot write '{path}': {(err.strerror or str(err)).lower()}; the analysis "
+                      f"was not published either") from err
     finally:
         plt.close(figure)
