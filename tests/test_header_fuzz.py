@@ -78,7 +78,7 @@ def test_storage_layer_reads_or_refuses_every_mutant(mutants: list[Path]) -> Non
     last = next((line for line in reversed(lines) if line.startswith("START")), "")
     assert result.returncode == 0, f"crashed ({result.returncode}) on {last}: {result.stderr[-2000:]}"
     outcomes = [line for line in lines if not line.startswith("START")]
-    failed = [line for line in outcomes if line.startswith("FAILED")]
+    failed = [line for line in outcomes if line.startswith(("FAILED", "WRONG"))]
     assert not failed, "\n".join(failed[:10])
     assert len(outcomes) == len(mutants)
     assert sum(line.startswith("REFUSED") for line in outcomes) > len(mutants) // 4  # the fuzzer bites

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 MJO_BOX = "20,-20,160,90"  # -b NORTH,SOUTH,EAST,WEST
 MJO_RANGES = ("-d", "lat,-20.,20.", "-d", "lon,90.,160.")
 REGULAR_CASES = {"MJO box": MJO_RANGES, "45S..45N": ("-d", "lat,-45.,45.")}
-PHASES = ("open", "select", "read", "renumber", "redistribute", "write", "close")
+PHASES = ("open", "select", "read", "renumber", "redistribute", "write", "sync", "close")
 SUMMARY = re.compile(r"read ([0-9.]+) (MB|kB) for ([0-9.]+) (MB|kB) selected .* in ([0-9.]+) s")
 
 
@@ -164,10 +164,10 @@ def summarise(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[di
 
 def format_geodesic(table: list[dict[str, Any]]) -> str:
     columns = [("ranks", "r"), ("read", "l")] + [(h, "r") for h in (
-        "subset s", "open", "select", "read", "renumber", "redistribute", "write", "read MB", "selected MB",
+        "subset s", "open", "select", "read", "renumber", "redistribute", "write", "sync", "read MB", "selected MB",
         "read / selected", "read MB/s", "write MB/s")]
     return markdown_table(columns, ([str(e["ranks"]), e["read"], *(f"{e[k]:.2f}" for k in (
-        "job_s", "open_s", "select_s", "read_s", "renumber_s", "redistribute_s", "write_s")),
+        "job_s", "open_s", "select_s", "read_s", "renumber_s", "redistribute_s", "write_s", "sync_s")),
         f"{e['read_MB']:.0f}", f"{e['selected_MB']:.0f}", f"{e['read_over_selected']:.2f}",
         f"{e['read_MBps']:.0f}", f"{e['write_MBps']:.0f}"] for e in table))
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.core import collective, mpi
+from climio.core import collective, mpi, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.classic import required_size
@@ -422,7 +422,8 @@ class Store(ABC):
         self._closed = True
         self._close_file()
         if self._temp_path is not None:
-            failure = _synced(self._temp_path, self.path)  # each rank: its node's pages of the file on disk
+            with trace.phase("sync"):
+                failure = _synced(self._temp_path, self.path)  # each rank: its node's pages of the file on disk
             if not mpi.all_true(self.comm, not failure):
                 raise IOFault(next(f for f in self.comm.allgather(failure) if f), collective=True)
             mpi.agree(self.comm, self._write_text_then_publish)
