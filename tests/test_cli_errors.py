@@ -116,7 +116,9 @@ def test_a_running_jobs_temporary_file_is_left_alone(tmp_path: Path) -> None:
 def test_stop_signals_remove_the_unfinished_output(tmp_path: Path, signum: int, nranks: int | None) -> None:
     """What a batch system's time limit (SIGTERM to the job), Ctrl-C or a closed terminal send."""
     out = tmp_path / "big.nc"
-    argv = [sys.executable, "-m", "climio", "gen", "cmip", str(out), "--shape", "4000,192,288", "--mode", "cdf5"]
+    # mpiexec takes up to a second or more to pass a signal on: give its job time enough not to finish first
+    shape = "4000,192,288" if nranks is None else "16000,192,288"
+    argv = [sys.executable, "-m", "climio", "gen", "cmip", str(out), "--shape", shape, "--mode", "cdf5"]
     env = dict(os.environ)
     if nranks is not None:
         argv, env = mpiexec_command(nranks, argv)
