@@ -152,3 +152,19 @@ def test_output_checks_come_before_the_analysis(tmp_path: Path, cmip_file: Path)
     result = climio("eva", str(source), str(source), "-O", nranks=2)
     assert result.returncode == 2 and f"output '{source}' is the input '{source}'" in result.stderr
     assert source.read_bytes() == before and not leftovers(str(tmp_path))
+
+
+def test_a_time_axis_that_is_not_daily_needs_npy(tmp_path: Path) -> None:
+    """Monthly means (EC-EARTH, CDF-1) would otherwise get daily return-level arithmetic without a word."""
+    monthly = SHARED_DATA / "real" / "tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc"
+    out = tmp_path / "eva.nc"
+    for extra in ((), ("--npy", "calendar")):
+        result = climio("eva", str(monthly), str(out), "--var", "tas", *extra, nranks=2)
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert "'time' steps by 30.5 days, not daily: give --npy" in result.stderr
+        assert not out.exists() and not leftovers(str(tmp_path))
+    result = climio("eva", str(monthly), str(out), "--var", "tas", "--npy", "12", "--min-exceed", "1",
+                    "--tail", "0.1", nranks=2)
+    assert result.returncode == 0, result.stderr
+    with netCDF4.Dataset(out) as ds:
+        assert float(ds.climio_npy) == 12.0

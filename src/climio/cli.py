@@ -113,8 +113,8 @@ def cmd_gen_geodesic(args: argparse.Namespace, comm: MPI.Comm) -> None:
 def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.eva import job
 
-    npy: float | str = args.npy
-    if args.npy != "calendar":
+    npy: float | str | None = args.npy
+    if args.npy not in (None, "calendar"):
         try:
             npy = float(args.npy)
         except ValueError:
@@ -253,8 +253,9 @@ def build_parser() -> Parser:
     eva.add_argument("--tail", type=float, default=0.01, help="threshold at the 1-TAIL quantile (default 0.01)")
     eva.add_argument("--return-period", type=float, nargs="+", default=[100.0], metavar="YEARS",
                      help="return periods in years (default 100)")
-    eva.add_argument("--npy", default="365.25",
-                     help="observations per year: a number (default 365.25) or 'calendar' (from the time axis)")
+    eva.add_argument("--npy", default=None,
+                     help="observations per year: a number, or 'calendar' (daily values in the time axis's "
+                          "calendar); default 365.25 for daily values, and a time axis that is not daily is refused")
     eva.add_argument("--min-exceed", type=int, default=10, help="fewest exceedances to fit (default 10)")
     eva.add_argument("--split", default="lat", help="split cells over ranks by lat, lon or block (default lat)")
     eva.add_argument("--scheme", default="slab",

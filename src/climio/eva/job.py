@@ -46,7 +46,8 @@ class Options:
     var: str = "pr"
     tail: float = 0.01
     periods: tuple[float, ...] = (100.0,)
-    npy: float | str = 365.25  # a number, or "calendar": from the time coordinate's calendar
+    npy: float | str | None = None  # values per year; None: daily values (checked), 365.25; "calendar": daily
+    # values (checked) in the time coordinate's calendar
     min_exceed: int = 10
     split: str = "lat"
     scheme: str = "slab"
@@ -110,9 +111,34 @@ def _is_time(store: ncio.Store, dim: str) -> bool:
     return attrs.get("axis") == "T" or " since " in str(attrs.get("units", ""))
 
 
-def _days_per_year(store: ncio.Store, time_dim: str, path: str, npy: float | str) -> float:
-    if not isinstance(npy, str):
+# Days in one unit of CF time ("<unit> since <date>").
+DAILY_NPY = 365.25  # extRemes's default
+UNIT_DAYS = {"day": 1.0, "days": 1.0, "d": 1.0, "hour": 1 / 24, "hours": 1 / 24, "h": 1 / 24, "hr": 1 / 24,
+             "minute": 1 / 1440, "minutes": 1 / 1440, "min": 1 / 1440,
+             "second": 1 / 86400, "seconds": 1 / 86400, "s": 1 / 86400, "sec": 1 / 86400}
+
+
+def _check_daily(store: ncio.Store, time_dim: str, path: str) -> None:
+    """The default npy (and 'calendar') count days: refuse, with what was found, a time axis that is not daily
+    (monthly means would silently get daily return-level arithmetic). Collective: every rank reads the axis."""
+    coords = [v for v in store.schema.variables if v.name == time_dim and v.dims == (time_dim,)]
+    if not coords or store.shape(time_dim)[0] < 2:
+        return
+    unit = str(coords[0].attrs.get("units", "")).split(" since ")[0].strip().lower()
+    if unit not in UNIT_DAYS:
+        return
+    step = float(np.median(np.diff(store.read(time_dim).astype(np.float64)))) * UNIT_DAYS[unit]
+    if not 0.9 <= step <= 1.1:
+        raise ClimioError(f"{path}: '{time_dim}' steps by {step:g} days, not daily: give --npy with the number of "
+                          f"values per year (e.g. --npy 12 for monthly, 1460 for 6-hourly)", collective=True)
+
+
+def _days_per_year(store: ncio.Store, time_dim: str, path: str, npy: float | str | None) -> float:
+    if npy is not None and not isinstance(npy, str):
         return float(npy)
+    _check_daily(store, time_dim, path)
+    if npy is None:
+        return DAILY_NPY
     coords = [v for v in store.schema.variables if v.name == time_dim]
     calendar = str(coords[0].attrs.get("calendar", "standard")).lower() if coords else "standard"
     if calendar not in DAYS_PER_YEAR:
