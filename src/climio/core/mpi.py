@@ -95,6 +95,15 @@ def agree(comm: MPI.Comm, check: Callable[[], T], root: int = 0) -> T:
     return value  # type: ignore[return-value]
 
 
+def raise_fault(comm: MPI.Comm, failure: str) -> None:
+    """Collective: if any rank's ``failure`` is not empty, every rank raises the same IOFault (the first rank's
+    message), so a write fault seen by some ranks ends the job cleanly instead of leaving the others waiting."""
+    from climio.errors import IOFault
+
+    if not all_true(comm, not failure):
+        raise IOFault(next(f for f in comm.allgather(failure) if f), collective=True)
+
+
 def all_true(comm: MPI.Comm, flag: bool) -> bool:
     """True on every rank when ``flag`` is true on every rank."""
     from mpi4py import MPI

@@ -90,9 +90,7 @@ class Reserver:
             else:
                 failure = f"{where}: {os.strerror(code).lower()} (reserving {hi - lo} bytes at offset {lo})"
                 break
-        if mpi.all_true(self.comm, not failure):
-            return
-        raise IOFault(next(f for f in self.comm.allgather(failure) if f), collective=True)
+        mpi.raise_fault(self.comm, failure)
 
     def close(self) -> None:
         if self._fd is not None:

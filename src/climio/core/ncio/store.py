@@ -93,7 +93,7 @@ def remove_stale_temporaries(path: str) -> None:
     of this host that no longer runs are removed; others (another host's, or a running job's) are left alone, and
     another host's are named, since climio cannot tell whether that job still runs."""
     directory, name = os.path.split(os.path.abspath(path))
-    host = socket.gethostname().split(".")[0]
+    host = _host()
     pattern = re.compile(rf"^\.{re.escape(name)}\.([^.]+)\.(\d+)\.[0-9a-f]+\.climio-tmp$")
     for entry in os.listdir(directory):
         match = pattern.match(entry)
@@ -110,6 +110,11 @@ def remove_stale_temporaries(path: str) -> None:
                       file=sys.stderr)
             except OSError:
                 pass
+
+
+def _host() -> str:
+    """This machine's short name, as temporary outputs carry it."""
+    return socket.gethostname().split(".")[0]
 
 
 def _running(pid: int) -> bool:
@@ -144,8 +149,8 @@ def reserve_output(path: str, overwrite: bool) -> str:
     check_output(path, overwrite)
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(path)
-    host = socket.gethostname().split(".")[0]
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{host}.{os.getpid()}.{secrets.token_hex(4)}.climio-tmp")
+    temp = os.path.join(directory, f".{os.path.basename(path)}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}"
+                                   ".climio-tmp")
     try:
         fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except OSError as err:
@@ -422,11 +427,11 @@ class Store(ABC):
         self._closed = True
         self._close_file()
         if self._temp_path is not None:
+            mpi.agree(self.comm, self._write_text)
             with trace.phase("sync"):
                 failure = _synced(self._temp_path, self.path)  # each rank: its node's pages of the file on disk
-            if not mpi.all_true(self.comm, not failure):
-                raise IOFault(next(f for f in self.comm.allgather(failure) if f), collective=True)
-            mpi.agree(self.comm, self._write_text_then_publish)
+            mpi.raise_fault(self.comm, failure)
+            mpi.agree(self.comm, self._publish)
 
     def discard(self) -> None:
         """Give up a file being written: remove the temporary file (no collective calls).
@@ -459,23 +464,23 @@ class Store(ABC):
             self.discard()  # other ranks may be inside a collective call: touch nothing shared
 
     # -- helpers -------------------------------------------------------------------
-    def _write_text_then_publish(self) -> None:
-        """On rank 0, after every rank closed the file: write the text variables through a serial handle, then
-        rename the file into place."""
+    def _write_text(self) -> None:
+        """On rank 0, after every rank closed the file and before it is flushed: the text variables, through a
+        serial handle."""
         import netCDF4
 
         assert self._temp_path is not None
-        if self.text:
-            try:
-                with netCDF4.Dataset(self._temp_path, "a") as dataset:
-                    dataset.set_auto_chartostring(False)
-                    for name, data in self.text.items():
-                        if data.size:
-                            dataset.variables[name][...] = data
-            except (OSError, RuntimeError) as err:
-                os.unlink(self._temp_path)
-                raise ClimioError(f"{self.path}: cannot write its text variables: {err}") from err
-        self._publish()
+        if not self.text:
+            return
+        try:
+            with netCDF4.Dataset(self._temp_path, "a") as dataset:
+                dataset.set_auto_chartostring(False)
+                for name, data in self.text.items():
+                    if data.size:
+                        dataset.variables[name][...] = data
+        except (OSError, RuntimeError) as err:
+            os.unlink(self._temp_path)
+            raise IOFault(f"{self.path}: cannot write its text variables: {err}; nothing was published") from err
 
     def _publish(self) -> None:
         """Check the file is whole (a classic file is as long as its header says), then rename it into place and
