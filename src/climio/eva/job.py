@@ -28,6 +28,7 @@ import numpy as np
 
 from climio.core import collective, mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
+from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
 from climio.eva import largest, pot
 
@@ -146,14 +147,6 @@ def _days_per_year(store: ncio.Store, time_dim: str, path: str, npy: float | str
     return DAYS_PER_YEAR[calendar]
 
 
-def _missing_values(var: ncio.Variable) -> list[float]:
-    values = []
-    for key in ("_FillValue", "missing_value"):
-        if key in var.attrs:
-            values += [float(v) for v in np.atleast_1d(var.attrs[key])]
-    return values
-
-
 def output_schema(store: ncio.Store, var: ncio.Variable, opts: Options, npy: float, history: str) -> ncio.Schema:
     _, ydim, xdim = var.dims
     coords = [v for v in store.schema.variables if v.name in (ydim, xdim) and v.dims == (v.name,)]
@@ -202,7 +195,7 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
         npy = _days_per_year(store, var.dims[0], inp, opts.npy)
         decomp = decomposition(shape, opts.split, comm.Get_size())
         owned = decomp.owned(rank)
-        k, missing = pot.tail_capacity(shape[0], opts.tail), _missing_values(var)
+        k, missing = pot.tail_capacity(shape[0], opts.tail), missing_values(var.attrs)
         if opts.scheme == "slab":
             scanner = scan_slab(store, var, owned, k, missing, comm)
         else:

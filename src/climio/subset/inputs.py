@@ -29,6 +29,7 @@ import numpy as np
 from climio.core import ncio
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import Store, Variable
+from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
 from climio.subset.timeaxis import Rebase, TimeUnitsError, calendar_of, describe, rebase, time_units
 
@@ -201,17 +202,6 @@ def _check_same_grid(paths: list[str], stores: list[Store], join: str) -> None:
 
 # -- time axes of joined inputs, record dimensions under union ------------------------------------------------
 
-def _fills(attrs: Mapping[str, object]) -> tuple[float, ...]:
-    """The variable's ``_FillValue`` and ``missing_value`` (not times: never rebased)."""
-    out: list[float] = []
-    for key in ("_FillValue", "missing_value"):
-        value = attrs.get(key)
-        if value is None or isinstance(value, (str, bytes)):
-            continue
-        out.extend(float(x) for x in np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel())
-    return tuple(out)
-
-
 def _companions(attrs: Mapping[str, object], names: Iterable[str]) -> list[str]:
     """Variables named by a coordinate's ``bounds`` and ``climatology`` attributes that are among ``names``."""
     names = set(names)
@@ -259,7 +249,7 @@ def _time_axis(paths: list[str], stores: list[Store], join: str,
             own = store.schema.variable(name).attrs
             source = units[k] if name == join else (time_units(own) or units[k])
             try:
-                per.append(rebase(source, target, calendar, _fills(own)))  # type: ignore[arg-type]
+                per.append(rebase(source, target, calendar, tuple(missing_values(own))))  # type: ignore[arg-type]
             except TimeUnitsError as err:
                 raise ClimioError(f"{option}: cannot rebase '{name}' of {_where(paths, k)}: {err}",
                                   collective=True) from None
@@ -346,7 +336,7 @@ def _same_values(first: Store, other: Store, name: str, coord_first: str, coord_
         if calendar_of(attrs_a) != calendar_of(attrs_b):
             return False
         try:
-            b = rebase(units_b, units_a, calendar_of(attrs_a), _fills(other.schema.variable(name).attrs)).values(b)
+            b = rebase(units_b, units_a, calendar_of(attrs_a), tuple(missing_values(other.schema.variable(name).attrs))).values(b)
         except TimeUnitsError:
             return False
     return bool(np.array_equal(a, b, equal_nan=True))

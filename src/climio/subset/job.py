@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import collective, ncio, trace
+from climio.core import collective, mpi, ncio, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio import Schema, Store, Variable
 from climio.errors import ClimioError
@@ -365,9 +365,7 @@ class _Job:
                               f"latitude/longitude variables (nor node latitude/longitude to compute them from)",
                               collective=True)
         links = self._read_links(conn, cells)
-        valid = (links != conn.none) & (links >= conn.start)
-        index = links[valid].astype(np.int64) - conn.start
-        self._check_range(conn, index)
+        valid, index = self._entries(conn, links)
         nodes, inverse = np.unique(index, return_inverse=True)
         lat, lon = (self._read_rows(name, nodes).astype(np.float64) for name in (mesh.node_lat, mesh.node_lon))
         if not mesh.node_radians:
@@ -383,10 +381,22 @@ class _Job:
         clat[empty], clon[empty] = np.nan, np.nan
         return clat, clon
 
+    def _entries(self, conn: Connectivity, links: np.ndarray,
+                 among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Which entries of connectivity rows name an element (not the convention's "none", not below its
+        ``start_index``; ``among`` narrows them further) and those elements' 0-based indices (collective: an
+        entry past the target's end is refused on every rank together)."""
+        valid = (links != conn.none) & (links >= conn.start)
+        if among is not None:
+            valid &= among
+        index = links[valid].astype(np.int64) - conn.start
+        self._check_range(conn, index)
+        return valid, index
+
     def _check_range(self, conn: Connectivity, index: np.ndarray) -> None:
         """Refuse, on every rank together, a connectivity entry past the end of its target dimension."""
         size = self.inputs.dims[conn.target]
-        if collective.most(self.comm, int(index.size > 0 and int(index.max()) >= size)):
+        if not mpi.all_true(self.comm, index.size == 0 or int(index.max()) < size):
             raise ClimioError(f"connectivity '{conn.var}' in {self._file_of(conn.var)} has an entry beyond dimension "
                               f"'{conn.target}' ({size} elements, start_index {conn.start}): the file's topology "
                               f"does not fit its dimensions", collective=True)
@@ -402,9 +412,7 @@ class _Job:
             return
         conn = links[0]
         rows = self._read_links(conn, np.arange(own.lo, own.lo + own.nlocal))
-        valid = (rows != conn.none) & (rows >= conn.start)
-        index = rows[valid].astype(np.int64) - conn.start
-        self._check_range(conn, index)
+        valid, index = self._entries(conn, rows)
         if conn.target == mesh.primary:
             new = np.full(rows.shape, -1, dtype=np.int64)
             new[valid] = kept[conn.target].lookup(index)
@@ -421,13 +429,11 @@ class _Job:
     def _targets(self, conn: Connectivity, cells: np.ndarray, mesh: Mesh) -> np.ndarray:
         """Global indices of the elements that the given cells use through ``conn``."""
         rows = self._read_links(conn, cells)
-        valid = (rows != conn.none) & (rows >= conn.start)
+        among = None
         if mesh.sides is not None and conn.source == mesh.primary:
             sides = self._read_rows(mesh.sides, cells)
-            valid &= np.arange(rows.shape[1])[None, :] < sides[:, None]
-        index = rows[valid].astype(np.int64) - conn.start
-        self._check_range(conn, index)
-        return np.unique(index)
+            among = np.arange(rows.shape[1])[None, :] < sides[:, None]
+        return np.unique(self._entries(conn, rows, among)[1])
 
     def _read_links(self, conn: Connectivity, rows: np.ndarray) -> np.ndarray:
         """The connectivity rows of the given elements as (elements, n_max), whatever the stored orientation."""
@@ -544,7 +550,8 @@ class _Job:
         data = self.inputs.read_text(var.name)
         for axis, dim in enumerate(var.dims):
             sel = self.selections[dim]
-            indices = np.concatenate(self.comm.allgather(sel.share(self.comm)[1])) if isinstance(sel, Kept) else sel.indices
+            kept = isinstance(sel, Kept)
+            indices = np.concatenate(self.comm.allgather(sel.share(self.comm)[1])) if kept else sel.indices
             data = np.take(data, indices, axis=axis)
         out.write_text(var.name, data)
 
@@ -569,10 +576,9 @@ class _Job:
             raise ClimioError(f"connectivity '{conn.var}' points to '{conn.target}', which the output does not have",
                               collective=True)
         values = data.astype(np.int64).ravel()
-        valid = (values != conn.none) & (values >= conn.start)
-        self._check_range(conn, values[valid] - conn.start)
+        valid, index = self._entries(conn, values)
         with trace.phase("renumber"):
-            new = target.lookup(values[valid] - conn.start)
+            new = target.lookup(index)
         values[valid] = np.where(new >= 0, new + conn.start, conn.none)
         return values.reshape(data.shape).astype(data.dtype)
 

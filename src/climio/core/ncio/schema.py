@@ -135,6 +135,16 @@ class Schema:
         return tuple(records if self.dims[d] is None else int(self.dims[d] or 0) for d in var.dims)
 
 
+def missing_values(attrs: Mapping[str, Any]) -> list[float]:
+    """A variable's ``_FillValue`` and ``missing_value`` values (CF's markers of no data), as floats."""
+    out: list[float] = []
+    for key in ("_FillValue", "missing_value"):
+        value = attrs.get(key)
+        if value is not None and not isinstance(value, (str, bytes)):
+            out.extend(float(x) for x in np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel())
+    return out
+
+
 def typed_attribute(var: Variable, name: str, value: AttrValue) -> AttrValue:
     """Give CF attributes that take the variable's type (``_FillValue`` etc.) that type when the value has none
     of its own (Python numbers); a typed value keeps its type (a file's double ``missing_value`` on a float
