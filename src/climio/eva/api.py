@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 
 from climio.errors import ClimioError
-from climio.eva import pot
+from climio.eva import cf, pot
 
 
 def fit_pot(data: xr.DataArray | np.ndarray, dim: str | int = "time", *, tail: float = 0.01,
@@ -53,7 +53,7 @@ def fit_pot(data: xr.DataArray | np.ndarray, dim: str | int = "time", *, tail: f
     series = values.reshape(values.shape[0], -1)  # a view when time is the slowest axis in memory
     result = pot.analyse(series, tail=tail, periods=list(return_periods), npy=npy, min_exceed=min_exceed,
                          missing=missing)
-    attrs = pot.result_attributes(name, units, tail)
+    attrs = cf.result_attributes(name, {"units": units}, tail)
     shape, dims = others.shape, others.dims
     out = xr.Dataset(coords={**others.coords, "period": ("period", np.asarray(return_periods, dtype=float),
                                                          {"units": "years"})})

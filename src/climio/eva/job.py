@@ -30,7 +30,7 @@ from climio.core import collective, mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.eva import largest, pot
+from climio.eva import cf, largest, pot
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -150,7 +150,7 @@ def _days_per_year(store: ncio.Store, time_dim: str, path: str, npy: float | str
 def output_schema(store: ncio.Store, var: ncio.Variable, opts: Options, npy: float, history: str) -> ncio.Schema:
     _, ydim, xdim = var.dims
     coords = [v for v in store.schema.variables if v.name in (ydim, xdim) and v.dims == (v.name,)]
-    attrs = pot.result_attributes(var.name, str(var.attrs.get("units", "1")), opts.tail)
+    attrs = cf.result_attributes(var.name, var.attrs, opts.tail)
     variables = [ncio.Variable(c.name, c.dtype, c.dims, dict(c.attrs)) for c in coords]
     variables.append(ncio.Variable("period", "f8", ("period",), {"long_name": "return period", "units": "years"}))
     for name, dtype in pot.RESULT_TYPES.items():

@@ -23,31 +23,11 @@ import numba
 import numpy as np
 
 from climio.eva import gpd, largest
+from climio.eva.cf import RESULT_TYPES, STATUS_MEANINGS  # noqa: F401 - part of this module's interface
 
 STATUS_OK = 0
-STATUS_MEANINGS = ("ok", "no_valid_data", "constant_series", "no_exceedances", "too_few_exceedances",
-                   "shape_at_lower_bound")
 NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND = 1, 2, 3, 4, 5
 CHUNK_CELLS = 4096  # cells fitted at a time after the scan
-
-
-def result_attributes(var: str, units: str, tail: float) -> dict[str, dict[str, object]]:
-    """CF attributes of each result variable, for the netCDF output and the xarray API alike."""
-    return {
-        "threshold": {"long_name": f"{1 - tail:g} quantile (R type 7) of {var}", "units": units},
-        "scale": {"long_name": "GPD scale of the excesses", "units": units},
-        "shape": {"long_name": "GPD shape of the excesses", "units": "1"},
-        "rate": {"long_name": "exceedances per valid value", "units": "1"},
-        "n_exceed": {"long_name": "number of exceedances"},
-        "return_level": {"long_name": f"return level of {var}", "units": units},
-        "nll": {"long_name": "negative log-likelihood of the excesses"},
-        "status": {"long_name": "fit status", "flag_values": np.arange(len(STATUS_MEANINGS), dtype="i1"),
-                   "flag_meanings": " ".join(STATUS_MEANINGS)},
-    }
-
-
-RESULT_TYPES = {"threshold": "f8", "scale": "f8", "shape": "f8", "rate": "f8", "n_exceed": "i4",
-                "return_level": "f8", "nll": "f8", "status": "i1"}
 
 
 @dataclass

@@ -1,0 +1,62 @@
+"""What eva's results say about themselves in CF: one place for the command's netCDF output and the xarray API.
+
+Every result variable has ``units`` (``1`` where dimensionless) and a ``long_name``;
+those in the input's physical quantity (threshold, return levels) keep its
+``standard_name``; every statistic over time gets a ``cell_methods`` entry appended
+to the input's (CF 7.3: methods are listed in the order they were applied), so
+``time: mean`` daily means become ``time: mean time: point (comment: ...)``. CF has
+no method name for a quantile or a fitted parameter, so the entry is ``point`` with
+a comment that says what was computed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+STATUS_MEANINGS = ("ok", "no_valid_data", "constant_series", "no_exceedances", "too_few_exceedances",
+                   "shape_at_lower_bound")
+RESULT_TYPES = {"threshold": "f8", "scale": "f8", "shape": "f8", "rate": "f8", "n_exceed": "i4",
+                "return_level": "f8", "nll": "f8", "status": "i1"}
+# The input's attributes that describe its physical quantity: copied to results in the same quantity.
+SAME_QUANTITY = ("units", "standard_name")
+
+
+def _text(value: object) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def result_attributes(var: str, attrs: Mapping[str, object], tail: float) -> dict[str, dict[str, object]]:
+    """CF attributes of each result variable of a POT/GPD analysis of variable ``var`` with attributes ``attrs``."""
+    units = _text(attrs.get("units", "1")) or "1"
+    quantity = {"units": units}
+    if "standard_name" in attrs:
+        quantity["standard_name"] = _text(attrs["standard_name"])
+    before = _text(attrs.get("cell_methods", "")).strip()
+    quantile = f"{1 - tail:g} quantile (R type 7)"
+
+    def over_time(comment: str) -> dict[str, object]:
+        return {"cell_methods": f"{before} time: point (comment: {comment})".strip()}
+
+    pot = f"peaks over the {quantile}, GPD maximum likelihood"
+    return {
+        "threshold": {"long_name": f"{quantile} of {var} over time", **quantity,
+                      **over_time(f"{quantile} of the valid values")},
+        "scale": {"long_name": f"GPD scale of the excesses of {var} over the threshold", "units": units,
+                  **over_time(pot)},
+        "shape": {"long_name": f"GPD shape of the excesses of {var} over the threshold", "units": "1",
+                  **over_time(pot)},
+        "rate": {"long_name": f"fraction of valid values of {var} over the threshold", "units": "1",
+                 **over_time("exceedances per valid value")},
+        "n_exceed": {"long_name": f"number of values of {var} over the threshold", "units": "1",
+                     **over_time("count of exceedances")},
+        "return_level": {"long_name": f"return level of {var}", **quantity, **over_time(pot)},
+        "nll": {"long_name": "negative log-likelihood of the GPD fit to the excesses", "units": "1",
+                **over_time(pot)},
+        "status": {"long_name": "fit status", "flag_values": np.arange(len(STATUS_MEANINGS), dtype="i1"),
+                   "flag_meanings": " ".join(STATUS_MEANINGS)},
+    }
+
+
+PERIOD_ATTRS = {"long_name": "return period", "units": "years"}
