@@ -120,14 +120,24 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
         except ValueError:
             raise ClimioError(f"--npy takes a number of days per year or 'calendar', got '{args.npy}'",
                               collective=True) from None
+    if len(args.files) < 2:
+        raise ClimioError("eva needs at least one input file and the output file: climio eva IN [IN ...] OUT",
+                          collective=True)
+    from climio.subset.options import parse_dim_range
+
     opts = job.Options(var=args.var, tail=args.tail, periods=tuple(args.return_period), npy=npy,
                        min_exceed=args.min_exceed, split=args.split, scheme=args.scheme, mode=args.mode,
-                       overwrite=args.overwrite, plot=args.plot)
-    summary = job.run(args.input, args.out, comm, opts, history(args.argv))
+                       overwrite=args.overwrite, plot=args.plot,
+                       ranges=tuple(parse_dim_range(text) for text in args.d or []), allow_gaps=args.allow_gaps)
+    out = args.files[-1]
+    summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))
     if comm.Get_rank() == 0:
         statuses = ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
-        print(f"wrote {args.out}: GPD fits of {args.var} at {summary.cells} cells on {comm.Get_size()} rank(s) "
-              f"in {summary.seconds:.2f} s ({summary.cells / summary.seconds:.0f} cells/s); status: {statuses}")
+        files = f"{summary.files} files, " if summary.files > 1 else ""
+        notes = "".join(f"; {note}" for note in summary.notes)
+        print(f"wrote {out}: GPD fits of {args.var} at {summary.cells} cells ({files}{summary.steps} steps, "
+              f"{summary.period}{notes}) on {comm.Get_size()} rank(s) in {summary.seconds:.2f} s "
+              f"({summary.cells / summary.seconds:.0f} cells/s); status: {statuses}")
 
 
 def cmd_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -247,9 +257,17 @@ def build_parser() -> Parser:
 
     eva = commands.add_parser("eva", parents=[common],
                               help="peaks-over-threshold GPD fits and return levels at every grid cell")
-    eva.add_argument("input", metavar="IN", help="input netCDF file with VAR(time, y, x)")
-    eva.add_argument("out", metavar="OUT", help="output netCDF file")
-    eva.add_argument("--var", "-v", default="pr", help="variable to analyse (default pr)")
+    eva.add_argument("files", nargs="+", metavar="IN [IN ...] OUT",
+                     help="input netCDF files (several: joined along time, as climio subset --join does), then the "
+                          "output file")
+    eva.add_argument("--var", "-v", default="pr", help="variable to analyse (default pr), with time in any "
+                     "dimension; its other dimensions are the cells")
+    eva.add_argument("-d", action="append", metavar="DIM,MIN[,MAX]",
+                     help="analyse one contiguous range of a dimension (NCO's -d: indices, coordinate values with "
+                          "a decimal point, or dates on time); MIN alone picks one value, as -d plev,85000.")
+    eva.add_argument("--allow-gaps", action="store_true",
+                     help="analyse joined inputs even where time steps are missing between files (recorded in "
+                          "the output's history)")
     eva.add_argument("--tail", type=float, default=0.01, help="threshold at the 1-TAIL quantile (default 0.01)")
     eva.add_argument("--return-period", type=float, nargs="+", default=[100.0], metavar="YEARS",
                      help="return periods in years (default 100)")
@@ -261,7 +279,7 @@ def build_parser() -> Parser:
     eva.add_argument("--scheme", default="slab",
                      help="slab: each rank reads its cells in parallel (default); transpose: ranks read time "
                           "blocks and exchange them all-to-all; root: rank 0 reads and sends")
-    eva.add_argument("--mode", default="cdf5", help="output storage mode (default cdf5)")
+    eva.add_argument("--mode", help="output storage mode (default: the first input's format, as NCO keeps it)")
     eva.add_argument("--plot", metavar="MAP.png", help="also draw maps of the 100-year return level and the shape")
     eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT (and MAP.png) if it exists")
     eva.set_defaults(func=cmd_eva)

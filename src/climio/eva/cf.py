@@ -34,7 +34,7 @@ def result_attributes(var: str, attrs: Mapping[str, object], tail: float) -> dic
     if "standard_name" in attrs:
         quantity["standard_name"] = _text(attrs["standard_name"])
     before = _text(attrs.get("cell_methods", "")).strip()
-    quantile = f"{1 - tail:g} quantile (R type 7)"
+    quantile = f"{1 - tail:g} quantile"  # no parentheses: cell_methods puts its comment in them
 
     def over_time(comment: str) -> dict[str, object]:
         return {"cell_methods": f"{before} time: point (comment: {comment})".strip()}
@@ -42,7 +42,7 @@ def result_attributes(var: str, attrs: Mapping[str, object], tail: float) -> dic
     pot = f"peaks over the {quantile}, GPD maximum likelihood"
     return {
         "threshold": {"long_name": f"{quantile} of {var} over time", **quantity,
-                      **over_time(f"{quantile} of the valid values")},
+                      **over_time(f"{quantile} of the valid values, R type 7")},
         "scale": {"long_name": f"GPD scale of the excesses of {var} over the threshold", "units": units,
                   **over_time(pot)},
         "shape": {"long_name": f"GPD shape of the excesses of {var} over the threshold", "units": "1",

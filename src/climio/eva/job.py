@@ -1,10 +1,13 @@
-"""``climio eva``: peaks-over-threshold GPD fits at every grid cell of a (time, y, x) variable, in parallel.
+"""``climio eva``: peaks-over-threshold GPD fits at every cell of a variable of one or many files, in parallel.
 
-Cells are split over ranks (by latitude rows, longitude columns or 2-D blocks).
-Each rank gets its cells' whole time series once:
+The input (:mod:`climio.eva.series`) is any variable with a time dimension, in any
+layout, joined along time over many files and cut by ``-d``; its other dimensions
+are the cells. Cells are split over ranks (by rows, columns or 2-D blocks of the
+last two cell dimensions). Each rank gets its cells' whole time series once:
 
-* ``slab`` (default): every rank reads its own (time, y-block, x-block) hyperslab
-  in parallel, the design TN-534 wanted but could not express with foreach;
+* ``slab`` (default): every rank reads its own (time, cells) hyperslab in parallel,
+  a block of time steps at a time, the design TN-534 wanted but could not express
+  with foreach;
 * ``transpose``: every rank reads a contiguous block of time steps of the whole
   grid (the file's own order: fast for netCDF-4 files chunked one time step per
   chunk), and one MPI all-to-all turns the time blocks into cell blocks;
@@ -12,7 +15,8 @@ Each rank gets its cells' whole time series once:
   baseline), kept for the study.
 
 Each rank then analyses its cells in chunks (:mod:`climio.eva.pot`), and all
-ranks write their blocks of the result in parallel to one CF netCDF file.
+ranks write their blocks of the result in parallel to one CF netCDF file
+(:mod:`climio.eva.output`).
 """
 
 from __future__ import annotations
@@ -20,8 +24,8 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -30,16 +34,19 @@ from climio.core import collective, mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.eva import cf, largest, pot
+from climio.eva import largest, output, pot, timestep
+from climio.eva.series import Series, time_rule
+from climio.subset.inputs import Inputs, open_inputs
+from climio.subset.options import DimRange
+from climio.subset.timeaxis import calendar_of, describe, time_units
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 SPLITS = ("lat", "lon", "block")
 STREAM_BYTES = 4 << 20  # the slab scheme reads and scans this much at a time: it stays in cache between the two
+STRIDED_BYTES = 64 << 20  # ... unless time is not the slowest dimension: then each read is a piece per cell
 SCHEMES = ("slab", "transpose", "root")
-DAYS_PER_YEAR = {"noleap": 365.0, "365_day": 365.0, "all_leap": 366.0, "366_day": 366.0, "360_day": 360.0,
-                 "standard": 365.2425, "gregorian": 365.2425, "proleptic_gregorian": 365.2425, "julian": 365.25}
 
 
 @dataclass(frozen=True)
@@ -52,9 +59,11 @@ class Options:
     min_exceed: int = 10
     split: str = "lat"
     scheme: str = "slab"
-    mode: str = "cdf5"
+    mode: str | None = None  # output storage mode; None: the first input's format
     overwrite: bool = False
     plot: str | None = None  # PNG with maps of the return level and the shape
+    ranges: tuple[DimRange, ...] = ()  # -d cuts of the variable's dimensions
+    allow_gaps: bool = False  # joined inputs may miss time steps between files (said in the output's history)
 
     def check(self) -> None:
         """Reject bad options before any file is touched (the same verdict on every rank)."""
@@ -69,10 +78,14 @@ class Options:
         if self.scheme not in SCHEMES:
             raise ClimioError(f"--scheme '{self.scheme}': choose one of {', '.join(SCHEMES)}", collective=True)
         if isinstance(self.npy, str) and self.npy != "calendar":
-            raise ClimioError(f"--npy takes a number of days per year or 'calendar', got '{self.npy}'",
+            raise ClimioError(f"--npy takes a number of values per year or 'calendar', got '{self.npy}'",
                               collective=True)
         if isinstance(self.npy, float) and not self.npy > 0:
             raise ClimioError(f"--npy must be positive, got {self.npy}", collective=True)
+        dims = [r.dim for r in self.ranges]
+        if len(set(dims)) != len(dims):
+            raise ClimioError(f"-d: dimension '{next(d for d in dims if dims.count(d) > 1)}' is cut twice",
+                              collective=True)
 
 
 @dataclass(frozen=True)
@@ -80,108 +93,82 @@ class Summary:
     cells: int
     seconds: float
     status_counts: dict[str, int]
+    steps: int = 0
+    files: int = 1
+    period: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)  # extra cell axes, allowed gaps
 
 
-def decomposition(shape: tuple[int, int, int], split: str, nranks: int) -> Decomposition:
-    """Split the (y, x) cells of a (time, y, x) variable over ranks; time stays whole."""
-    if split == "lat":
+def decomposition(shape: tuple[int, ...], split: str, nranks: int) -> Decomposition:
+    """Split the cells of a (time, cells...) array over ranks; time stays whole. ``lat`` splits the rows (the
+    second-to-last cell axis), ``lon`` the columns (the last), ``block`` both; one cell axis is split alone."""
+    if len(shape) == 2:
         return Decomposition.block1d(shape, nranks, axis=1)
+    if split == "lat":
+        return Decomposition.block1d(shape, nranks, axis=len(shape) - 2)
     if split == "lon":
-        return Decomposition.block1d(shape, nranks, axis=2)
-    px, py = process_grid(nranks, shape[1], shape[2])
+        return Decomposition.block1d(shape, nranks, axis=len(shape) - 1)
+    px, py = process_grid(nranks, shape[-2], shape[-1])
     return Decomposition.block2d(shape, px, py)
 
 
-def _input_variable(store: ncio.Store, path: str, name: str) -> ncio.Variable:
-    names = [v.name for v in store.schema.variables]
-    if name not in names:
-        raise ClimioError(f"{path}: no variable '{name}' (--var); it has {', '.join(names)}", collective=True)
-    var = store.schema.variable(name)
-    time_like = bool(var.dims) and _is_time(store, var.dims[0])
-    if len(var.dims) != 3 or not time_like:
-        raise ClimioError(f"{path}: variable '{name}{var.dims}' must be (time, y, x) with time first",
-                          collective=True)
-    return var
+def _where(paths: Sequence[str]) -> str:
+    return paths[0] if len(paths) == 1 else f"{paths[0]} (and {len(paths) - 1} more)"
 
 
-def _is_time(store: ncio.Store, dim: str) -> bool:
-    if store.schema.dims.get(dim, 0) is None or dim.lower() in ("time", "t"):
-        return True
-    coords = [v for v in store.schema.variables if v.name == dim]
-    attrs = coords[0].attrs if coords else {}
-    return attrs.get("axis") == "T" or " since " in str(attrs.get("units", ""))
+def _time_step(series: Series, paths: Sequence[str], opts: Options) -> tuple[float, list[str]]:
+    """npy, after checking the time step and the gaps between joined inputs (collective)."""
+    attrs = series.time_attrs
+    units = time_units(attrs)
+    calendar = calendar_of(attrs)
+    times = series.times()
+    step = timestep.step_days(times, units) if times is not None else None
+    notes = []
+    if step is not None and step > 0 and times is not None:
+        unit_days = step / float(np.median(np.diff(times.astype(np.float64))))
+        for a, b, last, first in series.inputs.gaps(step / unit_days):
+            if not (times[0] <= last and times[-1] >= first):
+                continue  # outside the analysed period
+            missing = round((first - last) * unit_days / step) - 1
+            gap = (f"'{paths[a]}' ends at {describe(last, units, calendar)} and '{paths[b]}' starts at "
+                   f"{describe(first, units, calendar)}: {missing} time step(s) of {timestep.describe_step(step)} "
+                   f"missing between them")
+            if not opts.allow_gaps:
+                raise ClimioError(f"inputs: {gap}; give the missing file, or --allow-gaps to analyse them anyway "
+                                  f"(the gap is then recorded in the output's history)", collective=True)
+            notes.append(f"gap allowed: {gap}")
+    where = f"{_where(paths)}: '{series.time_dim}'"
+    return timestep.values_per_year(opts.npy, step, calendar, where), notes
 
 
-# Days in one unit of CF time ("<unit> since <date>").
-DAILY_NPY = 365.25  # extRemes's default
-UNIT_DAYS = {"day": 1.0, "days": 1.0, "d": 1.0, "hour": 1 / 24, "hours": 1 / 24, "h": 1 / 24, "hr": 1 / 24,
-             "minute": 1 / 1440, "minutes": 1 / 1440, "min": 1 / 1440,
-             "second": 1 / 86400, "seconds": 1 / 86400, "s": 1 / 86400, "sec": 1 / 86400}
+HORIZONTAL_NAMES = ("latitude", "longitude", "grid_latitude", "grid_longitude", "projection_x_coordinate",
+                    "projection_y_coordinate")
+HORIZONTAL_UNITS = ("degrees_north", "degree_north", "degrees_N", "degree_N", "degrees_east", "degree_east",
+                    "degrees_E", "degree_E")
 
 
-def _check_daily(store: ncio.Store, time_dim: str, path: str) -> None:
-    """The default npy (and 'calendar') count days: refuse, with what was found, a time axis that is not daily
-    (monthly means would silently get daily return-level arithmetic). Collective: every rank reads the axis."""
-    coords = [v for v in store.schema.variables if v.name == time_dim and v.dims == (time_dim,)]
-    if not coords or store.shape(time_dim)[0] < 2:
-        return
-    unit = str(coords[0].attrs.get("units", "")).split(" since ")[0].strip().lower()
-    if unit not in UNIT_DAYS:
-        return
-    step = float(np.median(np.diff(store.read(time_dim).astype(np.float64)))) * UNIT_DAYS[unit]
-    if not 0.9 <= step <= 1.1:
-        raise ClimioError(f"{path}: '{time_dim}' steps by {step:g} days, not daily: give --npy with the number of "
-                          f"values per year (e.g. --npy 12 for monthly, 1460 for 6-hourly)", collective=True)
+def _extra_axes(series: Series) -> list[str]:
+    """Cell dimensions that are not the horizontal grid (levels, ensemble members): fitted as cells, said so.
+    Horizontal dimensions are those of coordinates CF marks as such; without any, the last two cell axes."""
+    variables = series.inputs.variables
+    horizontal: set[str] = set()
+    for name in [*series.cell_dims, *str(series.var.attrs.get("coordinates", "")).split()]:
+        attrs = variables[name].attrs if name in variables else {}
+        if (attrs.get("axis") in ("X", "Y") or attrs.get("standard_name") in HORIZONTAL_NAMES
+                or attrs.get("units") in HORIZONTAL_UNITS):
+            horizontal |= set(variables[name].dims)
+    cells = [a for a in series.axes[1:] if a.dim is not None]
+    extra = [a for a in cells if a.dim not in horizontal] if horizontal else cells[:-2]
+    return [f"{a.dim} ({a.count})" for a in extra]
 
 
-def _days_per_year(store: ncio.Store, time_dim: str, path: str, npy: float | str | None) -> float:
-    if npy is not None and not isinstance(npy, str):
-        return float(npy)
-    _check_daily(store, time_dim, path)
-    if npy is None:
-        return DAILY_NPY
-    coords = [v for v in store.schema.variables if v.name == time_dim]
-    calendar = str(coords[0].attrs.get("calendar", "standard")).lower() if coords else "standard"
-    if calendar not in DAYS_PER_YEAR:
-        raise ClimioError(f"{path}: calendar '{calendar}' of '{time_dim}' is unknown: give --npy as a number")
-    return DAYS_PER_YEAR[calendar]
-
-
-def output_schema(store: ncio.Store, var: ncio.Variable, opts: Options, npy: float, history: str) -> ncio.Schema:
-    _, ydim, xdim = var.dims
-    coords = [v for v in store.schema.variables if v.name in (ydim, xdim) and v.dims == (v.name,)]
-    attrs = cf.result_attributes(var.name, var.attrs, opts.tail)
-    variables = [ncio.Variable(c.name, c.dtype, c.dims, dict(c.attrs)) for c in coords]
-    variables.append(ncio.Variable("period", "f8", ("period",), {"long_name": "return period", "units": "years"}))
-    for name, dtype in pot.RESULT_TYPES.items():
-        dims = ("period", ydim, xdim) if name == "return_level" else (ydim, xdim)
-        fill = {"_FillValue": np.nan} if dtype == "f8" else {}
-        variables.append(ncio.Variable(name, dtype, dims, {**fill, **attrs[name]}))
-    old = str(store.schema.attrs.get("history", ""))
-    return ncio.Schema(
-        dims={ydim: store.schema.dims[ydim] or 0, xdim: store.schema.dims[xdim] or 0, "period": len(opts.periods)},
-        variables=tuple(variables),
-        attrs={"Conventions": "CF-1.8", "title": f"peaks-over-threshold GPD fits of {var.name}",
-               "source": store.path, "climio_tail": opts.tail, "climio_npy": npy,
-               "climio_min_exceed": np.int32(opts.min_exceed),
-               "method": "threshold: R type-7 quantile; GPD maximum likelihood with shape >= -1 "
-                         "(profile likelihood, global search); return level u + s/k((T npy rate)^k - 1)",
-               "history": f"{history}\n{old}".strip()})
-
-
-def _progress(total: int, enabled: bool):  # type: ignore[no-untyped-def]
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="cell", desc="eva", disable=None if enabled else True, file=sys.stderr,
-                mininterval=1.0, delay=3.0)
-
-
-def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") -> Summary:
+def run(paths: Sequence[str] | str, out: str, comm: MPI.Comm, opts: Options, history: str = "") -> Summary:
     """The whole analysis (collective)."""
     from mpi4py import MPI
 
+    paths = [paths] if isinstance(paths, str) else list(paths)
     opts.check()
-    mpi.agree(comm, lambda: ncio.check_output(out, opts.overwrite, [inp]))  # before the analysis, not after it
+    mpi.agree(comm, lambda: ncio.check_output(out, opts.overwrite, paths))  # before the analysis, not after it
     if opts.plot:
         mpi.agree(comm, lambda: _check_plot_path(opts.plot, opts.overwrite))
     largest.load_kernels()
@@ -189,44 +176,79 @@ def run(inp: str, out: str, comm: MPI.Comm, opts: Options, history: str = "") ->
     comm.Barrier()
     started = MPI.Wtime()
     rank = comm.Get_rank()
-    with ncio.open(inp, comm, read="root" if opts.scheme == "root" else "parallel") as store:
-        var = _input_variable(store, inp, opts.var)
-        shape = store.shape(var.name)
-        npy = _days_per_year(store, var.dims[0], inp, opts.npy)
+    read = "root" if opts.scheme == "root" else "parallel"
+    with open_inputs(paths, comm, time_rule(opts.var, paths[0]), False, read=read, label="inputs") as inputs:
+        series = Series(inputs, opts.var, list(opts.ranges), _where(paths))
+        npy, notes = _time_step(series, paths, opts)
+        where = _map(series) if opts.plot else None  # refuse a layout that is no map before the analysis
+        shape = series.shape
         decomp = decomposition(shape, opts.split, comm.Get_size())
         owned = decomp.owned(rank)
-        k, missing = pot.tail_capacity(shape[0], opts.tail), missing_values(var.attrs)
-        if opts.scheme == "slab":
-            scanner = scan_slab(store, var, owned, k, missing, comm)
-        else:
-            if opts.scheme == "transpose":
-                by_time = Decomposition.block1d(shape, comm.Get_size(), axis=0)
-                slab = time_blocks_to_cell_blocks(store.read(var.name, by_time.owned(rank)), by_time, decomp, comm)
-            else:
-                slab = store.read(var.name, owned)
-            with trace.phase("scan"):
-                scanner = largest.scan(slab.reshape(shape[0], -1), k, missing)
-            del slab
-        coordinates = {c: store.read(c) for c in var.dims[1:] if c in {v.name for v in store.schema.variables}}
-        schema = output_schema(store, var, opts, npy, history)
+        k, missing = pot.tail_capacity(shape[0], opts.tail), missing_values(series.var.attrs)
+        scanner = _scan(series, inputs, decomp, owned, k, missing, opts.scheme, comm)
+        layout = output.Layout(series)
+        extra = {"climio_min_exceed": np.int32(opts.min_exceed), "climio_inputs": "\n".join(paths)}
+        history_lines = [history, *(f"climio eva: {n}" for n in notes)]
+        schema, values = output.schema(layout, npy, opts.periods, opts.tail, extra,
+                                       "\n".join(h for h in history_lines if h))
+        period, extra_axes = series.period(), _extra_axes(series)
     result = _analyse_cells(scanner, opts, npy, rank == 0)
-    field_slab = Hyperslab(owned.start[1:], owned.count[1:])
-    with ncio.create(out, schema, opts.mode, comm, overwrite=opts.overwrite) as ds:
-        block = owned.count[1:]
-        declared = {v.name for v in schema.variables}
-        items = [(name, values, None) for name, values in coordinates.items() if name in declared]
-        items.append(("period", np.asarray(opts.periods, dtype=float), None))
-        items += [(name, getattr(result, name).reshape(block), field_slab)
-                  for name in pot.RESULT_TYPES if name != "return_level"]
-        levels = result.return_level.reshape(len(opts.periods), *block)
-        items.append(("return_level", levels, Hyperslab((0, *field_slab.start), (len(opts.periods), *block))))
-        ds.write_many(items)
-        if opts.plot:  # before the output is renamed into place: a plot that cannot be written publishes nothing
-            _plot(opts, comm, decomp, result, coordinates, var)
+
+    def draw() -> None:
+        if where is not None:
+            _plot(opts, comm, decomp, result, where, values)
+
+    _write(out, schema, values, series, owned, result, opts, comm, draw)
     counts = np.bincount(result.status, minlength=len(pot.STATUS_MEANINGS)).astype(np.int64)
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     seconds = MPI.Wtime() - started
-    return Summary(math.prod(shape[1:]), seconds, {m: int(c) for m, c in zip(pot.STATUS_MEANINGS, counts) if c})
+    notes += [f"{a} fitted as a cell axis" for a in extra_axes]
+    return Summary(series.cells(), seconds, {m: int(c) for m, c in zip(pot.STATUS_MEANINGS, counts) if c},
+                   shape[0], len(paths), period, tuple(notes))
+
+
+def _scan(series: Series, inputs: Inputs, decomp: Decomposition, owned: Hyperslab, k: int,
+          missing: Sequence[float], scheme: str, comm: MPI.Comm) -> largest.Scanner:
+    """Each cell's largest values, from the rank's cells' whole series, read as the scheme says (collective)."""
+    if scheme == "slab":
+        return scan_slab(series, owned, k, missing, comm)
+    shape = series.shape
+    if scheme == "transpose":
+        by_time = Decomposition.block1d(shape, comm.Get_size(), axis=0)
+        slab = time_blocks_to_cell_blocks(series.read(by_time.owned(comm.Get_rank())), by_time, decomp, comm)
+    else:
+        slab = series.read(owned)
+    with trace.phase("scan"):
+        scanner = largest.scan(slab.reshape(shape[0], -1), k, missing)
+    return scanner
+
+
+def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series: Series, owned: Hyperslab,
+           result: pot.Result, opts: Options, comm: MPI.Comm, before_publish: Callable[[], None]) -> None:
+    """Every rank writes its cells' results, rank 0 the copied coordinates; ``before_publish`` runs before the
+    file is renamed into place (collective)."""
+    items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
+        (name, data, None) for name, data in values.items() if not schema.variable(name).is_text]
+    periods = len(opts.periods)
+    if series.cell_dims:
+        block = owned.count[1:]
+        cells = Hyperslab(owned.start[1:], block)
+        items += [(name, getattr(result, name).reshape(block), cells)
+                  for name in pot.RESULT_TYPES if name != "return_level"]
+        items.append(("return_level", result.return_level.reshape(periods, *block),
+                      Hyperslab((0, *cells.start), (periods, *block))))
+    else:  # one series: rank 0 has it
+        one = comm.Get_rank() == 0
+        items += [(name, getattr(result, name).reshape(()) if one else None, None)
+                  for name in pot.RESULT_TYPES if name != "return_level"]
+        items.append(("return_level", result.return_level.reshape(periods) if one else None, None))
+    mode = opts.mode or ncio.FORMAT_WRITE_MODE.get(series.inputs.data_model, "cdf5")
+    with ncio.create(out, schema, mode, comm, overwrite=opts.overwrite) as ds:
+        ds.write_many(items)
+        for name, data in values.items():
+            if schema.variable(name).is_text:
+                ds.write_text(name, data)
+        before_publish()  # a plot that cannot be written publishes nothing
 
 
 def _check_plot_path(path: str, overwrite: bool) -> None:
@@ -239,25 +261,29 @@ def _check_plot_path(path: str, overwrite: bool) -> None:
         raise ClimioError(f"--plot: '{path}' exists: pass --overwrite to replace it")
 
 
-def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Result,
-          coordinates: dict[str, np.ndarray], var: ncio.Variable) -> None:
+def _map(series: Series):  # type: ignore[no-untyped-def]
+    from climio.eva import plot
+
+    return plot.Map.of(series)
+
+
+def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Result, where: object,
+          values: dict[str, np.ndarray]) -> None:
     """Gather the shape and the return level (100 years, or the longest period) on rank 0 and draw them."""
     from climio.eva import plot
 
+    assert opts.plot is not None
     which = opts.periods.index(100.0) if 100.0 in opts.periods else int(np.argmax(opts.periods))
     pieces = comm.gather((result.return_level[which], result.shape), root=0)
     if pieces is None:
         return
-    _, ny, nx = decomp.shape
-    level, shape = np.full((ny, nx), np.nan), np.full((ny, nx), np.nan)
+    grid = decomp.shape[1:]
+    level, shape = np.full(grid, np.nan), np.full(grid, np.nan)
     for rank, (rl, xi) in enumerate(pieces):
         owned = decomp.owned(rank)
         level[owned.slices[1:]] = rl.reshape(owned.count[1:])
         shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
-    _, ydim, xdim = var.dims
-    lat = coordinates.get(ydim, np.arange(ny))
-    lon = coordinates.get(xdim, np.arange(nx))
-    plot.draw(opts.plot, lat, lon, level, opts.periods[which], shape, var.name, str(var.attrs.get("units", "")))
+    plot.draw(opts.plot, where, values, level, opts.periods[which], shape)  # type: ignore[arg-type]
 
 
 def time_blocks_to_cell_blocks(mine: np.ndarray, by_time: Decomposition, by_cells: Decomposition,
@@ -285,31 +311,38 @@ def time_blocks_to_cell_blocks(mine: np.ndarray, by_time: Decomposition, by_cell
     return receive
 
 
-def scan_slab(store: ncio.Store, var: ncio.Variable, owned: Hyperslab, k: int, missing: Sequence[float],
-              comm: MPI.Comm, block_bytes: int = STREAM_BYTES) -> largest.Scanner:
+def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float], comm: MPI.Comm,
+              block_bytes: int | None = None) -> largest.Scanner:
     """The slab scheme's read: this rank's hyperslab, a cache-sized block of time steps at a time, each
     block scanned while it is still in cache; the series is never whole in memory (collective).
 
     The bars come from every ``SAMPLE_STRIDE``-th time step, read first. Values come in the
     file's own byte order (a classic file's, big-endian, straight from MPI-IO): the scan swaps
     them as it reads them. Cells whose bar was too high (rare) need their whole series: then
-    every rank streams the slab once more.
+    every rank streams the slab once more. A variable whose time is not its slowest dimension is read in
+    larger blocks (each read is a piece per cell) and without a sample (the bars start low).
     """
     from mpi4py import MPI
 
     length, block = owned.count[0], owned.count[1:]
     cells = math.prod(block)
 
+    if block_bytes is None:
+        block_bytes = STREAM_BYTES if series.time_first else STRIDED_BYTES
+    itemsize = series.var.numpy_dtype.itemsize
+
     def steps(t0: int, n: int) -> Hyperslab:
         return Hyperslab((owned.start[0] + t0, *owned.start[1:]), (n, *block))
 
     def blocks() -> Iterator[tuple[int, np.ndarray]]:  # every rank reads as many blocks, as the reads are collective
         widest = comm.allreduce(cells, op=MPI.MAX)
-        step = max(1, block_bytes // max(widest * var.numpy_dtype.itemsize, 1))
+        step = max(1, block_bytes // max(widest * itemsize, 1))
         for t0, n in collective.rounds(comm, length, step):
-            yield t0, store.read(var.name, steps(t0, n), as_stored=True).reshape(n, cells)
+            yield t0, series.read(steps(t0, n), as_stored=True).reshape(n, cells)
 
-    sample = store.read_every(var.name, owned, largest.SAMPLE_STRIDE, as_stored=True)
+    sample = series.read_every(owned, largest.SAMPLE_STRIDE, as_stored=True)
+    if sample is None:
+        sample = np.empty((0, cells), series.var.numpy_dtype)
     sample = sample.reshape(sample.shape[0], cells)
     with trace.phase("scan"):
         scanner = largest.Scanner(sample, 1, length, k, missing)
@@ -319,11 +352,18 @@ def scan_slab(store: ncio.Store, var: ncio.Variable, owned: Hyperslab, k: int, m
             scanner.update(rows)
     short = scanner.short()
     if not mpi.all_true(comm, short.size == 0):
-        columns = np.empty((length, short.size), var.numpy_dtype)
+        columns = np.empty((length, short.size), series.var.numpy_dtype)
         for t0, rows in blocks():
             columns[t0:t0 + rows.shape[0]] = rows[:, short]
         scanner.rescan(short, columns)
     return scanner
+
+
+def _progress(total: int, enabled: bool):  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
+    return tqdm(total=total, unit="cell", desc="eva", disable=None if enabled else True, file=sys.stderr,
+                mininterval=1.0, delay=3.0)
 
 
 def _analyse_cells(scanner: largest.Scanner, opts: Options, npy: float, show_progress: bool) -> pot.Result:

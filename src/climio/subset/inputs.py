@@ -19,7 +19,7 @@ record coordinate that differs between inputs, is an error that points to
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -76,6 +76,68 @@ class Inputs:
             return self.stores[self.source[name]].read_text(name)
         return np.concatenate([store.read_text(name) for store in self.stores], axis=var.dims.index(self.join))
 
+    def read(self, name: str, slab: Hyperslab, *, as_stored: bool = False) -> np.ndarray:
+        """One hyperslab of a variable, across files when joined: one collective read per input file, with
+        an empty hyperslab where this rank needs nothing from a file. ``as_stored`` as in ``Store.read``
+        (the files' own byte order when they all share it)."""
+        return self._joined(name, slab, lambda store, part: store.read(name, part, as_stored=as_stored), 1,
+                            as_stored)
+
+    def read_every(self, name: str, slab: Hyperslab, step: int, *, as_stored: bool = False) -> np.ndarray:
+        """Every ``step``-th index along the first axis of ``slab`` (the join axis, when joined) from its start,
+        across files (collective): ``Store.read_every`` on each input."""
+        return self._joined(name, slab, lambda store, part: store.read_every(name, part, step, as_stored=as_stored),
+                            step, as_stored)
+
+    def _joined(self, name: str, slab: Hyperslab, get: Callable[[Store, Hyperslab], np.ndarray], step: int,
+                as_stored: bool) -> np.ndarray:
+        var = self.variables[name]
+        if self.join is None or self.join not in var.dims:
+            return get(self.stores[self.source[name]], slab)
+        axis = var.dims.index(self.join)
+        if step > 1 and axis:
+            raise ValueError(f"read_every: '{name}' is joined along axis {axis}, not its first")
+        dtypes = {s.stored_dtype(var) if as_stored else var.numpy_dtype for s in self.stores}
+        count = list(slab.count)
+        count[axis] = -(-slab.count[axis] // step)
+        out = np.empty(count, dtypes.pop() if len(dtypes) == 1 else var.numpy_dtype)
+        first, start = 0, slab.start[axis]
+        for n, store in enumerate(self.stores):
+            length = _length(store, self.join)
+            lo = max(start, first)
+            lo += -(lo - start) % step  # the next index on the step grid
+            hi = min(start + slab.count[axis], first + length)
+            part_start, part_count = list(slab.start), list(slab.count)
+            if hi > lo and slab.size:
+                part_start[axis], part_count[axis] = lo - first, hi - lo
+            else:
+                part_start, part_count = [0] * len(count), [0] * len(count)
+            data = get(store, Hyperslab(tuple(part_start), tuple(part_count)))
+            if data.size:
+                if name in self.rebase:
+                    data = self.rebase[name][n].apply(data)
+                index = [slice(None)] * len(count)
+                at = (lo - start) // step
+                index[axis] = slice(at, at + data.shape[axis])
+                out[tuple(index)] = data
+            first += length
+        return out
+
+    def gaps(self, step: float) -> list[tuple[int, int, float, float]]:
+        """Where the joined coordinate jumps by more than 1.5 ``step`` from one input to the next (a missing
+        file): ``(earlier input, later input, its last value, the next one's first)``, in the first input's
+        units. Every rank reads the coordinate's ends (small), so every rank finds the same."""
+        if self.join is None or self.join not in self.variables or len(self.stores) < 2:
+            return []
+        ends = []
+        for n, store in enumerate(self.stores):
+            values = store.read(self.join)
+            if self.join in self.rebase:
+                values = self.rebase[self.join][n].apply(values)
+            ends.append((n, float(values[0]), float(values[-1])) if values.size else None)
+        present = [e for e in ends if e is not None]
+        return [(a[0], b[0], a[2], b[1]) for a, b in zip(present, present[1:]) if b[1] - a[2] > 1.5 * step]
+
     def read_runs(self, name: str, slabs: list[Hyperslab]) -> list[np.ndarray]:
         """Read hyperslabs (this rank's own list) of a variable, across files when joined (collective)."""
         var = self.variables[name]
@@ -114,17 +176,25 @@ def _where(paths: list[str], k: int) -> str:
     return f"'{paths[k]}'"
 
 
-def open_inputs(paths: list[str], comm: MPI.Comm, join: str | None, union: bool) -> Inputs:
-    """Open every input (collective) and check that they combine as asked."""
+def open_inputs(paths: list[str], comm: MPI.Comm, join: str | Callable[[Store], str] | None, union: bool, *,
+                read: str = "parallel", label: str | None = None) -> Inputs:
+    """Open every input (collective) and check that they combine as asked.
+
+    ``join`` is a dimension name, or a rule that finds it in the first input (``climio eva``: the time
+    dimension of the analysed variable); ``label`` starts the messages about joining (``--join DIM``
+    by default); ``read`` is ``ncio.open``'s.
+    """
     stores: list[Store] = []
     try:
         for path in paths:
-            stores.append(ncio.open(path, comm))
+            stores.append(ncio.open(path, comm, read=read))
         skipped = [f"{path}: {what}" for path, store in zip(paths, stores) for what in store.skipped]
+        if callable(join):
+            join = join(stores[0])
         if join is None and not union and len(stores) > 1:
             shared = set.intersection(*[{d for d, n in s.schema.dims.items() if n is None} for s in stores])
             join = next(iter(sorted(shared)), None)
-        return _combine(paths, stores, join, skipped)
+        return _combine(paths, stores, join, skipped, label or f"--join {join}")
     except BaseException:
         _leave(stores, *sys.exc_info())
         raise
@@ -138,7 +208,7 @@ def _leave(stores: list[Store], kind: type[BaseException] | None, err: BaseExcep
         store.__exit__(kind, err, tb)
 
 
-def _combine(paths: list[str], stores: list[Store], join: str | None, skipped: list[str]) -> Inputs:
+def _combine(paths: list[str], stores: list[Store], join: str | None, skipped: list[str], label: str) -> Inputs:
     first = stores[0]
     if join is None:
         _check_union(paths, stores)
@@ -149,7 +219,7 @@ def _combine(paths: list[str], stores: list[Store], join: str | None, skipped: l
     if join is not None:
         for k, store in enumerate(stores):
             if join not in store.schema.dims:
-                raise ClimioError(f"--join {join}: input {_where(paths, k)} has no dimension '{join}'", collective=True)
+                raise ClimioError(f"{label}: input {_where(paths, k)} has no dimension '{join}'", collective=True)
         dims[join] = sum(_length(s, join) for s in stores)
     for k, store in enumerate(stores[1:], start=1):
         for dim in store.schema.dims:
@@ -166,7 +236,7 @@ def _combine(paths: list[str], stores: list[Store], join: str | None, skipped: l
             known = variables.get(var.name)
             if join is not None and join in var.dims:
                 if known is None or known.dims != var.dims or known.numpy_dtype != var.numpy_dtype:
-                    raise ClimioError(f"--join {join}: variable '{var.name}' in {_where(paths, k)} does not match "
+                    raise ClimioError(f"{label}: variable '{var.name}' in {_where(paths, k)} does not match "
                                       f"{_where(paths, 0)} (every input needs it with the same dimensions and type)",
                                       collective=True)
             elif known is None:
@@ -177,10 +247,10 @@ def _combine(paths: list[str], stores: list[Store], join: str | None, skipped: l
             if join in var.dims:
                 missing = [k for k, s in enumerate(stores) if name not in {v.name for v in s.schema.variables}]
                 if missing:
-                    raise ClimioError(f"--join {join}: variable '{name}' is missing from {_where(paths, missing[0])}",
+                    raise ClimioError(f"{label}: variable '{name}' is missing from {_where(paths, missing[0])}",
                                       collective=True)
         _check_same_grid(paths, stores, join)
-    rebases = _time_axis(paths, stores, join, variables) if join is not None and len(stores) > 1 else {}
+    rebases = _time_axis(paths, stores, join, variables, label) if join is not None and len(stores) > 1 else {}
     return Inputs(stores, join, dims, unlimited, variables, source, dict(first.schema.attrs), skipped, rebases)
 
 
@@ -209,8 +279,8 @@ def _companions(attrs: Mapping[str, object], names: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
-def _time_axis(paths: list[str], stores: list[Store], join: str,
-               variables: dict[str, Variable]) -> dict[str, list[Rebase]]:
+def _time_axis(paths: list[str], stores: list[Store], join: str, variables: dict[str, Variable],
+               option: str) -> dict[str, list[Rebase]]:
     """Rebase the joined time coordinate (and its bounds) to the first input's units; check the joined axis.
 
     Every rank reads the (small) coordinate of every input and runs the same checks, so errors are
@@ -219,7 +289,6 @@ def _time_axis(paths: list[str], stores: list[Store], join: str,
     coord = variables.get(join)
     if coord is None or coord.dims != (join,):
         return {}
-    option = f"--join {join}"
     attrs = [s.schema.variable(join).attrs for s in stores]
     units = [time_units(a) for a in attrs]
     if units[0] is None:
