@@ -471,7 +471,12 @@ def attach_negative_values(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser().parse_args(attach_negative_values(argv))
+    parser = build_parser()
+    args, extra = parser.parse_known_args(attach_negative_values(argv))
+    if extra and (getattr(args, "files", None) is None or any(e.startswith("-") for e in extra)):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:  # files after an option (IN -v tas OUT), as NCO takes them: argparse leaves them over, in order
+        args.files += extra
     args.argv = argv
     args.trace = getattr(args, "trace", None)  # SUPPRESS: a subcommand must not reset the global option
     sys.exit(run(args.func, args))

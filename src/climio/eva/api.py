@@ -23,11 +23,11 @@ import xarray as xr
 
 from climio.errors import ClimioError
 from climio.eva import cf, pot
+from climio.eva.output import _grid_mappings, global_attributes
+from climio.eva.series import is_time_coordinate
 from climio.eva.timestep import step_days, values_per_year
 from climio.subset.timeaxis import time_units
 
-# Result variables in the input's physical quantity: they carry its grid_mapping.
-SAME_QUANTITY = ("threshold", "scale", "return_level")
 METHOD = ("threshold: R type-7 quantile; GPD maximum likelihood with shape >= -1 "
           "(profile likelihood, global search); return level u + s/k((T npy rate)^k - 1)")
 
@@ -54,7 +54,7 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         dimension that CF marks as time (a 1-D coordinate with ``axis: T``, ``standard_name: time``,
         datetime or cftime values, or ``<unit> since <date>`` units); none or several is an error.
     var
-        The data variable of a Dataset (required for a Dataset; an error is listing its data variables).
+        The data variable of a Dataset: required for a Dataset (the error lists its data variables).
     axis
         The time axis of numpy input (required: no axis is assumed). Not for xarray input.
     tail
@@ -84,9 +84,12 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         dimensions of ``data`` (input order) and ``return_level`` on ``("period", *those)``, with CF
         attributes from :func:`climio.eva.cf.result_attributes` (units, and the input's ``standard_name``
         and ``cell_methods``). The input's coordinates that do not depend on time are kept (2-D lat/lon,
-        scalar ``height``...); ``threshold``, ``scale`` and ``return_level`` carry the input's
-        ``grid_mapping``, and from a Dataset the grid-mapping variable itself and the global attributes
-        come along. ``period`` is in years.
+        scalar ``height``...); every result variable carries the input's ``grid_mapping`` (as in the
+        command's file), and from a Dataset the grid-mapping variable itself (``rotated_pole``) and the
+        global attributes that identify the data (those ``climio eva`` carries: not ``tracking_id``,
+        ``creation_date``...) come along. ``history`` gets a line for this call; ``period`` is in years
+        (:data:`climio.eva.cf.PERIOD_ATTRS`); ``climio_tail``, ``climio_npy``, ``climio_min_exceed`` record
+        the options.
 
     Missing values are NaN, or equal to the DataArray's ``_FillValue``/``missing_value`` attributes (xarray's
     default decoding has already made them NaN). Dask-backed input stays lazy: time is rechunked into one
@@ -110,7 +113,7 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
             raise ClimioError(f"the Dataset has no data variable {var!r}; its data variables: {names}")
         source_attrs, array = data.attrs, data[var]
         for name in _grid_mapping_names(array):
-            if name in data.variables:
+            if name in data.variables and name not in array.coords:
                 grid_mapping_vars[name] = data[name].variable.copy(deep=False)
         time_dim = _time_dim(array, dim)
         step, calendar = _time_step(array, time_dim)
@@ -172,7 +175,7 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     out = xr.Dataset()
     for field, result in zip(fields, outputs):
         result.attrs = dict(described[field])
-        if grid_mapping is not None and field in SAME_QUANTITY:
+        if grid_mapping is not None:  # every result is on the input's grid, as in the command's file
             result.attrs["grid_mapping"] = grid_mapping
         out[field] = result.transpose("period", *others) if field == "return_level" else result
     out = out.assign_coords(period=("period", np.asarray(periods, dtype=np.float64), dict(cf.PERIOD_ATTRS)))
@@ -182,10 +185,10 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     call = (f"climio.eva.fit_pot({name}, tail={tail:g}, return_periods={[float(p) for p in periods]}, "
             f"npy={npy_value:g}, min_exceed={min_exceed})")
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    out.attrs.update(source_attrs)  # what identifies the data: institution, model, experiment...
-    out.attrs.update({"Conventions": "CF-1.8", "title": f"peaks-over-threshold GPD fits of {name}",
-                      "method": METHOD, "climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed,
-                      "history": f"{stamp}: {call}\n{source_attrs.get('history', '')}".strip()})
+    # The input's identifying global attributes (institution, model, experiment...), as the command carries them.
+    out.attrs = global_attributes(source_attrs, {
+        "title": f"peaks-over-threshold GPD fits of {name}", "method": METHOD, "climio_tail": tail,
+        "climio_npy": npy_value, "climio_min_exceed": min_exceed}, f"{stamp}: {call}")
     if out["status"].chunks is None:
         _warn_if_nothing_fitted(out["status"].values, name, min_exceed)
     return out
@@ -245,9 +248,7 @@ def _wrap_array(data: Any, axis: int | None) -> xr.DataArray:
 
 def _is_time(coord: xr.DataArray) -> bool:
     """CF's signs that a 1-D coordinate is time: axis T, standard_name time, dates, or '<unit> since' units."""
-    if str(coord.attrs.get("axis", "")).upper() == "T" or coord.attrs.get("standard_name") == "time":
-        return True
-    if coord.dtype.kind == "M" or time_units(coord.attrs) is not None:
+    if is_time_coordinate(dict(coord.attrs)) or coord.dtype.kind == "M":
         return True
     return coord.dtype.kind == "O" and coord.size > 0 and _is_cftime(np.asarray(coord.data[:1])[0])
 
@@ -287,18 +288,15 @@ def _time_step(array: xr.DataArray, time_dim: str) -> tuple[float | None, str | 
     if values.dtype.kind == "O" and values.size and _is_cftime(values[0]):
         days = np.array([(v - values[0]).total_seconds() for v in values]) / 86400.0
         return step_days(days, "days since the first"), calendar or getattr(values[0], "calendar", None)
-    if values.dtype.kind in "iuf":
-        return step_days(values, time_units(coord.attrs)), calendar
+    if values.dtype.kind in "iuf" and time_units(coord.attrs) is not None:
+        return step_days(values, time_units(coord.attrs)), calendar or "standard"  # CF's default calendar
     return None, calendar
 
 
 def _grid_mapping_names(array: xr.DataArray) -> list[str]:
     """The grid-mapping variables named by ``grid_mapping``: ``crs`` or CF's ``crs: x y crs2: lat lon``."""
     text = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
-    if not text:
-        return []
-    words = str(text).split()
-    return [w[:-1] for w in words if w.endswith(":")] if ":" in str(text) else words[:1]
+    return _grid_mappings(text) if text else []
 
 
 def _warn_if_nothing_fitted(status: np.ndarray, name: str, min_exceed: int) -> None:
@@ -308,8 +306,9 @@ def _warn_if_nothing_fitted(status: np.ndarray, name: str, min_exceed: int) -> N
     if counts[pot.STATUS_OK] + counts[pot.AT_BOUND] > 0:
         return
     summary = ", ".join(f"{meaning}: {n}" for meaning, n in zip(cf.STATUS_MEANINGS, counts) if n)
-    warnings.warn(f"no cell of '{name}' could be fitted ({summary}); fits need at least min_exceed={min_exceed} "
-                  f"exceedances: a longer series or a larger tail gives more", NoFitWarning, stacklevel=3)
+    hint = (f"; a fit needs min_exceed={min_exceed} exceedances: a longer series or a larger tail gives more"
+            if counts[pot.TOO_FEW] else "")
+    warnings.warn(f"no cell of '{name}' could be fitted ({summary}){hint}", NoFitWarning, stacklevel=3)
 
 
 __all__ = ["NoFitWarning", "UnitsWarning", "fit_pot"]

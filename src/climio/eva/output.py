@@ -119,7 +119,7 @@ class Layout:
         if var.is_text:
             data = inputs.read_text(var.name)
         else:
-            data = inputs.read(var.name, Hyperslab.whole(inputs.shape(var.name)))
+            (data,) = inputs.read_runs(var.name, [Hyperslab.whole(inputs.shape(var.name))])
         return np.asarray(data[carried.index])
 
     # -- the period ---------------------------------------------------------------------------------------------
