@@ -34,7 +34,7 @@ from climio.core import collective, mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.eva import largest, output, pot, timestep
+from climio.eva import cf, largest, output, pot, timestep
 from climio.eva.series import Series, time_rule
 from climio.subset.inputs import Inputs, open_inputs
 from climio.subset.options import DimRange
@@ -122,10 +122,11 @@ def _time_step(series: Series, paths: Sequence[str], opts: Options) -> tuple[flo
     units = time_units(attrs)
     calendar = calendar_of(attrs)
     times = series.times()
-    step = timestep.step_days(times, units) if times is not None else None
+    step = timestep.step_days(times, units, series.time_bounds() if times is not None and times.size == 1 else None) \
+        if times is not None else None
     notes = []
-    if step is not None and step > 0 and times is not None:
-        unit_days = step / float(np.median(np.diff(times.astype(np.float64))))
+    unit_days = timestep.unit_days(units)
+    if step is not None and step > 0 and times is not None and unit_days is not None:
         for a, b, last, first in series.inputs.gaps(step / unit_days):
             if not (times[0] <= last and times[-1] >= first):
                 continue  # outside the analysed period
@@ -164,8 +165,6 @@ def _extra_axes(series: Series) -> list[str]:
 
 def run(paths: Sequence[str] | str, out: str, comm: MPI.Comm, opts: Options, history: str = "") -> Summary:
     """The whole analysis (collective)."""
-    from mpi4py import MPI
-
     paths = [paths] if isinstance(paths, str) else list(paths)
     opts.check()
     mpi.agree(comm, lambda: ncio.check_output(out, opts.overwrite, paths))  # before the analysis, not after it
@@ -206,11 +205,11 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
             _plot(opts, comm, decomp, result, where, values)
 
     _write(out, schema, values, series, owned, result, opts, comm, draw)
-    counts = np.bincount(result.status, minlength=len(pot.STATUS_MEANINGS)).astype(np.int64)
+    counts = np.bincount(result.status, minlength=len(cf.STATUS_MEANINGS)).astype(np.int64)
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     seconds = MPI.Wtime() - started
     notes += [f"{a} fitted as a cell axis" for a in extra_axes]
-    return Summary(series.cells(), seconds, {m: int(c) for m, c in zip(pot.STATUS_MEANINGS, counts) if c},
+    return Summary(series.cells(), seconds, {m: int(c) for m, c in zip(cf.STATUS_MEANINGS, counts) if c},
                    shape[0], len(paths), period, tuple(notes))
 
 
@@ -241,13 +240,13 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
         block = owned.count[1:]
         cells = Hyperslab(owned.start[1:], block)
         items += [(name, getattr(result, name).reshape(block), cells)
-                  for name in pot.RESULT_TYPES if name != "return_level"]
+                  for name in cf.RESULT_TYPES if name != "return_level"]
         items.append(("return_level", result.return_level.reshape(periods, *block),
                       Hyperslab((0, *cells.start), (periods, *block))))
     else:  # one series: rank 0 has it
         one = comm.Get_rank() == 0
         items += [(name, getattr(result, name).reshape(()) if one else None, None)
-                  for name in pot.RESULT_TYPES if name != "return_level"]
+                  for name in cf.RESULT_TYPES if name != "return_level"]
         items.append(("return_level", result.return_level.reshape(periods) if one else None, None))
     mode = opts.mode or ncio.FORMAT_WRITE_MODE.get(series.inputs.data_model, "cdf5")
     with ncio.create(out, schema, mode, comm, overwrite=opts.overwrite) as ds:

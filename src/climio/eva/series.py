@@ -142,6 +142,14 @@ class Series:
         values = self.coordinate(self.time_dim)
         return None if values is None else values[self.time.start:self.time.start + self.time.count]
 
+    def time_bounds(self) -> np.ndarray | None:
+        """The analysed steps' time bounds, (steps, 2), when the time coordinate has them (collective)."""
+        name = str(self.time_attrs.get("bounds", ""))
+        var = self.inputs.variables.get(name)
+        if var is None or var.dims[:1] != (self.time_dim,) or len(var.dims) != 2:
+            return None
+        return self.inputs.read(name, Hyperslab((self.time.start, 0), (self.time.count, self.inputs.dims[var.dims[1]])))
+
     @property
     def time_attrs(self) -> dict[str, object]:
         var = self.inputs.variables.get(self.time_dim)

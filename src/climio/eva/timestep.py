@@ -24,14 +24,26 @@ UNIT_DAYS = {"day": 1.0, "days": 1.0, "d": 1.0, "hour": 1 / 24, "hours": 1 / 24,
              "second": 1 / 86400, "seconds": 1 / 86400, "s": 1 / 86400, "sec": 1 / 86400}
 
 
-def step_days(values: np.ndarray, units: str | None) -> float | None:
-    """The median step of a time coordinate in days, or None when it cannot be told (one value, no units)."""
-    if units is None or np.size(values) < 2:
+def step_days(values: np.ndarray, units: str | None, bounds: np.ndarray | None = None) -> float | None:
+    """The median step of a time coordinate in days (from its ``bounds``, (n, 2), when it has one value only),
+    or None when it cannot be told (one value without bounds, no CF time units)."""
+    days = unit_days(units)
+    if days is None:
         return None
-    unit = units.split(" since ")[0].strip().lower()
-    if unit not in UNIT_DAYS:
+    if np.size(values) >= 2:
+        steps = np.diff(np.asarray(values, dtype=np.float64))
+    elif bounds is not None and np.size(bounds) >= 2:
+        steps = np.diff(np.asarray(bounds, dtype=np.float64).reshape(-1, 2), axis=1)
+    else:
         return None
-    return float(np.median(np.diff(np.asarray(values, dtype=np.float64)))) * UNIT_DAYS[unit]
+    return float(np.median(steps)) * days
+
+
+def unit_days(units: str | None) -> float | None:
+    """Days in one unit of CF time units ``<unit> since <date>``; None for other units."""
+    if units is None:
+        return None
+    return UNIT_DAYS.get(units.split(" since ")[0].strip().lower())
 
 
 def values_per_year(npy: float | str | None, step: float | None, calendar: str, where: str,

@@ -1,0 +1,98 @@
+"""climio eva's output is CF-1.8 on every real file it accepts: ``cfchecks`` (offline tables, see
+tests/helpers/cfcheck.py) finds no ERROR in it, and no ERROR or WARN that the inputs do not have
+themselves. Files eva cannot analyse are refused with one line.
+
+Monthly and one-step files need ``--npy 12``; with one step no cell can be fitted, and the output
+must still be valid CF (all fit results missing, status flags set).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+import netCDF4
+import pytest
+from conftest import climio, one_error_line
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
+import cfcheck  # noqa: E402
+
+REAL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "real")
+
+
+def real(pattern: str) -> list[str]:
+    found = sorted(glob.glob(os.path.join(REAL, pattern)))
+    assert found, pattern
+    return found
+
+
+# case -> (inputs, options)
+ACCEPTED = {
+    "cordex-pr-joined": (real("pr_NAM-22_*_day_*.nc"), []),
+    "cesm2-tas-daily": (real("tas_day_CESM2-WACCM_*.nc"), ["-v", "tas"]),
+    "ec-earth-joined-monthly": (real("tas_Amon_EC-EARTH_*.nc"), ["-v", "tas", "--npy", "12"]),
+    "icon-points": (real("tas_Amon_ICON-ESM-LR_*.nc"), ["-v", "tas", "--npy", "12"]),
+    "cordex-eur11-height": (real("tas_EUR-11_*.nc"), ["-v", "tas", "--npy", "12"]),
+    "o3-all-levels": (real("o3_AERmon_*.nc"), ["-v", "o3", "--npy", "12"]),
+    "o3-one-level": (real("o3_AERmon_*.nc"), ["-v", "o3", "--npy", "12", "-d", "lev,0"]),
+    "msftmz-sector": (real("msftmz_Omon_*.nc"), ["-v", "msftmz", "--npy", "12"]),
+}
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    directory = tmp_path_factory.mktemp("eva-cf")
+    made = {}
+    for case, (inputs, options) in ACCEPTED.items():
+        out = str(directory / f"{case}.nc")
+        result = climio("eva", *inputs, out, *options, nranks=2, timeout=120)
+        assert result.returncode == 0, (case, result.stderr)
+        made[case] = out
+    return made
+
+
+def test_no_cf_error_and_nothing_introduced(outputs: dict[str, str]) -> None:
+    reports = cfcheck.cf_reports(outputs.values())
+    for case, out in outputs.items():
+        assert reports[out].errors == [], (case, reports[out].lines())
+        assert cfcheck.introduced(out, ACCEPTED[case][0]) == [], case
+
+
+def test_every_result_variable_says_what_it_is(outputs: dict[str, str]) -> None:
+    """units, long_name and cell_methods on every result; the input's quantity on threshold and return level."""
+    for case, out in outputs.items():
+        inputs, options = ACCEPTED[case]
+        name = options[options.index("-v") + 1] if "-v" in options else "pr"
+        with netCDF4.Dataset(inputs[0]) as src, netCDF4.Dataset(out) as ds:
+            source = src[name]
+            for var in ("threshold", "scale", "shape", "rate", "n_exceed", "return_level", "nll"):
+                attrs = ds[var].__dict__
+                assert attrs["units"], (case, var)
+                assert attrs["long_name"], (case, var)
+                assert attrs["cell_methods"].endswith(")") and "time: point (comment:" in attrs["cell_methods"]
+                if "cell_methods" in source.ncattrs():
+                    assert attrs["cell_methods"].startswith(source.cell_methods), (case, var)
+            for var in ("threshold", "return_level"):
+                assert ds[var].units == source.units, case
+                assert ds[var].standard_name == source.standard_name, case
+            assert ds["shape"].units == "1"
+            assert ds.Conventions == "CF-1.8"
+            assert ds.history.splitlines()[0].split(": ", 1)[1].startswith("climio eva ")
+            for key in ("source_id", "experiment_id", "variant_label", "institution", "driving_model_id"):
+                if key in src.ncattrs():
+                    assert ds.getncattr(key) == src.getncattr(key), (case, key)
+            assert "tracking_id" not in ds.ncattrs()
+
+
+@pytest.mark.parametrize("inputs, options, needles", [
+    (real("outCSne30_vortex.nc"), ["-v", "psi"], ["psi", "no time dimension"]),
+    (real("fesom.mesh.diag.nc"), ["-v", "nod_area"], ["nod_area", "no time dimension"]),
+    (real("tas_Amon_ICON-ESM-LR_*.nc"), ["-v", "tas"], ["'time'", "--npy"]),
+    (real("tas_day_CESM2-WACCM_*.nc"), ["-v", "pr"], ["no variable 'pr'", "tas"]),
+], ids=["no-time", "mesh-without-time", "one-step-no-npy", "no-such-variable"])
+def test_refused_with_one_line(tmp_path, inputs: list[str], options: list[str], needles: list[str]) -> None:
+    out = tmp_path / "out.nc"
+    one_error_line(climio("eva", *inputs, str(out), *options, nranks=2, timeout=60), *needles)
+    assert not out.exists()
