@@ -3,7 +3,7 @@
 #
 #   1. Debian packages (Open MPI, PnetCDF, parallel HDF5, netCDF-C with both, NCO)
 #      unless CLIMIO_SKIP_APT=1 (clusters: load modules instead, see docs/install.md);
-#   2. a virtual environment .venv with pinned numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, matplotlib;
+#   2. a virtual environment .venv with pinned numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, dask, matplotlib;
 #   3. netCDF4-python 1.6.5 compiled with mpicc against the parallel netCDF-C,
 #      cached as a wheel in $CLIMIO_WHEELHOUSE so later installs take seconds;
 #   4. climio itself, editable, with its test dependencies, among them the CF checker
@@ -62,7 +62,7 @@ make_venv() {
         pip install --only-binary :all: mpi4py==4.1.1
     fi
     pip install --only-binary :all: numpy==1.26.4 cftime==1.6.4.post1 numba==0.60.0 llvmlite==0.43.0 \
-        tqdm==4.67.1 scipy==1.13.1 xarray==2024.6.0 pandas==2.2.3 matplotlib==3.9.2
+        tqdm==4.67.1 scipy==1.13.1 xarray==2024.6.0 pandas==2.2.3 dask==2024.6.2 matplotlib==3.9.2
 }
 
 build_netcdf4() {

@@ -102,7 +102,7 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         raise ClimioError(f"tail must be inside (0, 0.5), got {tail}")
     periods = _periods(return_periods)
     source_attrs: Mapping[Any, Any] = {}
-    grid_mapping_vars: dict[Hashable, xr.DataArray] = {}
+    grid_mapping_vars: dict[Hashable, xr.Variable] = {}
     if isinstance(data, xr.Dataset):
         if axis is not None:
             raise ClimioError("axis= is for numpy input: give a Dataset's time dimension with dim=")
