@@ -94,7 +94,7 @@ def test_real_gcm_output_with_its_own_calendar(tmp_path: Path, name: str) -> Non
 
 @pytest.mark.parametrize("args,needles", [
     (("--var", "tas"), ("no variable 'tas'", "--var")),
-    (("--var", "lat"), ("must be (time, y, x)",)),
+    (("--var", "lat"), ("'lat(lat)' has no time dimension",)),
     (("--tail", "0.7"), ("--tail", "(0, 0.5)")),
     (("--tail", "0"), ("--tail",)),
     (("--return-period", "1"), ("--return-period", "over 1 year")),
@@ -161,7 +161,7 @@ def test_a_time_axis_that_is_not_daily_needs_npy(tmp_path: Path) -> None:
     for extra in ((), ("--npy", "calendar")):
         result = climio("eva", str(monthly), str(out), "--var", "tas", *extra, nranks=2)
         assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
-        assert "'time' steps by 30.5 days, not daily: give --npy" in result.stderr
+        assert "'time' steps by 30.5 days (monthly), not daily: give --npy" in result.stderr
         assert not out.exists() and not leftovers(str(tmp_path))
     result = climio("eva", str(monthly), str(out), "--var", "tas", "--npy", "12", "--min-exceed", "1",
                     "--tail", "0.1", nranks=2)

@@ -161,10 +161,6 @@ def test_cells_cut_by_values_and_by_indices(tmp_path: Path, ordinary: Path, base
         assert ds["lat"][:].tolist() == [-10.0, 0.0] and ds["lon"][:].tolist() == [90.0, 180.0, 270.0]
 
 
-@pytest.mark.xfail(strict=True, reason="eva's slab scheme on (plev, time, lat, lon) with -d plev,VALUE: "
-                   "Series.time_first is True once plev is a scalar, so read_every is called, and "
-                   "Inputs._joined refuses a strided read along axis 1: 'ValueError: read_every: 'pr' is joined "
-                   "along axis 1, not its first' (exit 1, 'a bug: please report it'); --scheme transpose works")
 def test_a_level_before_time_picked_by_value(tmp_path: Path) -> None:
     data = gamma((T, len(PLEV), NLAT, NLON), seed=12)
     levels_first = write(tmp_path / "pr4d.nc", ("plev", "time", "lat", "lon"), np.moveaxis(data, 1, 0),

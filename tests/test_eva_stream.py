@@ -13,16 +13,24 @@ from climio.core import ncio
 from climio.core.decomp import Hyperslab
 from climio.eva import largest
 from climio.eva.job import scan_slab
+from climio.eva.series import Series, time_rule
+from climio.subset.inputs import Inputs, open_inputs
 
 
-def _file(path: Path, series: np.ndarray, fill: float | None) -> ncio.Store:
+def _file(path: Path, series: np.ndarray, fill: float | None) -> Inputs:
     t, ny, nx = series.shape
     attrs = {"_FillValue": np.float32(fill)} if fill is not None else {}
     schema = ncio.Schema({"time": None, "lat": ny, "lon": nx},
                          (ncio.Variable("pr", "f4", ("time", "lat", "lon"), attrs),), {})
     with ncio.create(str(path), schema, "cdf5") as ds:
         ds.write("pr", series, Hyperslab((0, 0, 0), series.shape))
-    return ncio.open(str(path))
+    return _open(path)
+
+
+def _open(path: Path) -> Inputs:
+    from mpi4py import MPI
+
+    return open_inputs([str(path)], MPI.COMM_WORLD, time_rule("pr", str(path)), False, label="inputs")
 
 
 def _gamma_with_gaps() -> np.ndarray:
@@ -48,12 +56,11 @@ def test_streamed_slab_scan_is_the_in_memory_scan(tmp_path: Path, block_bytes: i
                                                   fill: float | None) -> None:
     series = make()
     missing = [] if fill is None else [fill]
-    with _file(tmp_path / "pr.nc", series, fill) as store:
-        var = store.schema.variable("pr")
+    with _file(tmp_path / "pr.nc", series, fill) as inputs:
         whole = Hyperslab((0, 0, 0), series.shape)
-        scanner = scan_slab(store, var, whole, k, missing, store.comm, block_bytes=block_bytes)
+        scanner = scan_slab(Series(inputs, "pr", [], "pr.nc"), whole, k, missing, inputs.comm, block_bytes=block_bytes)
     check_scanner(scanner, series.reshape(series.shape[0], -1), k, missing)
     part = Hyperslab((0, 1, 2), (series.shape[0], 2, 3))  # a rank's block inside the grid
-    with ncio.open(str(tmp_path / "pr.nc")) as store:
-        scanner = scan_slab(store, store.schema.variable("pr"), part, k, missing, store.comm, block_bytes=block_bytes)
+    with _open(tmp_path / "pr.nc") as inputs:
+        scanner = scan_slab(Series(inputs, "pr", [], "pr.nc"), part, k, missing, inputs.comm, block_bytes=block_bytes)
     check_scanner(scanner, series[:, 1:3, 2:5].reshape(series.shape[0], -1), k, missing)

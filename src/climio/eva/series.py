@@ -56,14 +56,14 @@ def time_dimension(schema_dims: dict[str, int | None], variables: dict[str, Vari
     marked = [d for d in var.dims if d in variables and variables[d].dims == (d,)
               and is_time_coordinate(dict(variables[d].attrs))]
     if len(marked) > 1:
-        raise ClimioError(f"{where}: variable '{name}{var.dims}' has more than one time dimension ({', '.join(marked)})"
+        raise ClimioError(f"{where}: variable '{name}({', '.join(var.dims)})' has more than one time dimension ({', '.join(marked)})"
                           f"; cut all but one to a single value with -d", collective=True)
     if marked:
         return marked[0]
     unlimited = [d for d in var.dims if schema_dims.get(d, 0) is None]
     if len(unlimited) == 1:
         return unlimited[0]
-    raise ClimioError(f"{where}: variable '{name}{var.dims}' has no time dimension: none of its dimensions has a "
+    raise ClimioError(f"{where}: variable '{name}({', '.join(var.dims)})' has no time dimension: none of its dimensions has a "
                       f"coordinate with axis 'T', standard_name 'time' or units '<unit> since <date>'",
                       collective=True)
 
@@ -75,7 +75,7 @@ def time_rule(name: str, where: str):  # type: ignore[no-untyped-def]
         variables = {v.name: v for v in store.schema.variables}
         if name not in variables:
             numeric = [v.name for v in store.schema.variables if not v.is_text]
-            raise ClimioError(f"{where}: no variable '{name}' (-v); it has {', '.join(numeric)}", collective=True)
+            raise ClimioError(f"{where}: no variable '{name}' (--var); it has {', '.join(numeric)}", collective=True)
         if variables[name].is_text:
             raise ClimioError(f"{where}: variable '{name}' is text, not numbers", collective=True)
         return time_dimension(dict(store.schema.dims), variables, name, where)
@@ -92,7 +92,7 @@ class Series:
         given = {r.dim: r for r in ranges}
         for dim, r in given.items():
             if dim not in self.var.dims:
-                raise ClimioError(f"-d {r.text}: variable '{name}{self.var.dims}' has no dimension '{dim}'",
+                raise ClimioError(f"-d {r.text}: variable '{name}({', '.join(self.var.dims)})' has no dimension '{dim}'",
                                   collective=True)
         self.scalars: dict[str, int] = {}  # dimension cut to one element by -d DIM,VALUE -> its index
         ranged: dict[str, tuple[int, int]] = {}
@@ -185,8 +185,9 @@ class Series:
 
     def read_every(self, slab: Hyperslab, step: int, *, as_stored: bool = False) -> np.ndarray | None:
         """Every ``step``-th time step of a hyperslab, in one strided read per file (collective); None when time
-        is not the variable's first dimension (the strided read would be one small piece per cell)."""
-        if not self.time_first:
+        is not the variable's first dimension (the strided read would be one small piece per cell, and stores
+        stride along the first dimension only)."""
+        if self.var.dims[0] != self.time_dim:
             return None
         data = self.inputs.read_every(self.name, self.file_slab(slab), step, as_stored=as_stored)
         count = (-(-slab.count[0] // step), *slab.count[1:])
