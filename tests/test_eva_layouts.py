@@ -116,14 +116,24 @@ def time_last(tmp_path_factory: pytest.TempPathFactory, base: np.ndarray) -> Pat
                  unlimited=False)
 
 
-@pytest.mark.parametrize("nranks,scheme", [(None, "slab"), (2, "slab"), (2, "transpose")])
-def test_time_last_and_fixed_size_equals_time_first(tmp_path: Path, time_last: Path, base: np.ndarray,
-                                                   ordinary_results: dict[str, np.ndarray], nranks: int | None,
-                                                   scheme: str) -> None:
-    with netCDF4.Dataset(time_last) as ds:
-        assert ds["pr"].dimensions == ("lat", "lon", "time") and not ds.dimensions["time"].isunlimited()
+@pytest.fixture(scope="module")
+def time_last_unlimited(tmp_path_factory: pytest.TempPathFactory, base: np.ndarray) -> Path:
+    """(lat, lon, time) with time unlimited: netCDF-4 allows it (climio once refused such files)."""
+    return write(tmp_path_factory.mktemp("time_last_unlimited") / "pr.nc", ("lat", "lon", "time"),
+                 np.moveaxis(base, 0, -1), unlimited=True)
+
+
+@pytest.mark.parametrize("nranks,scheme,unlimited", [(None, "slab", False), (2, "slab", False),
+                                                     (2, "transpose", False), (None, "slab", True),
+                                                     (3, "root", True)])
+def test_time_last_equals_time_first(tmp_path: Path, time_last: Path, time_last_unlimited: Path, base: np.ndarray,
+                                     ordinary_results: dict[str, np.ndarray], nranks: int | None, scheme: str,
+                                     unlimited: bool) -> None:
+    source = time_last_unlimited if unlimited else time_last
+    with netCDF4.Dataset(source) as ds:
+        assert ds["pr"].dimensions == ("lat", "lon", "time") and ds.dimensions["time"].isunlimited() == unlimited
     out = tmp_path / "eva.nc"
-    eva(str(time_last), str(out), "--scheme", scheme, "--split", "lon" if nranks else "lat", nranks=nranks)
+    eva(str(source), str(out), "--scheme", scheme, "--split", "lon" if nranks else "lat", nranks=nranks)
     got = read(out)
     assert_same(got, ordinary_results)
     assert_same(got, analyse(base, (NLAT, NLON)))

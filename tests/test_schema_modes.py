@@ -41,10 +41,20 @@ def test_cdf2_refuses_types_it_cannot_store() -> None:
     check_schema_fits(s, MODES["cdf5"], "f.nc")
 
 
+def test_unlimited_after_other_dimensions_only_in_netcdf4() -> None:
+    """netCDF-4 files may put the unlimited dimension anywhere (a (lat, lon, time) file); classic-model formats
+    want it first, so writing one there is refused before anything is created."""
+    s = Schema({"t": None, "x": 2}, [Variable("a", "f4", ("x", "t"))])
+    assert s.is_record(s.variable("a")) and s.record_bytes(s.variable("a")) == 8
+    check_schema_fits(s, MODES["hdf5"], "f.nc")
+    for name in ("cdf1", "cdf2", "cdf5", "serial", "hdf5-classic"):
+        with pytest.raises(ClimioError, match="unlimited dimension 't' after others.*use --mode hdf5"):
+            check_schema_fits(s, MODES[name], "f.nc")
+
+
 @pytest.mark.parametrize("dims,variables,message", [
     ({"t": None, "u": None}, [], "at most one unlimited"),
     ({"x": 2}, [Variable("a", "f4", ("y",))], "undeclared dimension 'y'"),
-    ({"t": None, "x": 2}, [Variable("a", "f4", ("x", "t"))], "unlimited dimension must come first"),
     ({"x": 2}, [Variable("a", "f4", ("x",)), Variable("a", "f8", ("x",))], "declared twice"),
     ({"x": 2}, [Variable("s", "U10", ("x",))], r"stores numeric, char \(S1\) and string"),
     ({"x": 2}, [Variable("a", "f4", ("x",), chunks=(1, 2))], "one size per dimension"),

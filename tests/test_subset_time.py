@@ -414,3 +414,24 @@ def test_union_on_one_time_axis_stays_allowed(tmp_path: Path) -> None:
     np.testing.assert_array_equal(got["time"], [46.5])
     np.testing.assert_array_equal(got["date"], [20000216])  # in both inputs, identical: nothing lost
     assert "Mesh2_face_nodes" in got
+
+
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_unlimited_time_after_other_dimensions_like_ncks(tmp_path: Path, nranks: int) -> None:
+    """netCDF-4 allows the unlimited dimension anywhere: a (lat, lon, time) file is cut by dates as ncks cuts it
+    (climio once refused it: 'the unlimited dimension must come first')."""
+    path = tmp_path / "last.nc"
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        ds.createDimension("lat", 3)
+        ds.createDimension("lon", 2)
+        ds.createDimension("time", None)
+        time = ds.createVariable("time", "f8", ("time",))
+        time.setncatts({"units": "days since 2000-01-01", "calendar": "noleap"})
+        time[:] = np.arange(40.0)
+        ds.createVariable("pr", "f4", ("lat", "lon", "time"))[:] = np.arange(240, dtype="f4").reshape(3, 2, 40)
+    want, got = tmp_path / "want.nc", tmp_path / "got.nc"
+    nco("ncks", "-O", "-d", "time,2000-01-05,2000-01-20", str(path), str(want))
+    ok(climio("subset", "-d", "time,2000-01-05,2000-01-20", str(path), str(got), nranks=nranks))
+    assert_same(got, want)
+    with netCDF4.Dataset(got) as ds:
+        assert ds["pr"].dimensions == ("lat", "lon", "time") and ds.dimensions["time"].isunlimited()

@@ -34,6 +34,12 @@ class Mode:
     def variable_limit(self) -> int | None:
         return {"NETCDF3_64BIT_OFFSET": CDF2_VARIABLE_LIMIT, "NETCDF3_CLASSIC": CDF1_VARIABLE_LIMIT}.get(self.nc_format)
 
+    @property
+    def unlimited_anywhere(self) -> bool:
+        """Whether a variable's unlimited dimension may come after others (netCDF-4 only; the classic model
+        wants it first, netCDF-C's NC_EUNLIMPOS)."""
+        return self.nc_format == "NETCDF4"
+
     def stores(self, dtype: np.dtype) -> bool:
         """Whether this mode's format has the type: classic-model formats lack 64-bit and unsigned integers
         (but ``u1``), and only netCDF-4 has strings."""

@@ -106,9 +106,6 @@ class Schema:
             for dim in var.dims:
                 if dim not in self.dims:
                     raise ClimioError(f"variable '{var.name}' uses undeclared dimension '{dim}'", collective=True)
-            if any(self.dims[d] is None for d in var.dims[1:]):
-                raise ClimioError(f"variable '{var.name}': the unlimited dimension must come first",
-                                  collective=True)
             if var.numpy_dtype.kind not in NUMERIC_KINDS and not var.is_text:
                 raise ClimioError(f"variable '{var.name}' has type {var.numpy_dtype}; climio stores numeric, "
                                   "char (S1) and string (object) types", collective=True)
@@ -123,11 +120,12 @@ class Schema:
         raise ClimioError(f"no variable '{name}' in this file (has: {', '.join(v.name for v in self.variables)})")
 
     def is_record(self, var: Variable) -> bool:
-        return bool(var.dims) and self.dims[var.dims[0]] is None
+        """Whether the variable has the unlimited dimension (first in classic formats, anywhere in netCDF-4)."""
+        return any(self.dims[d] is None for d in var.dims)
 
     def record_bytes(self, var: Variable) -> int:
         """Bytes of one record of a record variable, or of the whole fixed-size variable."""
-        dims = var.dims[1:] if self.is_record(var) else var.dims
+        dims = [d for d in var.dims if self.dims[d] is not None]
         return math.prod(int(self.dims[d] or 0) for d in dims) * var.numpy_dtype.itemsize
 
     def fixed_shape(self, var: Variable, records: int = 0) -> tuple[int, ...]:

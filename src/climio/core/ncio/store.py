@@ -81,6 +81,11 @@ def check_schema_fits(schema: Schema, mode: Mode, path: str) -> None:
             raise ClimioError(f"{path}: variable '{var.name}' needs {schema.record_bytes(var) / 2**30:.2f} GiB{per}, "
                               f"over the 4 GiB variable limit of CDF-2 (mode '{mode.name}'): use --mode cdf5 or hdf5",
                               collective=True)
+        if schema.is_record(var) and schema.dims[var.dims[0]] is not None and not mode.unlimited_anywhere:
+            unlimited = next(d for d in var.dims if schema.dims[d] is None)
+            raise ClimioError(f"{path}: variable '{var.name}{var.dims}' has its unlimited dimension '{unlimited}' "
+                              f"after others, which the {mode.nc_format} format (mode '{mode.name}') cannot store: "
+                              f"use --mode hdf5", collective=True)
         if not mode.stores(var.numpy_dtype):
             kind = "string (NC_STRING)" if var.numpy_dtype.kind == "O" else str(var.numpy_dtype)
             better = "hdf5" if var.numpy_dtype.kind == "O" else "cdf5 or hdf5"
