@@ -1,7 +1,7 @@
 """Extreme value analysis: peaks over threshold with GPD maximum likelihood at every grid cell.
 
 ``climio eva`` (:mod:`climio.eva.job`) for files on any number of ranks;
-:func:`fit_pot` for in-memory numpy arrays and xarray DataArrays.
+:func:`fit_pot` for numpy arrays and xarray DataArrays or Datasets, eager or dask-backed (lazy).
 """
 
 from typing import Any

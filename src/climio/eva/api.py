@@ -23,7 +23,7 @@ import xarray as xr
 
 from climio.errors import ClimioError
 from climio.eva import cf, pot
-from climio.eva.output import _grid_mappings, global_attributes
+from climio.eva.output import grid_mappings, global_attributes
 from climio.eva.series import is_time_coordinate
 from climio.eva.timestep import step_days, values_per_year
 from climio.subset.timeaxis import time_units
@@ -296,7 +296,7 @@ def _time_step(array: xr.DataArray, time_dim: str) -> tuple[float | None, str | 
 def _grid_mapping_names(array: xr.DataArray) -> list[str]:
     """The grid-mapping variables named by ``grid_mapping``: ``crs`` or CF's ``crs: x y crs2: lat lon``."""
     text = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
-    return _grid_mappings(text) if text else []
+    return grid_mappings(text) if text else []
 
 
 def _warn_if_nothing_fitted(status: np.ndarray, name: str, min_exceed: int) -> None:

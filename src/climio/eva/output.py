@@ -46,7 +46,7 @@ def _names(value: object) -> list[str]:
     return [w for w in str(value).split() if not w.endswith(":")]
 
 
-def _grid_mappings(value: object) -> list[str]:
+def grid_mappings(value: object) -> list[str]:
     """``grid_mapping = "crs"`` or the extended ``"crs: lat lon crs2: x y"`` (then the names end in ':')."""
     words = str(value).split()
     marked = [w[:-1] for w in words if w.endswith(":")]
@@ -63,7 +63,7 @@ class Layout:
         wanted = [d for d in series.cell_dims if d in variables and variables[d].dims == (d,)]
         wanted += [d for d in series.scalars if d in variables and variables[d].dims == (d,)]
         wanted += [n for n in _names(series.var.attrs.get("coordinates", "")) if n in variables]
-        wanted += [n for n in _grid_mappings(series.var.attrs.get("grid_mapping", "")) if n in variables]
+        wanted += [n for n in grid_mappings(series.var.attrs.get("grid_mapping", "")) if n in variables]
         chosen: list[str] = []
         for name in wanted:
             self._add(name, chosen, time)
@@ -71,7 +71,7 @@ class Layout:
         names = {c.var.name for c in self.carried}
         self.carried = [self._pruned(c, names) for c in self.carried]
         mapping = series.var.attrs.get("grid_mapping")
-        mappings = _grid_mappings(mapping) if mapping is not None else []
+        mappings = grid_mappings(mapping) if mapping is not None else []
         self.grid_mapping = str(mapping) if mappings and all(g in names for g in mappings) else None
         self.coordinates = [c.var.name for c in self.carried
                             if c.var.name not in series.cell_dims and c.source in wanted and c.source not in mappings]

@@ -60,8 +60,10 @@ def values_per_year(npy: float | str | None, step: float | None, calendar: str, 
     if npy is not None and npy != "calendar":
         raise ClimioError(f"{option} takes a number of values per year or 'calendar', got '{npy}'", collective=True)
     if step is not None and not 0.9 <= step <= 1.1:
+        given = "=" if option.isidentifier() else " "  # npy=12 in Python, --npy 12 on the command line
         raise ClimioError(f"{where} steps by {describe_step(step)}, not daily: give {option} with the number of "
-                          f"values per year (e.g. {option} 12 for monthly, 1460 for 6-hourly)", collective=True)
+                          f"values per year (e.g. {option}{given}12 for monthly, {option}{given}1460 for 6-hourly)",
+                          collective=True)
     if npy is None:
         return DAILY_NPY
     name = calendar_of({"calendar": calendar})
