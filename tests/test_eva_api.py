@@ -18,7 +18,7 @@ import xarray as xr
 from conftest import SHARED_DATA, climio
 
 from climio.errors import ClimioError
-from climio.eva import fit_pot, pot
+from climio.eva import cf, fit_pot, pot
 from climio.eva.api import NoFitWarning, UnitsWarning
 from climio.eva.cf import PERIOD_ATTRS
 from climio.gen import cmip
@@ -51,7 +51,7 @@ def reference(values: np.ndarray, **kwargs: object) -> pot.Result:
 
 def assert_matches(result: xr.Dataset, ref: pot.Result) -> None:
     """Every field of fit_pot's result equals pot.analyse's, bit for bit, in the result's shape."""
-    for field in pot.RESULT_TYPES:
+    for field in cf.RESULT_TYPES:
         expected = getattr(ref, field).reshape(result[field].shape)
         assert np.array_equal(result[field].values, expected, equal_nan=True), field
 
@@ -64,7 +64,7 @@ def test_dataarray_matches_the_command(tmp_path) -> None:
         result = fit_pot(ds["pr"], "time", tail=0.02, return_periods=[5, 50])
     with netCDF4.Dataset(out) as written:
         written.set_auto_mask(False)
-        for name in pot.RESULT_TYPES:
+        for name in cf.RESULT_TYPES:
             assert np.array_equal(result[name].values, written[name][:], equal_nan=True), name
         assert result.attrs["climio_npy"] == written.climio_npy
     assert result["return_level"].dims == ("period", "lat", "lon")
@@ -222,12 +222,12 @@ def test_dask_input_stays_lazy_and_equals_eager() -> None:
         lazy_input = da.chunk(chunks)
         with dask.config.set(scheduler=no_compute):
             lazy = fit_pot(lazy_input, return_periods=[10, 100])
-        for field in pot.RESULT_TYPES:
+        for field in cf.RESULT_TYPES:
             assert isinstance(lazy[field].data, dask.array.Array), field
             assert lazy[field].dtype == eager[field].dtype, field
         assert lazy["status"].chunks == ((2, 2, 1), (4,))
         computed = lazy.compute()
-        for field in pot.RESULT_TYPES:
+        for field in cf.RESULT_TYPES:
             assert computed[field].dims == eager[field].dims
             assert np.array_equal(computed[field].values, eager[field].values, equal_nan=True), field
         assert computed.attrs == {**eager.attrs, "history": computed.attrs["history"]}
@@ -283,7 +283,7 @@ def test_coordinates_grid_mapping_and_attributes_are_carried() -> None:
     assert np.array_equal(result["lat"].values, ds["lat"].values) and result["lat"].attrs == ds["lat"].attrs
     assert result["height"].item() == 2.0 and result["rlat"].attrs == {"axis": "Y"}
     assert dict(result["period"].attrs) == PERIOD_ATTRS == {"long_name": "return period", "units": "years"}
-    for field in pot.RESULT_TYPES:  # all on the input's grid, as in the command's file
+    for field in cf.RESULT_TYPES:  # all on the input's grid, as in the command's file
         assert result[field].attrs["grid_mapping"] == "rotated_pole", field
     assert result["rotated_pole"].attrs == ds["rotated_pole"].attrs
     assert result.attrs["experiment_id"] == "rcp45" and result.attrs["history"].endswith("\nmade")

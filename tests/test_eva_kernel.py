@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from climio.eva import gpd, pot
+from climio.eva import cf, gpd, pot
 
 
 def nll_and_gradient(params: np.ndarray, e: np.ndarray) -> tuple[float, np.ndarray]:
@@ -159,13 +159,13 @@ def test_status_codes_for_every_edge_case() -> None:
     cols[4] = np.r_[np.zeros(n - 1), 0.0]  # constant zero
     data = series(*cols)
     r = pot.analyse(data, tail=0.01, periods=[10, 100], npy=365.25, min_exceed=3)
-    names = [pot.STATUS_MEANINGS[s] for s in r.status]
+    names = [cf.STATUS_MEANINGS[s] for s in r.status]
     assert names == ["ok", "no_valid_data", "constant_series", "too_few_exceedances", "constant_series"]
     assert np.isfinite(r.shape[0]) and np.all(np.isfinite(r.return_level[:, 0]))
     assert np.all(np.isnan(r.shape[1:])) and np.all(np.isnan(r.return_level[:, 1:]))
     # no exceedances at all: the top values all tie with the threshold
     tied = series(np.r_[np.arange(n - 10), np.full(10, 1000.0)])
-    assert pot.STATUS_MEANINGS[pot.analyse(tied, tail=0.01, periods=[], npy=365.25, min_exceed=1).status[0]] \
+    assert cf.STATUS_MEANINGS[pot.analyse(tied, tail=0.01, periods=[], npy=365.25, min_exceed=1).status[0]] \
         == "no_exceedances"
 
 

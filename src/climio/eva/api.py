@@ -162,12 +162,12 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     if array.chunks is not None and len(array.chunksizes[time_dim]) > 1:
         array = array.chunk({time_dim: -1})  # a cell needs its whole series: one chunk along time
 
-    fields = list(pot.RESULT_TYPES)
+    fields = list(cf.RESULT_TYPES)
     outputs = xr.apply_ufunc(
         _fit_block, array, input_core_dims=[[time_dim]],
         output_core_dims=[["period"] if f == "return_level" else [] for f in fields],
         kwargs={"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed, "missing": missing},
-        dask="parallelized", output_dtypes=[np.dtype(pot.RESULT_TYPES[f]) for f in fields],
+        dask="parallelized", output_dtypes=[np.dtype(cf.RESULT_TYPES[f]) for f in fields],
         dask_gufunc_kwargs={"output_sizes": {"period": len(periods)}})
     others = [d for d in array.dims if d != time_dim]
     described = cf.result_attributes(name, attrs, tail)
@@ -204,7 +204,7 @@ def _fit_block(block: np.ndarray, *, tail: float, periods: list[float], npy: flo
         series = series.astype(np.float64)
     result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing)
     out = []
-    for field, dtype in pot.RESULT_TYPES.items():
+    for field, dtype in cf.RESULT_TYPES.items():
         values = getattr(result, field)
         if field == "return_level":
             values = np.moveaxis(values.reshape(len(periods), *shape), 0, -1)

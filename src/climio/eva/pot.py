@@ -23,7 +23,6 @@ import numba
 import numpy as np
 
 from climio.eva import gpd, largest
-from climio.eva.cf import RESULT_TYPES, STATUS_MEANINGS  # noqa: F401 - part of this module's interface
 
 STATUS_OK = 0
 NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND = 1, 2, 3, 4, 5
