@@ -92,15 +92,15 @@ class Inputs:
     def _joined(self, name: str, slab: Hyperslab, get: Callable[[Store, Hyperslab], np.ndarray], step: int,
                 as_stored: bool) -> np.ndarray:
         var = self.variables[name]
-        if self.join is None or self.join not in var.dims:
-            return get(self.stores[self.source[name]], slab)
+        if self.join is None or self.join not in var.dims or len(self.stores) == 1:
+            return get(self.stores[self.source[name]], slab)  # one file: its values are the values, no copy
         axis = var.dims.index(self.join)
         if step > 1 and axis:
             raise ValueError(f"read_every: '{name}' is joined along axis {axis}, not its first")
         dtypes = {s.stored_dtype(var) if as_stored else var.numpy_dtype for s in self.stores}
         count = list(slab.count)
         count[axis] = -(-slab.count[axis] // step)
-        out = np.empty(count, dtypes.pop() if len(dtypes) == 1 else var.numpy_dtype)
+        pieces: list[tuple[int, np.ndarray]] = []
         first, start = 0, slab.start[axis]
         for n, store in enumerate(self.stores):
             length = _length(store, self.join)
@@ -114,13 +114,15 @@ class Inputs:
                 part_start, part_count = [0] * len(count), [0] * len(count)
             data = get(store, Hyperslab(tuple(part_start), tuple(part_count)))
             if data.size:
-                if name in self.rebase:
-                    data = self.rebase[name][n].apply(data)
-                index = [slice(None)] * len(count)
-                at = (lo - start) // step
-                index[axis] = slice(at, at + data.shape[axis])
-                out[tuple(index)] = data
+                pieces.append(((lo - start) // step, self.rebase[name][n].apply(data) if name in self.rebase else data))
             first += length
+        if len(pieces) == 1 and list(pieces[0][1].shape) == count:
+            return pieces[0][1]  # all from one file: no copy
+        out = np.empty(count, dtypes.pop() if len(dtypes) == 1 else var.numpy_dtype)
+        for at, data in pieces:
+            index = [slice(None)] * len(count)
+            index[axis] = slice(at, at + data.shape[axis])
+            out[tuple(index)] = data
         return out
 
     def gaps(self, step: float) -> list[tuple[int, int, float, float]]:
