@@ -63,7 +63,7 @@ class Map:
                        _label(dict(variables[lat].attrs), lat), series.name, units, period)
         if len(dims) != 2:
             raise ClimioError(f"--plot draws maps of two cell dimensions, but '{series.name}' has cells along "
-                              f"{dims or 'none'}: cut the others to one value with -d", collective=True)
+                              f"{', '.join(dims) or 'none'}: cut the others to one value with -d", collective=True)
         if found := _lat_lon(series, dims):
             lat, lon = found
             return Map("mesh", lon, lat, _label(dict(variables[lon].attrs), lon),
@@ -90,7 +90,8 @@ def draw(path: str, where: Map, values: dict[str, np.ndarray], level: np.ndarray
     y = values[where.y] if where.y else np.arange(ny)
     figure, axes = plt.subplots(1, 2, figsize=(13, 4.6), constrained_layout=True)
     for ax, field, title, cmap, label in (
-            (axes[0], level * factor, f"{period:g}-year return level of {where.var}", "viridis", shown_units or "1"),
+            (axes[0], level * factor, f"{period:g}-year return level of {where.var} ({shown_units or '1'})", "viridis",
+             shown_units or "1"),
             (axes[1], shape, f"GPD shape of {where.var}", "RdBu_r", "1")):
         limit = np.nanmax(np.abs(field)) if cmap == "RdBu_r" and np.isfinite(field).any() else None
         scale = {"cmap": cmap, "vmin": -limit if limit else None, "vmax": limit}
