@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import climio
+import pytest
+from conftest import climio, one_error_line
 
 
 def test_bench_io(tmp_path: Path) -> None:
@@ -69,3 +70,10 @@ def test_bench_subset(tmp_path: Path) -> None:
         assert entry["selected_MB"] > 0 and entry["read_MB"] >= entry["selected_MB"] * 0.99
     assert [e["subset"] for e in report["regular"]] == ["MJO box", "45S..45N"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # benchmark files removed
+
+
+@pytest.mark.parametrize("suite", ["eva", "subset", "io"])
+def test_bench_working_directory_must_exist(tmp_path: Path, suite: str) -> None:
+    missing = tmp_path / "nowhere"
+    one_error_line(climio("bench", suite, "--dir", str(missing), "--reps", "1"), "--dir", str(missing), "does not exist")
+    assert not missing.exists()

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.runner import markdown_table, rows_from_ranks, run_ranks, save_rows
+from climio.bench.runner import check_directory, markdown_table, rows_from_ranks, run_ranks, save_rows
 from climio.core import ncio
 from climio.errors import ClimioError
 
@@ -131,6 +131,7 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
         raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
     cells = int(shape[1]) * int(shape[2])
     variable_bytes = int(np.prod(shape)) * 4
+    check_directory(directory, "--dir")
     workdir = tempfile.mkdtemp(prefix="climio-bench-eva-", dir=directory)
     rows: list[dict[str, Any]] = []
     try:

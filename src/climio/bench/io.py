@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.runner import markdown_table, rows_from_ranks, save_rows
+from climio.bench.runner import check_directory, make_directory, markdown_table, rows_from_ranks, save_rows
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
@@ -167,9 +167,9 @@ def main(comm: MPI.Comm, *, shape: tuple[int, ...], modes: Sequence[str], ranks:
         raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
     for mode in modes:
         ncio.get_mode(mode)
-    mpi.agree(comm, lambda: _check_directory(directory, "--dir"))
+    mpi.agree(comm, lambda: check_directory(directory, "--dir"))
     if out:
-        mpi.agree(comm, lambda: _make_directory(out))
+        mpi.agree(comm, lambda: make_directory(out))
     shape3 = (shape[0], shape[1], shape[2])
     if ranks and comm.Get_size() > 1:
         raise ClimioError("--ranks starts its own mpiexec for each rank count: run 'climio bench io --ranks ...' "
@@ -199,17 +199,3 @@ def main(comm: MPI.Comm, *, shape: tuple[int, ...], modes: Sequence[str], ranks:
             writer.writeheader()
             writer.writerows(table)
         print(f"results in {out}/results.json and results.csv")
-
-
-def _check_directory(path: str, option: str) -> None:
-    if not os.path.isdir(path):
-        raise ClimioError(f"{option}: directory '{path}' does not exist: create it first")
-    if not os.access(path, os.W_OK):
-        raise ClimioError(f"{option}: directory '{path}' is not writable")
-
-
-def _make_directory(path: str) -> None:
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as err:
-        raise ClimioError(f"--out: cannot create directory '{path}': {err.strerror}") from err

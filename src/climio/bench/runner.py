@@ -57,3 +57,19 @@ def markdown_table(columns: Sequence[tuple[str, str]], rows: Iterable[Sequence[s
              "|" + "|".join("---:" if align == "r" else "---" for _, align in columns) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def check_directory(path: str, option: str) -> None:
+    """A benchmark's working directory must exist and be writable (one line, exit 2, otherwise)."""
+    if not os.path.isdir(path):
+        raise ClimioError(f"{option}: directory '{path}' does not exist: create it first")
+    if not os.access(path, os.W_OK):
+        raise ClimioError(f"{option}: directory '{path}' is not writable")
+
+
+def make_directory(path: str) -> None:
+    """Create a results directory (``--out``), or say in one line why it cannot be."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as err:
+        raise ClimioError(f"--out: cannot create directory '{path}': {err.strerror}") from err

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from climio.bench.eva import warm
-from climio.bench.runner import markdown_table, require_plain_process, run_ranks
+from climio.bench.runner import check_directory, markdown_table, require_plain_process, run_ranks
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -108,6 +108,7 @@ def main(comm: MPI.Comm, *, level: int, layers: int, times: int, ranks: Sequence
     require_plain_process(comm, "subset")
     if reps < 1:
         raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
+    check_directory(directory, "--dir")
     workdir = tempfile.mkdtemp(prefix="climio-bench-subset-", dir=directory)
     try:
         path = geodesic_input or os.path.join(workdir, "geodesic.nc")
