@@ -82,10 +82,9 @@ class Layout:
         if name in chosen or time in var.dims:
             return
         chosen.append(name)
-        for key in ("bounds",):
-            for other in _names(var.attrs.get(key, "")):
-                if other in self.series.inputs.variables:
-                    self._add(other, chosen, time)
+        for other in _names(var.attrs.get("bounds", "")):
+            if other in self.series.inputs.variables:
+                self._add(other, chosen, time)
 
     def _carry(self, var: Variable) -> Carried:
         ranges = {a.dim: a for a in self.series.axes[1:] if a.dim is not None}
