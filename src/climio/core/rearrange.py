@@ -1,0 +1,820 @@
+"""One rearranger for every exchange between two layouts of a global array (PIO2's decompositions and rearrangers).
+
+A :class:`Layout` says which elements of a global C-order array one rank holds and where they sit in
+its local array: an owned block of a :class:`~climio.core.decomp.Decomposition` (with or without its
+halo), one hyperslab, a list of flat runs, or a list of flat offsets (PIO's compmap). A :class:`Plan`
+is built once, collectively, from every rank's source and destination layouts; it then moves data of
+any dtype, with any trailing "level" dimensions, source to destination (:meth:`Plan.forward`) or back
+(:meth:`Plan.backward`), in one ``MPI_Alltoallw`` whose committed datatypes describe both local arrays
+in place: no packing in Python, no copy of the data beyond what MPI makes.
+
+How the matches are found:
+
+- only box-like layouts (block, box, runs) on every rank: each rank's layout is a few numbers, so they
+  are allgathered; a box is one hyperslab, a run is cut into at most ``2 ndim - 1`` hyperslabs
+  ("pieces", each contiguous in the local buffer). Every rank intersects its own pieces with the
+  other side's pieces of every rank; each intersection is a ``Create_subarray`` of the local array
+  (halo included when present) on both sides, so nothing is ever enumerated per element: the
+  transpose of a 700 M-element field costs a handful of box intersections;
+- an offsets layout anywhere: no rank can know the others' offsets, so every rank routes its runs
+  ``(flat start, length, local position)`` (a box sends its rows, offsets their consecutive stretches)
+  to a directory rank that owns that part of the flat index space (block-distributed). The directory
+  matches destinations with sources and sends each match back to both ends, which order the matches
+  of a pair by destination position (so both agree) and describe them with ``Create_hindexed``.
+
+A destination element that no source holds is a hole: the exchange leaves it as the caller put it. A
+destination element held by several ranks (replication) receives the same value on each; backward,
+each source element takes its value from one of them, the lowest rank (then the lowest local
+position), because MPI forbids receiving into one location twice. Two sources holding one element is
+an error, found (on every rank) while the plan is built.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from climio.core import trace
+from climio.core.decomp import Decomposition, Hyperslab, block_range
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+Description = tuple[str, tuple[int, ...], np.ndarray]  # what other ranks learn of a layout: kind, shape, numbers
+
+
+# ----------------------------------------------------------------------------------------------- layouts
+
+
+@dataclass(frozen=True, eq=False)
+class Layout(ABC):
+    """Which elements of a global array of ``shape`` (C order) this rank holds, and in which local order.
+
+    Build one with :meth:`block`, :meth:`box`, :meth:`runs`, :meth:`offsets` or :meth:`from_compmap`.
+    """
+
+    shape: tuple[int, ...]
+
+    @staticmethod
+    def block(decomp: Decomposition, rank: int) -> BoxLayout:
+        """Rank ``rank``'s owned block; its local array may carry the decomposition's halo or not."""
+        owned = decomp.owned(rank)
+        halo = decomp.local_shape(rank) if decomp.halo else None
+        interior = tuple(s.start or 0 for s in decomp.interior(rank)) if decomp.halo else None
+        return BoxLayout(decomp.shape, owned, halo, interior)
+
+    @staticmethod
+    def box(shape: Sequence[int], slab: Hyperslab) -> BoxLayout:
+        """One hyperslab (possibly empty), held as a C-order local array of its own shape."""
+        return BoxLayout(tuple(int(n) for n in shape), slab)
+
+    @staticmethod
+    def runs(shape: Sequence[int], runs: Sequence[tuple[int, int]] | np.ndarray) -> RunsLayout:
+        """Flat runs ``(start, length)`` of the global array, concatenated in the listed order."""
+        return RunsLayout(tuple(int(n) for n in shape), np.asarray(runs, dtype=np.int64).reshape(-1, 2))
+
+    @staticmethod
+    def offsets(shape: Sequence[int], offsets: Sequence[int] | np.ndarray) -> OffsetsLayout:
+        """The elements at these 0-based flat offsets, in this (any) order; -1 marks a hole."""
+        return OffsetsLayout(tuple(int(n) for n in shape), np.asarray(offsets, dtype=np.int64).ravel())
+
+    @staticmethod
+    def from_compmap(shape: Sequence[int], compmap: Sequence[int] | np.ndarray) -> OffsetsLayout:
+        """PIO's compmap: 1-based flat offsets, 0 for a hole."""
+        return Layout.offsets(shape, np.asarray(compmap, dtype=np.int64).ravel() - 1)
+
+    @property
+    @abstractmethod
+    def local_shape(self) -> tuple[int, ...]:
+        """Shape of the local array without halo (and without the plan's trailing dimensions)."""
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.local_shape)
+
+    def accepts(self, local_shape: tuple[int, ...]) -> bool:
+        """Whether a local array of this shape (trailing dimensions left out) holds this layout."""
+        return local_shape == self.local_shape
+
+    @abstractmethod
+    def flat_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(global start, length, local position)`` of every non-empty run held, local positions in
+        the order of the array without halo."""
+
+    @abstractmethod
+    def _describe(self) -> Description:
+        """What the other ranks need to know of this layout (allgathered): a few numbers, or just the kind."""
+
+    @abstractmethod
+    def _problem(self) -> str:
+        """Why this layout does not fit its global shape, or ''."""
+
+    def _container(self, count: np.ndarray, local_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """The array a piece of ``count`` sits in, in a local array of ``local_shape``, and its start there."""
+        return count, np.zeros_like(count)
+
+    def _local_runs(self, pos: np.ndarray, length: np.ndarray,
+                    local_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        """Runs at positions of the array without halo, moved to an array of ``local_shape``."""
+        return pos, length
+
+
+@dataclass(frozen=True, eq=False)
+class BoxLayout(Layout):
+    """One hyperslab; ``halo_shape``/``interior`` describe an optional larger local array around it."""
+
+    slab: Hyperslab
+    halo_shape: tuple[int, ...] | None = None
+    interior: tuple[int, ...] | None = None
+
+    @property
+    def local_shape(self) -> tuple[int, ...]:
+        return tuple(self.slab.count)
+
+    def accepts(self, local_shape: tuple[int, ...]) -> bool:
+        return local_shape in (self.local_shape, self.halo_shape)
+
+    def _with_halo(self, local_shape: tuple[int, ...]) -> bool:
+        return self.halo_shape is not None and local_shape == self.halo_shape != self.local_shape
+
+    def flat_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        start, count, shape = self.slab.start, self.slab.count, self.shape
+        if self.slab.size == 0:
+            return _EMPTY, _EMPTY, _EMPTY
+        axis = len(shape) - 1  # axes after ``axis`` are whole: the run along ``axis`` goes on through them
+        while axis > 0 and count[axis] == shape[axis]:
+            axis -= 1
+        inner = math.prod(shape[axis + 1:])
+        outer = np.zeros((), dtype=np.int64)
+        for s, c, n in zip(start[:axis], count[:axis], shape[:axis]):
+            outer = outer[..., None] * n + np.arange(s, s + c, dtype=np.int64)
+        outer = outer.ravel()
+        length = count[axis] * inner
+        first = outer * (shape[axis] * inner) + start[axis] * inner
+        return first, np.full(outer.size, length, dtype=np.int64), np.arange(outer.size, dtype=np.int64) * length
+
+    def _describe(self) -> Description:
+        return ("box", self.shape, np.array([self.slab.start, self.slab.count], dtype=np.int64).reshape(2, -1))
+
+    def _problem(self) -> str:
+        start, count = self.slab.start, self.slab.count
+        if len(start) != len(self.shape) or len(count) != len(self.shape):
+            return f"hyperslab {start}+{count} does not have the {len(self.shape)} dimensions of {self.shape}"
+        if any(s < 0 or c < 0 or (c and s + c > n) for s, c, n in zip(start, count, self.shape)):
+            return f"hyperslab start {start} count {count} lies outside {self.shape}"
+        return ""
+
+    def _container(self, count: np.ndarray, local_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        if self._with_halo(local_shape):
+            return np.array(local_shape, dtype=np.int64), np.array(self.interior, dtype=np.int64)
+        return super()._container(count, local_shape)
+
+    def _local_runs(self, pos: np.ndarray, length: np.ndarray,
+                    local_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+        if not self._with_halo(local_shape) or pos.size == 0:
+            return pos, length
+        count = self.slab.count
+        width = count[-1]  # split at the rows of the block: a halo separates them in the local array
+        first, last = pos // width, (pos + length - 1) // width
+        rows = last - first + 1
+        run = np.repeat(np.arange(pos.size), rows)
+        row = first[run] + _ramp(rows)
+        lo = np.maximum(pos[run], row * width)
+        hi = np.minimum(pos[run] + length[run], (row + 1) * width)
+        index = np.unravel_index(lo, count)
+        moved = np.ravel_multi_index(tuple(i + h for i, h in zip(index, self.interior)), local_shape)
+        moved, size, _ = _merge_runs(moved.astype(np.int64), hi - lo)
+        return moved, size
+
+
+@dataclass(frozen=True, eq=False)
+class RunsLayout(Layout):
+    """Flat runs ``(start, length)`` (an ``(n, 2)`` array), concatenated in order in a 1-D local array."""
+
+    table: np.ndarray
+
+    @property
+    def local_shape(self) -> tuple[int, ...]:
+        return (int(self.table[:, 1].sum()),)
+
+    def flat_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        first, length = self.table[:, 0], self.table[:, 1]
+        pos = np.cumsum(length) - length
+        keep = length > 0
+        return first[keep], length[keep], pos[keep]
+
+    def _describe(self) -> Description:
+        return ("runs", self.shape, self.table)
+
+    def _problem(self) -> str:
+        first, length = self.table[:, 0], self.table[:, 1]
+        bad = (first < 0) | (length < 0) | (first + length > math.prod(self.shape))
+        if bad.any():
+            k = int(np.argmax(bad))
+            return f"run ({first[k]}, {length[k]}) lies outside the {math.prod(self.shape)} elements of {self.shape}"
+        return ""
+
+
+@dataclass(frozen=True, eq=False)
+class OffsetsLayout(Layout):
+    """Elements at flat offsets (any order, -1 for a hole), in a 1-D local array."""
+
+    table: np.ndarray
+
+    @property
+    def local_shape(self) -> tuple[int, ...]:
+        return (self.table.size,)
+
+    def flat_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        pos = np.flatnonzero(self.table >= 0).astype(np.int64)
+        first = self.table[pos]
+        pos, length, (first,) = _merge_runs(pos, np.ones_like(pos), first - pos)
+        return first + pos, length, pos
+
+    def _describe(self) -> Description:
+        return ("offsets", self.shape, _EMPTY)
+
+    def _problem(self) -> str:
+        bad = (self.table < -1) | (self.table >= math.prod(self.shape))
+        if bad.any():
+            k = int(np.argmax(bad))
+            return f"offset {self.table[k]} at position {k} lies outside the {math.prod(self.shape)} elements of " \
+                   f"{self.shape}"
+        return ""
+
+
+# ------------------------------------------------------------------------------------ small arithmetic
+
+
+def _ramp(counts: np.ndarray) -> np.ndarray:
+    """0, 1, ..., counts[0]-1, 0, 1, ..., counts[1]-1, ...: the index inside each group of an np.repeat."""
+    total = int(counts.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+def _merge_runs(pos: np.ndarray, length: np.ndarray,
+                *keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """Consecutive runs that continue one another (and agree on every key) as one: fewer datatype blocks."""
+    if pos.size == 0:
+        return pos, length, list(keys)
+    goes_on = pos[1:] == pos[:-1] + length[:-1]
+    for key in keys:
+        goes_on &= key[1:] == key[:-1]
+    first = np.flatnonzero(np.concatenate([[True], ~goes_on]))
+    return pos[first], np.add.reduceat(length, first), [key[first] for key in keys]
+
+
+def _run_boxes(first: int, end: int, shape: tuple[int, ...]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Flat elements ``first..end`` of ``shape`` as at most ``2 ndim - 1`` boxes ``(start, count)``, in order;
+    each box is contiguous in the flat order, so its elements lie together in a buffer of runs."""
+    ndim = len(shape)
+    stride = [math.prod(shape[d + 1:]) for d in range(ndim)]
+    boxes = []
+
+    def take(pos: int, axis: int, steps: int) -> int:
+        start = tuple(int(i) for i in np.unravel_index(pos, shape))
+        boxes.append((start, (1,) * axis + (steps,) + tuple(shape[axis + 1:])))
+        return pos + steps * stride[axis]
+
+    pos, axis = first, ndim - 1
+    while axis > 0 and pos < end:  # up: whole rows, then whole planes, ... until aligned with axis 0
+        room = -pos % stride[axis - 1]
+        steps = min(room, end - pos) // stride[axis]
+        if steps:
+            pos = take(pos, axis, steps)
+        if pos % stride[axis - 1]:
+            break  # the run ends before the next boundary: finish with finer boxes
+        axis -= 1
+    for axis in range(axis, ndim):  # down: the largest boxes first
+        steps = (end - pos) // stride[axis]
+        if steps:
+            pos = take(pos, axis, steps)
+    return boxes
+
+
+def _pieces(description: Description) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(start, count, local offset)`` of the non-empty pieces of a box-like layout: the box itself, or the
+    boxes of each run."""
+    kind, shape, numbers = description
+    starts: list[Sequence[int]] = []
+    counts: list[Sequence[int]] = []
+    offsets: list[int] = []
+    if kind == "box":
+        if numbers[1].all():
+            starts, counts, offsets = [numbers[0]], [numbers[1]], [0]
+    else:
+        at = 0
+        for first, length in numbers:
+            for start, count in _run_boxes(int(first), int(first + length), shape):
+                starts.append(start)
+                counts.append(count)
+                offsets.append(at)
+                at += math.prod(count)
+    ndim = len(shape)
+    return (np.array(starts, dtype=np.int64).reshape(-1, ndim), np.array(counts, dtype=np.int64).reshape(-1, ndim),
+            np.array(offsets, dtype=np.int64))
+
+
+def _intersect(a_lo: np.ndarray, a_hi: np.ndarray, b_lo: np.ndarray,
+               b_hi: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Every non-empty intersection of a box of ``a`` with a box of ``b``: ``(i, j, lo, hi)`` in (i, j) order."""
+    lo = np.maximum(a_lo[:, None, :], b_lo[None, :, :])
+    hi = np.minimum(a_hi[:, None, :], b_hi[None, :, :])
+    i, j = np.nonzero(np.all(hi > lo, axis=2))
+    return i, j, lo[i, j], hi[i, j]
+
+
+def _subtract(lo: np.ndarray, hi: np.ndarray, cut_lo: np.ndarray,
+              cut_hi: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Box ``lo..hi`` less box ``cut_lo..cut_hi``, as at most ``2 ndim`` disjoint boxes."""
+    inner_lo, inner_hi = np.maximum(lo, cut_lo), np.minimum(hi, cut_hi)
+    if np.any(inner_hi <= inner_lo):
+        return [(lo, hi)]
+    out = []
+    lo, hi = lo.copy(), hi.copy()
+    for axis in range(lo.size):
+        if lo[axis] < inner_lo[axis]:
+            below = hi.copy()
+            below[axis] = inner_lo[axis]
+            out.append((lo.copy(), below))
+        if inner_hi[axis] < hi[axis]:
+            above = lo.copy()
+            above[axis] = inner_hi[axis]
+            out.append((above, hi.copy()))
+        lo[axis], hi[axis] = inner_lo[axis], inner_hi[axis]
+    return out
+
+
+def _first_holders(lo: np.ndarray, hi: np.ndarray, wanted: np.ndarray) -> tuple[tuple[np.ndarray, ...], bool]:
+    """Each ``wanted`` box less the boxes listed before it: backward, an element held by several destinations is
+    sent by the first only, as MPI may not receive into one place twice. Returns rows ``(box, lo, hi, region
+    index)``, and whether any box lost something."""
+    rows: list[tuple[int, np.ndarray, np.ndarray, int]] = []
+    overlapped = False
+    for box in wanted:
+        regions = [(lo[box], hi[box])]
+        earlier = np.flatnonzero(np.all(np.minimum(hi[:box], hi[box]) > np.maximum(lo[:box], lo[box]), axis=1))
+        overlapped |= earlier.size > 0
+        for cut in earlier:
+            regions = [r for a, b in regions for r in _subtract(a, b, lo[cut], hi[cut])]
+        rows += [(box, a, b, k) for k, (a, b) in enumerate(regions)]
+    ndim = lo.shape[1]
+    return ((np.array([r[0] for r in rows], dtype=np.int64),
+             np.array([r[1] for r in rows], dtype=np.int64).reshape(-1, ndim),
+             np.array([r[2] for r in rows], dtype=np.int64).reshape(-1, ndim),
+             np.array([r[3] for r in rows], dtype=np.int64)), overlapped)
+
+
+def _first_cover(lo: np.ndarray, hi: np.ndarray, *priority: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Intervals ``lo..hi`` that may overlap, cut into ``(interval, lo, hi)`` pieces that cover each point once,
+    by the interval of lowest ``priority`` (keys compared in order)."""
+    bounds = np.unique(np.concatenate([lo, hi]))
+    first, last = np.searchsorted(bounds, lo), np.searchsorted(bounds, hi)
+    which = np.repeat(np.arange(lo.size), last - first)
+    segment = first[which] + _ramp(last - first)
+    order = np.lexsort(tuple(p[which] for p in reversed(priority)) + (segment,))
+    which, segment = which[order], segment[order]
+    keep = np.ones(segment.size, dtype=bool)
+    keep[1:] = segment[1:] != segment[:-1]
+    which, segment = which[keep], segment[keep]
+    return which, bounds[segment], bounds[segment + 1]
+
+
+# ------------------------------------------------------------------------------------------- datatypes
+
+
+Entry = tuple[np.ndarray, ...]  # one peer's share: (piece, lo, hi) boxes or (position, length) runs
+
+
+def _base(dtype: np.dtype) -> MPI.Datatype:
+    """A new MPI datatype for one element of ``dtype``; bytes are moved as they are, never converted, so a
+    non-native byte order travels as the native type of that kind and size."""
+    from mpi4py import MPI
+    from mpi4py.util import dtlib
+
+    if dtype.hasobject:
+        raise ClimioError(f"cannot move {dtype} values (Python objects) between ranks")
+    try:
+        datatype = dtlib.from_numpy_dtype(dtype.newbyteorder("=") if not dtype.isnative else dtype)
+    except ValueError:
+        datatype = None
+    if datatype is not None and datatype.extent == dtype.itemsize and datatype.size == dtype.itemsize:
+        return datatype
+    if datatype is not None:
+        datatype.Free()
+    return MPI.BYTE.Create_contiguous(dtype.itemsize)
+
+
+class _Side(ABC):
+    """What this rank sends to (or receives from) every peer in one direction: one MPI datatype per peer, made
+    on first use for each dtype and local array shape, kept until :meth:`free`."""
+
+    def __init__(self, layout: Layout, trailing: tuple[int, ...], nranks: int, peers: dict[int, Entry],
+                 elements: int) -> None:
+        self.layout, self.trailing, self.peers = layout, trailing, peers
+        self.counts = [1 if r in peers else 0 for r in range(nranks)]
+        self.elements = elements  # how many elements of the local array take part
+        self._types: dict[tuple[np.dtype, tuple[int, ...]], list[MPI.Datatype]] = {}
+
+    @property
+    def complete(self) -> bool:
+        """Whether every element of the local array takes part (a receiving side then has no holes)."""
+        return self.elements == self.layout.size
+
+    def types(self, base: MPI.Datatype, dtype: np.dtype, local_shape: tuple[int, ...]) -> list[MPI.Datatype]:
+        from mpi4py import MPI
+
+        key = (dtype, local_shape)
+        if key not in self._types:
+            made = [MPI.BYTE] * len(self.counts)
+            for rank, entry in self.peers.items():
+                made[rank] = self._peer_type(base, dtype, entry, local_shape)
+            self._types[key] = made
+        return self._types[key]
+
+    @abstractmethod
+    def _peer_type(self, base: MPI.Datatype, dtype: np.dtype, entry: Entry,
+                   local_shape: tuple[int, ...]) -> MPI.Datatype:
+        """The committed datatype of what goes to or comes from one peer."""
+
+    def free(self) -> None:
+        for made in self._types.values():
+            for rank in self.peers:
+                made[rank].Free()
+        self._types.clear()
+
+
+class _BoxSide(_Side):
+    """Peers' shares as boxes: ``(piece, lo, hi)`` rows, ``piece`` a row of ``pieces`` (start, count, offset)."""
+
+    def __init__(self, layout: Layout, trailing: tuple[int, ...], nranks: int, peers: dict[int, Entry],
+                 elements: int, pieces: tuple[np.ndarray, np.ndarray, np.ndarray]) -> None:
+        super().__init__(layout, trailing, nranks, peers, elements)
+        self.pieces = pieces
+
+    def _peer_type(self, base: MPI.Datatype, dtype: np.dtype, entry: Entry,
+                   local_shape: tuple[int, ...]) -> MPI.Datatype:
+        from mpi4py import MPI
+
+        piece, lo, hi = entry
+        starts, counts, offsets = self.pieces
+        extent = dtype.itemsize * math.prod(self.trailing)
+        zeros = (0,) * len(self.trailing)
+        boxes, displacements = [], []
+        for k, box_lo, box_hi in zip(piece, lo, hi):
+            container, at = self.layout._container(counts[k], local_shape)
+            boxes.append(base.Create_subarray([int(n) for n in container] + list(self.trailing),
+                                              [int(n) for n in box_hi - box_lo] + list(self.trailing),
+                                              [int(n) for n in at + box_lo - starts[k]] + list(zeros)))
+            displacements.append(int(offsets[k]) * extent)
+        if len(boxes) == 1 and displacements[0] == 0:
+            return boxes[0].Commit()
+        combined = MPI.Datatype.Create_struct([1] * len(boxes), displacements, boxes).Commit()
+        for box in boxes:
+            box.Free()
+        return combined
+
+
+class _RunSide(_Side):
+    """Peers' shares as runs ``(position, length)`` of the local array without halo, in the pair's order."""
+
+    def _peer_type(self, base: MPI.Datatype, dtype: np.dtype, entry: Entry,
+                   local_shape: tuple[int, ...]) -> MPI.Datatype:
+        pos, length = self.layout._local_runs(*entry, local_shape)
+        per_element = math.prod(self.trailing)
+        element = base.Create_contiguous(per_element) if per_element != 1 else base
+        displacements = pos * (dtype.itemsize * per_element)
+        try:
+            if np.all(length == length[0]):
+                return element.Create_hindexed_block(int(length[0]), displacements).Commit()
+            return element.Create_hindexed(length, displacements).Commit()
+        finally:
+            if element is not base:
+                element.Free()
+
+
+# --------------------------------------------------------------------------------------------- planning
+
+
+def _alltoallv(comm: MPI.Comm, rows: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Send each int64 row to rank ``to``; returns the rows received and the rank each came from."""
+    from mpi4py import MPI
+
+    size = comm.Get_size()
+    order = np.argsort(to, kind="stable")
+    rows = np.ascontiguousarray(rows[order], dtype=np.int64)
+    counts = np.bincount(to, minlength=size).astype(np.int64)
+    received = np.empty(size, dtype=np.int64)
+    comm.Alltoall(counts, received)
+    out = np.empty((int(received.sum()), rows.shape[1]), dtype=np.int64)
+    row = MPI.INT64_T.Create_contiguous(rows.shape[1]).Commit()
+    try:
+        comm.Alltoallv([rows, counts, np.cumsum(counts) - counts, row],
+                       [out, received, np.cumsum(received) - received, row])
+    finally:
+        row.Free()
+    return out, np.repeat(np.arange(size, dtype=np.int64), received)
+
+
+def _raise_any(comm: MPI.Comm, problem: str) -> None:
+    """Every rank raises the first rank's problem, if any rank has one (collective)."""
+    problems = [p for p in comm.allgather(problem) if p]
+    if problems:
+        raise ClimioError(problems[0], collective=True)
+
+
+def _element(shape: tuple[int, ...], offset: int) -> str:
+    return str(tuple(int(i) for i in np.unravel_index(offset, shape)))
+
+
+class Plan:
+    """How the elements of a source layout reach a destination layout (collective to build and to use).
+
+    Every rank passes its own layouts, of one global ``shape``; ``trailing`` are extra contiguous dimensions
+    of every element (levels), so local arrays are ``(*local_shape, *trailing)``. Free the committed
+    datatypes with :meth:`free` or by using the plan as a context manager.
+    """
+
+    def __init__(self, comm: MPI.Comm, source: Layout, dest: Layout, *, trailing: tuple[int, ...] = ()) -> None:
+        self.comm, self.source, self.dest = comm, source, dest
+        self.trailing = tuple(int(n) for n in trailing)
+        problem = source._problem() or dest._problem()
+        if source.shape != dest.shape:
+            problem = f"source layout of shape {source.shape} and destination of shape {dest.shape} differ"
+        if not source.shape:
+            problem = "a layout needs a global array of one dimension at least"
+        if any(n < 0 for n in self.trailing):
+            problem = f"trailing dimensions {self.trailing} must not be negative"
+        described = comm.allgather((source._describe(), dest._describe(), self.trailing, problem))
+        if not problem and any(d[0][1] != source.shape or d[2] != self.trailing for d in described):
+            problem = "ranks pass layouts of different global shapes or trailing dimensions"
+        _raise_any(comm, problem)
+        if any(d[0][0] == "offsets" or d[1][0] == "offsets" for d in described):
+            sides = self._by_directory()
+        else:
+            sides = self._by_boxes([d[0] for d in described], [d[1] for d in described])
+        self._forward, self._backward = sides[:2], sides[2:]
+        self._bases: dict[np.dtype, MPI.Datatype] = {}
+
+    @property
+    def dest_complete(self) -> bool:
+        """Whether forward fills every element of this rank's destination (else holes keep what ``out`` held)."""
+        return self._forward[1].complete
+
+    @property
+    def source_complete(self) -> bool:
+        """Whether backward fills every element of this rank's source."""
+        return self._backward[0].complete
+
+    # -- box-like layouts everywhere: intersections of allgathered pieces
+
+    def _by_boxes(self, sources: list[Description], dests: list[Description]) -> tuple[_Side, ...]:
+        rank, size = self.comm.Get_rank(), self.comm.Get_size()
+        src = [_pieces(d) for d in sources]
+        dst = [_pieces(d) for d in dests]
+        s_rank = np.concatenate([np.full(len(p[2]), r, dtype=np.int64) for r, p in enumerate(src)])
+        d_rank = np.concatenate([np.full(len(p[2]), r, dtype=np.int64) for r, p in enumerate(dst)])
+        s_lo = np.concatenate([p[0] for p in src])
+        s_hi = s_lo + np.concatenate([p[1] for p in src])
+        d_lo = np.concatenate([p[0] for p in dst])
+        d_hi = d_lo + np.concatenate([p[1] for p in dst])
+        mine_s, mine_d = np.flatnonzero(s_rank == rank), np.flatnonzero(d_rank == rank)
+
+        i, j, lo, _ = _intersect(s_lo[mine_s], s_hi[mine_s], s_lo, s_hi)
+        clash = mine_s[i] != j
+        problem = ""
+        if clash.any():
+            k = int(np.argmax(clash))
+            offset = int(np.ravel_multi_index(tuple(lo[k]), self.source.shape))
+            problem = (f"element {_element(self.source.shape, offset)} of {self.source.shape} is held by source "
+                       f"ranks {rank} and {s_rank[j[k]]}")
+        _raise_any(self.comm, problem)
+
+        # the destination pieces this rank sends from backward, or whose regions it receives
+        needed = np.union1d(mine_d, _intersect(s_lo[mine_s], s_hi[mine_s], d_lo, d_hi)[1])
+        first_holders, overlapped = _first_holders(d_lo, d_hi, needed)
+        whole = (np.arange(len(d_rank), dtype=np.int64), d_lo, d_hi, np.zeros(len(d_rank), dtype=np.int64))
+        mine_pieces_s, mine_pieces_d = src[rank], dst[rank]
+
+        def sides(targets: tuple[np.ndarray, ...]) -> tuple[_Side, _Side]:
+            """Source and destination sides of the matches of the source pieces with ``targets``."""
+            parent, t_lo, t_hi, index = targets
+            si, ti, lo, hi = _intersect(s_lo[mine_s], s_hi[mine_s], t_lo, t_hi)
+            source = self._box_side(self.source, mine_pieces_s, size, d_rank[parent[ti]],
+                                    (mine_s[si], parent[ti], index[ti]), si, lo, hi)
+            mine_t = np.flatnonzero(d_rank[parent] == rank)
+            ti, si, lo, hi = _intersect(t_lo[mine_t], t_hi[mine_t], s_lo, s_hi)
+            first = int(np.searchsorted(d_rank, rank))
+            dest = self._box_side(self.dest, mine_pieces_d, size, s_rank[si],
+                                  (si, parent[mine_t[ti]], index[mine_t[ti]]), parent[mine_t[ti]] - first, lo, hi)
+            return source, dest
+
+        forward = sides(whole)
+        backward = sides(first_holders) if overlapped else forward
+        return (*forward, *backward)
+
+    def _box_side(self, layout: Layout, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], size: int,
+                  peer: np.ndarray, keys: tuple[np.ndarray, ...], piece: np.ndarray, lo: np.ndarray,
+                  hi: np.ndarray) -> _BoxSide:
+        """Matches grouped by peer, in the order of ``keys`` (the same on both ends of each pair)."""
+        order = np.lexsort(tuple(reversed(keys)) + (peer,))
+        peer, piece, lo, hi = peer[order], piece[order], lo[order], hi[order]
+        bounds = np.searchsorted(peer, np.arange(size + 1))
+        peers = {r: (piece[a:b], lo[a:b], hi[a:b]) for r, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if b > a}
+        elements = int(np.prod(hi - lo, axis=1).sum()) if len(lo) else 0
+        return _BoxSide(layout, self.trailing, size, peers, elements, pieces)
+
+    # -- offsets somewhere: match at directory ranks that own blocks of the flat index space
+
+    def _by_directory(self) -> tuple[_Side, ...]:
+        comm, shape = self.comm, self.source.shape
+        size = comm.Get_size()
+        total = math.prod(shape)
+        bounds = np.array([block_range(total, size, r)[0] for r in range(size)] + [total], dtype=np.int64)
+
+        def cut(side: int, first: np.ndarray, length: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """Runs cut at the directory blocks: rows ``(side, first, length, position)`` and their directory."""
+            lo = np.searchsorted(bounds, first, side="right") - 1
+            hi = np.searchsorted(bounds, first + length - 1, side="right") - 1
+            run = np.repeat(np.arange(first.size), hi - lo + 1)
+            owner = lo[run] + _ramp(hi - lo + 1)
+            a = np.maximum(first[run], bounds[owner])
+            b = np.minimum(first[run] + length[run], bounds[owner + 1])
+            keep = b > a  # an empty directory block between two others holds nothing
+            rows = np.stack([np.full(run.size, side), a, b - a, pos[run] + a - first[run]], axis=1)
+            return rows[keep], owner[keep]
+
+        s_rows, s_to = cut(0, *self.source.flat_runs())
+        d_rows, d_to = cut(1, *self.dest.flat_runs())
+        rows, sender = _alltoallv(comm, np.concatenate([s_rows, d_rows]), np.concatenate([s_to, d_to]))
+
+        is_source = rows[:, 0] == 0
+        order = np.flatnonzero(is_source)[np.argsort(rows[is_source, 1], kind="stable")]
+        s_first, s_length, s_pos, s_rank = rows[order, 1], rows[order, 2], rows[order, 3], sender[order]
+        s_end = s_first + s_length
+        clash = np.flatnonzero(s_first[1:] < s_end[:-1])
+        problem = ""
+        if clash.size:
+            k = int(clash[0])
+            problem = (f"element {_element(shape, int(s_first[k + 1]))} of {shape} is held by source ranks "
+                       f"{s_rank[k]} and {s_rank[k + 1]}")
+        order = np.flatnonzero(~is_source)[np.argsort(rows[~is_source, 1], kind="stable")]  # sorted: fast lookups
+        d_first, d_length, d_pos, d_rank = rows[order, 1], rows[order, 2], rows[order, 3], sender[order]
+        reach = np.maximum.accumulate(d_first + d_length)  # how far the destinations so far go
+        replicated = bool(np.any(d_first[1:] < reach[:-1]))
+        verdicts = comm.allgather((problem, replicated))
+        problems = [p for p, _ in verdicts if p]
+        if problems:
+            raise ClimioError(problems[0], collective=True)
+        replicated = any(r for _, r in verdicts)
+
+        # each destination run against the (disjoint, sorted) source runs that overlap it
+        lo = np.searchsorted(s_end, d_first, side="right")
+        hi = np.searchsorted(s_first, d_first + d_length, side="left")
+        many = np.maximum(hi - lo, 0)
+        di = np.repeat(np.arange(d_first.size), many)
+        si = lo[di] + _ramp(many)
+        a = np.maximum(d_first[di], s_first[si])
+        b = np.minimum(d_first[di] + d_length[di], s_end[si])
+        match = np.stack([s_rank[si], d_rank[di], s_pos[si] + a - s_first[si], d_pos[di] + a - d_first[di], b - a],
+                         axis=1)
+        kinds = [match]
+        if replicated:
+            # an element's position on its destination rank is (match position - match start) + element
+            which, c, e = _first_cover(a, b, match[:, 1], match[:, 3] - a)
+            shift = c - a[which]
+            kinds.append(np.stack([match[which, 0], match[which, 1], match[which, 2] + shift,
+                                   match[which, 3] + shift, e - c], axis=1))
+        back_rows, back_to = [], []
+        for k, found in enumerate(kinds):  # kind 2k goes to the source end, 2k + 1 to the destination end
+            for end, peer in ((0, 1), (1, 0)):
+                back_rows.append(np.column_stack([np.full(len(found), 2 * k + end), found[:, peer], found[:, 2:]]))
+                back_to.append(found[:, end])
+        got, _ = _alltoallv(comm, np.concatenate(back_rows).reshape(-1, 5), np.concatenate(back_to))
+
+        def side(kind: int) -> _RunSide:
+            """The runs of one kind of match, grouped by peer, in destination order, merged where they go on."""
+            found = got[got[:, 0] == kind]
+            peer, src_pos, dst_pos, length = found[:, 1], found[:, 2], found[:, 3], found[:, 4]
+            order = np.lexsort((dst_pos, peer))
+            pos = (src_pos if kind % 2 == 0 else dst_pos)[order]
+            pos, length, (peer,) = _merge_runs(pos, length[order], peer[order])
+            bounds = np.searchsorted(peer, np.arange(size + 1))
+            peers = {r: (pos[x:y], length[x:y]) for r, (x, y) in enumerate(zip(bounds[:-1], bounds[1:])) if y > x}
+            return _RunSide(self.source if kind % 2 == 0 else self.dest, self.trailing, size, peers,
+                            int(length.sum()))
+
+        forward = (side(0), side(1))
+        backward = (side(2), side(3)) if replicated else forward
+        return (*forward, *backward)
+
+    # -- moving data
+
+    def forward(self, src_local: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Source-layout array in, destination-layout array out (``out``'s holes are left as they are;
+        a new ``out`` has zeros there)."""
+        return self.forward_many([src_local], None if out is None else [out])[0]
+
+    def backward(self, dest_local: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """Destination-layout array in, source-layout array out: the same matches the other way."""
+        return self.backward_many([dest_local], None if out is None else [out])[0]
+
+    def forward_many(self, arrays: Sequence[np.ndarray],
+                     outs: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Several variables of the source layout (one trailing shape, any dtypes) in one exchange."""
+        send, receive = self._forward
+        return self._exchange(send, receive, arrays, outs)
+
+    def backward_many(self, arrays: Sequence[np.ndarray],
+                      outs: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+        """Several variables of the destination layout back to the source layout in one exchange."""
+        receive, send = self._backward
+        return self._exchange(send, receive, arrays, outs)
+
+    def _local(self, layout: Layout, array: np.ndarray, what: str) -> tuple[int, ...]:
+        """The local shape (trailing left out) of ``array``, checked against ``layout``."""
+        keep = array.ndim - len(self.trailing)
+        local, trailing = array.shape[:max(keep, 0)], array.shape[max(keep, 0):]
+        if keep < 0 or trailing != self.trailing or not layout.accepts(local):
+            raise ClimioError(f"{what} of shape {array.shape} on rank {self.comm.Get_rank()} does not match its "
+                              f"layout: expected {(*layout.local_shape, *self.trailing)}")
+        return local
+
+    def _base_of(self, dtype: np.dtype) -> MPI.Datatype:
+        if dtype not in self._bases:
+            self._bases[dtype] = _base(dtype)
+        return self._bases[dtype]
+
+    def _exchange(self, send: _Side, receive: _Side, arrays: Sequence[np.ndarray],
+                  outs: Sequence[np.ndarray] | None) -> list[np.ndarray]:
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        if not arrays:
+            return []
+        if outs is None:
+            make = np.empty if receive.complete else np.zeros
+            outs = [make((*receive.layout.local_shape, *self.trailing), dtype=a.dtype) for a in arrays]
+        if len(outs) != len(arrays):
+            raise ClimioError(f"{len(arrays)} arrays but {len(outs)} output arrays")
+        shapes = [self._local(send.layout, a, "array") for a in arrays]
+        out_shapes = [self._local(receive.layout, o, "output array") for o in outs]
+        for a, o in zip(arrays, outs):
+            if o.dtype != a.dtype or not o.flags.c_contiguous or not o.flags.writeable:
+                raise ClimioError(f"output array must be a writeable C-contiguous {a.dtype} array, "
+                                  f"got {'' if o.flags.c_contiguous else 'non-contiguous '}{o.dtype}")
+        per_element = math.prod(self.trailing)
+        nbytes = sum(send.elements * per_element * a.itemsize for a in arrays)
+        if per_element * sum(a.itemsize for a in arrays) == 0:  # nothing to move (every rank agrees)
+            return list(outs)
+        send_types = [send.types(self._base_of(a.dtype), a.dtype, s) for a, s in zip(arrays, shapes)]
+        receive_types = [receive.types(self._base_of(o.dtype), o.dtype, s) for o, s in zip(outs, out_shapes)]
+        zeros = [0] * self.comm.Get_size()
+        with _joined(arrays, send_types, send.counts) as (send_buffer, send_made), \
+                _joined(outs, receive_types, receive.counts) as (receive_buffer, receive_made), \
+                trace.phase("rearrange", nbytes):
+            self.comm.Alltoallw([send_buffer, send.counts, zeros, send_made],
+                                [receive_buffer, receive.counts, zeros, receive_made])
+        return list(outs)
+
+    def free(self) -> None:
+        """Free every committed datatype (the plan can still be used: they are made again on demand)."""
+        for side in {id(s): s for s in (*self._forward, *self._backward)}.values():
+            side.free()
+        for base in self._bases.values():
+            base.Free()
+        self._bases.clear()
+
+    def __enter__(self) -> Plan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.free()
+
+
+@contextmanager
+def _joined(arrays: Sequence[np.ndarray], types: list[list[MPI.Datatype]],
+            counts: list[int]) -> Iterator[tuple[object, list[MPI.Datatype]]]:
+    """One buffer and one datatype per peer for several arrays: the array and its types when there is one,
+    else ``MPI.BOTTOM`` with, per peer, a struct of each array's type at its absolute address (freed on exit)."""
+    from mpi4py import MPI
+
+    if len(arrays) == 1:
+        yield arrays[0], types[0]
+        return
+    addresses = [MPI.Get_address(a) for a in arrays]
+    made = [MPI.Datatype.Create_struct([1] * len(arrays), addresses, [t[peer] for t in types]).Commit()
+            if count else MPI.BYTE for peer, count in enumerate(counts)]
+    try:
+        yield MPI.BOTTOM, made
+    finally:
+        for datatype, count in zip(made, counts):
+            if count:
+                datatype.Free()
