@@ -32,6 +32,7 @@ import numpy as np
 
 from climio.core import collective, mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
+from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
 from climio.eva import cf, largest, output, pot, timestep
@@ -219,9 +220,11 @@ def _scan(series: Series, inputs: Inputs, decomp: Decomposition, owned: Hypersla
     if scheme == "slab":
         return scan_slab(series, owned, k, missing, comm)
     shape = series.shape
-    if scheme == "transpose":
+    if scheme == "transpose":  # time blocks of the whole grid in, whole series of this rank's cells out
+        rank = comm.Get_rank()
         by_time = Decomposition.block1d(shape, comm.Get_size(), axis=0)
-        slab = time_blocks_to_cell_blocks(series.read(by_time.owned(comm.Get_rank())), by_time, decomp, comm)
+        with Plan(comm, Layout.block(by_time, rank), Layout.block(decomp, rank)) as plan:
+            slab = plan.forward(series.read(by_time.owned(rank)))
     else:
         slab = series.read(owned)
     with trace.phase("scan"):
@@ -290,31 +293,6 @@ def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Resu
         level[owned.slices[1:]] = rl.reshape(owned.count[1:])
         shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
     plot.draw(opts.plot, where, values, level, opts.periods[which], shape)  # type: ignore[arg-type]
-
-
-def time_blocks_to_cell_blocks(mine: np.ndarray, by_time: Decomposition, by_cells: Decomposition,
-                               comm: MPI.Comm) -> np.ndarray:
-    """All-to-all from (my time steps, all cells) to (all time steps, my cells).
-
-    Rank j receives, from every rank i in rank order, i's time steps of j's cells;
-    as time blocks follow rank order, the receive buffer is j's (time, y, x) slab.
-    """
-    size, rank = comm.Get_size(), comm.Get_rank()
-    cells_of = [by_cells.owned(j) for j in range(size)]
-    send_counts = [mine.shape[0] * math.prod(c.count[1:]) for c in cells_of]
-    send = np.empty(sum(send_counts), mine.dtype)
-    offset = 0
-    for cells, count in zip(cells_of, send_counts):
-        send[offset:offset + count].reshape(mine.shape[0], *cells.count[1:])[...] = mine[(slice(None), *cells.slices[1:])]
-        offset += count
-    del mine
-    own = cells_of[rank]
-    receive = np.empty((by_time.shape[0], *own.count[1:]), send.dtype)
-    receive_counts = [by_time.owned(i).count[0] * math.prod(own.count[1:]) for i in range(size)]
-    with trace.phase("alltoall", send.nbytes):
-        comm.Alltoallv([send, (send_counts, np.cumsum([0, *send_counts[:-1]]))],
-                       [receive, (receive_counts, np.cumsum([0, *receive_counts[:-1]]))])
-    return receive
 
 
 def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float], comm: MPI.Comm,

@@ -419,8 +419,7 @@ class _Job:
             own.mask[:] = np.any(new >= 0, axis=1)
         else:
             target = kept[conn.target]
-            hits = distribute.ask(self.comm, index, target.size,
-                                  lambda asked: target.mask[asked - target.lo].astype(np.int64))
+            hits = distribute.ask(self.comm, index, target.size, target.mask.astype(np.int8))
             ok = np.ones(rows.shape, dtype=bool)
             ok[valid] = hits > 0
             own.mask[:] = np.all(ok, axis=1) & np.any(valid, axis=1)

@@ -59,8 +59,7 @@ class Kept:
 
     def mark(self, indices: np.ndarray) -> None:
         """Keep the given global elements, wherever they live (collective)."""
-        received = distribute.tell(self.comm, indices, self.size)
-        self.mask[received - self.lo] = True
+        self.mask |= distribute.requested(self.comm, indices, self.size)
 
     def number(self) -> None:
         """Give kept elements their new indices: exclusive scan of the kept counts (collective)."""
@@ -79,7 +78,7 @@ class Kept:
         """New index of each global input index, -1 where the element is not kept (collective)."""
         assert self._new is not None, "number() first"
         new = self._new
-        return distribute.ask(self.comm, indices, self.size, lambda asked: new[asked - self.lo])
+        return distribute.ask(self.comm, indices, self.size, new)
 
     def share(self, comm: MPI.Comm | None = None) -> tuple[int, np.ndarray]:
         """This rank's even block of the output and the input indices it holds (collective, once)."""
