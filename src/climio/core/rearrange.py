@@ -395,7 +395,7 @@ def _first_cover(lo: np.ndarray, hi: np.ndarray, *priority: np.ndarray) -> tuple
 Entry = tuple[np.ndarray, ...]  # one peer's share: (piece, lo, hi) boxes or (position, length) runs
 
 
-def _base(dtype: np.dtype) -> MPI.Datatype:
+def element_type(dtype: np.dtype) -> MPI.Datatype:
     """A new MPI datatype for one element of ``dtype``; bytes are moved as they are, never converted, so a
     non-native byte order travels as the native type of that kind and size."""
     from mpi4py import MPI
@@ -751,7 +751,7 @@ class Plan:
 
     def _base_of(self, dtype: np.dtype) -> MPI.Datatype:
         if dtype not in self._bases:
-            self._bases[dtype] = _base(dtype)
+            self._bases[dtype] = element_type(dtype)
         return self._bases[dtype]
 
     def _exchange(self, send: _Side, receive: _Side, arrays: Sequence[np.ndarray],

@@ -2,8 +2,8 @@
 
 A record of a (levels, y, x) field is a contiguous run of the file. Each writer
 ("aggregator") owns some element ranges of it, in C order; every rank sends each
-aggregator the elements of its block that fall in that aggregator's ranges, with one
-``MPI_Alltoallv``. An aggregator then holds whole contiguous pieces of the file and
+aggregator the elements of its block that fall in that aggregator's ranges, in one
+exchange of a :mod:`climio.core.rearrange` plan. An aggregator then holds whole contiguous pieces of the file and
 writes each as at most a handful of hyperslabs (a partial row, whole rows, whole
 levels, ...), so the file system sees few large contiguous requests instead of many
 strided ones (seed 002 ch. 7; PIO's I/O tasks).
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import trace
 from climio.core.decomp import Decomposition, Hyperslab, block_range
+from climio.core.rearrange import Layout, Plan
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -113,62 +113,18 @@ def stripe_ranges(offset: int, shape: tuple[int, ...], itemsize: int, stripe_siz
     return out
 
 
-def _segments(full: Decomposition, source: int, ranges: Ranges, dest: int) -> tuple[np.ndarray, np.ndarray,
-                                                                                  np.ndarray]:
-    """Pieces of ``source``'s block that belong to ``dest``: (offset in the source's C-order block, offset in
-    the destination's buffer of its own ranges, length), in file order. Both sides compute the same list."""
-    owned = full.owned(source)
-    width = owned.count[-1]
-    if owned.size == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    index = np.zeros((), dtype=np.int64)  # flat index of the first element of every row of the block
-    for start, count, length in zip(owned.start[:-1], owned.count[:-1], full.shape[:-1]):
-        index = index[..., None] * length + np.arange(start, start + count, dtype=np.int64)
-    row_first = index.ravel() * full.shape[-1] + owned.start[-1]
-    row_offset = np.arange(row_first.size, dtype=np.int64) * width
-    src, dst, size = [], [], []
-    buffer_at = 0
-    for a, b, rank in ranges:
-        if rank != dest:
-            continue
-        lo, hi = np.maximum(row_first, a), np.minimum(row_first + width, b)
-        hit = hi > lo
-        src.append(row_offset[hit] + lo[hit] - row_first[hit])
-        dst.append(buffer_at + lo[hit] - a)
-        size.append(hi[hit] - lo[hit])
-        buffer_at += b - a
-    if not src:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    return np.concatenate(src), np.concatenate(dst), np.concatenate(size)
-
-
 class Aggregation:
-    """The exchange plan that gives each aggregator its ranges of one record (collective to build and use).
-
-    Every rank sends each aggregator the runs of its block that fall in the aggregator's
-    ranges, described by an indexed MPI datatype on both sides: MPI moves rows and
-    partial rows straight into place, with no packing loop in Python.
-    """
+    """The plan that gives each aggregator its ranges of one record (collective to build and use): a
+    :class:`~climio.core.rearrange.Plan` from the ranks' blocks (halo'd or not) to the aggregators' runs of
+    the record, so MPI moves rows and partial rows straight into place, with no packing loop in Python."""
 
     def __init__(self, full: Decomposition, dtype: str | np.dtype, comm: MPI.Comm, ranges: Ranges) -> None:
         from mpi4py import MPI
 
         self.full, self.comm, self.dtype = full, comm, np.dtype(dtype)
-        rank, size = comm.Get_rank(), comm.Get_size()
-        base = MPI._typedict[self.dtype.char]
+        rank = comm.Get_rank()
         own = [(a, b) for a, b, r in ranges if r == rank]
-        self.length = sum(b - a for a, b in own)
-        self._send_types, self._recv_types, self._derived = [], [], []
-        self._send_counts, self._recv_counts = [0] * size, [0] * size
-        for peer in range(size):
-            src, _, lengths = _segments(full, rank, ranges, peer)
-            self._send_types.append(self._indexed(base, lengths, src))
-            self._send_counts[peer] = 1 if lengths.size else 0
-            _, dst, lengths = _segments(full, peer, ranges, rank) if own else (None, np.zeros(0), np.zeros(0))
-            self._recv_types.append(self._indexed(base, lengths, dst))
-            self._recv_counts[peer] = 1 if lengths.size else 0
+        self.plan = Plan(comm, Layout.block(full, rank), Layout.runs(full.shape, [(a, b - a) for a, b in own]))
         self.slabs: list[tuple[int, Hyperslab]] = []  # (offset in this rank's buffer, hyperslab of the record)
         at = 0
         for a, b in own:
@@ -176,34 +132,14 @@ class Aggregation:
                 self.slabs.append((at, slab))
                 at += slab.size
         self.most_slabs = comm.allreduce(len(self.slabs), op=MPI.MAX)  # every rank makes this many writes
-        self._out = np.empty(self.length, dtype=self.dtype)
-        self._block: np.ndarray | None = None
-
-    def _indexed(self, base: MPI.Datatype, lengths: np.ndarray, offsets: np.ndarray) -> MPI.Datatype:
-        if lengths.size == 0:
-            return base
-        datatype = base.Create_indexed([int(n) for n in lengths], [int(o) for o in offsets]).Commit()
-        self._derived.append(datatype)
-        return datatype
+        self._out = np.empty(at, dtype=self.dtype)
 
     def exchange(self, local: np.ndarray) -> np.ndarray:
         """This rank's block (halo'd local array) in; the elements of this rank's ranges, in file order, out.
 
         The output buffer is the plan's own and is reused by the next exchange: write it first.
         """
-        owned = self.full.owned_view(self.comm.Get_rank(), local)
-        if not (owned.flags.c_contiguous and owned.dtype == self.dtype):  # halo'd or of another type: pack
-            if self._block is None:
-                self._block = np.empty(owned.shape, self.dtype)
-            np.copyto(self._block, owned)
-            owned = self._block
-        zeros = [0] * self.comm.Get_size()
-        with trace.phase("aggregate", owned.nbytes):
-            self.comm.Alltoallw([owned, self._send_counts, zeros, self._send_types],
-                                [self._out, self._recv_counts, zeros, self._recv_types])
-        return self._out
+        return self.plan.forward(np.ascontiguousarray(local, dtype=self.dtype), out=self._out)
 
     def free(self) -> None:
-        for datatype in self._derived:
-            datatype.Free()
-        self._derived.clear()
+        self.plan.free()

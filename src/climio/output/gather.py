@@ -29,6 +29,7 @@ import numpy as np
 
 from climio.core import trace
 from climio.core.decomp import Decomposition
+from climio.core.rearrange import element_type
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -62,8 +63,10 @@ class Gatherer:
         self.rank = comm.Get_rank()
         self.levels = decomp.shape[0] if ndim == 3 else 1
         self.shape3 = (self.levels, *decomp.shape[-2:])
-        base = MPI._typedict[self.dtype.char]
         self._types: list[MPI.Datatype] = []
+        base = element_type(self.dtype)
+        if not base.is_predefined:
+            self._commit(base)
         self._blocks = [(b.start[-2:], b.count[-2:]) for b in (decomp.owned(r) for r in range(comm.Get_size()))]
         (ny, nx), h = self._blocks[self.rank][1], decomp.halo
         subarray = lambda sizes, sub, start: self._commit(base.Create_subarray(sizes, sub, start))  # noqa: E731

@@ -47,7 +47,7 @@ from climio.output.gather import Gatherer
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-Plan = tuple[Gatherer | Aggregation | None, Hyperslab, Decomposition]  # who gathers, what this rank writes, layout
+Route = tuple[Gatherer | Aggregation | None, Hyperslab, Decomposition]  # who gathers, what this rank writes, layout
 STRATEGIES = ("direct", "root", "rows", "cols", "agg", "stripe", "auto")
 DEFAULT_STRIPE_SIZE = 1 << 20
 AUTO_PER_NODE = 2  # EUS at 4 ranks on one 2-core node: agg:2 5.3 s, agg:1 8.0 s (docs/output.md)
@@ -140,8 +140,8 @@ class ModelOutput:
             variables.append(ncio.Variable(f.name, f.dtype, var_dims, dict(f.attrs)))
         schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
         self._groups: list[MPI.Comm] = []
-        shared: dict[tuple[int | None, str], Plan] = {}  # fields of one shape and type share one plan
-        self._plans: dict[str, Plan] = {}
+        shared: dict[tuple[int | None, str], Route] = {}  # fields of one shape and type share one plan
+        self._plans: dict[str, Route] = {}
         for f in fields:
             key = (f.levels, np.dtype(f.dtype).str)
             if key not in shared:
@@ -153,7 +153,7 @@ class ModelOutput:
             working = self._store.working_path
             self._offsets, self._record_size = mpi.agree(comm, lambda: variable_offsets(working))
 
-    def _plan(self, f: Field, gather: str) -> Plan:
+    def _plan(self, f: Field, gather: str) -> Route:
         """Who gathers what for field ``f``, the hyperslab this rank writes, and the field's decomposition."""
         shape = (f.levels, *self.decomp.shape) if f.levels else self.decomp.shape
         px, py = self.decomp.parts[1], self.decomp.parts[0]
