@@ -13,8 +13,9 @@ allowed: local arrays may carry them). Write strategies (seed 003 Fig. 1):
 direct     every rank writes its own block collectively (plain PnetCDF / parallel HDF5)
 root       blocks are gathered to rank 0 (``gather=`` any :mod:`gather` strategy), which
            writes the whole field; the only strategy for ``serial`` mode (CMAQ's I/O)
-rows       ranks of each process-grid row send their blocks to the row's first rank, and
-           these aggregators write whole rows of blocks collectively (pnetCDFcr)
+rows       ranks of each process-grid row send their blocks to the row's first rank (one
+           rearranger exchange), and these aggregators write whole rows of blocks collectively
+           (pnetCDFcr)
 cols       the same along process-grid columns (pnetCDFcc)
 agg:N      N aggregators spread over the nodes, each owning an equal contiguous range of
            every record; one Alltoallv brings them their elements (``agg``: one per node)
@@ -39,6 +40,7 @@ import numpy as np
 
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
+from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.classic import variable_offsets
 from climio.errors import ClimioError
 from climio.output.aggregate import Aggregation, aggregator_ranks, even_ranges, stripe_ranges
@@ -47,7 +49,7 @@ from climio.output.gather import Gatherer
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-Route = tuple[Gatherer | Aggregation | None, Hyperslab, Decomposition]  # who gathers, what this rank writes, layout
+Route = tuple[Gatherer | Aggregation | Plan | None, Hyperslab, Decomposition]  # who gathers, what this rank writes, layout
 STRATEGIES = ("direct", "root", "rows", "cols", "agg", "stripe", "auto")
 DEFAULT_STRIPE_SIZE = 1 << 20
 AUTO_PER_NODE = 2  # EUS at 4 ranks on one 2-core node: agg:2 5.3 s, agg:1 8.0 s (docs/output.md)
@@ -139,7 +141,6 @@ class ModelOutput:
             var_dims = ("time", f"lev{f.levels}", "y", "x") if f.levels else ("time", "y", "x")
             variables.append(ncio.Variable(f.name, f.dtype, var_dims, dict(f.attrs)))
         schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
-        self._groups: list[MPI.Comm] = []
         shared: dict[tuple[int | None, str], Route] = {}  # fields of one shape and type share one plan
         self._plans: dict[str, Route] = {}
         for f in fields:
@@ -157,8 +158,7 @@ class ModelOutput:
         """Who gathers what for field ``f``, the hyperslab this rank writes, and the field's decomposition."""
         shape = (f.levels, *self.decomp.shape) if f.levels else self.decomp.shape
         px, py = self.decomp.parts[1], self.decomp.parts[0]
-        halo = self.decomp.halo
-        full = Decomposition.block2d(shape, px, py, halo=halo)
+        full = Decomposition.block2d(shape, px, py, halo=self.decomp.halo)
         if self.strategy == "agg":
             return Aggregation(full, f.dtype, self.comm, even_ranges(shape, self.aggregators)), Hyperslab.empty(0), full
         if self.strategy in ("direct", "stripe"):
@@ -168,18 +168,13 @@ class ModelOutput:
             return gatherer, Hyperslab.whole(shape) if self.rank == 0 else Hyperslab.empty(len(shape)), full
         row, col = self.decomp.coords(self.rank)
         along_rows = self.strategy == "rows"
-        group = self.comm.Split(color=row if along_rows else col, key=col if along_rows else row)
-        self._groups.append(group)
         band = full.owned(self.rank)
-        y_axis, x_axis = len(shape) - 2, len(shape) - 1
         start, count = list(band.start), list(band.count)
-        axis = x_axis if along_rows else y_axis  # the band spans the whole grid along this axis
+        axis = len(shape) - 1 if along_rows else len(shape) - 2  # the band spans the whole grid along this axis
         start[axis], count[axis] = 0, shape[axis]
-        band_shape = tuple(count)
-        sub = Decomposition.block2d(band_shape, px if along_rows else 1, 1 if along_rows else py, halo=halo)
-        gatherer = Gatherer(sub, f.dtype, group, gather)
-        mine = Hyperslab(tuple(start), band_shape) if group.Get_rank() == 0 else Hyperslab.empty(len(shape))
-        return gatherer, mine, full
+        leader = (col if along_rows else row) == 0  # the first rank of its process-grid row (column) writes it
+        mine = Hyperslab(tuple(start), tuple(count)) if leader else Hyperslab.empty(len(shape))
+        return Plan(self.comm, Layout.block(full, self.rank), Layout.box(shape, mine)), mine, full
 
     def write(self, step: int, fields: Mapping[str, np.ndarray], time: float) -> None:
         """Write record ``step`` of every field from this rank's local arrays (collective).
@@ -207,7 +202,12 @@ class ModelOutput:
             empty = (np.empty((0,) * (ndim + 1), f.dtype), Hyperslab((step,) + (0,) * ndim, (0,) * (ndim + 1)))
             return [(mine[at:at + s.size].reshape((1, *s.count)), Hyperslab((step, *s.start), (1, *s.count)))
                     for at, s in plan.slabs] + [empty] * (plan.most_slabs - len(plan.slabs))
-        data = full.owned_view(self.rank, local) if plan is None else plan.gather(local.astype(f.dtype, copy=False))
+        if plan is None:
+            data = full.owned_view(self.rank, local)
+        elif isinstance(plan, Plan):
+            data = plan.forward(np.ascontiguousarray(local, dtype=f.dtype))
+        else:
+            data = plan.gather(local.astype(f.dtype, copy=False))
         records = 1 if slab.size else 0  # a rank with nothing to write still joins the collective call
         data = data[None] if records else np.empty((0, *slab.count), f.dtype)
         return [(data, Hyperslab((step, *slab.start), (records, *slab.count)))]
@@ -229,8 +229,6 @@ class ModelOutput:
         for plan in list(plans.values()) + list(self._stripe_plans.values()):
             if plan is not None:
                 plan.free()
-        for group in self._groups:
-            group.Free()
 
     def __enter__(self) -> ModelOutput:
         return self
