@@ -505,8 +505,12 @@ class _RunSide(_Side):
 # --------------------------------------------------------------------------------------------- planning
 
 
-def _alltoallv(comm: MPI.Comm, rows: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Send each int64 row to rank ``to``; returns the rows received and the rank each came from."""
+def route(comm: MPI.Comm, rows: np.ndarray, to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Send each int64 row to rank ``to`` (collective): the rows received, grouped by sender in rank order and
+    in the sender's order within a group, and the rank each came from.
+
+    The one-shot exchange behind plans (and behind requests whose answer is needed once, where a plan's
+    datatypes would cost more than they save: subset's lookups of mesh elements by their owners)."""
     from mpi4py import MPI
 
     size = comm.Get_size()
@@ -655,7 +659,7 @@ class Plan:
 
         s_rows, s_to = cut(0, *self.source.flat_runs())
         d_rows, d_to = cut(1, *self.dest.flat_runs())
-        rows, sender = _alltoallv(comm, np.concatenate([s_rows, d_rows]), np.concatenate([s_to, d_to]))
+        rows, sender = route(comm, np.concatenate([s_rows, d_rows]), np.concatenate([s_to, d_to]))
 
         is_source = rows[:, 0] == 0
         order = np.flatnonzero(is_source)[np.argsort(rows[is_source, 1], kind="stable")]
@@ -699,7 +703,7 @@ class Plan:
             for end, peer in ((0, 1), (1, 0)):
                 back_rows.append(np.column_stack([np.full(len(found), 2 * k + end), found[:, peer], found[:, 2:]]))
                 back_to.append(found[:, end])
-        got, _ = _alltoallv(comm, np.concatenate(back_rows).reshape(-1, 5), np.concatenate(back_to))
+        got, _ = route(comm, np.concatenate(back_rows).reshape(-1, 5), np.concatenate(back_to))
 
         def side(kind: int) -> _RunSide:
             """The runs of one kind of match, grouped by peer, in destination order, merged where they go on."""

@@ -5,9 +5,9 @@ An element dimension of ``n`` elements is split over the ranks with
 bit and its new index. :func:`ask` brings the owners' values of any global indices
 (seed 001's ``NGA_Gather``), :func:`requested` tells each owner which of its elements
 someone asked for, and :func:`redistribute` moves rows of a packed array to the even
-distribution of the output (its ``NGA_Put``). Each is one plan of
-:mod:`climio.core.rearrange`: the owners' blocks on one side, the asked indices (an
-offsets layout) or the packed rows (a box) on the other.
+distribution of the output (its ``NGA_Put``). All go through :mod:`climio.core.rearrange`:
+the one-shot requests through its ``route``, the rows through a plan from the packed
+rows (a box) to the owners' blocks.
 """
 
 from __future__ import annotations
@@ -17,31 +17,47 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio.core.decomp import Decomposition, Hyperslab, block_range
-from climio.core.rearrange import Layout, Plan
+from climio.core.rearrange import Layout, Plan, route
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 
-def _owned(comm: MPI.Comm, n: int) -> Layout:
-    """This rank's block of ``n`` elements."""
-    return Layout.block(Decomposition.block1d((n,), comm.Get_size()), comm.Get_rank())
+def _owners(indices: np.ndarray, n: int, parts: int) -> np.ndarray:
+    """The rank owning each of ``indices`` in the block distribution of ``n`` elements."""
+    starts = np.array([block_range(n, parts, r)[0] for r in range(parts)] + [n], dtype=np.int64)
+    return np.searchsorted(starts, indices, side="right") - 1
+
+
+def _to_owners(comm: MPI.Comm, indices: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Route global indices to their owners: (the order they left in, what this rank received, from whom)."""
+    wanted = np.ascontiguousarray(indices, dtype=np.int64).ravel()
+    owner = _owners(wanted, n, comm.Get_size())
+    got, sender = route(comm, wanted[:, None], owner)
+    return np.argsort(owner, kind="stable"), got[:, 0], sender
 
 
 def ask(comm: MPI.Comm, indices: np.ndarray, n: int, answers: np.ndarray) -> np.ndarray:
-    """For each global index, the owner's value (collective). ``answers`` are this rank's values for its whole
-    block of the ``n`` elements; the result has ``indices``'s order (any order, repeats allowed)."""
-    wanted = np.ascontiguousarray(indices, dtype=np.int64).ravel()
-    with Plan(comm, _owned(comm, n), Layout.offsets((n,), wanted)) as plan:
-        return plan.forward(np.ascontiguousarray(answers))
+    """For each global index, the owner's value (collective; int64 out). ``answers`` are this rank's values for
+    its whole block of the ``n`` elements; the result has ``indices``'s order (any order, repeats allowed).
+
+    A one-shot request: the indices go to their owners and the answers come back with
+    :func:`climio.core.rearrange.route`, with no plan to build (its datatypes would outweigh a single use)."""
+    order, asked, sender = _to_owners(comm, indices, n)
+    lo = block_range(n, comm.Get_size(), comm.Get_rank())[0]
+    replies, _ = route(comm, np.asarray(answers, dtype=np.int64)[asked - lo][:, None], sender)
+    out = np.empty(order.size, dtype=np.int64)
+    out[order] = replies[:, 0]  # owners answer in rank order, each in the order it was asked
+    return out
 
 
 def requested(comm: MPI.Comm, indices: np.ndarray, n: int) -> np.ndarray:
     """Which elements of this rank's block some rank asked for with ``indices`` (collective): a mask of it."""
-    wanted = np.ascontiguousarray(indices, dtype=np.int64).ravel()
-    with Plan(comm, _owned(comm, n), Layout.offsets((n,), wanted)) as plan:
-        mask = np.zeros(block_range(n, comm.Get_size(), comm.Get_rank())[1], dtype=np.int8)
-        return plan.backward(np.ones(wanted.size, dtype=np.int8), out=mask).astype(bool)
+    _, asked, _ = _to_owners(comm, indices, n)
+    lo, count = block_range(n, comm.Get_size(), comm.Get_rank())
+    mask = np.zeros(count, dtype=bool)
+    mask[asked - lo] = True
+    return mask
 
 
 def redistribute(comm: MPI.Comm, rows: np.ndarray, first: int, total: int) -> np.ndarray:
