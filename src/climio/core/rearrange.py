@@ -484,6 +484,21 @@ class _BoxSide(_Side):
         return combined
 
 
+    def views(self, array: np.ndarray, local_shape: tuple[int, ...]) -> list[list[np.ndarray]]:
+        """Per peer (in rank order), views of ``array`` holding its boxes, in the pair's order."""
+        starts, counts, offsets = self.pieces
+        flat = array.reshape(-1, *self.trailing)
+        out: list[list[np.ndarray]] = [[] for _ in self.counts]
+        for rank, (piece, lo, hi) in self.peers.items():
+            for k, box_lo, box_hi in zip(piece, lo, hi):
+                container, at = self.layout._container(counts[k], local_shape)
+                size = math.prod(int(n) for n in container)
+                region = flat[offsets[k]:offsets[k] + size].reshape(*(int(n) for n in container), *self.trailing)
+                first = at + box_lo - starts[k]
+                out[rank].append(region[tuple(slice(int(a), int(a + n)) for a, n in zip(first, box_hi - box_lo))])
+        return out
+
+
 class _RunSide(_Side):
     """Peers' shares as runs ``(position, length)`` of the local array without halo, in the pair's order."""
 
@@ -755,7 +770,8 @@ class Plan:
 
     def _base_of(self, dtype: np.dtype) -> MPI.Datatype:
         if dtype not in self._bases:
-            self._bases[dtype] = element_type(dtype)
+            base = element_type(dtype)
+            self._bases[dtype] = base if base.is_predefined else base.Commit()  # sent as it is by packed exchanges
         return self._bases[dtype]
 
     def _exchange(self, send: _Side, receive: _Side, arrays: Sequence[np.ndarray],
@@ -778,6 +794,9 @@ class Plan:
         nbytes = sum(send.elements * per_element * a.itemsize for a in arrays)
         if per_element * sum(a.itemsize for a in arrays) == 0:  # nothing to move (every rank agrees)
             return list(outs)
+        if len(arrays) == 1 and (isinstance(send, _BoxSide) or isinstance(receive, _BoxSide)):
+            self._exchange_in_place(send, receive, arrays[0], outs[0], shapes[0], out_shapes[0], nbytes)
+            return list(outs)
         send_types = [send.types(self._base_of(a.dtype), a.dtype, s) for a, s in zip(arrays, shapes)]
         receive_types = [receive.types(self._base_of(o.dtype), o.dtype, s) for o, s in zip(outs, out_shapes)]
         zeros = [0] * self.comm.Get_size()
@@ -788,12 +807,40 @@ class Plan:
                                 [receive_buffer, receive.counts, zeros, receive_made])
         return list(outs)
 
+    def _exchange_in_place(self, send: _Side, receive: _Side, array: np.ndarray, out: np.ndarray,
+                           shape: tuple[int, ...], out_shape: tuple[int, ...], nbytes: int) -> None:
+        """One array, with a box side whose boxes lie back to back in peer order in its local array (the
+        transpose's receive side: every peer's time block of this rank's cells, one after the other): that
+        side moves plain runs of elements straight into (or out of) the array. Open MPI's datatype engine
+        walks a large receiving subarray at a fraction of memory speed (eva's transpose of a 2.8 GB field:
+        3.5 s against 0.9 s), and packing into a buffer costs as much again in memory traffic."""
+        base = self._base_of(array.dtype)
+
+        def plan_side(side: _Side, local: np.ndarray, local_shape: tuple[int, ...]):  # type: ignore[no-untyped-def]
+            """(counts, byte displacements, types) of one side: plain runs when its boxes allow, else datatypes."""
+            if isinstance(side, _BoxSide):
+                views = side.views(local, local_shape)
+                address, at, in_place = local.__array_interface__["data"][0], 0, True
+                for v in (v for vs in views for v in vs):
+                    in_place &= v.flags.c_contiguous and v.__array_interface__["data"][0] == address + at
+                    at += v.nbytes
+                if in_place:
+                    counts = [sum(v.size for v in vs) for vs in views]
+                    return counts, [int(d) for d in np.cumsum([0, *counts[:-1]]) * local.itemsize], [base] * len(counts)
+            return side.counts, [0] * len(side.counts), side.types(base, local.dtype, local_shape)
+
+        s_counts, s_displs, s_types = plan_side(send, array, shape)
+        r_counts, r_displs, r_types = plan_side(receive, out, out_shape)
+        with trace.phase("rearrange", nbytes):  # Alltoallw on every rank, whichever way its sides went
+            self.comm.Alltoallw([array, s_counts, s_displs, s_types], [out, r_counts, r_displs, r_types])
+
     def free(self) -> None:
         """Free every committed datatype (the plan can still be used: they are made again on demand)."""
         for side in {id(s): s for s in (*self._forward, *self._backward)}.values():
             side.free()
         for base in self._bases.values():
-            base.Free()
+            if not base.is_predefined:
+                base.Free()
         self._bases.clear()
 
     def __enter__(self) -> Plan:
