@@ -43,9 +43,12 @@ def reference(cmip_file: Path) -> pot.Result:
                        missing=[1e20])
 
 
-@pytest.mark.parametrize("nranks", [1, 2, 3, 4])
-@pytest.mark.parametrize("split", ["lat", "lon", "block"])
-@pytest.mark.parametrize("scheme", ["slab", "transpose", "root"])
+SCHEMES, SPLITS = ("slab", "transpose", "root"), ("lat", "lon", "block")
+# every pair of (ranks, scheme), (ranks, split) and (scheme, split) once: 12 runs instead of all 36
+PAIRWISE = [(n, SCHEMES[s], SPLITS[(s + n) % 3]) for n in (1, 2, 3, 4) for s in range(3)]
+
+
+@pytest.mark.parametrize("nranks, scheme, split", PAIRWISE)
 def test_same_results_for_every_rank_count_scheme_and_split(tmp_path: Path, cmip_file: Path, reference: pot.Result,
                                                             nranks: int, scheme: str, split: str) -> None:
     out = tmp_path / "eva.nc"
