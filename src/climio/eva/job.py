@@ -36,6 +36,7 @@ from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
 from climio.eva import cf, largest, output, pot, timestep
+from climio.eva.plot import Map, draw
 from climio.eva.series import Series, time_rule
 from climio.subset.inputs import Inputs, open_inputs
 from climio.subset.options import DimRange
@@ -187,7 +188,7 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
     with open_inputs(paths, comm, time_rule(opts.var, paths[0]), False, read=read, label="inputs") as inputs:
         series = Series(inputs, opts.var, list(opts.ranges), _where(paths))
         npy, notes = _time_step(series, paths, opts)
-        where = _map(series) if opts.plot else None  # refuse a layout that is no map before the analysis
+        where = Map.of(series) if opts.plot else None  # refuse a layout that is no map before the analysis
         shape = series.shape
         decomp = decomposition(shape, opts.split, comm.Get_size())
         owned = decomp.owned(rank)
@@ -270,17 +271,9 @@ def _check_plot_path(path: str, overwrite: bool) -> None:
         raise ClimioError(f"--plot: '{path}' exists: pass --overwrite to replace it")
 
 
-def _map(series: Series):  # type: ignore[no-untyped-def]
-    from climio.eva import plot
-
-    return plot.Map.of(series)
-
-
-def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Result, where: object,
+def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Result, where: Map,
           values: dict[str, np.ndarray]) -> None:
     """Gather the shape and the return level (100 years, or the longest period) on rank 0 and draw them."""
-    from climio.eva import plot
-
     assert opts.plot is not None
     which = opts.periods.index(100.0) if 100.0 in opts.periods else int(np.argmax(opts.periods))
     pieces = comm.gather((result.return_level[which], result.shape), root=0)
@@ -292,7 +285,7 @@ def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Resu
         owned = decomp.owned(rank)
         level[owned.slices[1:]] = rl.reshape(owned.count[1:])
         shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
-    plot.draw(opts.plot, where, values, level, opts.periods[which], shape)  # type: ignore[arg-type]
+    draw(opts.plot, where, values, level, opts.periods[which], shape)
 
 
 def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float], comm: MPI.Comm,

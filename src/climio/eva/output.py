@@ -166,9 +166,7 @@ def schema(layout: Layout, npy: float, periods: tuple[float, ...], tail: float, 
     series = layout.series
     inputs = series.inputs
     cells = series.cell_dims
-    dims: dict[str, int | None] = {d: inputs.dims[d] for d in cells}
-    for d in cells:
-        dims[d] = next(a.count for a in series.axes if a.dim == d)
+    dims: dict[str, int | None] = {a.dim: a.count for a in series.axes[1:] if a.dim is not None}
     values: dict[str, np.ndarray] = {}
     variables: list[Variable] = []
     for carried in layout.carried:
