@@ -824,9 +824,10 @@ class Plan:
                 for v in (v for vs in views for v in vs):
                     in_place &= v.flags.c_contiguous and v.__array_interface__["data"][0] == address + at
                     at += v.nbytes
-                if in_place:
-                    counts = [sum(v.size for v in vs) for vs in views]
-                    return counts, [int(d) for d in np.cumsum([0, *counts[:-1]]) * local.itemsize], [base] * len(counts)
+                counts = [sum(v.size for v in vs) for vs in views]
+                displs = [int(d) for d in np.cumsum([0, *counts[:-1]]) * local.itemsize]
+                if in_place and max(displs, default=0) < 2**31 and max(counts, default=0) < 2**31:
+                    return counts, displs, [base] * len(counts)  # Alltoallw's counts and byte offsets are ints
             return side.counts, [0] * len(side.counts), side.types(base, local.dtype, local_shape)
 
         s_counts, s_displs, s_types = plan_side(send, array, shape)
