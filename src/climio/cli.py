@@ -118,8 +118,7 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
         try:
             npy = float(args.npy)
         except ValueError:
-            raise ClimioError(f"--npy takes a number of days per year or 'calendar', got '{args.npy}'",
-                              collective=True) from None
+            pass  # a word other than 'calendar': Options.check says what --npy takes
     if len(args.files) < 2:
         raise ClimioError("eva needs at least one input file and the output file: climio eva IN [IN ...] OUT",
                           collective=True)

@@ -79,11 +79,7 @@ class Options:
             raise ClimioError(f"--split '{self.split}': choose one of {', '.join(SPLITS)}", collective=True)
         if self.scheme not in SCHEMES:
             raise ClimioError(f"--scheme '{self.scheme}': choose one of {', '.join(SCHEMES)}", collective=True)
-        if isinstance(self.npy, str) and self.npy != "calendar":
-            raise ClimioError(f"--npy takes a number of values per year or 'calendar', got '{self.npy}'",
-                              collective=True)
-        if isinstance(self.npy, float) and not self.npy > 0:
-            raise ClimioError(f"--npy must be positive, got {self.npy}", collective=True)
+        timestep.check_npy(self.npy)
         dims = [r.dim for r in self.ranges]
         if len(set(dims)) != len(dims):
             raise ClimioError(f"-d: dimension '{next(d for d in dims if dims.count(d) > 1)}' is cut twice",

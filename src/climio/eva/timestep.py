@@ -46,6 +46,14 @@ def unit_days(units: str | None) -> float | None:
     return UNIT_DAYS.get(units.split(" since ")[0].strip().lower())
 
 
+def check_npy(npy: float | str | None, option: str = "--npy") -> None:
+    """Refuse an npy that is neither a positive number, None nor 'calendar' (before any file is read)."""
+    if isinstance(npy, str) and npy != "calendar":
+        raise ClimioError(f"{option} takes a number of values per year or 'calendar', got '{npy}'", collective=True)
+    if npy is not None and not isinstance(npy, str) and not float(npy) > 0:
+        raise ClimioError(f"{option} must be positive, got {npy}", collective=True)
+
+
 def values_per_year(npy: float | str | None, step: float | None, calendar: str, where: str,
                     option: str = "--npy") -> float:
     """The npy to use: a number as given; otherwise daily values are checked (``step`` in days, None: unknown,
@@ -53,12 +61,9 @@ def values_per_year(npy: float | str | None, step: float | None, calendar: str, 
 
     ``where`` names the time axis in messages (file and variable), ``option`` the way the user gives npy.
     """
+    check_npy(npy, option)
     if npy is not None and not isinstance(npy, str):
-        if not float(npy) > 0:
-            raise ClimioError(f"{option} must be positive, got {npy}", collective=True)
         return float(npy)
-    if npy is not None and npy != "calendar":
-        raise ClimioError(f"{option} takes a number of values per year or 'calendar', got '{npy}'", collective=True)
     if step is not None and not 0.9 <= step <= 1.1:
         given = "=" if option.isidentifier() else " "  # npy=12 in Python, --npy 12 on the command line
         raise ClimioError(f"{where} steps by {describe_step(step)}, not daily: give {option} with the number of "
