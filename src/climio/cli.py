@@ -197,7 +197,7 @@ def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
 def cmd_bench_inmcm(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import inmcm
-    from climio.output.gather import STRATEGIES
+    from climio.model.gather import STRATEGIES
 
     inmcm.main(comm, model=args.model, ranks=int_list(args.ranks, "--ranks"),
                gathers=name_list(args.gathers, "--gathers", STRATEGIES), reps=args.reps, out=args.out,

@@ -9,7 +9,7 @@ from mpi4py import MPI
 
 from climio.core.decomp import Decomposition, process_grid
 from climio.errors import ClimioError
-from climio.output.gather import STRATEGIES, Gatherer
+from climio.model.gather import STRATEGIES, Gatherer
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -12,7 +12,7 @@ from mpi4py import MPI
 
 from climio.core.decomp import Decomposition, process_grid
 from climio.errors import ClimioError
-from climio.output.model import STRATEGIES, Field, ModelOutput, applicable_modes
+from climio.model.output import STRATEGIES, Field, ModelOutput, applicable_modes
 
 NY, NX, NLEV, STEPS = 11, 13, 4, 2
 FIELDS = [Field("T", levels=NLEV, attrs={"units": "K"}), Field("ps", attrs={"units": "Pa"}),
@@ -72,12 +72,12 @@ def test_every_strategy_and_mode_writes_the_same_values(comm: MPI.Comm, shared_d
 def test_bad_model_output_input(comm: MPI.Comm, shared_dir: str) -> None:
     size = comm.Get_size()
     decomp = Decomposition.block2d((NY, NX), size, 1)
-    with pytest.raises(ClimioError, match="unknown write strategy 'carrier-pigeon'"):
+    with pytest.raises(ClimioError, match="unknown I/O strategy 'carrier-pigeon'"):
         ModelOutput(os.path.join(shared_dir, "a.nc"), decomp, FIELDS, comm, strategy="carrier-pigeon")
     with pytest.raises(ClimioError, match="needs .* ranks but the job has"):
         ModelOutput(os.path.join(shared_dir, "b.nc"), Decomposition.block2d((NY, NX), size + 1, 1), FIELDS, comm)
     with ModelOutput(os.path.join(shared_dir, "c.nc"), decomp, FIELDS, comm) as out:
-        with pytest.raises(ClimioError, match="does not match its block"):
+        with pytest.raises(ClimioError, match="does not match its decomposition"):
             arrays = local_arrays(comm.Get_rank(), size, 1, 0, halo=0)
             arrays["T"] = np.zeros((NLEV, 1, 1), "f4")
             out.write(0, arrays, 0.0)

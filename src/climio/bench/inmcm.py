@@ -31,7 +31,7 @@ from climio.bench.runner import markdown_table, require_plain_process, rows_from
 from climio.core import ncio
 from climio.core.decomp import Decomposition, process_grid
 from climio.errors import ClimioError
-from climio.output.gather import Gatherer
+from climio.model.gather import Gatherer
 
 if TYPE_CHECKING:
     from mpi4py import MPI

@@ -4,7 +4,7 @@ A time-step loop over a CMAQ domain (columns x rows x layers x species, each
 species a (layer, row, column) float32 field) decomposed on a ``px x py`` process
 grid with halos; each step does an artificial workload (one pass of arithmetic
 over every species) and then writes all species as one output step through
-:class:`climio.output.model.ModelOutput`. Reported per strategy and mode: the
+:class:`climio.model.output.ModelOutput`. Reported per strategy and mode: the
 maximum over ranks of the I/O time (create + every step's gather/aggregate and
 write + close + fsync), the bandwidth next to rank 0 writing the same bytes to a
 plain file with sequential 64 MiB writes and fsync in the same run
@@ -29,9 +29,9 @@ from climio.bench.runner import markdown_table, require_plain_process, rows_from
 from climio.core import mpi
 from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
-from climio.output.gather import STRATEGIES as GATHERS
-from climio.output.model import STRATEGIES, Field, ModelOutput, applicable_modes
-from climio.output.model import parse_strategy as parse_write_strategy
+from climio.model.gather import STRATEGIES as GATHERS
+from climio.model.output import STRATEGIES, Field, ModelOutput, applicable_modes
+from climio.model.output import parse_strategy as parse_write_strategy
 
 if TYPE_CHECKING:
     from mpi4py import MPI

@@ -1,0 +1,182 @@
+"""A model's output file: describe the decomposition and fields once, then write each output step.
+
+    d = decomposition.blocks((ny, nx), px, py, comm.Get_rank(), halo=2)   # or any GridDecomposition
+    out = ModelOutput("out.nc", d, [Field("T", levels=35), Field("ps")], comm, mode="cdf5", strategy="agg")
+    for step in range(nsteps):
+        out.write(step, {"T": T_local, "ps": ps_local}, time=step * 3600.0)
+    out.close()
+
+The decomposition is any :class:`~climio.model.decomposition.GridDecomposition` (blocks with halos,
+land-eliminated blocks, unstructured cells, round-robin columns, a PIO map), or a 2-D block
+:class:`~climio.core.decomp.Decomposition`. The strategies are :mod:`climio.model.strategy`'s; ``root``
+with a plain block decomposition gathers with one of :mod:`gather`'s strategies (``gather=``, seed 004),
+any other decomposition through the rearranger. Points that no rank owns are written as the field's
+``_FillValue`` (netCDF's default for its type unless ``attrs`` set one; the attribute is then written).
+
+Every strategy writes the same bytes: the tests compare them element by element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from climio.core import mpi, ncio
+from climio.core.decomp import Decomposition, Hyperslab
+from climio.core.ncio.classic import variable_offsets
+from climio.errors import ClimioError
+from climio.model.decomposition import GridDecomposition, from_blocks
+from climio.model.gather import Gatherer
+from climio.model.route import Route
+from climio.model.strategy import STRATEGIES, Strategy, applicable_modes, parse_strategy
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+__all__ = ["STRATEGIES", "Field", "ModelOutput", "applicable_modes", "parse_strategy", "as_grid", "fill_value"]
+
+
+@dataclass(frozen=True)
+class Field:
+    """A model variable: one value per grid point when ``levels`` is None, else ``levels`` of them (levels
+    first: ``(level, *grid)``); one record per step."""
+
+    name: str
+    levels: int | None = None
+    dtype: str = "f4"
+    attrs: Mapping[str, object] = field(default_factory=dict)
+
+
+def as_grid(decomp: GridDecomposition | Decomposition, comm: MPI.Comm) -> GridDecomposition:
+    """A grid decomposition, from a block :class:`Decomposition` if need be, checked against ``comm``."""
+    grid = from_blocks(decomp, comm.Get_rank()) if isinstance(decomp, Decomposition) else decomp
+    if isinstance(decomp, Decomposition):
+        decomp.check_comm_size(comm.Get_size())
+    grid.check_comm_size(comm.Get_size())
+    return grid
+
+
+def fill_value(f: Field) -> object:
+    """The field's ``_FillValue``, or netCDF's default fill for its type."""
+    import netCDF4
+
+    dtype = np.dtype(f.dtype)
+    return f.attrs.get("_FillValue", netCDF4.default_fillvals[f"{dtype.kind}{dtype.itemsize}"])
+
+
+class ModelOutput:
+    """One netCDF file of time records of decomposed fields, written with one strategy."""
+
+    def __init__(self, path: str, decomp: GridDecomposition | Decomposition, fields: Sequence[Field],
+                 comm: MPI.Comm, *, mode: str = "cdf5", strategy: str = "direct", gather: str | None = None,
+                 hints: Mapping[str, str] | None = None, overwrite: bool = False,
+                 attrs: Mapping[str, object] | None = None, stripe_count: int | None = None,
+                 stripe_size: int | None = None) -> None:
+        self.grid, self.comm, self.rank = as_grid(decomp, comm), comm, comm.Get_rank()
+        self.strategy = Strategy.choose(strategy, mode, comm, self.grid, hints=hints, stripe_count=stripe_count,
+                                        stripe_size=stripe_size)
+        if gather is not None and (self.strategy.name != "root" or self.grid.blocks is None):
+            raise ClimioError(f"gather='{gather}' applies to the root strategy with a plain 2-D block "
+                              f"decomposition only", collective=True)
+        self.fields = {f.name: f for f in fields}
+        total = comm.allreduce(self.grid.owned)
+        holes = total < int(np.prod(self.grid.grid))
+        names = self._grid_dims()
+        levels = sorted({f.levels for f in fields if f.levels is not None})
+        dims: dict[str, int | None] = {"time": None, **{f"lev{n}": n for n in levels},
+                                       **dict(zip(names, self.grid.grid))}
+        variables = [ncio.Variable("time", "f8", ("time",), {"long_name": "time", "units": "s"})]
+        for f in fields:
+            var_attrs = dict(f.attrs)
+            if holes:
+                var_attrs["_FillValue"] = np.array(fill_value(f), dtype=f.dtype)
+            variables.append(ncio.Variable(f.name, f.dtype, ("time", *((f"lev{f.levels}",) if f.levels else ()),
+                                                            *names), var_attrs))
+        schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
+        shared: dict[tuple[int | None, str], Route | Gatherer] = {}  # fields of one shape and type share one
+        self._routes: dict[str, Route | Gatherer] = {}
+        self._stripe_routes: dict[tuple[int | None, str, int], Route] = {}
+        if self.strategy.name != "stripe":
+            for f in fields:
+                key = (f.levels, np.dtype(f.dtype).str)
+                if key not in shared:
+                    shared[key] = self._route(f, gather)
+                self._routes[f.name] = shared[key]
+        self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=dict(self.strategy.hints))
+        if self.strategy.name == "stripe":
+            working = self._store.working_path
+            self._offsets, self._record_size = mpi.agree(comm, lambda: variable_offsets(working))
+
+    def _grid_dims(self) -> tuple[str, ...]:
+        """The file's names of the horizontal dimensions: (y, x), (cell,), (face, y, x), or dim0, dim1, ..."""
+        known = {1: ("cell",), 2: ("y", "x"), 3: ("face", "y", "x")}
+        return known.get(len(self.grid.grid), tuple(f"dim{k}" for k in range(len(self.grid.grid))))
+
+    def _route(self, f: Field, gather: str | None) -> Route | Gatherer:
+        """How field ``f``'s records reach the file (collective)."""
+        if self.strategy.name == "root" and self.grid.blocks is not None:  # seed 004's gathers
+            shape = self.grid.shape(f.levels)
+            blocks = self.grid.blocks
+            full = Decomposition.block2d(shape, blocks.parts[1], blocks.parts[0], halo=blocks.halo)
+            return Gatherer(full, f.dtype, self.comm, gather or "gatherv")
+        return self.strategy.route(self.comm, self.grid, f.levels, f.dtype, fill=fill_value(f))
+
+    def write(self, step: int, fields: Mapping[str, np.ndarray], time: float) -> None:
+        """Write record ``step`` of every field from this rank's local arrays (collective).
+
+        One field at a time: moved to the writers, then written, so that a writer
+        holds one field's record rather than the whole step's.
+        """
+        missing = set(self.fields) - set(fields)
+        if missing:
+            raise ClimioError(f"output step {step}: no data for field(s) {', '.join(sorted(missing))}")
+        mine = 1 if self.rank == 0 else 0
+        self._store.write_many([("time", np.array([time]) if mine else None, Hyperslab((step,), (mine,)))])
+        for name, f in self.fields.items():
+            local = np.asarray(fields[name])
+            expected = self.grid.local_shape(f.levels)
+            plain = self.grid.layout(f.levels).local_shape
+            if local.shape not in (expected, plain):
+                raise ClimioError(f"field '{name}': local array of shape {local.shape} on rank {self.rank} does not "
+                                  f"match its decomposition: expected {expected}"
+                                  + (f" (or {plain} without halo)" if plain != expected else ""))
+            self._store.write_many([(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
+                                    for data, slab in self._pieces(name, f, step, local)])
+
+    def _pieces(self, name: str, f: Field, step: int, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
+        """This rank's (data, record hyperslab) pieces of field ``name`` at ``step``."""
+        route = self._stripe_route(name, f, step) if self.strategy.name == "stripe" else self._routes[name]
+        if isinstance(route, Gatherer):
+            whole = route.gather(local.astype(f.dtype, copy=False))
+            shape = self.grid.shape(f.levels)
+            return [(whole, Hyperslab.whole(shape))] if self.rank == 0 else \
+                [(np.empty((0,) * len(shape), f.dtype), Hyperslab.empty(len(shape)))]
+        return route.gather(local)
+
+    def _stripe_route(self, name: str, f: Field, step: int) -> Route:
+        """The route for this record's position in the file; records of one shape at the same stripe phase
+        share one."""
+        offset = self._offsets[name] + step * self._record_size
+        key = (f.levels, np.dtype(f.dtype).str, self.strategy.stripe_key(offset))
+        if key not in self._stripe_routes:
+            self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, f.dtype,
+                                                           fill=fill_value(f), offset=offset)
+        return self._stripe_routes[key]
+
+    def close(self) -> None:
+        self._store.close()
+        routes = {id(r): r for r in (*self._routes.values(), *self._stripe_routes.values())}  # shared: free once
+        for route in routes.values():
+            route.free()
+
+    def __enter__(self) -> ModelOutput:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: object) -> None:
+        if err is None:
+            self.close()
+        else:
+            self._store.__exit__(kind, err, None)

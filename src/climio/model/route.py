@@ -1,0 +1,245 @@
+"""A record of a field between the ranks' decomposition and the pieces of the file that its I/O ranks
+write or read: one :class:`Route` per strategy, built once, used every step, both ways.
+
+A :class:`Route` is PIO's I/O descriptor: a :mod:`climio.core.rearrange` plan from every rank's share of
+the record (its decomposition's layout) to the pieces of the record each I/O rank writes (or reads),
+listed as hyperslabs in the order they sit in that rank's buffer. Writing moves the data forward into the
+buffer and writes the pieces; reading reads the pieces into the buffer and moves the data backward. The
+strategies differ only in the pieces:
+
+- ``direct``: each rank's own points (its box; or its offsets sorted into runs);
+- ``root``: the whole record on rank 0;
+- ``rows``/``cols``: a band of whole process-grid rows (columns) on each band's first rank;
+- ``agg:N``: N aggregators own equal row-aligned ranges of the record, each a contiguous piece of the file
+  written as at most a handful of hyperslabs (a partial row, whole rows, whole levels, ...), so the file
+  system sees few large requests (seed 002 ch. 7; PIO's I/O tasks);
+- ``stripe``: the record cut at the file's stripe boundaries, stripe ``i`` to aggregator ``i mod count``.
+
+Grid points that no rank owns (holes) keep the fill value the buffer starts with: the plan never touches
+them. Where the writers' pieces are the owners' own points (``direct``), the holes are written as pieces of
+fill of their own, shared out evenly.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from climio.core import collective
+from climio.core.decomp import Hyperslab, block_range
+from climio.core.ncio.store import Store
+from climio.core.rearrange import BoxLayout, Layout, Plan
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+Ranges = list[tuple[int, int, int]]  # (first element, end element, aggregator rank), ascending, covering the record
+
+
+def flat_slabs(first: int, end: int, shape: tuple[int, ...]) -> list[Hyperslab]:
+    """The hyperslabs covering C-order elements ``first..end`` of an array of ``shape``, in order."""
+    if first >= end:
+        return []
+    if len(shape) == 1:
+        return [Hyperslab((first,), (end - first,))]
+    inner = math.prod(shape[1:])
+    i0, r0 = divmod(first, inner)
+    i1, r1 = divmod(end, inner)
+
+    def within(i: int, lo: int, hi: int) -> list[Hyperslab]:
+        return [Hyperslab((i, *s.start), (1, *s.count)) for s in flat_slabs(lo, hi, shape[1:])]
+
+    if i0 == i1:
+        return within(i0, r0, r1)
+    out = []
+    if r0:
+        out += within(i0, r0, inner)
+        i0 += 1
+    if i1 > i0:
+        out.append(Hyperslab((i0, *(0,) * (len(shape) - 1)), (i1 - i0, *shape[1:])))
+    if r1:
+        out += within(i1, 0, r1)
+    return out
+
+
+def aggregator_ranks(comm: MPI.Comm, count: int) -> list[int]:
+    """``count`` ranks spread over the nodes: round-robin over nodes, then over each node's ranks."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        node_of = comm.allgather(node.bcast(comm.Get_rank(), root=0))  # a node is named by its first rank
+    finally:
+        node.Free()
+    return _spread(node_of, count)
+
+
+def _spread(node_of: list[int], count: int) -> list[int]:
+    """Pick ``count`` ranks taking one per node in turn (ranks listed by node)."""
+    by_node: dict[int, list[int]] = {}
+    for rank, node in enumerate(node_of):
+        by_node.setdefault(node, []).append(rank)
+    queues = list(by_node.values())
+    picked: list[int] = []
+    depth = 0
+    while len(picked) < count:
+        for ranks in queues:
+            if depth < len(ranks) and len(picked) < count:
+                picked.append(ranks[depth])
+        depth += 1
+    return sorted(picked)
+
+
+def even_ranges(shape: tuple[int, ...], aggregators: list[int]) -> Ranges:
+    """``agg:N``: equal ranges of whole rows (the last axis), one per aggregator."""
+    rows, width = math.prod(shape[:-1]), shape[-1]
+    out = []
+    for k, rank in enumerate(aggregators):
+        start, count = block_range(rows, len(aggregators), k)
+        if count:
+            out.append((start * width, (start + count) * width, rank))
+    return out
+
+
+def stripe_ranges(offset: int, shape: tuple[int, ...], itemsize: int, stripe_size: int,
+                  aggregators: list[int]) -> Ranges:
+    """``stripe``: the record (starting at byte ``offset`` of the file) cut at stripe boundaries."""
+    nbytes = math.prod(shape) * itemsize
+    out: Ranges = []
+    stripe = offset // stripe_size
+    while stripe * stripe_size < offset + nbytes:
+        lo = max(stripe * stripe_size, offset) - offset
+        hi = min((stripe + 1) * stripe_size, offset + nbytes) - offset
+        rank = aggregators[stripe % len(aggregators)]
+        if out and out[-1][2] == rank and out[-1][1] == lo // itemsize:
+            out[-1] = (out[-1][0], hi // itemsize, rank)
+        else:
+            out.append((lo // itemsize, hi // itemsize, rank))
+        stripe += 1
+    return out
+
+
+def runs_of(offsets: np.ndarray) -> np.ndarray:
+    """Sorted distinct flat offsets as ``(start, length)`` runs of consecutive ones."""
+    if not offsets.size:
+        return np.zeros((0, 2), dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(offsets) != 1) + 1
+    starts = offsets[np.concatenate([[0], breaks])]
+    lengths = np.diff(np.concatenate([[0], breaks, [offsets.size]]))
+    return np.stack([starts, lengths], axis=1)
+
+
+def held(layout: Layout) -> int:
+    """How many elements of the global array ``layout`` holds."""
+    return int(layout.flat_runs()[1].sum())
+
+
+def hole_runs(comm: MPI.Comm, source: Layout) -> np.ndarray:
+    """The runs of the global array that no rank's ``source`` holds, in this rank's even share of it
+    (collective; one exchange of a marker byte)."""
+    from mpi4py import MPI
+
+    total = math.prod(source.shape)
+    if comm.allreduce(held(source), op=MPI.SUM) == total:
+        return np.zeros((0, 2), dtype=np.int64)
+    start, count = block_range(total, comm.Get_size(), comm.Get_rank())
+    with Plan(comm, source, Layout.runs(source.shape, [(start, count)])) as plan:
+        marks = plan.forward(np.ones(source.local_shape, np.uint8), out=np.zeros(count, np.uint8))
+    return runs_of(start + np.flatnonzero(marks == 0))
+
+
+class Route:
+    """The pieces of one record that this rank writes or reads, and the plan that moves the data between the
+    ranks' decomposition (``layout``) and those pieces (collective to build and use).
+
+    ``pieces`` are this rank's hyperslabs of the record, in buffer order. Writing, ``fill`` is the value of
+    points no rank owns, and ``holes`` runs of them this rank writes itself (``direct``). Reading, the layout
+    may hold a point on several ranks (ghosts): each gets the value.
+    """
+
+    def __init__(self, comm: MPI.Comm, layout: Layout, pieces: list[Hyperslab], dtype: str | np.dtype, *,
+                 reading: bool = False, fill: object = None, holes: np.ndarray | None = None) -> None:
+        from mpi4py import MPI
+
+        self.comm, self.dtype, self.layout = comm, np.dtype(dtype), layout
+        shape = layout.shape
+        pieces = [p for p in pieces if p.size]
+        self.slabs: list[tuple[int, Hyperslab]] = []  # (offset in this rank's buffer, hyperslab of the record)
+        at = 0
+        for piece in pieces:
+            self.slabs.append((at, piece))
+            at += piece.size
+        own_box = isinstance(layout, BoxLayout) and pieces == ([layout.slab] if layout.slab.size else [])
+        self.plan: Plan | None = None
+        if not comm.allreduce(own_box, op=MPI.LAND):  # unless every rank reads and writes its own box
+            if len(pieces) == 1:
+                buffer: Layout = Layout.box(shape, pieces[0])
+            else:
+                buffer = Layout.runs(shape, np.concatenate([runs_of_slab(shape, p) for p in pieces])
+                                     if pieces else np.zeros((0, 2), np.int64))
+            self.plan = Plan(comm, buffer, layout) if reading else Plan(comm, layout, buffer)
+        self.reading = reading
+        self.buffer = np.empty(at, dtype=self.dtype)
+        self._shaped = self.buffer.reshape(buffer.local_shape) if self.plan is not None else self.buffer
+        if self.plan is not None and not reading and not self.plan.dest_complete:
+            self.buffer[...] = fill if fill is not None else 0  # the plan never writes there: fill once
+        self.fill_slabs = [s for a, n in (holes if holes is not None else ()) for s in flat_slabs(a, a + n, shape)]
+        self.fill = np.full(max((s.size for s in self.fill_slabs), default=0), fill if fill is not None else 0,
+                            dtype=self.dtype)
+        self.calls = collective.most(comm, len(self.slabs) + len(self.fill_slabs))  # every rank makes as many
+
+    def gather(self, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
+        """This rank's local array in; the ``(data, hyperslab)`` pieces it writes out, padded with empty pieces to
+        the busiest rank's count (the buffer is reused by the next call: write the pieces first)."""
+        ndim = len(self.layout.shape)
+        if self.plan is None:
+            data = [(_interior(self.layout, local), s) for _, s in self.slabs]
+        else:
+            self.plan.forward(np.ascontiguousarray(local, dtype=self.dtype), out=self._shaped)
+            data = [(self.buffer[at:at + s.size].reshape(s.count), s) for at, s in self.slabs]
+        data += [(self.fill[:s.size].reshape(s.count), s) for s in self.fill_slabs]
+        empty = (np.empty((0,) * ndim, self.dtype), Hyperslab.empty(ndim))
+        return data + [empty] * (self.calls - len(data))
+
+    def scatter(self, pieces: list[np.ndarray], out: np.ndarray) -> np.ndarray:
+        """The pieces this rank read (in :attr:`slabs` order) in; every rank's local array ``out`` filled (points
+        not in the file's pieces, such as halos, keep what ``out`` held)."""
+        if self.plan is None:
+            for data, (_, slab) in zip(pieces, self.slabs):
+                _interior(self.layout, out)[...] = data.reshape(slab.count)
+            return out
+        for data, (at, slab) in zip(pieces, self.slabs):
+            self.buffer[at:at + slab.size] = data.ravel()
+        return self.plan.forward(self._shaped, out=out)
+
+    def read(self, store: Store, name: str, record: int | None) -> list[np.ndarray]:
+        """Read this rank's pieces of variable ``name`` (at time index ``record``, None for a fixed variable)
+        from ``store`` (collective)."""
+        lead = () if record is None else ((record,), (1,))
+        slabs = [Hyperslab((*lead[0], *s.start), (*lead[1], *s.count)) if lead else s for _, s in self.slabs]
+        return store.read_runs(name, slabs)
+
+    def free(self) -> None:
+        if self.plan is not None:
+            self.plan.free()
+
+
+def runs_of_slab(shape: tuple[int, ...], slab: Hyperslab) -> np.ndarray:
+    """The flat ``(start, length)`` runs of a hyperslab, in C order."""
+    first, length, _ = Layout.box(shape, slab).flat_runs()
+    return np.stack([first, length], axis=1)
+
+
+def _interior(source: Layout, local: np.ndarray) -> np.ndarray:
+    """The owned box of a box layout's local array (a view), halo or not."""
+    assert isinstance(source, BoxLayout)
+    if source.halo_shape is not None and local.shape == source.halo_shape != source.local_shape:
+        assert source.interior is not None
+        return local[tuple(slice(i, i + c) for i, c in zip(source.interior, source.slab.count))]
+    if local.shape != source.local_shape:
+        raise ClimioError(f"local array of shape {local.shape} does not match its block: expected "
+                          f"{source.halo_shape or source.local_shape} (or {source.local_shape} without halo)")
+    return local

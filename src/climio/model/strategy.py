@@ -1,0 +1,176 @@
+"""The I/O strategies of model output and input (seed 003 Fig. 1, seed 002 ch. 7, PIO's I/O tasks): which ranks
+touch the file, and which pieces of each record they write or read.
+
+=========  ==============================================================================
+direct     every rank its own points, collectively (plain PnetCDF / parallel HDF5)
+root       rank 0 the whole record (CMAQ's I/O; PISM's old read-and-scatter); the only
+           strategy for ``serial`` mode
+rows       the first rank of each process-grid row a band of whole rows (pnetCDFcr); plain
+           2-D block decompositions only
+cols       the same along process-grid columns (pnetCDFcc)
+agg:N      N aggregators spread over the nodes, each an equal contiguous range of every
+           record (``agg``: one per node)
+stripe     one aggregator per storage target: the record cut at the file's stripe
+           boundaries, stripe i to aggregator i mod stripe_count (CDF-2/CDF-5 only)
+auto       root for ``serial``; otherwise agg with AUTO_PER_NODE aggregators per node
+=========  ==============================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from climio.core.decomp import Hyperslab
+from climio.core.rearrange import BoxLayout, Layout
+from climio.errors import ClimioError
+from climio.model.decomposition import BlockDecomposition, GridDecomposition
+from climio.model.route import Route, aggregator_ranks, even_ranges, flat_slabs, hole_runs, runs_of, stripe_ranges
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+STRATEGIES = ("direct", "root", "rows", "cols", "agg", "stripe", "auto")
+DEFAULT_STRIPE_SIZE = 1 << 20
+AUTO_PER_NODE = 2  # EUS at 4 ranks on one 2-core node: agg:2 5.3 s, agg:1 8.0 s (docs/output.md)
+
+
+def parse_strategy(text: str) -> tuple[str, int | None]:
+    """'rows' -> ('rows', None); 'agg:4' -> ('agg', 4); 'agg' -> ('agg', None: one per node)."""
+    name, colon, count = text.partition(":")
+    if name not in STRATEGIES or (colon and name != "agg"):
+        raise ClimioError(f"unknown I/O strategy '{text}': choose one of {', '.join(STRATEGIES)} (agg:N for N "
+                          f"aggregators)", collective=True)
+    if colon and (not count.isdigit() or int(count) < 1):
+        raise ClimioError(f"I/O strategy '{text}': N in agg:N must be a positive integer", collective=True)
+    return name, int(count) if colon else None
+
+
+def applicable_modes(strategy: str) -> tuple[str, ...]:
+    name, _ = parse_strategy(strategy)
+    if name in ("root", "auto"):
+        return ("serial", "hdf5", "cdf2", "cdf5")
+    return ("cdf2", "cdf5") if name == "stripe" else ("hdf5", "cdf2", "cdf5")
+
+
+def node_count(comm: MPI.Comm) -> int:
+    """Number of shared-memory nodes the ranks of ``comm`` run on."""
+    from mpi4py import MPI
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return int(comm.allreduce(1 if node.Get_rank() == 0 else 0, op=MPI.SUM))
+    finally:
+        node.Free()
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A strategy resolved for one job: its name, its aggregators and stripes, and the hints it sets."""
+
+    name: str
+    aggregators: tuple[int, ...] = ()
+    stripe_size: int | None = None
+    hints: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def choose(cls, text: str, mode: str, comm: MPI.Comm, decomposition: GridDecomposition, *,
+               hints: Mapping[str, str] | None = None, stripe_count: int | None = None,
+               stripe_size: int | None = None) -> Strategy:
+        """Check ``text`` against the mode and the decomposition, and settle ``auto``, ``agg`` and ``stripe``
+        (collective: aggregators are spread over the nodes)."""
+        name, aggregators = parse_strategy(text)
+        if mode not in applicable_modes(text):
+            raise ClimioError(f"I/O strategy '{text}' does not apply to mode '{mode}': it works with "
+                              f"{', '.join(applicable_modes(text))}", collective=True)
+        if name in ("rows", "cols") and decomposition.blocks is None:
+            raise ClimioError(f"I/O strategy '{name}' needs a plain 2-D block decomposition (a process grid of "
+                              f"rows and columns); this one is {type(decomposition).__name__}: use agg, root or "
+                              f"direct", collective=True)
+        size = comm.Get_size()
+        if name == "auto":
+            name, aggregators = ("root", None) if mode == "serial" else \
+                ("agg", min(size, AUTO_PER_NODE * node_count(comm)))
+        merged = dict(hints or {})
+        if name == "stripe":
+            stripe_count = stripe_count or int(merged.get("striping_factor", 0)) or min(4, size)
+            stripe_size = stripe_size or int(merged.get("striping_unit", 0)) or DEFAULT_STRIPE_SIZE
+            if not 1 <= stripe_count <= size or stripe_size < 8 or stripe_size % 8:
+                raise ClimioError(f"stripe: stripe count {stripe_count} must be 1..{size} (the ranks) and stripe "
+                                  f"size {stripe_size} a positive multiple of 8 bytes", collective=True)
+            merged.setdefault("striping_factor", str(stripe_count))
+            merged.setdefault("striping_unit", str(stripe_size))
+            aggregators = stripe_count
+        if name == "agg":
+            aggregators = aggregators or node_count(comm)
+            if aggregators > size:
+                raise ClimioError(f"agg:{aggregators}: more aggregators than the {size} ranks", collective=True)
+        picked = tuple(aggregator_ranks(comm, aggregators)) if aggregators else ()
+        return cls(name, picked, stripe_size if name == "stripe" else None, tuple(merged.items()))
+
+    def route(self, comm: MPI.Comm, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype,
+              *, fill: object = None, reading: bool = False, offset: int = 0) -> Route:
+        """The route of one record of a field with ``levels`` (collective). ``offset``: the record's byte offset
+        in the file (``stripe`` cuts at the stripe boundaries after it). Reading, the layout takes in the ghost
+        points, which are filled from the file like owned ones."""
+        rank = comm.Get_rank()
+        shape = decomposition.shape(levels)
+        owned = decomposition.layout(levels)
+        holes = None
+        if self.name == "direct":  # each rank its owned points (the others' pieces bring it its ghosts)
+            if isinstance(owned, BoxLayout):
+                pieces = [owned.slab]
+            else:
+                pieces = [s for a, n in runs_of(_points(owned)) for s in flat_slabs(int(a), int(a + n), shape)]
+            if not reading:
+                holes = hole_runs(comm, owned)
+        elif self.name == "root":
+            pieces = [Hyperslab.whole(shape)] if rank == 0 else []
+        elif self.name in ("rows", "cols"):
+            pieces = self._band(decomposition, levels)
+        else:
+            if self.name == "agg":
+                ranges = even_ranges(shape, list(self.aggregators))
+            else:
+                assert self.stripe_size is not None
+                ranges = stripe_ranges(offset, shape, np.dtype(dtype).itemsize, self.stripe_size,
+                                       list(self.aggregators))
+            pieces = [s for a, b, r in ranges if r == rank for s in flat_slabs(a, b, shape)]
+        layout = decomposition.layout(levels, ghosts=True) if reading else owned
+        return Route(comm, layout, pieces, dtype, reading=reading, fill=fill, holes=holes)
+
+    def _band(self, decomposition: GridDecomposition, levels: int | None) -> list[Hyperslab]:
+        """``rows`` (``cols``): the band of whole process-grid rows (columns) that this rank writes, if it is the
+        first rank of its row (column)."""
+        process = decomposition.blocks
+        assert isinstance(decomposition, BlockDecomposition) and process is not None
+        row, col = process.coords(decomposition.rank)
+        along_rows = self.name == "rows"
+        if (col if along_rows else row) != 0:
+            return []
+        box = decomposition.box
+        start, count = list(box.start), list(box.count)
+        axis = 1 if along_rows else 0  # the band spans the whole grid along this axis
+        start[axis], count[axis] = 0, decomposition.grid[axis]
+        lead = ((0,), (levels,)) if levels is not None else ((), ())
+        return [Hyperslab((*lead[0], *start), (*lead[1], *count))]
+
+    def stripe_key(self, offset: int) -> int:
+        """Records whose offsets agree modulo a round of stripes share one route."""
+        assert self.stripe_size is not None
+        return offset % (self.stripe_size * len(self.aggregators))
+
+
+def _points(layout: Layout) -> np.ndarray:
+    """The sorted flat offsets of the global array that ``layout`` holds."""
+    first, length, _ = layout.flat_runs()
+    return np.sort(np.repeat(first, length) + _ramp(length))
+
+
+def _ramp(counts: np.ndarray) -> np.ndarray:
+    """0..n-1 for each n in ``counts``, concatenated."""
+    total = int(counts.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
