@@ -198,7 +198,7 @@ class Route:
         if self.plan is None:
             data = [(_interior(self.layout, local), s) for _, s in self.slabs]
         else:
-            self.plan.forward(np.ascontiguousarray(local, dtype=self.dtype), out=self._shaped)
+            self.plan.forward(self._flat(np.ascontiguousarray(local, dtype=self.dtype)), out=self._shaped)
             data = [(self.buffer[at:at + s.size].reshape(s.count), s) for at, s in self.slabs]
         data += [(self.fill[:s.size].reshape(s.count), s) for s in self.fill_slabs]
         empty = (np.empty((0,) * ndim, self.dtype), Hyperslab.empty(ndim))
@@ -213,7 +213,17 @@ class Route:
             return out
         for data, (at, slab) in zip(pieces, self.slabs):
             self.buffer[at:at + slab.size] = data.ravel()
-        return self.plan.forward(self._shaped, out=out)
+        self.plan.forward(self._shaped, out=self._flat(out))
+        return out
+
+    def _flat(self, local: np.ndarray) -> np.ndarray:
+        """A point layout's local array ``(levels, points)`` as the rearranger's flat one (a view)."""
+        if isinstance(self.layout, BoxLayout):
+            return local
+        if local.size != self.layout.size:
+            raise ClimioError(f"local array of shape {local.shape} does not match its decomposition: expected "
+                              f"{self.layout.size} elements")
+        return local.reshape(self.layout.local_shape)
 
     def read(self, store: Store, name: str, record: int | None) -> list[np.ndarray]:
         """Read this rank's pieces of variable ``name`` (at time index ``record``, None for a fixed variable)
