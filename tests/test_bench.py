@@ -43,10 +43,44 @@ def test_bench_model(tmp_path: Path) -> None:
     assert (out / "model.png").read_bytes()[:4] == b"\x89PNG" and (out / "cmaq-rows-cdf5-2x1.nc").exists()
 
 
+def test_bench_model_decomp_file(tmp_path: Path) -> None:
+    """A PIO decomposition map drives bench model: the CA-like 2x2 blocks of a (3, 12, 20) field listed point by
+    point, and a scattered map with holes; every file holds exactly the values written (holes: fill)."""
+    import netCDF4
+    import numpy as np
+
+    from climio.core.decomp import Decomposition
+    from climio.model import piomap
+
+    shape = (3, 12, 20)
+    blocks = Decomposition.block2d(shape, 2, 2)
+    maps = [np.ravel_multi_index(np.meshgrid(*[np.arange(s, s + c) for s, c in zip(b.start, b.count)],
+                                             indexing="ij"), shape).ravel() for b in map(blocks.owned, range(4))]
+    piomap.write_map_text(str(tmp_path / "ca2x2.dat"), piomap.from_offsets(shape, maps))
+    points = np.random.default_rng(3).permutation(12 * 20)[:200]
+    piomap.write_map_netcdf(str(tmp_path / "scattered.nc"), piomap.from_offsets((12, 20), [points[:50], points[50:]]))
+    for name, ranks in (("ca2x2.dat", 4), ("scattered.nc", 2)):
+        out = tmp_path / name.replace(".", "-")
+        result = climio("bench", "model", "--decomp", str(tmp_path / name), "--domain", "CA", "--steps", "2",
+                        "--reps", "1", "--strategy", "root,direct,agg:2", "--mode", "cdf5,hdf5", "--out", str(out),
+                        "--keep")
+        assert result.returncode == 0, result.stderr
+        table = json.loads((out / "model.json").read_text())["table"]
+        measured = [e for e in table if "io_s" in e and e["strategy"] != "sequential"]
+        assert len(measured) == 6 and all(e["verified"] and e["ranks"] == ranks for e in measured)
+        files = sorted(out.glob("cmaq-*.nc"))
+        with netCDF4.Dataset(files[0]) as first:
+            reference = first["SPEC145"][:]
+        for path in files[1:]:
+            with netCDF4.Dataset(path) as ds:
+                assert np.ma.allequal(ds["SPEC145"][:], reference) and ds["SPEC145"].dimensions[0] == "time"
+
+
 def test_bench_model_bad_options(tmp_path: Path) -> None:
     for args, needle in ((("--domain", "PACIFIC"), "--domain"), (("--grid", "2by2"), "--grid"),
                          (("--strategy", "carrier-pigeon"), "--strategy"),
-                         (("--strategy", "agg:4"), "--strategy agg:4: more aggregators")):
+                         (("--strategy", "agg:4"), "--strategy agg:4: more aggregators"),
+                         (("--decomp", "/nonexistent.dat"), "/nonexistent.dat")):
         result = climio("bench", "model", *args, "--out", str(tmp_path))
         assert result.returncode == 2 and needle in result.stderr, result.stderr
 

@@ -192,7 +192,7 @@ def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
     model.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=args.strategy.split(","),
                modes=name_list(args.mode, "--mode", MODE_NAMES), out=args.out, keep=args.keep, reps=args.reps,
-               hints=hints(args.hint), rows_json=args.rows_json)
+               hints=hints(args.hint), decomp=args.decomp, rows_json=args.rows_json)
 
 
 def cmd_bench_inmcm(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -343,6 +343,10 @@ def build_parser() -> Parser:
     mo.add_argument("--domain", default="CA", help="CA, EUS, CONUS or NXxNYxNLAYxNSPEC (default CA)")
     mo.add_argument("--grid", default="2x1", metavar="PXxPY[,PXxPY...]",
                     help="process grids, one mpiexec each (default 2x1)")
+    mo.add_argument("--decomp", metavar="FILE",
+                    help="a PIO decomposition map (PIOc_writemap text or PIOc_write_nc_decomp netCDF): write its "
+                    "grid on its tasks' points, one run on as many ranks as it has tasks (--domain then gives "
+                    "only the species count, --grid is ignored)")
     mo.add_argument("--steps", type=int, default=3, help="output steps (default 3, as in seed 003)")
     mo.add_argument("--strategy", default="root,direct,rows,cols",
                     help="write strategies, e.g. root,root:p2p,direct,rows,cols,agg:2,stripe,auto "

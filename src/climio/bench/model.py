@@ -16,21 +16,24 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import re
 import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from climio.bench.io import drop_from_cache, sequential_write
 from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
-from climio.core import mpi
-from climio.core.decomp import Decomposition
-from climio.errors import ClimioError
+from climio.core import mpi, trace
+from climio.errors import ClimioError, IOFault
+from climio.model import decomposition as dec
+from climio.model import piomap
 from climio.model.gather import STRATEGIES as GATHERS
-from climio.model.output import STRATEGIES, Field, ModelOutput, applicable_modes
+from climio.model.output import STRATEGIES, Field, ModelOutput, applicable_modes, fill_value
 from climio.model.output import parse_strategy as parse_write_strategy
 
 if TYPE_CHECKING:
@@ -62,42 +65,124 @@ def parse_grids(text: str) -> list[tuple[int, int]]:
     return grids
 
 
-def parse_strategy(text: str) -> tuple[str, str]:
-    """'rows' -> ('rows', 'gatherv'); 'root:p2p' -> ('root', 'p2p'); 'agg:4' -> ('agg:4', 'gatherv')."""
+def parse_strategy(text: str) -> tuple[str, str | None]:
+    """'rows' -> ('rows', None); 'root:p2p' -> ('root', 'p2p'); 'agg:4' -> ('agg:4', None)."""
     name, _, gather = text.partition(":")
     if name == "agg":
         parse_write_strategy(text)
-        return text, "gatherv"
-    gather = gather or "gatherv"
-    if name not in STRATEGIES or gather not in GATHERS or (text.count(":") and name != "root"):
+        return text, None
+    if name not in STRATEGIES or (gather and gather not in GATHERS) or (text.count(":") and name != "root"):
         raise ClimioError(f"--strategy '{text}': choose from {', '.join(STRATEGIES)} (root:GATHER with GATHER one "
                           f"of {', '.join(GATHERS)})", collective=True)
-    return name, gather
+    return name, gather or None
 
 
-def measure(comm: MPI.Comm, domain: tuple[int, int, int, int], grid: tuple[int, int], steps: int,
-            strategies: Sequence[str], modes: Sequence[str], directory: str, keep: bool,
-            hints: dict[str, str]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Case:
+    """What one mpiexec of the benchmark writes: a grid decomposed over ``ranks``, ``nspec`` species of
+    ``levels`` levels each (None: the decomposition covers the whole field, as a PIO map of a 3-D array does)."""
+
+    label: str
+    ranks: int
+    nspec: int
+    levels: int | None
+    grid: tuple[int, ...]
+    decomp_file: str | None = None
+
+    def decomposition(self, rank: int) -> dec.GridDecomposition:
+        if self.decomp_file is None:
+            px, py = (int(n) for n in self.label.split("x"))
+            return dec.blocks(self.grid, px, py, rank, halo=HALO)
+        m = piomap.read_map(self.decomp_file)
+        return dec.from_compmap(m.dims, m.maps[rank], m.ntasks, rank)
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return {1: ("cell",), 2: ("ROW", "COL"), 3: ("LAY", "ROW", "COL")}.get(
+            len(self.grid), tuple(f"dim{k}" for k in range(len(self.grid))))
+
+    @property
+    def record_values(self) -> int:
+        return (self.levels or 1) * math.prod(self.grid)
+
+
+def cases(domain: tuple[int, int, int, int], grids: list[tuple[int, int]], decomp_file: str | None) -> list[Case]:
+    """The runs: one per process grid over the domain, or the one a PIO decomposition map file describes."""
+    nx, ny, nlay, nspec = domain
+    if decomp_file is None:
+        return [Case(f"{px}x{py}", px * py, nspec, nlay, (ny, nx)) for px, py in grids]
+    m = piomap.read_map(decomp_file)
+    return [Case(os.path.basename(decomp_file), m.ntasks, nspec, None, m.dims, decomp_file)]
+
+
+def value(flat: np.ndarray, species: int) -> np.ndarray:
+    """The value of species ``species`` at flat record offsets ``flat``: exact in float32, so files can be
+    compared element by element."""
+    return ((flat * 7 + species * 13) % 1000003).astype(np.float32)
+
+
+def local_species(d: dec.GridDecomposition, levels: int | None, nspec: int) -> np.ndarray:
+    """Every species' local array ``(nspec, *local)`` (halo and non-grid elements -1)."""
+    layout = d.layout(levels)
+    first, length, pos = layout.flat_runs()
+    flat = np.full(layout.size, -1, np.int64)  # each local element's record offset, in the order without halo
+    flat[np.repeat(pos, length) + _ramp(length)] = np.repeat(first, length) + _ramp(length)
+    conc = np.full((nspec, *d.local_shape(levels)), -1, np.float32)
+    for s in range(nspec):
+        values = np.where(flat >= 0, value(flat, s), -1).astype(np.float32).reshape(layout.local_shape)
+        if isinstance(d, dec.BlockDecomposition):
+            conc[s][d.interior(levels)] = values
+        else:
+            conc[s] = values.reshape(d.local_shape(levels))
+    return conc
+
+
+def _ramp(counts: np.ndarray) -> np.ndarray:
+    return np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+
+
+def verify(path: str, case: Case, owned: np.ndarray, species: int, step: int) -> bool:
+    """Whether ``path`` holds species ``species`` at ``step`` exactly (holes: the fill value)."""
+    import netCDF4
+
+    with netCDF4.Dataset(path) as ds:
+        ds.set_auto_mask(False)
+        got = ds[f"SPEC{species:03d}"][step].ravel()
+    expected = np.where(owned, value(np.arange(owned.size), species), np.float32(fill_value(Field("x"))))
+    return bool(np.array_equal(got, expected))
+
+
+def owned_points(comm: MPI.Comm, d: dec.GridDecomposition, levels: int | None) -> np.ndarray:
+    """Which record offsets some rank owns (rank 0; the others get None)."""
+    from mpi4py import MPI
+
+    mine = np.zeros((levels or 1) * math.prod(d.grid), np.uint8)
+    first, length, _ = d.layout(levels).flat_runs()
+    mine[np.repeat(first, length) + _ramp(length)] = 1
+    comm.Reduce(MPI.IN_PLACE if comm.Get_rank() == 0 else mine, mine if comm.Get_rank() == 0 else None, op=MPI.MAX)
+    return mine.astype(bool)
+
+
+def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], modes: Sequence[str],
+            directory: str, keep: bool, hints: dict[str, str]) -> list[dict[str, Any]]:
     """Every applicable strategy x mode on this job's ranks (collective); rows on rank 0."""
     from mpi4py import MPI
 
-    nx, ny, nlay, nspec = domain
-    px, py = grid
-    decomp = Decomposition.block2d((ny, nx), px, py, halo=HALO)
-    decomp.check_comm_size(comm.Get_size())
     rank = comm.Get_rank()
-    fields = [Field(f"SPEC{i:03d}", levels=nlay, attrs={"units": "ppmV"}) for i in range(nspec)]
-    ly, lx = decomp.local_shape(rank)
-    rng = np.random.default_rng(rank)
-    conc = rng.random((nspec, nlay, ly, lx), dtype=np.float32)  # every species' halo'd local array
-    nbytes = nspec * nlay * ny * nx * 4 * steps
+    d = case.decomposition(rank)
+    d.check_comm_size(comm.Get_size())
+    fields = [Field(f"SPEC{i:03d}", levels=case.levels, attrs={"units": "ppmV"}) for i in range(case.nspec)]
+    conc = local_species(d, case.levels, case.nspec)  # every species' local array, values known everywhere
+    scratch = np.empty_like(conc)
+    owned = owned_points(comm, d, case.levels)
+    nbytes = case.nspec * case.record_values * 4 * steps
     rows: list[dict[str, Any]] = []
+    common = {"case": case.label, "ranks": case.ranks, "steps": steps, "bytes": nbytes}
     if rank == 0:  # the baseline: the same bytes in one plain sequential file, in the same run
-        path = os.path.join(directory, f"sequential-{px}x{py}.bin")
+        path = os.path.join(directory, f"sequential-{case.label}.bin")
         seconds = sequential_write(path, conc, nbytes)
         os.unlink(path)
-        rows.append({"strategy": "sequential", "mode": "-", "px": px, "py": py, "ranks": px * py, "steps": steps,
-                     "bytes": nbytes, "io_s": seconds, "MBps": nbytes / seconds / 1e6})
+        rows.append({"strategy": "sequential", "mode": "-", **common, "io_s": seconds, "MBps": nbytes / seconds / 1e6})
     for text in strategies:
         strategy, gather = parse_strategy(text)
         for mode in modes:
@@ -106,15 +191,16 @@ def measure(comm: MPI.Comm, domain: tuple[int, int, int, int], grid: tuple[int, 
                     rows.append({"strategy": text, "mode": mode, "skipped": f"{strategy} applies to "
                                  f"{', '.join(applicable_modes(strategy))}"})
                 continue
-            path = os.path.join(directory, f"cmaq-{text.replace(':', '-')}-{mode}-{px}x{py}.nc")
+            path = os.path.join(directory, f"cmaq-{text.replace(':', '-')}-{mode}-{case.label}.nc")
             comm.Barrier()
             io = 0.0
+            phases = trace.reset()
             started = MPI.Wtime()
-            out = ModelOutput(path, decomp, fields, comm, mode=mode, strategy=strategy, gather=gather,
-                              overwrite=True, hints=hints, attrs={"title": f"CMAQ mock-up {nx}x{ny}x{nlay}x{nspec}"})
+            out = ModelOutput(path, d, fields, comm, mode=mode, strategy=strategy, gather=gather, overwrite=True,
+                              hints=hints, attrs={"title": f"CMAQ mock-up {case.label}"}, dims=case.dims)
             io += MPI.Wtime() - started
             for step in range(steps):
-                np.multiply(conc, np.float32(1.0001), out=conc)  # the artificial workload
+                np.multiply(conc, np.float32(1.0001), out=scratch)  # the artificial workload
                 started = MPI.Wtime()
                 out.write(step, {f.name: conc[i] for i, f in enumerate(fields)}, time=3600.0 * step)
                 io += MPI.Wtime() - started
@@ -125,9 +211,13 @@ def measure(comm: MPI.Comm, domain: tuple[int, int, int, int], grid: tuple[int, 
             comm.Barrier()
             io += MPI.Wtime() - started
             io_max = comm.allreduce(io, op=MPI.MAX)
+            per_rank = comm.gather(phases.totals(), root=0)
             if rank == 0:
-                rows.append({"strategy": text, "mode": mode, "px": px, "py": py, "ranks": px * py,
-                             "steps": steps, "bytes": nbytes, "io_s": io_max, "MBps": nbytes / io_max / 1e6})
+                seconds = {name: max(t.get(name, {}).get("seconds", 0.0) for t in per_rank)
+                           for name in sorted({n for t in per_rank for n in t})}
+                rows.append({"strategy": text, "mode": mode, **common, "io_s": io_max, "MBps": nbytes / io_max / 1e6,
+                             "phases_s": seconds,
+                             "verified": verify(path, case, owned, case.nspec - 1, steps - 1)})
                 if not keep:
                     os.unlink(path)
     return rows
@@ -139,55 +229,60 @@ def relative(rows: list[dict[str, Any]]) -> None:
         if "io_s" not in row:
             continue
         for base in ("root", "direct"):
-            grid = (row["px"], row["py"])
             ref = [r["io_s"] for r in rows if r.get("strategy") == base and r.get("mode") == row["mode"]
-                   and (r.get("px"), r.get("py")) == grid and "io_s" in r]
+                   and r.get("case") == row["case"] and "io_s" in r]
             if not ref and base == "direct":  # serial mode has no direct write: compare with cdf5's
-                ref = [r["io_s"] for r in rows if r.get("strategy") == base and (r.get("px"), r.get("py")) == grid
+                ref = [r["io_s"] for r in rows if r.get("strategy") == base and r.get("case") == row["case"]
                        and r.get("mode") == "cdf5"]
             if ref:
                 row[f"vs_{base}"] = (ref[0] - row["io_s"]) / ref[0]
 
 
 def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Sequence[str], modes: Sequence[str],
-         out: str, keep: bool, reps: int, hints: dict[str, str], rows_json: str | None = None) -> None:
+         out: str, keep: bool, reps: int, hints: dict[str, str], decomp: str | None = None,
+         rows_json: str | None = None) -> None:
     size = parse_domain(domain)
-    grid_list = parse_grids(grids)
-    fewest = min(px * py for px, py in grid_list)
+    runs = cases(size, parse_grids(grids), decomp)
+    fewest = min(c.ranks for c in runs)
     for text in strategies:
         name, _ = parse_strategy(text)
         aggregators = parse_write_strategy(name)[1] if name.startswith("agg") else None
         if aggregators is not None and aggregators > fewest:
-            raise ClimioError(f"--strategy {text}: more aggregators than the {fewest} ranks of the smallest --grid",
-                              collective=True)
+            raise ClimioError(f"--strategy {text}: more aggregators than the {fewest} ranks of the smallest "
+                              f"{'--decomp' if decomp else '--grid'}", collective=True)
     if steps < 1 or reps < 1:
         raise ClimioError("--steps and --reps must be at least 1", collective=True)
     mpi.agree(comm, lambda: os.makedirs(out, exist_ok=True))
-    if rows_json:  # one grid, inside its own mpiexec
+    if rows_json:  # one case, inside its own mpiexec
         rows = []
         for rep in range(reps):
-            rows += [{**r, "rep": rep}
-                     for r in measure(comm, size, grid_list[0], steps, strategies, modes, out, keep, hints)]
+            rows += [{**r, "rep": rep} for r in measure(comm, runs[0], steps, strategies, modes, out, keep, hints)]
         save_rows(comm, rows, rows_json)
         return
     require_plain_process(comm, "model")
     rows = []
-    for px, py in grid_list:
-        print(f"bench model: {px}x{py} ranks ...", flush=True)
-        rows += rows_from_ranks(px * py, ["bench", "model", "--domain", domain, "--grid", f"{px}x{py}",
-                                          "--steps", str(steps), "--strategy", ",".join(strategies),
-                                          "--mode", ",".join(modes), "--out", out, "--reps", str(reps),
-                                          *(["--keep"] if keep else []),
-                                          *[f"--hint={k}={v}" for k, v in hints.items()]])
+    for case in runs:
+        print(f"bench model: {case.label} on {case.ranks} ranks ...", flush=True)
+        where = ["--decomp", decomp] if decomp else ["--grid", case.label]
+        rows += rows_from_ranks(case.ranks, ["bench", "model", "--domain", domain, *where,
+                                             "--steps", str(steps), "--strategy", ",".join(strategies),
+                                             "--mode", ",".join(modes), "--out", out, "--reps", str(reps),
+                                             *(["--keep"] if keep else []),
+                                             *[f"--hint={k}={v}" for k, v in hints.items()]])
     table = summarise(rows)
     relative(table)
     nx, ny, nlay, nspec = size
-    print(f"climio bench model: {nx}x{ny}x{nlay}x{nspec} (columns x rows x layers x species), {steps} step(s), "
+    what = f"the grid {runs[0].grid} of {decomp}, {nspec} species" if decomp else \
+        f"{nx}x{ny}x{nlay}x{nspec} (columns x rows x layers x species)"
+    print(f"climio bench model: {what}, {steps} step(s), "
           f"{table[0]['bytes'] / 1e6 if table and 'bytes' in table[0] else 0:.0f} MB per run, median of {reps}")
     print(format_table(table))
     for row in table:
         if "skipped" in row:
             print(f"skipped {row['strategy']} x {row['mode']}: {row['skipped']}")
+    wrong = [f"{r['strategy']} x {r['mode']}" for r in table if r.get("verified") is False]
+    if wrong:
+        raise IOFault(f"bench model: the files of {', '.join(wrong)} do not hold the values written")
     with open(os.path.join(out, "model.json"), "w") as f:
         json.dump({"domain": size, "steps": steps, "reps": reps, "hints": hints,
                    "mpiio": os.environ.get("OMPI_MCA_io", "default"), "rows": rows, "table": table}, f, indent=1)
@@ -204,14 +299,14 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Median I/O time per (grid, strategy, mode) over repetitions; skipped combinations once."""
     table, seen = [], set()
     for row in rows:
-        key = (row.get("px"), row.get("py"), row["strategy"], row["mode"])
+        key = (row.get("case"), row["strategy"], row["mode"])
         if key in seen:
             continue
         seen.add(key)
         if "skipped" in row:
             table.append(row)
             continue
-        same = [r for r in rows if (r.get("px"), r.get("py"), r["strategy"], r["mode"]) == key]
+        same = [r for r in rows if (r.get("case"), r["strategy"], r["mode"]) == key]
         io = statistics.median(r["io_s"] for r in same)
         table.append({**{k: v for k, v in row.items() if k != "rep"}, "io_s": io, "MBps": row["bytes"] / io / 1e6,
                       "reps": len(same)})
@@ -224,10 +319,9 @@ def format_table(table: list[dict[str, Any]]) -> str:
 
     def cells(r: dict[str, Any]) -> list[str]:
         rel = lambda key: f"{r[key]:+.0%}" if key in r else "-"  # noqa: E731
-        base = [b["MBps"] for b in table if b.get("strategy") == "sequential"
-                and (b.get("px"), b.get("py")) == (r["px"], r["py"])]
+        base = [b["MBps"] for b in table if b.get("strategy") == "sequential" and b.get("case") == r["case"]]
         ratio = f"{r['MBps'] / base[0]:.2f}" if base else "-"
-        return [f"{r['px']}x{r['py']}", r["strategy"], r["mode"], f"{r['io_s']:.2f}", f"{r['MBps']:.0f}", ratio,
+        return [r["case"], r["strategy"], r["mode"], f"{r['io_s']:.2f}", f"{r['MBps']:.0f}", ratio,
                 rel("vs_root"), rel("vs_direct")]
 
     return markdown_table(columns, (cells(r) for r in table if "io_s" in r))

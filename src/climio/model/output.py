@@ -74,7 +74,7 @@ class ModelOutput:
                  comm: MPI.Comm, *, mode: str = "cdf5", strategy: str = "direct", gather: str | None = None,
                  hints: Mapping[str, str] | None = None, overwrite: bool = False,
                  attrs: Mapping[str, object] | None = None, stripe_count: int | None = None,
-                 stripe_size: int | None = None) -> None:
+                 stripe_size: int | None = None, dims: Sequence[str] | None = None) -> None:
         self.grid, self.comm, self.rank = as_grid(decomp, comm), comm, comm.Get_rank()
         self.strategy = Strategy.choose(strategy, mode, comm, self.grid, hints=hints, stripe_count=stripe_count,
                                         stripe_size=stripe_size)
@@ -84,7 +84,10 @@ class ModelOutput:
         self.fields = {f.name: f for f in fields}
         total = comm.allreduce(self.grid.owned)
         holes = total < int(np.prod(self.grid.grid))
-        names = self._grid_dims()
+        names = tuple(dims) if dims is not None else self._grid_dims()
+        if len(names) != len(self.grid.grid):
+            raise ClimioError(f"dims {tuple(names)} do not name the {len(self.grid.grid)} dimensions of the grid "
+                              f"{self.grid.grid}", collective=True)
         levels = sorted({f.levels for f in fields if f.levels is not None})
         dims: dict[str, int | None] = {"time": None, **{f"lev{n}": n for n in levels},
                                        **dict(zip(names, self.grid.grid))}
@@ -111,7 +114,8 @@ class ModelOutput:
             self._offsets, self._record_size = mpi.agree(comm, lambda: variable_offsets(working))
 
     def _grid_dims(self) -> tuple[str, ...]:
-        """The file's names of the horizontal dimensions: (y, x), (cell,), (face, y, x), or dim0, dim1, ..."""
+        """The file's default names of the grid's dimensions (``dims=`` names them): (cell,), (y, x), (face, y,
+        x), else dim0, dim1, ..."""
         known = {1: ("cell",), 2: ("y", "x"), 3: ("face", "y", "x")}
         return known.get(len(self.grid.grid), tuple(f"dim{k}" for k in range(len(self.grid.grid))))
 

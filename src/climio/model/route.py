@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import collective
+from climio.core import collective, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio.store import Store
 from climio.core.rearrange import BoxLayout, Layout, Plan
@@ -180,7 +180,8 @@ class Route:
             else:
                 buffer = Layout.runs(shape, np.concatenate([runs_of_slab(shape, p) for p in pieces])
                                      if pieces else np.zeros((0, 2), np.int64))
-            self.plan = Plan(comm, buffer, layout) if reading else Plan(comm, layout, buffer)
+            with trace.phase("plan"):
+                self.plan = Plan(comm, buffer, layout) if reading else Plan(comm, layout, buffer)
         self.reading = reading
         self.buffer = np.empty(at, dtype=self.dtype)
         self._shaped = self.buffer.reshape(buffer.local_shape) if self.plan is not None else self.buffer

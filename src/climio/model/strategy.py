@@ -124,7 +124,10 @@ class Strategy:
             if isinstance(owned, BoxLayout):
                 pieces = [owned.slab]
             else:
-                pieces = [s for a, n in runs_of(_points(owned)) for s in flat_slabs(int(a), int(a + n), shape)]
+                points = _points(owned)
+                box = _box_of(points, shape)
+                pieces = [box] if box is not None else \
+                    [s for a, n in runs_of(points) for s in flat_slabs(int(a), int(a + n), shape)]
             if not reading:
                 holes = hole_runs(comm, owned)
         elif self.name == "root":
@@ -168,6 +171,20 @@ def _points(layout: Layout) -> np.ndarray:
     """The sorted flat offsets of the global array that ``layout`` holds."""
     first, length, _ = layout.flat_runs()
     return np.sort(np.repeat(first, length) + _ramp(length))
+
+
+def _box_of(points: np.ndarray, shape: tuple[int, ...]) -> Hyperslab | None:
+    """The hyperslab that sorted distinct ``points`` fill exactly, if they do (a block listed point by point, as
+    PIO maps list them): one request instead of one per run."""
+    if not points.size:
+        return None
+    index = np.unravel_index(points, shape)
+    lo = np.array([int(i.min()) for i in index])
+    hi = np.array([int(i.max()) for i in index])
+    count = hi - lo + 1
+    if int(np.prod(count)) != points.size:
+        return None
+    return Hyperslab(tuple(int(v) for v in lo), tuple(int(v) for v in count))
 
 
 def _ramp(counts: np.ndarray) -> np.ndarray:
