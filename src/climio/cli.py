@@ -195,6 +195,14 @@ def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
                hints=hints(args.hint), decomp=args.decomp, rows_json=args.rows_json)
 
 
+def cmd_bench_restart(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import restart
+
+    restart.main(comm, domain=args.domain, grids=args.grid, strategies=args.strategy.split(","),
+                 modes=name_list(args.mode, "--mode", MODE_NAMES), reps=args.reps, directory=args.dir, out=args.out,
+                 decomp=args.decomp, rows_json=args.rows_json)
+
+
 def cmd_bench_inmcm(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import inmcm
     from climio.model.gather import STRATEGIES
@@ -359,6 +367,21 @@ def build_parser() -> Parser:
                     help="MPI-IO hint for every file (repeatable), e.g. romio_ds_write=disable")
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
     mo.set_defaults(func=cmd_bench_model, auto_mpi_io="romio")  # ROMIO writes aggregated output faster here
+
+    rs = suites.add_parser("restart", parents=[common], help="a model's start-up read (seed 002): read strategies "
+                           "x storage modes against a plain sequential read")
+    rs.add_argument("--domain", default="EUS", help="CA, EUS, CONUS or NXxNYxNLAYxNSPEC (default EUS)")
+    rs.add_argument("--grid", default="2x2", metavar="PXxPY[,PXxPY...]",
+                    help="process grids, one mpiexec each (default 2x2)")
+    rs.add_argument("--decomp", metavar="FILE", help="a PIO decomposition map instead of --grid (as in bench model)")
+    rs.add_argument("--strategy", default="root,direct,agg:1,agg:2,auto",
+                    help="read strategies (default root,direct,agg:1,agg:2,auto)")
+    rs.add_argument("--mode", default="hdf5,cdf5", help="storage modes of the restart file (default hdf5,cdf5)")
+    rs.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
+    rs.add_argument("--dir", default=".", help="where the restart files are written (deleted afterwards)")
+    rs.add_argument("--out", default="bench-output", help="directory for restart.json (default bench-output)")
+    rs.add_argument("--rows-json", help=argparse.SUPPRESS)
+    rs.set_defaults(func=cmd_bench_restart, auto_mpi_io="romio")
 
     sb = suites.add_parser("subset", parents=[common], help="seed 001's MJO box out of a geodesic grid (needed-only "
                            "vs whole reads), and climio subset vs ncks on a regular grid")
