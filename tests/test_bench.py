@@ -85,6 +85,23 @@ def test_bench_model_bad_options(tmp_path: Path) -> None:
         assert result.returncode == 2 and needle in result.stderr, result.stderr
 
 
+def test_bench_restart(tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    result = climio("bench", "restart", "--domain", "20x12x3x4", "--grid", "2x1,1x3", "--reps", "2",
+                    "--mode", "serial,hdf5,cdf5", "--dir", str(tmp_path / "d"), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    table = json.loads((out / "restart.json").read_text())["table"]
+    rows = {(e["ranks"], e["mode"], e["strategy"]) for e in table}
+    assert {(2, m, s) for m in ("hdf5", "cdf5") for s in ("sequential", "root", "direct", "agg:1", "agg:2", "auto")} \
+        <= rows and (3, "serial", "root") in rows and (3, "serial", "direct") not in rows
+    assert all(e["verified"] and e["reps"] == 2 for e in table) and "speed-up over root" in result.stdout
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == []  # restart files removed
+    for args, needle in ((("--strategy", "rows"), "--strategy rows: read strategies are"),
+                         (("--strategy", "agg:9"), "--strategy agg:9: more readers")):
+        result = climio("bench", "restart", "--domain", "20x12x3x4", *args, "--out", str(out))
+        assert result.returncode == 2 and needle in result.stderr, result.stderr
+
+
 def test_bench_inmcm(tmp_path: Path) -> None:
     result = climio("bench", "inmcm", "--model", "6lm", "--ranks", "2", "--reps", "1", "--gathers", "p2p,gatherv",
                     "--out", str(tmp_path))

@@ -100,15 +100,18 @@ class ModelInput:
             self._routes[key] = self.strategy.route(self.comm, self.grid, levels, stored, reading=True)
         route = self._routes[key]
         shape = self.grid.local_shape(levels)
-        fill = _fill(var)
-        raw = np.full(shape, fill, dtype=stored)
-        route.scatter(route.read(self._store, name, record if has_records else None), raw)
-        result = _unpacked(var, raw) if cf else raw
-        if out is None:
-            return result
-        if out.shape != shape:
+        if out is not None and self.comm.allreduce(out.shape != shape):  # every rank raises: none waits
             raise ClimioError(f"{self.path}: variable '{name}': out of shape {out.shape} on rank "
-                              f"{self.comm.Get_rank()}, expected {shape}")
+                              f"{self.comm.Get_rank()}, expected {shape}", collective=True)
+        in_place = out is not None and not cf and out.dtype == stored and out.flags.c_contiguous
+        raw = out if in_place else np.empty(shape, stored)
+        if raw.size != route.layout.size or (route.plan is not None and not route.plan.dest_complete):
+            raw[...] = _fill(var)  # what no piece brings: halos, local elements that are no grid point
+        route.read(self._store, name, record if has_records else None)
+        route.scatter(raw)
+        result = _unpacked(var, raw) if cf else raw
+        if out is None or out is result:
+            return result
         out[...] = result
         return out
 
@@ -145,17 +148,19 @@ def _fill(var: Variable) -> object:
 
 
 def _unpacked(var: Variable, raw: np.ndarray) -> np.ndarray:
-    """CF's view of stored values: fill and missing values masked as NaN, then scale and offset applied."""
+    """CF's view of stored values: fill and missing values as NaN, then scale and offset applied (a float
+    variable without packing is converted in place)."""
     attrs = var.attrs
     scale, offset = attrs.get("scale_factor"), attrs.get("add_offset")
-    missing = [_fill(var), *missing_values(attrs)]
     if scale is None and offset is None and raw.dtype.kind != "f":
         return raw
     factors = [np.asarray(v) for v in (scale, offset) if v is not None]
     dtype = np.result_type(*factors) if factors else raw.dtype
     dtype = dtype if dtype.kind == "f" else np.dtype("f8")
-    out = raw.astype(dtype)
-    bad = np.isin(raw, np.asarray(missing, dtype=raw.dtype)) if missing else np.zeros(raw.shape, bool)
+    bad = np.zeros(raw.shape, bool)
+    for value in (_fill(var), *missing_values(attrs)):
+        bad |= raw == np.asarray(value).astype(raw.dtype)
+    out = raw if dtype == raw.dtype and not factors else raw.astype(dtype)
     if scale is not None:
         out *= np.asarray(scale).ravel()[0]
     if offset is not None:

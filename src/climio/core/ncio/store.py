@@ -399,18 +399,24 @@ class Store(ABC):
         runs = [Hyperslab((first + i * step, *sampled.start[1:]), (1, *rest)) for i in range(n)]
         self._get_runs(var, varid, runs, [out[i:i + 1] for i in range(n)])
 
-    def read_runs(self, name: str, slabs: list[Hyperslab]) -> list[np.ndarray]:
+    def read_runs(self, name: str, slabs: list[Hyperslab],
+                  outs: list[np.ndarray] | None = None) -> list[np.ndarray]:
         """Read any number of hyperslabs of ``name`` on this rank, a different number on each (collective).
 
         Subsetting reads the runs of selected elements: ranks need different
         counts of requests, and a rank with nothing selected passes none.
+        ``outs``: C-contiguous arrays of the variable's type, one per hyperslab, to read into.
         """
         self._check_open("read")
         var = self._numeric(name)
         shape = self.schema.fixed_shape(var, self.records)
         for slab in slabs:
             self._check_bounds(var, slab, shape, reading=True)
-        outs = [np.empty(slab.count, dtype=var.numpy_dtype) for slab in slabs]
+        if outs is None:
+            outs = [np.empty(slab.count, dtype=var.numpy_dtype) for slab in slabs]
+        elif any(o.shape != tuple(s.count) or o.dtype != var.numpy_dtype or not o.flags.c_contiguous
+                 for o, s in zip(outs, slabs)) or len(outs) != len(slabs):
+            raise ValueError(f"read_runs: outs must be C-contiguous {var.numpy_dtype} arrays of the hyperslabs' shapes")
         self._get_runs(var, self._varids[name], slabs, outs)
         return outs
 
