@@ -124,9 +124,7 @@ def value(flat: np.ndarray, species: int) -> np.ndarray:
 def local_species(d: dec.GridDecomposition, levels: int | None, nspec: int) -> np.ndarray:
     """Every species' local array ``(nspec, *local)`` (halo and non-grid elements -1)."""
     layout = d.layout(levels)
-    first, length, pos = layout.flat_runs()
-    flat = np.full(layout.size, -1, np.int64)  # each local element's record offset, in the order without halo
-    flat[np.repeat(pos, length) + _ramp(length)] = np.repeat(first, length) + _ramp(length)
+    flat = layout.flat_offsets()  # each local element's record offset, in the order without halo
     conc = np.full((nspec, *d.local_shape(levels)), -1, np.float32)
     for s in range(nspec):
         values = np.where(flat >= 0, value(flat, s), -1).astype(np.float32).reshape(layout.local_shape)
@@ -135,10 +133,6 @@ def local_species(d: dec.GridDecomposition, levels: int | None, nspec: int) -> n
         else:
             conc[s] = values.reshape(d.local_shape(levels))
     return conc
-
-
-def _ramp(counts: np.ndarray) -> np.ndarray:
-    return np.arange(int(counts.sum()), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
 
 
 def verify(path: str, case: Case, owned: np.ndarray, species: int, step: int) -> bool:
@@ -157,8 +151,8 @@ def owned_points(comm: MPI.Comm, d: dec.GridDecomposition, levels: int | None) -
     from mpi4py import MPI
 
     mine = np.zeros((levels or 1) * math.prod(d.grid), np.uint8)
-    first, length, _ = d.layout(levels).flat_runs()
-    mine[np.repeat(first, length) + _ramp(length)] = 1
+    offsets = d.layout(levels).flat_offsets()
+    mine[offsets[offsets >= 0]] = 1
     comm.Reduce(MPI.IN_PLACE if comm.Get_rank() == 0 else mine, mine if comm.Get_rank() == 0 else None, op=MPI.MAX)
     return mine.astype(bool)
 

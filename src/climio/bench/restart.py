@@ -52,7 +52,7 @@ def same_values(d: dec.GridDecomposition, levels: int | None, got: np.ndarray, w
     """Whether a local array read back holds what was written at every owned point."""
     if isinstance(d, dec.BlockDecomposition):
         return bool(np.array_equal(got[d.interior(levels)], written[d.interior(levels)]))
-    valid = np.broadcast_to(d.layout(levels).offsets.reshape(got.shape) >= 0, got.shape)
+    valid = d.layout(levels).flat_offsets().reshape(got.shape) >= 0
     return bool(np.array_equal(got[valid], written[valid]))
 
 

@@ -118,6 +118,14 @@ class Layout(ABC):
     def _problem(self) -> str:
         """Why this layout does not fit its global shape, or ''."""
 
+    def flat_offsets(self) -> np.ndarray:
+        """The global flat offset of each local element (in the order of the array without halo), -1 where the
+        element is none of the global array's."""
+        first, length, pos = self.flat_runs()
+        out = np.full(self.size, -1, dtype=np.int64)
+        out[np.repeat(pos, length) + _ramp(length)] = np.repeat(first, length) + _ramp(length)
+        return out
+
     def _container(self, count: np.ndarray, local_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """The array a piece of ``count`` sits in, in a local array of ``local_shape``, and its start there."""
         return count, np.zeros_like(count)

@@ -169,8 +169,8 @@ class Strategy:
 
 def _points(layout: Layout) -> np.ndarray:
     """The sorted flat offsets of the global array that ``layout`` holds."""
-    first, length, _ = layout.flat_runs()
-    return np.sort(np.repeat(first, length) + _ramp(length))
+    offsets = layout.flat_offsets()
+    return np.sort(offsets[offsets >= 0])
 
 
 def _box_of(points: np.ndarray, shape: tuple[int, ...]) -> Hyperslab | None:
@@ -185,9 +185,3 @@ def _box_of(points: np.ndarray, shape: tuple[int, ...]) -> Hyperslab | None:
     if int(np.prod(count)) != points.size:
         return None
     return Hyperslab(tuple(int(v) for v in lo), tuple(int(v) for v in count))
-
-
-def _ramp(counts: np.ndarray) -> np.ndarray:
-    """0..n-1 for each n in ``counts``, concatenated."""
-    total = int(counts.sum())
-    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
