@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.io import CHUNK, drop_from_cache
+from climio.bench.io import drop_from_cache, sequential_read
 from climio.bench.model import Case, cases, local_species, parse_domain, parse_grids
 from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import mpi, trace
@@ -33,19 +33,6 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 MODES = ("serial", "hdf5", "cdf2", "cdf5")
-
-
-def sequential_read(path: str) -> float:
-    """Seconds for one process to read ``path`` from a cold page cache in 64 MiB sequential reads."""
-    from mpi4py import MPI
-
-    drop_from_cache(path)
-    buffer = bytearray(CHUNK)
-    started = MPI.Wtime()
-    with open(path, "rb", buffering=0) as f:
-        while f.readinto(buffer):
-            pass
-    return MPI.Wtime() - started
 
 
 def same_values(d: dec.GridDecomposition, levels: int | None, got: np.ndarray, written: np.ndarray) -> bool:
