@@ -42,12 +42,20 @@ __all__ = ["STRATEGIES", "Field", "ModelOutput", "applicable_modes", "parse_stra
 @dataclass(frozen=True)
 class Field:
     """A model variable: one value per grid point when ``levels`` is None, else ``levels`` of them (levels
-    first: ``(level, *grid)``); one record per step."""
+    first: ``(level, *grid)``); one record per step. ``deflate`` (level 1-9, with shuffle) and ``quantize``
+    (``("GranularBR", 3)``: algorithm and significant digits, or bits for BitRound) need mode ``hdf5``; a
+    compressed field is stored in chunks of one record."""
 
     name: str
     levels: int | None = None
     dtype: str = "f4"
     attrs: Mapping[str, object] = field(default_factory=dict)
+    deflate: int = 0
+    quantize: tuple[str, int] | None = None
+
+    @property
+    def compression(self) -> ncio.Compression:
+        return ncio.Compression(self.deflate, True, self.quantize)
 
 
 def as_grid(decomp: GridDecomposition | Decomposition, comm: MPI.Comm) -> GridDecomposition:
@@ -96,8 +104,9 @@ class ModelOutput:
             var_attrs = dict(f.attrs)
             if holes:
                 var_attrs["_FillValue"] = np.array(fill_value(f), dtype=f.dtype)
-            variables.append(ncio.Variable(f.name, f.dtype, ("time", *((f"lev{f.levels}",) if f.levels else ()),
-                                                            *names), var_attrs))
+            var_dims = ("time", *((f"lev{f.levels}",) if f.levels else ()), *names)
+            chunks = (1, *self.grid.shape(f.levels)) if f.compression.active else None
+            variables.append(ncio.Variable(f.name, f.dtype, var_dims, var_attrs, chunks, f.compression))
         schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
         shared: dict[tuple[int | None, str], Route | Gatherer] = {}  # fields of one shape and type share one
         self._routes: dict[str, Route | Gatherer] = {}

@@ -24,6 +24,7 @@ import numpy as np
 from climio.core import mpi
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import HeaderError, required_size
+from climio.core.ncio.compression import Compression
 from climio.core.ncio.modes import FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode
 from climio.core.ncio.schema import Schema, Variable
 from climio.core.ncio.store import (PENDING_OUTPUTS, Store, check_output, check_schema_fits, discard_pending_outputs,
@@ -33,7 +34,8 @@ from climio.errors import ClimioError
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["FORMAT_WRITE_MODE", "MODES", "Hyperslab", "Mode", "Schema", "Store", "Variable", "available_modes",
+__all__ = ["FORMAT_WRITE_MODE", "MODES", "Compression", "Hyperslab", "Mode", "Schema", "Store", "Variable",
+           "available_modes",
            "check_output", "create", "discard_pending_outputs",
            "get_mode", "load_library", "open"]
 

@@ -114,6 +114,20 @@ def def_var_chunking(ncid: int, varid: int, chunks: tuple[int, ...], where: str)
     check(lib().nc_def_var_chunking(ncid, varid, NC_CHUNKED, _sizes(chunks)), "nc_def_var_chunking", where)
 
 
+def def_var_deflate(ncid: int, varid: int, shuffle: bool, level: int, where: str) -> None:
+    check(lib().nc_def_var_deflate(ncid, varid, int(shuffle), int(level > 0), level), "nc_def_var_deflate", where)
+
+
+def def_var_quantize(ncid: int, varid: int, mode: int, keep: int, where: str) -> None:
+    check(lib().nc_def_var_quantize(ncid, varid, mode, keep), "nc_def_var_quantize", where)
+
+
+def filter_available(ncid: int, filter_id: int) -> bool:
+    """Whether the netCDF-C build can apply HDF5 filter ``filter_id`` (deflate 1, szip 4, bzip2 307, zstd
+    32015, ...) to a variable of the open netCDF-4 file ``ncid``."""
+    return lib().nc_inq_filter_avail(ncid, ctypes.c_uint(filter_id)) == 0
+
+
 def put_att(ncid: int, varid: int, name: str, value: str | np.ndarray, where: str) -> None:
     """Write one attribute: text for str, else a 1-d array of its numeric type."""
     if isinstance(value, str):

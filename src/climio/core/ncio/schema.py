@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from climio.core.ncio.compression import NONE, Compression
 from climio.errors import ClimioError
 
 class NCString(str):
@@ -53,7 +54,7 @@ def name_problem(name: str) -> str | None:
 class Variable:
     """One variable: name, numpy dtype, dimension names in file order, CF attributes.
 
-    ``chunks`` applies to the ``hdf5`` mode only (netCDF-4 chunk sizes).
+    ``chunks`` (chunk sizes) and ``compression`` apply to netCDF-4 files (modes ``hdf5``, ``hdf5-classic``).
     """
 
     name: str
@@ -61,6 +62,7 @@ class Variable:
     dims: tuple[str, ...]
     attrs: Mapping[str, AttrValue] = field(default_factory=dict)
     chunks: tuple[int, ...] | None = None
+    compression: Compression = NONE
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -109,6 +111,8 @@ class Schema:
             if var.numpy_dtype.kind not in NUMERIC_KINDS and not var.is_text:
                 raise ClimioError(f"variable '{var.name}' has type {var.numpy_dtype}; climio stores numeric, "
                                   "char (S1) and string (object) types", collective=True)
+            if var.compression.active:
+                var.compression.check(var.name, var.numpy_dtype)
             if var.chunks is not None and len(var.chunks) != len(var.dims):
                 raise ClimioError(f"variable '{var.name}': chunks {var.chunks} need one size per dimension",
                                   collective=True)

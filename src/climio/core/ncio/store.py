@@ -27,6 +27,7 @@ from climio.core import collective, mpi, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.classic import required_size
+from climio.core.ncio.compression import DEFLATE_FILTER, QUANTIZE_MODES
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import (NUMERIC_KINDS, AttrValue, NCString, Schema, Variable, attribute_array,
                                     typed_attribute)
@@ -86,6 +87,9 @@ def check_schema_fits(schema: Schema, mode: Mode, path: str) -> None:
             raise ClimioError(f"{path}: variable '{var.name}{var.dims}' has its unlimited dimension '{unlimited}' "
                               f"after others, which the {mode.nc_format} format (mode '{mode.name}') cannot store: "
                               f"use --mode hdf5", collective=True)
+        if var.compression.active and not mode.nc_format.startswith("NETCDF4"):
+            raise ClimioError(f"{path}: variable '{var.name}': compression and quantization need a netCDF-4 file, "
+                              f"not {mode.nc_format} (mode '{mode.name}'): use --mode hdf5", collective=True)
         if not mode.stores(var.numpy_dtype):
             kind = "string (NC_STRING)" if var.numpy_dtype.kind == "O" else str(var.numpy_dtype)
             better = "hdf5" if var.numpy_dtype.kind == "O" else "cdf5 or hdf5"
@@ -178,6 +182,7 @@ def define(ncid: int, schema: Schema, path: str, *, collective: bool, enhanced: 
         varid = libnetcdf.def_var(ncid, var.name, var.numpy_dtype, [dimids[d] for d in var.dims], where)
         if enhanced and var.chunks is not None:
             libnetcdf.def_var_chunking(ncid, varid, tuple(var.chunks), where)
+        _compress(ncid, varid, var, where)
         for key, value in var.attrs.items():
             _put_attribute(ncid, varid, key, typed_attribute(var, key, value), enhanced, where)
         varids[var.name] = varid
@@ -188,6 +193,18 @@ def define(ncid: int, schema: Schema, path: str, *, collective: bool, enhanced: 
         for var in schema.variables:
             libnetcdf.var_par_access(ncid, varids[var.name], True, path)
     return varids
+
+
+def _compress(ncid: int, varid: int, var: Variable, where: str) -> None:
+    """Declare a netCDF-4 variable's deflate and quantization (``check_schema_fits`` refused other formats)."""
+    compression = var.compression
+    if compression.deflate:
+        if not libnetcdf.filter_available(ncid, DEFLATE_FILTER):
+            raise ClimioError(f"{where}: this netCDF-C build cannot deflate (no zlib filter)", collective=True)
+        libnetcdf.def_var_deflate(ncid, varid, compression.shuffle, compression.deflate, where)
+    if compression.quantize is not None:
+        algorithm, keep = compression.quantize
+        libnetcdf.def_var_quantize(ncid, varid, QUANTIZE_MODES[algorithm], keep, where)
 
 
 def _put_attribute(ncid: int, varid: int, key: str, value: AttrValue, enhanced: bool, where: str) -> None:

@@ -1,0 +1,111 @@
+"""How a netCDF-4 variable's values are stored: deflate with shuffle, and quantization (netCDF-C 4.9's
+``nc_def_var_quantize``), declared with the variable before any data is written.
+
+Compression is HDF5's, per chunk, so it needs a netCDF-4 file (mode ``hdf5``); parallel HDF5 writes
+compressed chunks only collectively, which is how climio writes. Quantization zeroes the bits of each
+float that lie below the requested precision (BitGroom and Granular BitRound keep ``nsd`` significant
+decimal digits, BitRound ``nsb`` significant bits), so deflate then finds long runs of zero bits: lossy,
+but within the documented bound, and undone by no reader (the values are simply less precise).
+
+NCO's names are used where NCO has them: ``-L`` (deflate level), ``--ppc VAR=NSD`` / ``default=NSD``,
+``--baa`` (the quantization algorithm, GranularBR by default as in NCO 5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from climio.errors import ClimioError
+
+DEFLATE_FILTER = 1  # HDF5's filter id of zlib's deflate
+FILTERS = {"deflate": 1, "szip": 4, "bzip2": 307, "blosc": 32001, "zstd": 32015}  # HDF5 filter ids by name
+QUANTIZE_MODES = {"BitGroom": 1, "GranularBR": 2, "BitRound": 3}  # netCDF-C's NC_QUANTIZE_* codes
+QUANTIZE_LIMITS = {("f", 4): (7, 23), ("f", 8): (15, 52)}  # (most digits, most bits) of float32 and float64
+DEFAULT_ALGORITHM = "GranularBR"
+
+
+@dataclass(frozen=True)
+class Compression:
+    """``deflate`` level 0 (none) to 9 with ``shuffle``; ``quantize`` (algorithm, digits or bits) or None."""
+
+    deflate: int = 0
+    shuffle: bool = True
+    quantize: tuple[str, int] | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.deflate <= 9:
+            raise ClimioError(f"deflate level {self.deflate}: use 0 (none) to 9", collective=True)
+        if self.quantize is not None:
+            algorithm, keep = self.quantize
+            if algorithm not in QUANTIZE_MODES:
+                raise ClimioError(f"quantization algorithm '{algorithm}': choose one of "
+                                  f"{', '.join(QUANTIZE_MODES)}", collective=True)
+            if keep < 1:
+                raise ClimioError(f"{algorithm} needs at least 1 significant {self.unit}, got {keep}",
+                                  collective=True)
+
+    @property
+    def unit(self) -> str:
+        return "bit" if self.quantize is not None and self.quantize[0] == "BitRound" else "digit"
+
+    @property
+    def active(self) -> bool:
+        return bool(self.deflate) or self.quantize is not None
+
+    def check(self, name: str, dtype: np.dtype) -> None:
+        """Refuse quantization of a variable it cannot apply to, naming it."""
+        if self.quantize is None:
+            return
+        algorithm, keep = self.quantize
+        limits = QUANTIZE_LIMITS.get((dtype.kind, dtype.itemsize))
+        if limits is None:
+            raise ClimioError(f"variable '{name}' is {dtype}: quantization applies to float32 and float64 only "
+                              f"(leave it out of --ppc)", collective=True)
+        most = limits[1] if algorithm == "BitRound" else limits[0]
+        if keep > most:
+            raise ClimioError(f"variable '{name}' ({dtype}): {algorithm} keeps at most {most} significant "
+                              f"{self.unit}s, not {keep}", collective=True)
+
+
+NONE = Compression()
+
+
+def parse_ppc(specs: Iterable[str], algorithm: str = DEFAULT_ALGORITHM) -> dict[str, tuple[str, int]]:
+    """NCO's ``--ppc VAR1,VAR2=NSD`` / ``--ppc default=NSD`` (repeatable) -> {variable or 'default': (algorithm,
+    NSD)}."""
+    out: dict[str, tuple[str, int]] = {}
+    for spec in specs:
+        names, equals, value = spec.rpartition("=")
+        if not equals or not names or not value.strip().lstrip("-").isdigit():
+            raise ClimioError(f"--ppc '{spec}': use VAR=NSD (several: VAR1,VAR2=NSD) or default=NSD",
+                              collective=True)
+        for name in names.split(","):
+            out[name.strip()] = (algorithm, int(value))
+    return out
+
+
+def parse_algorithm(text: str) -> str:
+    """``--baa``: a netCDF-C quantization algorithm by name (case-insensitive; NCO's short names too)."""
+    aliases = {"bitgroom": "BitGroom", "btg": "BitGroom", "granularbr": "GranularBR", "gbr": "GranularBR",
+               "bitround": "BitRound", "btr": "BitRound"}
+    if text.lower() not in aliases:
+        raise ClimioError(f"--baa '{text}': choose BitGroom, GranularBR or BitRound", collective=True)
+    return aliases[text.lower()]
+
+
+def per_variable(names: Iterable[str], deflate: int, ppc: Mapping[str, tuple[str, int]],
+                 floats: Iterable[str]) -> dict[str, Compression]:
+    """Each variable's compression from ``-L`` and ``--ppc`` (``default`` applies to every float variable not
+    named; a named variable that is not float is an error)."""
+    floats = set(floats)
+    out = {}
+    for name in names:
+        quantize = ppc.get(name) or (ppc.get("default") if name in floats else None)
+        out[name] = Compression(deflate, True, quantize)
+    unknown = [v for v in ppc if v != "default" and v not in out]
+    if unknown:
+        raise ClimioError(f"--ppc names {', '.join(unknown)}, which the output does not have", collective=True)
+    return out
