@@ -179,6 +179,7 @@ def test_info_reports_every_mode_working_in_plain_text() -> None:
     for mode in ("serial", "hdf5", "cdf2", "cdf5"):
         assert any(line.split()[:2] == [mode, "works"] for line in result.stdout.splitlines()), result.stdout
     assert "PnetCDF         1." in result.stdout and "ranks           2" in result.stdout
+    assert "compression (hdf5 mode): deflate yes" in result.stdout and "deflate + quantize: works" in result.stdout
 
 
 @pytest.mark.parametrize("nranks", [None, 2])

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from climio import __version__
 from climio.core import mpi, trace
+from climio.core.ncio.compression import Settings
 from climio.core.ncio.modes import MODES
 from climio.errors import ClimioError, IOFault
 
@@ -86,12 +87,21 @@ def cmd_info(args: argparse.Namespace, comm: MPI.Comm) -> None:
         print("\n".join(lines))
 
 
+def compression(args: argparse.Namespace) -> Settings:
+    """NCO's -L, --ppc and --baa as the output's compression settings."""
+    from climio.core.ncio.compression import settings
+
+    return settings(args.deflate, args.ppc, args.baa)
+
+
 def cmd_gen_cmip(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.gen import cmip
 
     shape = int_list(args.shape, "--shape", 3)
-    summary = cmip.write(args.out, shape, args.mode, comm, seed=args.seed, var=args.var, overwrite=args.overwrite,
-                         hints=hints(args.hint), history=history(args.argv))
+    compress = compression(args)
+    summary = cmip.write(args.out, shape, args.mode or ("hdf5" if compress.active else "cdf5"), comm, seed=args.seed,
+                         var=args.var, overwrite=args.overwrite, hints=hints(args.hint), history=history(args.argv),
+                         compress=compress)
     if comm.Get_rank() == 0:
         mb = summary.nbytes / 1e6
         print(f"wrote {summary.path}: {args.var}{shape} float32, {mb:.1f} MB in mode {summary.mode} "
@@ -101,8 +111,10 @@ def cmd_gen_cmip(args: argparse.Namespace, comm: MPI.Comm) -> None:
 def cmd_gen_geodesic(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.gen import geodesic
 
-    summary = geodesic.write(args.out, args.level, args.layers, args.times, args.mode, comm, overwrite=args.overwrite,
-                             hints=hints(args.hint), history=history(args.argv))
+    compress = compression(args)
+    summary = geodesic.write(args.out, args.level, args.layers, args.times,
+                             args.mode or ("hdf5" if compress.active else "cdf5"), comm, overwrite=args.overwrite,
+                             hints=hints(args.hint), history=history(args.argv), compress=compress)
     if comm.Get_rank() == 0:
         mb = summary.nbytes / 1e6
         print(f"wrote {summary.path}: geodesic level {args.level} ({summary.cells} cells, {summary.corners} corners, "
@@ -127,7 +139,8 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     opts = job.Options(var=args.var, tail=args.tail, periods=tuple(args.return_period), npy=npy,
                        min_exceed=args.min_exceed, split=args.split, scheme=args.scheme, mode=args.mode,
                        overwrite=args.overwrite, plot=args.plot,
-                       ranges=tuple(parse_dim_range(text) for text in args.d or []), allow_gaps=args.allow_gaps)
+                       ranges=tuple(parse_dim_range(text) for text in args.d or []), allow_gaps=args.allow_gaps,
+                       compress=compression(args))
     out = args.files[-1]
     summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))
     if comm.Get_rank() == 0:
@@ -151,7 +164,8 @@ def cmd_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
                       variables=[v for v in args.v.split(",") if v] if args.v else None,
                       ranges=[parse_dim_range(text) for text in args.d or []], box=box, join=args.join,
                       union=args.union, mode=args.mode, read=args.read, slack=args.read_slack,
-                      overwrite=args.overwrite, hints=hints(args.hint), history=history(args.argv))
+                      overwrite=args.overwrite, hints=hints(args.hint), history=history(args.argv),
+                      compress=compression(args))
     summary = subset(request, comm)
     if comm.Get_rank() == 0:
         changed = ", ".join(f"{d} {a}->{b}" for d, (a, b) in summary.dims.items() if a != b) or "no dimension cut"
@@ -229,6 +243,16 @@ def build_parser() -> Parser:
     common.add_argument("--mpi-io", choices=("auto", *mpi.MPI_IO_LAYERS), default=argparse.SUPPRESS,
                         help="Open MPI's MPI-IO layer: auto (ROMIO for writing model output, OMPIO otherwise: "
                              "faster on each job here), romio or ompio; OMPI_MCA_io, if set, wins")
+    compressing = Parser(add_help=False)  # NCO's flags for a compressed netCDF-4 output
+    compressing.add_argument("-L", type=int, metavar="LEVEL", dest="deflate",
+                             help="deflate (with shuffle) at LEVEL 1-9, as ncks -L; the output is netCDF-4 (mode "
+                                  "hdf5 unless --mode says otherwise)")
+    compressing.add_argument("--ppc", action="append", metavar="VAR=NSD",
+                             help="keep NSD significant digits (quantize, as ncks --ppc): VAR1,VAR2=NSD or "
+                                  "default=NSD for every floating-point variable but coordinates (repeatable)")
+    compressing.add_argument("--baa", metavar="ALGORITHM",
+                             help="quantization algorithm for --ppc: GranularBR (default, as NCO 5), BitGroom, "
+                                  "BitRound (NSD is then significant bits)")
     parser = Parser(prog="climio", description=__doc__.split("\n")[0], parents=[common])
     parser.add_argument("--version", action="version", version=f"climio {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
@@ -239,30 +263,30 @@ def build_parser() -> Parser:
 
     gen = commands.add_parser("gen", help="generate synthetic test data")
     kinds = gen.add_subparsers(dest="kind", required=True, metavar="KIND", parser_class=Parser)
-    cmip = kinds.add_parser("cmip", parents=[common], help="CMIP-like daily precipitation pr(time, lat, lon)")
+    cmip = kinds.add_parser("cmip", parents=[common, compressing], help="CMIP-like daily precipitation pr(time, lat, lon)")
     cmip.add_argument("out", metavar="OUT", help="output netCDF file")
     cmip.add_argument("--shape", default="12775,192,288", metavar="T,NLAT,NLON",
                       help="days, latitudes, longitudes (default: NCAR TN-534's 12775,192,288, 2.8 GB)")
-    cmip.add_argument("--mode", default="cdf5", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5)")
+    cmip.add_argument("--mode", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5; hdf5 with -L/--ppc)")
     cmip.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed, same file")
     cmip.add_argument("--var", default="pr", help="variable name (default pr)")
     cmip.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
     cmip.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
     cmip.set_defaults(func=cmd_gen_cmip)
 
-    geo = kinds.add_parser("geodesic", parents=[common], help="GCRM-style icosahedral geodesic grid with cell, "
+    geo = kinds.add_parser("geodesic", parents=[common, compressing], help="GCRM-style icosahedral geodesic grid with cell, "
                            "corner and edge data (seed 001)")
     geo.add_argument("out", metavar="OUT", help="output netCDF file")
     geo.add_argument("--level", "-R", type=int, required=True,
                      help="refinement level R: 10*4^R+2 cells, 2(N-2) corners, 3(N-2) edges (R=9: 2.6 M cells)")
     geo.add_argument("--layers", type=int, default=25, help="vertical layers (default 25, as in seed 001)")
     geo.add_argument("--times", type=int, default=4, help="time steps (default 4, as in seed 001)")
-    geo.add_argument("--mode", default="cdf5", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5)")
+    geo.add_argument("--mode", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5; hdf5 with -L/--ppc)")
     geo.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
     geo.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
     geo.set_defaults(func=cmd_gen_geodesic)
 
-    eva = commands.add_parser("eva", parents=[common],
+    eva = commands.add_parser("eva", parents=[common, compressing],
                               help="peaks-over-threshold GPD fits and return levels at every grid cell")
     eva.add_argument("files", nargs="+", metavar="IN [IN ...] OUT",
                      help="input netCDF files (several: joined along time, as climio subset --join does), then the "
@@ -291,7 +315,7 @@ def build_parser() -> Parser:
     eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT (and MAP.png) if it exists")
     eva.set_defaults(func=cmd_eva)
 
-    sub = commands.add_parser("subset", parents=[common], help="cut variables, ranges and lat/lon boxes out of "
+    sub = commands.add_parser("subset", parents=[common, compressing], help="cut variables, ranges and lat/lon boxes out of "
                               "files on regular grids and unstructured meshes (geodesic, MPAS, UGRID)")
     sub.add_argument("files", nargs="+", metavar="IN [IN ...] OUT", help="input files, then the output file")
     sub.add_argument("-v", metavar="VAR[,VAR...]",

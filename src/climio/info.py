@@ -17,6 +17,7 @@ import climio
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition
 from climio.core.ncio import libnetcdf
+from climio.core.ncio.compression import available_filters
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -62,6 +63,25 @@ def probe_mode(mode: str, directory: str, comm: MPI.Comm) -> str:
     return "works" if mpi.all_true(comm, ok) else "fails: data read back differ"
 
 
+def probe_compression(directory: str, comm: MPI.Comm) -> str:
+    """Write a deflated, quantized record in parallel (hdf5 mode) on all ranks and read it back."""
+    size, rank = comm.Get_size(), comm.Get_rank()
+    schema = ncio.Schema({"time": None, "y": 4 * size, "x": 5},
+                         (ncio.Variable("v", "f4", ("time", "y", "x"), chunks=(1, 4 * size, 5),
+                                        compression=ncio.Compression(1, True, ("GranularBR", 3))),))
+    expected = np.full((1, 4, 5), 0.5, "f4")  # exact at 3 significant digits
+    owned = ncio.Hyperslab((0, 4 * rank, 0), (1, 4, 5))
+    path = os.path.join(directory, "probe-compressed.nc")
+    try:
+        with ncio.create(path, schema, "hdf5", comm, overwrite=True) as ds:
+            ds.write("v", expected, owned)
+        with ncio.open(path, comm) as ds:
+            ok = np.array_equal(ds.read("v", owned), expected)
+    except (ClimioError, RuntimeError) as err:
+        return f"fails: {err}"
+    return "works" if mpi.all_true(comm, ok) else "fails: data read back differ"
+
+
 def report(comm: MPI.Comm, directory: str | None = None) -> list[str]:
     """Lines of the ``climio info`` report (probing is collective; rank 0 prints them)."""
     lines = [f"{key:<15} {value}" for key, value in versions().items()]
@@ -73,6 +93,12 @@ def report(comm: MPI.Comm, directory: str | None = None) -> list[str]:
         for name, mode in ncio.MODES.items():
             status = probe_mode(name, shared, comm) if name in available else f"not built in ({mode.library})"
             lines.append(f"  {name:<7} {status:<6}  {mode.summary}")
+        filters = comm.bcast(available_filters() if comm.Get_rank() == 0 else None)
+        lines.append("compression (hdf5 mode): " + ", ".join(f"{name} {'yes' if ok else 'no'}"
+                                                          for name, ok in filters.items())
+                     + "; quantization BitGroom, GranularBR, BitRound")
+        if "hdf5" in available:
+            lines.append(f"  parallel deflate + quantize: {probe_compression(shared, comm)}")
     finally:
         comm.Barrier()
         if comm.Get_rank() == 0:

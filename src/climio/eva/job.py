@@ -61,7 +61,8 @@ class Options:
     min_exceed: int = 10
     split: str = "lat"
     scheme: str = "slab"
-    mode: str | None = None  # output storage mode; None: the first input's format
+    mode: str | None = None  # output storage mode; None: the first input's format (hdf5 when compressing)
+    compress: ncio.Settings | None = None  # NCO's -L / --ppc for the output (netCDF-4)
     overwrite: bool = False
     plot: str | None = None  # PNG with maps of the return level and the shape
     ranges: tuple[DimRange, ...] = ()  # -d cuts of the variable's dimensions
@@ -248,8 +249,9 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
         items += [(name, getattr(result, name).reshape(()) if one else None, None)
                   for name in cf.RESULT_TYPES if name != "return_level"]
         items.append(("return_level", result.return_level.reshape(periods) if one else None, None))
-    mode = opts.mode or ncio.FORMAT_WRITE_MODE.get(series.inputs.data_model, "cdf5")
-    with ncio.create(out, schema, mode, comm, overwrite=opts.overwrite) as ds:
+    compressing = opts.compress is not None and opts.compress.active
+    mode = opts.mode or ("hdf5" if compressing else ncio.FORMAT_WRITE_MODE.get(series.inputs.data_model, "cdf5"))
+    with ncio.create(out, schema, mode, comm, overwrite=opts.overwrite, compress=opts.compress) as ds:
         ds.write_many(items)
         for name, data in values.items():
             if schema.variable(name).is_text:

@@ -160,7 +160,7 @@ class Summary:
 
 def write(path: str, shape: tuple[int, int, int] = DEFAULT_SHAPE, mode: str = "cdf5", comm: MPI.Comm | None = None,
           *, seed: int = 1, var: str = "pr", overwrite: bool = False, hints: dict[str, str] | None = None,
-          history: str = "") -> Summary:
+          history: str = "", compress: ncio.Settings | None = None) -> Summary:
     """Generate and write the field; ranks split the time axis into contiguous blocks (collective)."""
     from mpi4py import MPI
 
@@ -176,7 +176,8 @@ def write(path: str, shape: tuple[int, int, int] = DEFAULT_SHAPE, mode: str = "c
     days_per_write = max(1, TARGET_WRITE_BYTES // (nlat * nlon * 4))
     comm.Barrier()
     started = MPI.Wtime()
-    with ncio.create(path, schema(shape, var, seed, history), mode, comm, overwrite=overwrite, hints=hints) as ds:
+    with ncio.create(path, schema(shape, var, seed, history), mode, comm, overwrite=overwrite, hints=hints,
+                     compress=compress) as ds:
         clim = climatology(nlat, nlon)  # after create: the schema checks come before any large allocation
         ds.write_many((name, values, None) for name, values in coordinates(shape).items())
         for offset, ndays in collective.rounds(comm, owned.count[0], days_per_write):

@@ -58,6 +58,7 @@ class Request:
     overwrite: bool = False
     hints: dict[str, str] | None = None
     history: str = ""
+    compress: ncio.Settings | None = None  # NCO's -L / --ppc for the output (netCDF-4)
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,9 @@ class _Job:
         self.selections: dict[str, Selection] = {}
         self.schema: Schema | None = None  # the output's, once write() has declared it
         self.bytes_read = 0
-        self.mode = request.mode or ncio.FORMAT_WRITE_MODE.get(inputs.data_model, "cdf5")  # NCO keeps the format
+        compressing = request.compress is not None and request.compress.active
+        self.mode = request.mode or ("hdf5" if compressing else  # compression needs netCDF-4
+                                     ncio.FORMAT_WRITE_MODE.get(inputs.data_model, "cdf5"))  # NCO keeps the format
 
     # -- which variables -----------------------------------------------------------------------
     def _choose_variables(self) -> list[str]:
@@ -495,7 +498,7 @@ class _Job:
     def write(self) -> None:
         self.schema = schema = self._schema()
         with ncio.create(self.request.output, schema, self.mode, self.comm, overwrite=self.request.overwrite,
-                         hints=self.request.hints) as out:
+                         hints=self.request.hints, compress=self.request.compress) as out:
             for name in self.names:
                 self._write_variable(out, self.inputs.variables[name])
             for var in self._provenance():

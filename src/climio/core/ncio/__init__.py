@@ -24,9 +24,9 @@ import numpy as np
 from climio.core import mpi
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import HeaderError, required_size
-from climio.core.ncio.compression import Compression
+from climio.core.ncio.compression import Compression, Settings
 from climio.core.ncio.modes import FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode
-from climio.core.ncio.schema import Schema, Variable
+from climio.core.ncio.schema import Schema, Variable, compressed
 from climio.core.ncio.store import (PENDING_OUTPUTS, Store, check_output, check_schema_fits, discard_pending_outputs,
                                    reserve_output, skipped_of, text_of)
 from climio.errors import ClimioError
@@ -34,7 +34,7 @@ from climio.errors import ClimioError
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-__all__ = ["FORMAT_WRITE_MODE", "MODES", "Compression", "Hyperslab", "Mode", "Schema", "Store", "Variable",
+__all__ = ["FORMAT_WRITE_MODE", "MODES", "Compression", "Hyperslab", "Settings", "Mode", "Schema", "Store", "Variable",
            "available_modes",
            "check_output", "create", "discard_pending_outputs",
            "get_mode", "load_library", "open"]
@@ -52,12 +52,16 @@ def load_library() -> None:
 
 
 def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None = None, *,
-           overwrite: bool = False, hints: Mapping[str, str] | None = None) -> Store:
-    """Create ``path`` with ``schema`` in ``mode`` on every rank of ``comm`` (collective)."""
+           overwrite: bool = False, hints: Mapping[str, str] | None = None,
+           compress: Settings | None = None) -> Store:
+    """Create ``path`` with ``schema`` in ``mode`` on every rank of ``comm`` (collective); ``compress`` applies
+    NCO-style ``-L``/``--ppc`` settings to the schema's variables."""
     from climio.core.ncio.parallel_ import ParallelStore
     from climio.core.ncio.serial_ import SerialStore
 
     comm = comm if comm is not None else mpi.world()
+    if compress is not None and compress.active:
+        schema = compressed(schema, compress)
     chosen = get_mode(mode)
     check_schema_fits(schema, chosen, path)
     if chosen.parallel:

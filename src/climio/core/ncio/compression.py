@@ -14,7 +14,7 @@ NCO's names are used where NCO has them: ``-L`` (deflate level), ``--ppc VAR=NSD
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -73,6 +73,16 @@ class Compression:
 NONE = Compression()
 
 
+def available_filters() -> dict[str, bool]:
+    """Which of :data:`FILTERS` this netCDF-C build can apply (asked of a scratch netCDF-4 file in memory)."""
+    import netCDF4
+
+    from climio.core.ncio import libnetcdf
+
+    with netCDF4.Dataset("climio-filters.nc", "w", format="NETCDF4", diskless=True, persist=False) as ds:
+        return {name: libnetcdf.filter_available(ds._grpid, ident) for name, ident in FILTERS.items()}
+
+
 def parse_ppc(specs: Iterable[str], algorithm: str = DEFAULT_ALGORITHM) -> dict[str, tuple[str, int]]:
     """NCO's ``--ppc VAR1,VAR2=NSD`` / ``--ppc default=NSD`` (repeatable) -> {variable or 'default': (algorithm,
     NSD)}."""
@@ -96,16 +106,28 @@ def parse_algorithm(text: str) -> str:
     return aliases[text.lower()]
 
 
-def per_variable(names: Iterable[str], deflate: int, ppc: Mapping[str, tuple[str, int]],
-                 floats: Iterable[str]) -> dict[str, Compression]:
-    """Each variable's compression from ``-L`` and ``--ppc`` (``default`` applies to every float variable not
-    named; a named variable that is not float is an error)."""
-    floats = set(floats)
-    out = {}
-    for name in names:
-        quantize = ppc.get(name) or (ppc.get("default") if name in floats else None)
-        out[name] = Compression(deflate, True, quantize)
-    unknown = [v for v in ppc if v != "default" and v not in out]
-    if unknown:
-        raise ClimioError(f"--ppc names {', '.join(unknown)}, which the output does not have", collective=True)
-    return out
+@dataclass(frozen=True)
+class Settings:
+    """An output's compression as NCO's flags give it: ``-L`` deflate for every numeric variable, ``--ppc``
+    significant digits per variable or ``default`` (every floating-point variable but coordinates)."""
+
+    deflate: int = 0
+    ppc: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+
+    @property
+    def active(self) -> bool:
+        return bool(self.deflate) or bool(self.ppc)
+
+    def for_variable(self, name: str, dtype: np.dtype, coordinate: bool) -> Compression:
+        quantize = self.ppc.get(name)
+        if quantize is None and dtype.kind == "f" and not coordinate:
+            quantize = self.ppc.get("default")
+        return Compression(self.deflate, True, quantize)
+
+
+def settings(deflate: int | None, ppc: Iterable[str] | None, algorithm: str | None) -> Settings:
+    """:class:`Settings` from the command line's ``-L``, ``--ppc`` and ``--baa``."""
+    if deflate is not None and not 0 <= deflate <= 9:
+        raise ClimioError(f"-L {deflate}: the deflate level is 0 (none) to 9", collective=True)
+    chosen = parse_algorithm(algorithm) if algorithm else DEFAULT_ALGORITHM
+    return Settings(deflate or 0, parse_ppc(ppc or (), chosen))

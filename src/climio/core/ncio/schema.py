@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from climio.core.ncio.compression import NONE, Compression
+from climio.core.ncio.compression import NONE, Compression, Settings
 from climio.errors import ClimioError
 
 class NCString(str):
@@ -166,3 +166,24 @@ def attribute_array(value: Any) -> np.ndarray:
     if python_ints and np.all((array >= -2**31) & (array < 2**31)):
         array = array.astype(np.int32)  # Python ints: int32 is storable in every mode; numpy types stay as given
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("="))
+
+
+def compressed(schema: Schema, settings: Settings) -> Schema:
+    """``schema`` with every numeric variable of at least one dimension compressed as ``settings`` say (NCO's
+    ``-L`` and ``--ppc``). ``--ppc default`` leaves coordinates, bounds and auxiliary coordinates exact; a
+    variable ``--ppc`` names that is missing or not floating point is an error."""
+    named = [v for v in settings.ppc if v != "default"]
+    missing = [v for v in named if v not in {var.name for var in schema.variables}]
+    if missing:
+        raise ClimioError(f"--ppc names variable(s) {', '.join(missing)}, which the output does not have",
+                          collective=True)
+    referenced = {name for var in schema.variables for key in ("bounds", "climatology", "coordinates")
+                  for name in str(var.attrs.get(key, "")).split()}  # bounds and auxiliary coordinates
+    variables = []
+    for var in schema.variables:
+        if var.is_text or not var.dims:
+            variables.append(var)
+            continue
+        coordinate = var.dims == (var.name,) or var.name in referenced
+        variables.append(replace(var, compression=settings.for_variable(var.name, var.numpy_dtype, coordinate)))
+    return Schema(schema.dims, tuple(variables), schema.attrs)

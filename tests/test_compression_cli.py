@@ -1,0 +1,83 @@
+"""NCO's compression flags (-L, --ppc, --baa) on every command that writes: the filters and quantization are
+declared, the values are the uncompressed ones (or netCDF4-python's quantization of them), on real files too."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+from conftest import climio, leftovers, one_error_line
+
+REAL = Path(__file__).parent.parent.parent / "shared" / "data" / "real"
+TAS = REAL / "tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc"
+SHAPE = ("--shape", "40,12,16")
+
+
+def quantized(values: np.ndarray, digits: int, tmp: Path) -> np.ndarray:
+    """netCDF4-python's (netCDF-C's) Granular BitRound of ``values``, written serially: the independent reference."""
+    with netCDF4.Dataset(tmp / "reference.nc", "w") as ds:
+        for k, n in enumerate(values.shape):
+            ds.createDimension(f"d{k}", n)
+        var = ds.createVariable("v", values.dtype, tuple(f"d{k}" for k in range(values.ndim)),
+                                significant_digits=digits, quantize_mode="GranularBitRound")
+        var[...] = values
+    with netCDF4.Dataset(tmp / "reference.nc") as ds:
+        return ds["v"][...].data
+
+
+@pytest.mark.parametrize("nranks", [None, 2, 3])
+def test_gen_with_deflate_and_ppc(tmp_path: Path, nranks: int | None) -> None:
+    plain, packed = tmp_path / "plain.nc", tmp_path / "packed.nc"
+    assert climio("gen", "cmip", str(plain), *SHAPE, nranks=nranks).returncode == 0
+    result = climio("gen", "cmip", str(packed), *SHAPE, "-L", "1", "--ppc", "default=3", nranks=nranks)
+    assert result.returncode == 0 and "mode hdf5" in result.stdout, result.stderr
+    with netCDF4.Dataset(plain) as a, netCDF4.Dataset(packed) as b:
+        assert b.data_model == "NETCDF4"
+        pr = b["pr"]
+        assert pr.filters()["zlib"] and pr.filters()["complevel"] == 1 and pr.filters()["shuffle"]
+        assert pr.quantization() == (3, "GranularBitRound")
+        assert b["lat"].quantization() is None and b["time_bnds"].quantization() is None  # coordinates exact
+        assert np.array_equal(b["lat"][:], a["lat"][:]) and np.array_equal(b["time_bnds"][:], a["time_bnds"][:])
+        assert np.array_equal(pr[:].data, quantized(a["pr"][:].data, 3, tmp_path))
+
+
+def test_subset_and_eva_compressed_real_file(tmp_path: Path) -> None:
+    out = tmp_path / "tas.nc"
+    result = climio("subset", "-v", "tas", "-L", "2", "--ppc", "tas=4", "--baa", "GranularBR", str(TAS), str(out),
+                    nranks=2)
+    assert result.returncode == 0, result.stderr
+    with netCDF4.Dataset(TAS) as a, netCDF4.Dataset(out) as b:
+        tas = b["tas"]
+        assert tas.filters()["complevel"] == 2 and tas.quantization() == (4, "GranularBitRound")
+        assert np.array_equal(tas[:].data, quantized(a["tas"][:].data, 4, tmp_path))
+        assert np.array_equal(b["lat"][:], a["lat"][:])
+    exact = tmp_path / "exact.nc"
+    assert climio("subset", "-v", "tas", "-L", "5", str(TAS), str(exact)).returncode == 0
+    with netCDF4.Dataset(TAS) as a, netCDF4.Dataset(exact) as b:
+        assert b["tas"].filters()["complevel"] == 5 and np.array_equal(b["tas"][:], a["tas"][:])
+
+
+def test_eva_output_compressed(tmp_path: Path) -> None:
+    data = tmp_path / "pr.nc"
+    assert climio("gen", "cmip", str(data), "--shape", "1200,4,5").returncode == 0
+    plain, packed = tmp_path / "plain.nc", tmp_path / "packed.nc"
+    assert climio("eva", str(data), str(plain), nranks=2).returncode == 0
+    result = climio("eva", str(data), str(packed), "-L", "1", nranks=2)
+    assert result.returncode == 0, result.stderr
+    with netCDF4.Dataset(plain) as a, netCDF4.Dataset(packed) as b:
+        assert b.data_model == "NETCDF4" and b["return_level"].filters()["complevel"] == 1
+        for name in ("threshold", "scale", "shape", "return_level"):
+            assert np.array_equal(a[name][:], b[name][:], equal_nan=True)
+
+
+def test_compression_errors(tmp_path: Path) -> None:
+    out = tmp_path / "x.nc"
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--mode", "cdf5", "-L", "1"), "x.nc", "use --mode hdf5")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "-L", "12"), "-L 12", "0 (none) to 9")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--ppc", "pr"), "--ppc 'pr'", "VAR=NSD")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--ppc", "pr=9"), "'pr'", "at most 7 significant digits")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--ppc", "rain=3"), "--ppc", "rain")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--ppc", "pr=3", "--baa", "zfp"), "--baa 'zfp'")
+    assert not out.exists() and leftovers(str(tmp_path)) == []
