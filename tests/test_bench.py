@@ -76,11 +76,43 @@ def test_bench_model_decomp_file(tmp_path: Path) -> None:
                 assert np.ma.allequal(ds["SPEC145"][:], reference) and ds["SPEC145"].dimensions[0] == "time"
 
 
+def test_bench_model_compressed_and_verified(tmp_path: Path) -> None:
+    """--deflate/--quantize: hdf5 only, a netCDF4-python baseline row, every species of every kept file verified
+    against netCDF-C's quantization of the known values; a corrupted value is found and named."""
+    import netCDF4
+    import numpy as np
+
+    from climio.bench.model import mismatch, quantized, value
+
+    out = tmp_path / "r"
+    result = climio("bench", "model", "--domain", "20x12x3x4", "--grid", "2x1", "--steps", "2", "--reps", "1",
+                    "--strategy", "agg:2,root,direct", "--mode", "hdf5,cdf5", "--deflate", "1", "--quantize",
+                    "GranularBR:3", "--out", str(out), "--keep")
+    assert result.returncode == 0, result.stderr
+    assert "skipped root x cdf5: compression needs hdf5" in result.stdout
+    table = json.loads((out / "model.json").read_text())["table"]
+    measured = {e["strategy"]: e for e in table if "io_s" in e}
+    assert set(measured) == {"sequential", "netcdf4-python", "agg:2", "root", "direct"}
+    assert all(measured[s]["verified"] for s in ("agg:2", "root", "direct"))
+    path = out / "cmaq-agg-2-hdf5-2x1.nc"
+    with netCDF4.Dataset(path, "a") as ds:
+        assert ds["SPEC002"].filters()["complevel"] == 1 and ds["SPEC002"].quantization() == (3, "GranularBitRound")
+        ds["SPEC002"][1, 2, 5, 7] = -1.0
+    owned = np.ones(3 * 12 * 20, bool)
+    written = quantized(value(np.array([2 * 240 + 5 * 20 + 7]), 2), ("GranularBR", 3))[0]
+    assert mismatch(str(path), owned, 2, range(4), ("GranularBR", 3)) == (
+        f"{path}: variable 'SPEC002' step 1: 1 values differ, the first at index (2, 5, 7): -1.0 where "
+        f"{written} was written")
+    assert mismatch(str(out / "cmaq-root-hdf5-2x1.nc"), owned, 2, range(4), ("GranularBR", 3)) == ""
+
+
 def test_bench_model_bad_options(tmp_path: Path) -> None:
     for args, needle in ((("--domain", "PACIFIC"), "--domain"), (("--grid", "2by2"), "--grid"),
                          (("--strategy", "carrier-pigeon"), "--strategy"),
                          (("--strategy", "agg:4"), "--strategy agg:4: more aggregators"),
-                         (("--decomp", "/nonexistent.dat"), "/nonexistent.dat")):
+                         (("--decomp", "/nonexistent.dat"), "/nonexistent.dat"),
+                         (("--quantize", "GranularBR"), "--quantize 'GranularBR'"),
+                         (("--deflate", "11"), "deflate level 11")):
         result = climio("bench", "model", *args, "--out", str(tmp_path))
         assert result.returncode == 2 and needle in result.stderr, result.stderr
 

@@ -206,7 +206,8 @@ def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
     model.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=args.strategy.split(","),
                modes=name_list(args.mode, "--mode", MODE_NAMES), out=args.out, keep=args.keep, reps=args.reps,
-               hints=hints(args.hint), decomp=args.decomp, rows_json=args.rows_json)
+               hints=hints(args.hint), decomp=args.decomp, deflate=args.deflate, quantize=args.quantize,
+               verify=args.verify, rows_json=args.rows_json)
 
 
 def cmd_bench_restart(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -386,7 +387,14 @@ def build_parser() -> Parser:
     mo.add_argument("--mode", default="serial,cdf5", help="storage modes (default serial,cdf5)")
     mo.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
     mo.add_argument("--out", default="bench-output", help="directory for files and results (default bench-output)")
-    mo.add_argument("--keep", action="store_true", help="keep each written file in --out")
+    mo.add_argument("--keep", action="store_true", help="keep each written file in --out (implies --verify)")
+    mo.add_argument("--verify", action="store_true",
+                    help="after timing, read every species of every file back and compare it with what was "
+                         "written (default: the last species only); a difference fails the run")
+    mo.add_argument("--deflate", type=int, default=0, metavar="LEVEL",
+                    help="write every species deflated at LEVEL 1-9 (hdf5 mode only; adds one process writing the "
+                         "same with netCDF4-python as a baseline)")
+    mo.add_argument("--quantize", metavar="ALG:NSD", help="quantize every species, e.g. GranularBR:3 (hdf5 only)")
     mo.add_argument("--hint", action="append", metavar="KEY=VALUE",
                     help="MPI-IO hint for every file (repeatable), e.g. romio_ds_write=disable")
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows

@@ -54,6 +54,19 @@ def parse_domain(text: str) -> tuple[int, int, int, int]:
     return sizes[0], sizes[1], sizes[2], sizes[3]
 
 
+def parse_quantize(text: str | None) -> tuple[str, int] | None:
+    """'GranularBR:3' -> ('GranularBR', 3)."""
+    if text is None:
+        return None
+    from climio.core.ncio.compression import parse_algorithm
+
+    algorithm, _, digits = text.partition(":")
+    if not digits.isdigit():
+        raise ClimioError(f"--quantize '{text}': use ALGORITHM:NSD, e.g. GranularBR:3 (BitRound:NSB)",
+                          collective=True)
+    return parse_algorithm(algorithm), int(digits)
+
+
 def parse_grids(text: str) -> list[tuple[int, int]]:
     """'4x2,2x2' -> [(4, 2), (2, 2)] as (px, py)."""
     grids = []
@@ -135,15 +148,41 @@ def local_species(d: dec.GridDecomposition, levels: int | None, nspec: int) -> n
     return conc
 
 
-def verify(path: str, case: Case, owned: np.ndarray, species: int, step: int) -> bool:
-    """Whether ``path`` holds species ``species`` at ``step`` exactly (holes: the fill value)."""
+def quantized(values: np.ndarray, quantize: tuple[str, int] | None) -> np.ndarray:
+    """``values`` as netCDF-C quantizes them (through an in-memory netCDF-4 file), or as they are."""
+    if quantize is None:
+        return values
     import netCDF4
 
+    mode = {"GranularBR": "GranularBitRound"}.get(quantize[0], quantize[0])
+    with netCDF4.Dataset("climio-quantized.nc", "w", diskless=True, persist=False) as ds:
+        ds.createDimension("n", values.size)
+        var = ds.createVariable("v", values.dtype, ("n",), significant_digits=quantize[1], quantize_mode=mode)
+        var[:] = values
+        return var[:].data
+
+
+def mismatch(path: str, owned: np.ndarray, steps: int, species: Sequence[int],
+             quantize: tuple[str, int] | None = None) -> str:
+    """'' if ``path`` holds each of ``species`` at every step as written (holes: the fill value; quantized as
+    netCDF-C quantizes), else where it first differs: file, variable, step, index, values."""
+    import netCDF4
+
+    fill = np.float32(fill_value(Field("x")))
     with netCDF4.Dataset(path) as ds:
         ds.set_auto_mask(False)
-        got = ds[f"SPEC{species:03d}"][step].ravel()
-    expected = np.where(owned, value(np.arange(owned.size), species), np.float32(fill_value(Field("x"))))
-    return bool(np.array_equal(got, expected))
+        for s in species:
+            name = f"SPEC{s:03d}"
+            expected = np.where(owned, quantized(value(np.arange(owned.size), s), quantize), fill)
+            for step in range(steps):
+                got = ds[name][step]
+                bad = np.flatnonzero(got.ravel() != expected)
+                if bad.size:
+                    k = int(bad[0])
+                    return (f"{path}: variable '{name}' step {step}: {bad.size} values differ, the first at index "
+                            f"{tuple(int(i) for i in np.unravel_index(k, got.shape))}: {got.ravel()[k]} where "
+                            f"{expected[k]} was written")
+    return ""
 
 
 def owned_points(comm: MPI.Comm, d: dec.GridDecomposition, levels: int | None) -> np.ndarray:
@@ -157,15 +196,54 @@ def owned_points(comm: MPI.Comm, d: dec.GridDecomposition, levels: int | None) -
     return mine.astype(bool)
 
 
+def serial_compressed(case: Case, owned: np.ndarray, steps: int, field: Field, directory: str,
+                      common: dict[str, Any]) -> dict[str, Any]:
+    """One process writing every species with netCDF4-python, serially, with the same filters and chunks (the
+    baseline compression is measured against: compressing is CPU work that ranks share)."""
+    import netCDF4
+    from mpi4py import MPI
+
+    path = os.path.join(directory, f"serial-nc4-{case.label}.nc")
+    shape = (case.levels, *case.grid) if case.levels else case.grid
+    algorithm = field.quantize[0] if field.quantize else "BitGroom"
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        ds.createDimension("time", None)
+        names = ("time", *(f"d{k}" for k in range(len(shape))))
+        for name, n in zip(names[1:], shape):
+            ds.createDimension(name, n)
+        variables = [ds.createVariable(f"SPEC{s:03d}", "f4", names, zlib=field.deflate > 0,
+                                       complevel=field.deflate or 1, shuffle=True, chunksizes=(1, *shape),
+                                       significant_digits=field.quantize[1] if field.quantize else None,
+                                       quantize_mode={"GranularBR": "GranularBitRound"}.get(algorithm, algorithm),
+                                       fill_value=False)
+                     for s in range(case.nspec)]
+        records = [np.where(owned, value(np.arange(owned.size), s), np.float32(fill_value(field))).reshape(shape)
+                   for s in range(case.nspec)]
+        started = MPI.Wtime()
+        for step in range(steps):
+            for var, record in zip(variables, records):
+                var[step] = record
+    drop_from_cache(path)
+    seconds = MPI.Wtime() - started
+    size = os.path.getsize(path)
+    os.unlink(path)
+    return {"strategy": "netcdf4-python", "mode": "serial", **common, "io_s": seconds,
+            "MBps": common["bytes"] / seconds / 1e6, "file_bytes": size}
+
+
 def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], modes: Sequence[str],
-            directory: str, keep: bool, hints: dict[str, str]) -> list[dict[str, Any]]:
-    """Every applicable strategy x mode on this job's ranks (collective); rows on rank 0."""
+            directory: str, keep: bool, hints: dict[str, str], *, deflate: int = 0,
+            quantize: tuple[str, int] | None = None, verify_all: bool = False) -> list[dict[str, Any]]:
+    """Every applicable strategy x mode on this job's ranks (collective); rows on rank 0. Each file is checked
+    after timing: the last species' last step, or with ``verify_all`` every species at every step."""
     from mpi4py import MPI
 
     rank = comm.Get_rank()
     d = case.decomposition(rank)
     d.check_comm_size(comm.Get_size())
-    fields = [Field(f"SPEC{i:03d}", levels=case.levels, attrs={"units": "ppmV"}) for i in range(case.nspec)]
+    fields = [Field(f"SPEC{i:03d}", levels=case.levels, attrs={"units": "ppmV"}, deflate=deflate, quantize=quantize)
+              for i in range(case.nspec)]
+    compressed = fields[0].compression.active
     conc = local_species(d, case.levels, case.nspec)  # every species' local array, values known everywhere
     scratch = np.empty_like(conc)
     owned = owned_points(comm, d, case.levels)
@@ -177,13 +255,16 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
         seconds = sequential_write(path, conc, nbytes)
         os.unlink(path)
         rows.append({"strategy": "sequential", "mode": "-", **common, "io_s": seconds, "MBps": nbytes / seconds / 1e6})
+    if rank == 0 and compressed:  # the other baseline: one process writing the same fields with the same filters
+        rows.append(serial_compressed(case, owned, steps, fields[0], directory, common))
     for text in strategies:
         strategy, gather = parse_strategy(text)
         for mode in modes:
-            if mode not in applicable_modes(strategy):
+            if mode not in applicable_modes(strategy) or (compressed and mode != "hdf5"):
                 if rank == 0:
-                    rows.append({"strategy": text, "mode": mode, "skipped": f"{strategy} applies to "
-                                 f"{', '.join(applicable_modes(strategy))}"})
+                    why = "compression needs hdf5" if compressed and mode != "hdf5" else \
+                        f"{strategy} applies to {', '.join(applicable_modes(strategy))}"
+                    rows.append({"strategy": text, "mode": mode, "skipped": why})
                 continue
             path = os.path.join(directory, f"cmaq-{text.replace(':', '-')}-{mode}-{case.label}.nc")
             comm.Barrier()
@@ -211,7 +292,10 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
                            for name in sorted({n for t in per_rank for n in t})}
                 rows.append({"strategy": text, "mode": mode, **common, "io_s": io_max, "MBps": nbytes / io_max / 1e6,
                              "phases_s": seconds,
-                             "verified": verify(path, case, owned, case.nspec - 1, steps - 1)})
+                             "file_bytes": os.path.getsize(path),
+                             "mismatch": mismatch(path, owned, steps, range(case.nspec) if verify_all
+                                                  else [case.nspec - 1], quantize)})
+                rows[-1]["verified"] = not rows[-1]["mismatch"]
                 if not keep:
                     os.unlink(path)
     return rows
@@ -233,9 +317,11 @@ def relative(rows: list[dict[str, Any]]) -> None:
 
 
 def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Sequence[str], modes: Sequence[str],
-         out: str, keep: bool, reps: int, hints: dict[str, str], decomp: str | None = None,
-         rows_json: str | None = None) -> None:
+         out: str, keep: bool, reps: int, hints: dict[str, str], decomp: str | None = None, deflate: int = 0,
+         quantize: str | None = None, verify: bool = False, rows_json: str | None = None) -> None:
     size = parse_domain(domain)
+    quantization = parse_quantize(quantize)
+    Field("check", deflate=deflate, quantize=quantization).compression.check("--quantize", np.dtype("f4"))
     runs = cases(size, parse_grids(grids), decomp)
     fewest = min(c.ranks for c in runs)
     for text in strategies:
@@ -250,7 +336,9 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
     if rows_json:  # one case, inside its own mpiexec
         rows = []
         for rep in range(reps):
-            rows += [{**r, "rep": rep} for r in measure(comm, runs[0], steps, strategies, modes, out, keep, hints)]
+            rows += [{**r, "rep": rep} for r in measure(comm, runs[0], steps, strategies, modes, out, keep, hints,
+                                                        deflate=deflate, quantize=quantization,
+                                                        verify_all=verify or keep)]
         save_rows(comm, rows, rows_json)
         return
     require_plain_process(comm, "model")
@@ -261,7 +349,9 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
         rows += rows_from_ranks(case.ranks, ["bench", "model", "--domain", domain, *where,
                                              "--steps", str(steps), "--strategy", ",".join(strategies),
                                              "--mode", ",".join(modes), "--out", out, "--reps", str(reps),
-                                             *(["--keep"] if keep else []),
+                                             *(["--keep"] if keep else []), *(["--verify"] if verify else []),
+                                             *(["--deflate", str(deflate)] if deflate else []),
+                                             *(["--quantize", quantize] if quantize else []),
                                              *[f"--hint={k}={v}" for k, v in hints.items()]])
     table = summarise(rows)
     relative(table)
@@ -274,9 +364,9 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
     for row in table:
         if "skipped" in row:
             print(f"skipped {row['strategy']} x {row['mode']}: {row['skipped']}")
-    wrong = [f"{r['strategy']} x {r['mode']}" for r in table if r.get("verified") is False]
+    wrong = [r["mismatch"] for r in rows if r.get("mismatch")]
     if wrong:
-        raise IOFault(f"bench model: the files of {', '.join(wrong)} do not hold the values written")
+        raise IOFault(f"bench model: a file does not hold the values written: {wrong[0]}")
     with open(os.path.join(out, "model.json"), "w") as f:
         json.dump({"domain": size, "steps": steps, "reps": reps, "hints": hints,
                    "mpiio": os.environ.get("OMPI_MCA_io", "default"), "rows": rows, "table": table}, f, indent=1)
@@ -309,14 +399,14 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def format_table(table: list[dict[str, Any]]) -> str:
     columns = [("grid", "l"), ("strategy", "l"), ("mode", "l")] + [(h, "r") for h in (
-        "I/O s (max over ranks)", "MB/s", "/ sequential", "vs root", "vs direct")]
+        "I/O s (max over ranks)", "MB/s", "/ sequential", "vs root", "vs direct", "data / file")]
 
     def cells(r: dict[str, Any]) -> list[str]:
         rel = lambda key: f"{r[key]:+.0%}" if key in r else "-"  # noqa: E731
         base = [b["MBps"] for b in table if b.get("strategy") == "sequential" and b.get("case") == r["case"]]
         ratio = f"{r['MBps'] / base[0]:.2f}" if base else "-"
         return [r["case"], r["strategy"], r["mode"], f"{r['io_s']:.2f}", f"{r['MBps']:.0f}", ratio,
-                rel("vs_root"), rel("vs_direct")]
+                rel("vs_root"), rel("vs_direct"), f"{r['bytes'] / r['file_bytes']:.2f}" if r.get("file_bytes") else "-"]
 
     return markdown_table(columns, (cells(r) for r in table if "io_s" in r))
 
