@@ -18,6 +18,7 @@ Every strategy writes the same bytes: the tests compare them element by element.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -44,7 +45,7 @@ class Field:
     """A model variable: one value per grid point when ``levels`` is None, else ``levels`` of them (levels
     first: ``(level, *grid)``); one record per step. ``deflate`` (level 1-9, with shuffle) and ``quantize``
     (``("GranularBR", 3)``: algorithm and significant digits, or bits for BitRound) need mode ``hdf5``; a
-    compressed field is stored in chunks of one record."""
+    compressed field is stored in chunks of a record, one per writer (:func:`chunk_shape`)."""
 
     name: str
     levels: int | None = None
@@ -65,6 +66,15 @@ def as_grid(decomp: GridDecomposition | Decomposition, comm: MPI.Comm) -> GridDe
         decomp.check_comm_size(comm.Get_size())
     grid.check_comm_size(comm.Get_size())
     return grid
+
+
+def chunk_shape(shape: tuple[int, ...], levels: int | None, writers: int) -> tuple[int, ...]:
+    """A compressed field's chunks: a record (with the time axis) cut along the levels into one piece per
+    writer, contiguous in the file's order, so that each of ``writers`` aggregators compresses a chunk of its
+    own in the same collective call (HDF5 hands a chunk that several ranks write to one of them)."""
+    if levels is None:
+        return (1, *shape)
+    return (1, -(-levels // max(1, writers)), *shape[1:])
 
 
 def fill_value(f: Field) -> object:
@@ -105,7 +115,7 @@ class ModelOutput:
             if holes:
                 var_attrs["_FillValue"] = np.array(fill_value(f), dtype=f.dtype)
             var_dims = ("time", *((f"lev{f.levels}",) if f.levels else ()), *names)
-            chunks = (1, *self.grid.shape(f.levels)) if f.compression.active else None
+            chunks = self._chunks(f) if f.compression.active else None
             variables.append(ncio.Variable(f.name, f.dtype, var_dims, var_attrs, chunks, f.compression))
         schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
         shared: dict[tuple[int | None, str], Route | Gatherer] = {}  # fields of one shape and type share one
@@ -128,6 +138,11 @@ class ModelOutput:
         known = {1: ("cell",), 2: ("y", "x"), 3: ("face", "y", "x")}
         return known.get(len(self.grid.grid), tuple(f"dim{k}" for k in range(len(self.grid.grid))))
 
+    def _chunks(self, f: Field) -> tuple[int, ...]:
+        """A compressed field's chunk shape: one piece of the record per aggregator (``agg``), else the record."""
+        writers = len(self.strategy.aggregators) if self.strategy.name == "agg" else 1
+        return chunk_shape(self.grid.shape(f.levels), f.levels, writers)
+
     def _route(self, f: Field, gather: str | None) -> Route | Gatherer:
         """How field ``f``'s records reach the file (collective)."""
         if self.strategy.name == "root" and self.grid.blocks is not None:  # seed 004's gathers
@@ -135,7 +150,8 @@ class ModelOutput:
             blocks = self.grid.blocks
             full = Decomposition.block2d(shape, blocks.parts[1], blocks.parts[0], halo=blocks.halo)
             return Gatherer(full, f.dtype, self.comm, gather or "gatherv")
-        return self.strategy.route(self.comm, self.grid, f.levels, f.dtype, fill=fill_value(f))
+        unit = math.prod(self._chunks(f)) if f.compression.active else None
+        return self.strategy.route(self.comm, self.grid, f.levels, f.dtype, fill=fill_value(f), unit=unit)
 
     def write(self, step: int, fields: Mapping[str, np.ndarray], time: float) -> None:
         """Write record ``step`` of every field from this rank's local arrays (collective).

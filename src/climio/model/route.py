@@ -93,14 +93,17 @@ def _spread(node_of: list[int], count: int) -> list[int]:
     return sorted(picked)
 
 
-def even_ranges(shape: tuple[int, ...], aggregators: list[int]) -> Ranges:
-    """``agg:N``: equal ranges of whole rows (the last axis), one per aggregator."""
-    rows, width = math.prod(shape[:-1]), shape[-1]
+def even_ranges(shape: tuple[int, ...], aggregators: list[int], unit: int | None = None) -> Ranges:
+    """``agg:N``: equal ranges of whole units, one per aggregator; a unit is a row (the last axis) unless given
+    (a compressed variable's chunk, so that each aggregator compresses whole chunks of its own)."""
+    total = math.prod(shape)
+    unit = unit or shape[-1]
+    units = -(-total // unit) if total else 0
     out = []
     for k, rank in enumerate(aggregators):
-        start, count = block_range(rows, len(aggregators), k)
+        start, count = block_range(units, len(aggregators), k)
         if count:
-            out.append((start * width, (start + count) * width, rank))
+            out.append((start * unit, min((start + count) * unit, total), rank))
     return out
 
 

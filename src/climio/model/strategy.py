@@ -112,10 +112,11 @@ class Strategy:
         return cls(name, picked, stripe_size if name == "stripe" else None, tuple(merged.items()))
 
     def route(self, comm: MPI.Comm, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype,
-              *, fill: object = None, reading: bool = False, offset: int = 0) -> Route:
+              *, fill: object = None, reading: bool = False, offset: int = 0, unit: int | None = None) -> Route:
         """The route of one record of a field with ``levels`` (collective). ``offset``: the record's byte offset
-        in the file (``stripe`` cuts at the stripe boundaries after it). Reading, the layout takes in the ghost
-        points, which are filled from the file like owned ones."""
+        in the file (``stripe`` cuts at the stripe boundaries after it); ``unit``: the elements of one chunk of a
+        compressed variable, which ``agg`` hands out whole. Reading, the layout takes in the ghost points, which
+        are filled from the file like owned ones."""
         rank = comm.Get_rank()
         shape = decomposition.shape(levels)
         owned = decomposition.layout(levels)
@@ -136,7 +137,7 @@ class Strategy:
             pieces = self._band(decomposition, levels)
         else:
             if self.name == "agg":
-                ranges = even_ranges(shape, list(self.aggregators))
+                ranges = even_ranges(shape, list(self.aggregators), unit)
             else:
                 assert self.stripe_size is not None
                 ranges = stripe_ranges(offset, shape, np.dtype(dtype).itemsize, self.stripe_size,
