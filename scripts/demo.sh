@@ -41,8 +41,8 @@ with netCDF4.Dataset(sys.argv[1]) as ds:
 PY
 
 echo
-echo "== model output: CMAQ mock-up, CA domain 89x134x35x146, 1 step, $ranks ranks"
-"$climio" bench model --domain CA --grid "${ranks}x1" --steps 1 --reps 1 --strategy root,direct,rows,cols,agg,stripe \
+echo "== model output: CMAQ mock-up, CA domain 89x134x35x146, 1 step, $ranks ranks, every file read back and compared"
+"$climio" bench model --domain CA --grid "${ranks}x1" --steps 1 --reps 1 --strategy root,direct,rows,cols,agg,stripe --verify \
     --mode serial,cdf5 --out "$out/model" | grep -E "^\| (grid|[0-9])"
 
 echo
