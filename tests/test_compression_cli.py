@@ -81,3 +81,29 @@ def test_compression_errors(tmp_path: Path) -> None:
     one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--ppc", "rain=3"), "--ppc", "rain")
     one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--ppc", "pr=3", "--baa", "zfp"), "--baa 'zfp'")
     assert not out.exists() and leftovers(str(tmp_path)) == []
+
+
+CORDEX = REAL / "pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc"
+
+
+def storage(path: Path) -> dict[str, tuple[object, object]]:
+    with netCDF4.Dataset(path) as ds:
+        return {name: (v.filters(), v.chunking()) for name, v in ds.variables.items()}
+
+
+def test_subset_keeps_the_inputs_compression_as_ncks_does(tmp_path: Path) -> None:
+    ours, nco = tmp_path / "ours.nc", tmp_path / "nco.nc"
+    cut = ("-v", "pr", "-d", "time,0,99", "-d", "rlat,1,2")
+    assert climio("subset", *cut, str(CORDEX), str(ours), nranks=2).returncode == 0
+    import subprocess
+
+    subprocess.run(["ncks", "-O", *cut, str(CORDEX), str(nco)], check=True, capture_output=True)
+    kept, expected = storage(ours), storage(nco)
+    assert kept["pr"][0]["zlib"] and kept["pr"][0]["complevel"] == 1 and kept["pr"][1] == [1, 2, 4]
+    assert {n: kept[n] for n in expected} == expected  # deflate, shuffle and chunks of every variable, as ncks
+    with netCDF4.Dataset(ours) as a, netCDF4.Dataset(nco) as b:
+        assert np.array_equal(a["pr"][:], b["pr"][:])
+    classic = tmp_path / "classic.nc"  # a classic output stores no filters: they are dropped, not refused
+    assert climio("subset", *cut, "--mode", "cdf5", str(CORDEX), str(classic)).returncode == 0
+    with netCDF4.Dataset(classic) as c, netCDF4.Dataset(nco) as b:
+        assert c.data_model == "NETCDF3_64BIT_DATA" and np.array_equal(c["pr"][:], b["pr"][:])

@@ -485,10 +485,16 @@ class _Job:
 
     def _output_variable(self, var: Variable) -> Variable:
         conn = self._connectivity(var.name)
+        attrs = dict(var.attrs)
         if (conn is not None and self.mesh is not None and self.mesh.family == "ugrid" and "_FillValue" not in var.attrs
                 and not (conn.source == self.mesh.primary and conn in self.mesh.closure)):
-            return Variable(var.name, var.numpy_dtype, var.dims, {**var.attrs, "_FillValue": conn.none})
-        return Variable(var.name, var.numpy_dtype, var.dims, var.attrs)
+            attrs["_FillValue"] = conn.none
+        if not ncio.get_mode(self.mode).nc_format.startswith("NETCDF4"):  # a classic output stores no filters
+            return Variable(var.name, var.numpy_dtype, var.dims, attrs)
+        chunks = None if var.chunks is None else tuple(  # the input's chunks, no larger than the cut dimensions
+            min(c, max(1, n)) if n is not None else c
+            for c, n in zip(var.chunks, (None if d in self.inputs.unlimited else self._count(d) for d in var.dims)))
+        return Variable(var.name, var.numpy_dtype, var.dims, attrs, chunks, var.compression)
 
     def _connectivity(self, name: str) -> Connectivity | None:
         if self.mesh is None:

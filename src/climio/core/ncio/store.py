@@ -27,7 +27,7 @@ from climio.core import collective, mpi, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.classic import required_size
-from climio.core.ncio.compression import DEFLATE_FILTER, QUANTIZE_MODES
+from climio.core.ncio.compression import DEFLATE_FILTER, QUANTIZE_MODES, Compression
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import (NUMERIC_KINDS, AttrValue, NCString, Schema, Variable, attribute_array,
                                     typed_attribute)
@@ -169,18 +169,20 @@ def reserve_output(path: str, overwrite: bool) -> str:
     return temp
 
 
-def define(ncid: int, schema: Schema, path: str, *, collective: bool, enhanced: bool) -> dict[str, int]:
+def define(ncid: int, schema: Schema, path: str, *, collective: bool, enhanced: bool,
+           chunked: bool = False) -> dict[str, int]:
     """Declare the whole schema, then leave define mode once. Returns varids by name.
 
-    ``enhanced``: the file is netCDF-4 (not classic model): chunk sizes are set, and string (NC_STRING)
-    attributes stay strings; other formats get them as text."""
+    ``chunked``: the file is netCDF-4 (HDF5 storage, classic model or not): chunk sizes are set.
+    ``enhanced``: the file is netCDF-4 and not classic model: string (NC_STRING) attributes stay strings;
+    other formats get them as text."""
     libnetcdf.set_nofill(ncid, path)
     dimids = {name: libnetcdf.def_dim(ncid, name, length, path) for name, length in schema.dims.items()}
     varids: dict[str, int] = {}
     for var in schema.variables:
         where = f"{path}: variable '{var.name}'"
         varid = libnetcdf.def_var(ncid, var.name, var.numpy_dtype, [dimids[d] for d in var.dims], where)
-        if enhanced and var.chunks is not None:
+        if chunked and var.chunks is not None:
             libnetcdf.def_var_chunking(ncid, varid, tuple(var.chunks), where)
         _compress(ncid, varid, var, where)
         for key, value in var.attrs.items():
@@ -256,10 +258,20 @@ def schema_of(dataset: Any) -> tuple[Schema, int, dict[str, int]]:
         if dtype is None:
             continue
         attrs = _attributes(dataset._grpid, v._varid, v.ncattrs(), v.getncattr)
-        variables.append(Variable(name, dtype, tuple(v.dimensions), attrs, None))
+        variables.append(Variable(name, dtype, tuple(v.dimensions), attrs, *_storage(v)))
         varids[name] = v._varid
     attrs = _attributes(dataset._grpid, libnetcdf.NC_GLOBAL, dataset.ncattrs(), dataset.getncattr)
     return Schema(dims, tuple(variables), attrs), records, varids
+
+
+def _storage(v: Any) -> tuple[tuple[int, ...] | None, Compression]:
+    """A netCDF-4 variable's chunk sizes and deflate (what ``ncks`` keeps when it copies the variable); its
+    quantization is already in its values, and its ``_Quantize...`` attribute travels with the others."""
+    filters = v.filters() or {}
+    chunking = v.chunking() if filters else "contiguous"
+    chunks = tuple(int(c) for c in chunking) if isinstance(chunking, list) else None
+    level = int(filters.get("complevel") or 0) if filters.get("zlib") else 0
+    return chunks, Compression(level, bool(filters.get("shuffle")))
 
 
 def skipped_of(dataset: Any) -> list[str]:
