@@ -107,3 +107,27 @@ def test_subset_keeps_the_inputs_compression_as_ncks_does(tmp_path: Path) -> Non
     assert climio("subset", *cut, "--mode", "cdf5", str(CORDEX), str(classic)).returncode == 0
     with netCDF4.Dataset(classic) as c, netCDF4.Dataset(nco) as b:
         assert c.data_model == "NETCDF3_64BIT_DATA" and np.array_equal(c["pr"][:], b["pr"][:])
+
+
+@pytest.mark.parametrize("nranks", [None, 2])
+def test_chunk_sizes_as_ncks_cnk_dmn(tmp_path: Path, nranks: int | None) -> None:
+    out = tmp_path / "k.nc"
+    result = climio("gen", "cmip", str(out), *SHAPE, "-L", "1", "--cnk_dmn", "time,7", "--cnk_dmn", "lat,50",
+                    nranks=nranks)
+    assert result.returncode == 0, result.stderr
+    with netCDF4.Dataset(out) as ds:
+        assert ds["pr"].chunking() == [7, 12, 16] and ds["time_bnds"].chunking() == [7, 2]  # lat: at most 12
+        assert ds["pr"].filters()["complevel"] == 1
+    cut = tmp_path / "cut.nc"
+    assert climio("subset", "-d", "time,0,9", "--cnk_dmn", "time,4", str(CORDEX), str(cut)).returncode == 0
+    with netCDF4.Dataset(cut) as ds:
+        assert ds["pr"].chunking() == [4, 3, 4] and ds["pr"].filters()["complevel"] == 1  # deflate kept
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--cnk_dmn", "depth,3", "-O"), "--cnk_dmn", "depth")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--cnk_dmn", "time,0", "-O"), "--cnk_dmn 'time,0'")
+
+
+def test_level_0_removes_the_inputs_deflate(tmp_path: Path) -> None:
+    out = tmp_path / "plain.nc"
+    assert climio("subset", "-v", "pr", "-L", "0", str(CORDEX), str(out)).returncode == 0
+    with netCDF4.Dataset(out) as ds, netCDF4.Dataset(CORDEX) as a:
+        assert not ds["pr"].filters()["zlib"] and np.array_equal(ds["pr"][:], a["pr"][:])

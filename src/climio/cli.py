@@ -88,10 +88,10 @@ def cmd_info(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
 
 def compression(args: argparse.Namespace) -> Settings:
-    """NCO's -L, --ppc and --baa as the output's compression settings."""
+    """NCO's -L, --ppc, --baa and --cnk_dmn as the output's compression and chunking settings."""
     from climio.core.ncio.compression import settings
 
-    return settings(args.deflate, args.ppc, args.baa)
+    return settings(args.deflate, args.ppc, args.baa, args.cnk_dmn)
 
 
 def cmd_gen_cmip(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -251,6 +251,8 @@ def build_parser() -> Parser:
     compressing.add_argument("--ppc", action="append", metavar="VAR=NSD",
                              help="keep NSD significant digits (quantize, as ncks --ppc): VAR1,VAR2=NSD or "
                                   "default=NSD for every floating-point variable but coordinates (repeatable)")
+    compressing.add_argument("--cnk_dmn", action="append", metavar="DIM,SIZE",
+                             help="chunk size along a dimension, as ncks --cnk_dmn (repeatable; netCDF-4)")
     compressing.add_argument("--baa", metavar="ALGORITHM",
                              help="quantization algorithm for --ppc: GranularBR (default, as NCO 5), BitGroom, "
                                   "BitRound (NSD is then significant bits)")

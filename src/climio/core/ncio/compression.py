@@ -111,23 +111,40 @@ class Settings:
     """An output's compression as NCO's flags give it: ``-L`` deflate for every numeric variable, ``--ppc``
     significant digits per variable or ``default`` (every floating-point variable but coordinates)."""
 
-    deflate: int = 0
+    deflate: int | None = None  # None: as the variable had it (a subset keeps its input's), 0: none
     ppc: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    chunk_sizes: Mapping[str, int] = field(default_factory=dict)  # NCO's --cnk_dmn: chunk size per dimension
 
     @property
     def active(self) -> bool:
-        return bool(self.deflate) or bool(self.ppc)
+        return self.deflate is not None or bool(self.ppc) or bool(self.chunk_sizes)
 
-    def for_variable(self, name: str, dtype: np.dtype, coordinate: bool) -> Compression:
+    def for_variable(self, name: str, dtype: np.dtype, coordinate: bool, had: Compression) -> Compression:
+        """The variable's compression: ``-L`` if given, else what it had; ``--ppc`` by name or ``default``."""
         quantize = self.ppc.get(name)
         if quantize is None and dtype.kind == "f" and not coordinate:
             quantize = self.ppc.get("default")
-        return Compression(self.deflate, True, quantize)
+        if self.deflate is None:
+            return Compression(had.deflate, had.shuffle, quantize or had.quantize)
+        return Compression(self.deflate, True, quantize or had.quantize)
 
 
-def settings(deflate: int | None, ppc: Iterable[str] | None, algorithm: str | None) -> Settings:
-    """:class:`Settings` from the command line's ``-L``, ``--ppc`` and ``--baa``."""
+def settings(deflate: int | None, ppc: Iterable[str] | None, algorithm: str | None,
+             chunk_sizes: Iterable[str] | None = None) -> Settings:
+    """:class:`Settings` from the command line's ``-L``, ``--ppc``, ``--baa`` and ``--cnk_dmn``."""
     if deflate is not None and not 0 <= deflate <= 9:
         raise ClimioError(f"-L {deflate}: the deflate level is 0 (none) to 9", collective=True)
     chosen = parse_algorithm(algorithm) if algorithm else DEFAULT_ALGORITHM
-    return Settings(deflate or 0, parse_ppc(ppc or (), chosen))
+    return Settings(deflate, parse_ppc(ppc or (), chosen), parse_chunk_sizes(chunk_sizes or ()))
+
+
+def parse_chunk_sizes(specs: Iterable[str]) -> dict[str, int]:
+    """NCO's ``--cnk_dmn DIM,SIZE`` (repeatable) -> {DIM: SIZE}."""
+    out = {}
+    for spec in specs:
+        dim, comma, size = spec.partition(",")
+        if not comma or not dim or not size.isdigit() or int(size) < 1:
+            raise ClimioError(f"--cnk_dmn '{spec}': use DIM,SIZE with a positive SIZE, e.g. --cnk_dmn time,30",
+                              collective=True)
+        out[dim] = int(size)
+    return out

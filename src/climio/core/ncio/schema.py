@@ -172,6 +172,10 @@ def compressed(schema: Schema, settings: Settings) -> Schema:
     """``schema`` with every numeric variable of at least one dimension compressed as ``settings`` say (NCO's
     ``-L`` and ``--ppc``). ``--ppc default`` leaves coordinates, bounds and auxiliary coordinates exact; a
     variable ``--ppc`` names that is missing or not floating point is an error."""
+    unknown = [d for d in settings.chunk_sizes if d not in schema.dims]
+    if unknown:
+        raise ClimioError(f"--cnk_dmn names dimension(s) {', '.join(unknown)}, which the output does not have",
+                          collective=True)
     named = [v for v in settings.ppc if v != "default"]
     missing = [v for v in named if v not in {var.name for var in schema.variables}]
     if missing:
@@ -185,5 +189,23 @@ def compressed(schema: Schema, settings: Settings) -> Schema:
             variables.append(var)
             continue
         coordinate = var.dims == (var.name,) or var.name in referenced
-        variables.append(replace(var, compression=settings.for_variable(var.name, var.numpy_dtype, coordinate)))
+        variables.append(replace(var, compression=settings.for_variable(var.name, var.numpy_dtype, coordinate,
+                                                                        var.compression),
+                                 chunks=_chunks(schema, var, settings.chunk_sizes)))
     return Schema(schema.dims, tuple(variables), schema.attrs)
+
+
+def _chunks(schema: Schema, var: Variable, sizes: Mapping[str, int]) -> tuple[int, ...] | None:
+    """``var``'s chunks with ``--cnk_dmn`` sizes along the dimensions they name (at most the dimension's length);
+    its other dimensions keep their chunk sizes, else a record (1) along an unlimited one and the whole length
+    along a fixed one."""
+    if not any(d in sizes for d in var.dims):
+        return var.chunks
+    out = []
+    for k, dim in enumerate(var.dims):
+        length = schema.dims[dim]
+        if dim in sizes:
+            out.append(min(sizes[dim], length) if length else sizes[dim])
+        else:
+            out.append(var.chunks[k] if var.chunks is not None else (length or 1))
+    return tuple(out)
