@@ -134,6 +134,24 @@ def test_bench_restart(tmp_path: Path) -> None:
         assert result.returncode == 2 and needle in result.stderr, result.stderr
 
 
+def test_inmcm_check_finds_a_wrong_value(tmp_path: Path) -> None:
+    import netCDF4
+    import numpy as np
+
+    from climio.bench.inmcm import first_difference
+
+    expected = np.arange(12, dtype="f4").reshape(3, 4)
+    with netCDF4.Dataset(tmp_path / "f.nc", "w") as ds:
+        for name, n in (("time", None), ("y", 3), ("x", 4)):
+            ds.createDimension(name, n)
+        var = ds.createVariable("a_00", "f4", ("time", "y", "x"))
+        var[0], var[1] = expected, expected
+        var[1, 2, 1] = -1
+    assert first_difference(str(tmp_path / "f.nc"), expected, ["a_00"], 1) == ""
+    assert first_difference(str(tmp_path / "f.nc"), expected, ["a_00"], 2) == (
+        f"{tmp_path / 'f.nc'}: variable 'a_00' record 1: 1 values differ, the first at (2, 1)")
+
+
 def test_bench_inmcm(tmp_path: Path) -> None:
     result = climio("bench", "inmcm", "--model", "6lm", "--ranks", "2", "--reps", "1", "--gathers", "p2p,gatherv",
                     "--out", str(tmp_path))

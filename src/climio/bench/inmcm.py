@@ -7,6 +7,8 @@ day is gathered to rank 0 with each gather strategy, from halo'd local arrays
 on a 2-D block process grid, and rank 0 writes it (CDF-2, as the model does
 after gathering). Reported per rank count, group and strategy: gather time and
 write time (slowest rank, summed over the day), medians over repetitions.
+Every field holds a known value at every point (halos hold junk), and each file
+is read back and compared with it before it is deleted: a difference fails the run.
 
 The zonal-mean group ``dyz`` (levels x latitude) is split over the same process
 grid as the horizontal fields (latitude along the grid's columns, levels along
@@ -27,10 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from climio.bench.model import value
 from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import ncio
 from climio.core.decomp import Decomposition, process_grid
-from climio.errors import ClimioError
+from climio.errors import ClimioError, IOFault
 from climio.model.gather import Gatherer
 
 if TYPE_CHECKING:
@@ -63,6 +66,21 @@ def field_decomposition(group: Group, nlat: int, nlon: int, nranks: int) -> Deco
     return Decomposition.block2d(shape, px, py, halo=HALO)
 
 
+def first_difference(path: str, expected: np.ndarray, names: Sequence[str], records: int) -> str:
+    """'' if every variable of ``path`` holds ``expected`` at every record, else where it first does not."""
+    import netCDF4
+
+    with netCDF4.Dataset(path) as ds:
+        for name in names:
+            for record in range(records):
+                got = ds[name][record]
+                bad = np.flatnonzero(np.asarray(got).ravel() != expected.ravel())
+                if bad.size:
+                    k = tuple(int(i) for i in np.unravel_index(int(bad[0]), expected.shape))
+                    return f"{path}: variable '{name}' record {record}: {bad.size} values differ, the first at {k}"
+    return ""
+
+
 def measure(comm: MPI.Comm, model: str, gathers: Sequence[str], directory: str) -> list[dict[str, Any]]:
     """One model day per gather strategy (collective); rows on rank 0."""
     from mpi4py import MPI
@@ -72,7 +90,9 @@ def measure(comm: MPI.Comm, model: str, gathers: Sequence[str], directory: str) 
     rows = []
     for group in GROUPS:
         decomp = field_decomposition(group, nlat, nlon, size)
-        local = np.random.default_rng(rank).random(decomp.local_shape(rank)).astype(np.float32)
+        whole = value(np.arange(int(np.prod(decomp.shape))), 0).reshape(decomp.shape)  # known at every point
+        local = np.full(decomp.local_shape(rank), -1, np.float32)  # halo: junk that must not reach the file
+        local[decomp.interior(rank)] = whole[decomp.owned(rank).slices]
         dims = {"time": None, **{f"d{i}": n for i, n in enumerate(decomp.shape)}}
         schema = ncio.Schema(dims, [ncio.Variable(f"{group.name}_{i:02d}", "f4", ("time", *list(dims)[1:]))
                                     for i in range(group.fields)])
@@ -97,7 +117,10 @@ def measure(comm: MPI.Comm, model: str, gathers: Sequence[str], directory: str) 
                     started = MPI.Wtime()
                     store.close()
                     write_s += MPI.Wtime() - started
+                    wrong = first_difference(path, whole, [v.name for v in schema.variables], group.per_day)
                     os.unlink(path)
+                    if wrong:
+                        raise IOFault(f"bench inmcm ({strategy}): {wrong}")
             if rank == 0:
                 rows.append({"ranks": size, "group": group.name, "strategy": strategy,
                              "messages_per_day": group.fields * group.per_day,
