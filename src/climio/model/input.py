@@ -34,7 +34,7 @@ import numpy as np
 
 from climio.core import ncio
 from climio.core.decomp import Decomposition
-from climio.core.ncio.schema import Variable, missing_values
+from climio.core.ncio.schema import Variable, fill_value, missing_values
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition
 from climio.model.output import as_grid
@@ -106,7 +106,7 @@ class ModelInput:
         in_place = out is not None and not cf and out.dtype == stored and out.flags.c_contiguous
         raw = out if in_place else np.empty(shape, stored)
         if raw.size != route.layout.size or (route.plan is not None and not route.plan.dest_complete):
-            raw[...] = _fill(var)  # what no piece brings: halos, local elements that are no grid point
+            raw[...] = fill_value(var.attrs, var.numpy_dtype)  # halos, non-grid elements
         route.read(self._store, name, record if has_records else None)
         route.scatter(raw)
         result = _unpacked(var, raw) if cf else raw
@@ -137,16 +137,6 @@ class ModelInput:
         self.close()
 
 
-def _fill(var: Variable) -> object:
-    """What an element not read holds before CF conversion: the variable's fill value, else netCDF's default."""
-    import netCDF4
-
-    if "_FillValue" in var.attrs:
-        return np.asarray(var.attrs["_FillValue"]).ravel()[0]
-    dtype = var.numpy_dtype
-    return netCDF4.default_fillvals.get(f"{dtype.kind}{dtype.itemsize}", 0)
-
-
 def _unpacked(var: Variable, raw: np.ndarray) -> np.ndarray:
     """CF's view of stored values: fill and missing values as NaN, then scale and offset applied (a float
     variable without packing is converted in place)."""
@@ -158,7 +148,7 @@ def _unpacked(var: Variable, raw: np.ndarray) -> np.ndarray:
     dtype = np.result_type(*factors) if factors else raw.dtype
     dtype = dtype if dtype.kind == "f" else np.dtype("f8")
     bad = np.zeros(raw.shape, bool)
-    for value in (_fill(var), *missing_values(attrs)):
+    for value in (fill_value(var.attrs, var.numpy_dtype), *missing_values(attrs)):
         bad |= raw == np.asarray(value).astype(raw.dtype)
     out = raw if dtype == raw.dtype and not factors else raw.astype(dtype)
     if scale is not None:

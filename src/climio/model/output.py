@@ -28,6 +28,7 @@ import numpy as np
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.core.ncio.classic import variable_offsets
+from climio.core.ncio.schema import fill_value as schema_fill_value
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, from_blocks
 from climio.model.gather import Gatherer
@@ -79,10 +80,7 @@ def chunk_shape(shape: tuple[int, ...], levels: int | None, writers: int) -> tup
 
 def fill_value(f: Field) -> object:
     """The field's ``_FillValue``, or netCDF's default fill for its type."""
-    import netCDF4
-
-    dtype = np.dtype(f.dtype)
-    return f.attrs.get("_FillValue", netCDF4.default_fillvals[f"{dtype.kind}{dtype.itemsize}"])
+    return schema_fill_value(f.attrs, np.dtype(f.dtype))
 
 
 class ModelOutput:

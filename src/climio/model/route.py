@@ -167,7 +167,7 @@ class Route:
                  reading: bool = False, fill: object = None, holes: np.ndarray | None = None) -> None:
         from mpi4py import MPI
 
-        self.comm, self.dtype, self.layout = comm, np.dtype(dtype), layout
+        self.dtype, self.layout = np.dtype(dtype), layout
         shape = layout.shape
         pieces = [p for p in pieces if p.size]
         self.slabs: list[tuple[int, Hyperslab]] = []  # (offset in this rank's buffer, hyperslab of the record)
@@ -185,7 +185,6 @@ class Route:
                                      if pieces else np.zeros((0, 2), np.int64))
             with trace.phase("plan"):
                 self.plan = Plan(comm, buffer, layout) if reading else Plan(comm, layout, buffer)
-        self.reading = reading
         self._block: np.ndarray | None = None  # a halo'd block's contiguous landing place (reading)
         self.buffer = np.empty(at, dtype=self.dtype)
         self._shaped = self.buffer.reshape(buffer.local_shape) if self.plan is not None else self.buffer

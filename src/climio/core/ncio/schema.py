@@ -137,6 +137,16 @@ class Schema:
         return tuple(records if self.dims[d] is None else int(self.dims[d] or 0) for d in var.dims)
 
 
+def fill_value(attrs: Mapping[str, Any], dtype: np.dtype) -> Any:
+    """A variable's ``_FillValue``, else netCDF's default fill for its type (what readers mask)."""
+    import netCDF4
+
+    if "_FillValue" in attrs:
+        return np.asarray(attrs["_FillValue"]).ravel()[0]
+    dtype = np.dtype(dtype)
+    return netCDF4.default_fillvals.get(f"{dtype.kind}{dtype.itemsize}", 0)
+
+
 def missing_values(attrs: Mapping[str, Any]) -> list[float]:
     """A variable's ``_FillValue`` and ``missing_value`` values (CF's markers of no data), as floats."""
     out: list[float] = []
