@@ -81,4 +81,9 @@ def test_bad_model_output_input(comm: MPI.Comm, shared_dir: str) -> None:
             arrays = local_arrays(comm.Get_rank(), size, 1, 0, halo=0)
             arrays["T"] = np.zeros((NLEV, 1, 1), "f4")
             out.write(0, arrays, 0.0)
+        with pytest.raises(ClimioError, match="on rank 0 does not match its decomposition"):  # one rank: no hang
+            arrays = local_arrays(comm.Get_rank(), size, 1, 0, halo=0)
+            if comm.Get_rank() == 0:
+                arrays["ps"] = np.zeros((1, 1), "f4")
+            out.write(0, arrays, 0.0)
         out.write(0, local_arrays(comm.Get_rank(), size, 1, 0, halo=0), 0.0)

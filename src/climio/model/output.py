@@ -160,18 +160,26 @@ class ModelOutput:
         missing = set(self.fields) - set(fields)
         if missing:
             raise ClimioError(f"output step {step}: no data for field(s) {', '.join(sorted(missing))}")
+        arrays = {name: np.asarray(fields[name]) for name in self.fields}
+        problems = [p for p in self.comm.allgather(self._shape_problem(arrays)) if p]  # every rank raises, none waits
+        if problems:
+            raise ClimioError(problems[0], collective=True)
         mine = 1 if self.rank == 0 else 0
         self._store.write_many([("time", np.array([time]) if mine else None, Hyperslab((step,), (mine,)))])
         for name, f in self.fields.items():
-            local = np.asarray(fields[name])
+            self._store.write_many([(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
+                                    for data, slab in self._pieces(name, f, step, arrays[name])])
+
+    def _shape_problem(self, arrays: Mapping[str, np.ndarray]) -> str:
+        """Why one of this rank's local arrays does not fit the decomposition, or ''."""
+        for name, f in self.fields.items():
             expected = self.grid.local_shape(f.levels)
             plain = self.grid.layout(f.levels).local_shape
-            if local.shape not in (expected, plain):
-                raise ClimioError(f"field '{name}': local array of shape {local.shape} on rank {self.rank} does not "
-                                  f"match its decomposition: expected {expected}"
-                                  + (f" (or {plain} without halo)" if plain != expected else ""))
-            self._store.write_many([(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
-                                    for data, slab in self._pieces(name, f, step, local)])
+            if arrays[name].shape not in (expected, plain):
+                return (f"field '{name}': local array of shape {arrays[name].shape} on rank {self.rank} does not "
+                        f"match its decomposition: expected {expected}"
+                        + (f" (or {plain} without halo)" if plain != expected else ""))
+        return ""
 
     def _pieces(self, name: str, f: Field, step: int, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
         """This rank's (data, record hyperslab) pieces of field ``name`` at ``step``."""
