@@ -21,7 +21,7 @@ say() { printf 'climio install: %s\n' "$*"; }
 
 debian_packages=(openmpi-bin libopenmpi-dev libpnetcdf-dev pnetcdf-bin
                  libhdf5-openmpi-dev libnetcdf-pnetcdf-dev netcdf-bin nco
-                 python3-dev python3-venv libudunits2-0 libudunits2-data)
+                 hdf5-filter-plugin python3-dev python3-venv libudunits2-0 libudunits2-data)
 
 install_debian_packages() {
     [[ ${CLIMIO_SKIP_APT:-0} == 1 ]] && { say "CLIMIO_SKIP_APT=1: not touching system packages"; return; }

@@ -131,3 +131,127 @@ def test_level_0_removes_the_inputs_deflate(tmp_path: Path) -> None:
     assert climio("subset", "-v", "pr", "-L", "0", str(CORDEX), str(out)).returncode == 0
     with netCDF4.Dataset(out) as ds, netCDF4.Dataset(CORDEX) as a:
         assert not ds["pr"].filters()["zlib"] and np.array_equal(ds["pr"][:], a["pr"][:])
+
+
+def pipeline(path: Path) -> dict[str, list[str]]:
+    """Each variable's storage as ``ncdump -hs`` shows it (an independent reader): filter, shuffle, deflate,
+    Fletcher-32 and chunk lines."""
+    import subprocess
+
+    out: dict[str, list[str]] = {}
+    dump = subprocess.run(["ncdump", "-hs", str(path)], capture_output=True, text=True, check=True).stdout
+    for line in dump.split("\n"):
+        name, _, rest = line.strip().partition(":_")
+        if rest.split(" ")[0] in ("Filter", "Shuffle", "DeflateLevel", "Fletcher32", "ChunkSizes"):
+            out.setdefault(name, []).append(rest.rstrip(" ;"))
+    return out
+
+
+@pytest.mark.parametrize("nranks", [None, 3])
+def test_cmp_codec_chains_as_ncks(tmp_path: Path, nranks: int | None) -> None:
+    """NCO's --cmp: each chain's filters are declared on every numeric variable, the values are exact (or netCDF-C's
+    quantization of them), at 1 and 3 ranks; szip leaves out the 1-D variables HDF5 cannot szip."""
+    plain = tmp_path / "plain.nc"
+    assert climio("gen", "cmip", str(plain), *SHAPE).returncode == 0
+    with netCDF4.Dataset(plain) as ds:
+        truth = ds["pr"][:].data
+    chains = {"shf|bz2,5": ['Shuffle = "true"', 'Filter = "307,5"'], "bz2|f32": ['Fletcher32 = "true"',
+              'Filter = "307,1"'], "lz4": ['Filter = "32004"'], "szip,16": ['Filter = "4,32,16"'],
+              "dfl": ['Shuffle = "true"', "DeflateLevel = 1"],
+              "gbr,3|shf|dfl,2": ['Shuffle = "true"', "DeflateLevel = 2"]}
+    for chain, expected in chains.items():
+        out = tmp_path / "c.nc"
+        result = climio("gen", "cmip", str(out), *SHAPE, "--cmp", chain, "-O", nranks=nranks)
+        assert result.returncode == 0 and "mode hdf5" in result.stdout, (chain, result.stderr)
+        storage = pipeline(out)
+        assert storage["pr"] == ["ChunkSizes = 1, 12, 16", *expected], chain
+        assert storage["time"][1:] == ([] if chain.startswith("szip") else expected), chain  # 1-D: no szip
+        with netCDF4.Dataset(out) as ds:
+            quantized_ = chain.startswith("gbr")
+            assert ds["pr"].quantization() == ((3, "GranularBitRound") if quantized_ else None)
+            assert ds["lat"].quantization() is None
+            assert np.array_equal(ds["pr"][:].data, quantized(truth, 3, tmp_path) if quantized_ else truth), chain
+
+
+def test_subset_keeps_each_variables_filters(tmp_path: Path) -> None:
+    """bzip2, szip and Fletcher-32 + deflate inputs keep their own pipelines and chunks (ncks 5.1.4 gives every
+    variable the first one's filter instead); --cmp replaces them all."""
+    src = tmp_path / "in.nc"
+    values = np.random.default_rng(0).random((30, 20, 40)).astype("f4")
+    with netCDF4.Dataset(src, "w") as ds:
+        for dim, n in (("time", None), ("y", 20), ("x", 40)):
+            ds.createDimension(dim, n)
+        ds.createVariable("time", "f8", ("time",))[:] = np.arange(30)
+        ds.createVariable("a", "f4", ("time", "y", "x"), compression="bzip2", complevel=3,
+                          chunksizes=(5, 20, 40))[:] = values
+        ds.createVariable("b", "f4", ("time", "y", "x"), compression="szip", szip_pixels_per_block=8,
+                          chunksizes=(2, 10, 40))[:] = values
+        ds.createVariable("c", "i2", ("time", "y", "x"), zlib=True, complevel=2, fletcher32=True,
+                          chunksizes=(1, 20, 40))[:] = values * 100
+    out = tmp_path / "out.nc"
+    assert climio("subset", "-d", "time,3,20", str(src), str(out), nranks=2).returncode == 0
+    before, after = pipeline(src), pipeline(out)
+    for name in "abc":
+        assert after[name] == before[name], name
+    with netCDF4.Dataset(src) as a, netCDF4.Dataset(out) as b:
+        for name in "abc":
+            assert np.array_equal(a[name][3:21], b[name][:])
+    assert climio("subset", "--cmp", "shf|bz2,2", "-O", str(src), str(out)).returncode == 0
+    assert {name: pipeline(out)[name][1:] for name in "abc"} == {n: ['Shuffle = "true"', 'Filter = "307,2"']
+                                                                 for n in "abc"}
+
+
+def test_cmp_errors(tmp_path: Path) -> None:
+    from climio.core.ncio.compression import available_filters
+
+    out = tmp_path / "x.nc"
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--cmp", "shf|lzma"), "--cmp 'shf|lzma'",
+                   "'lzma' is no codec")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--cmp", "btr"), "--cmp 'btr'", "significant bits")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--cmp", "dfl", "-L", "1"), "-L 1 and --cmp 'dfl'")
+    one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--cmp", "szip,7"), "szip,7", "one even number")
+    if not available_filters()["zstd"]:
+        one_error_line(climio("gen", "cmip", str(out), *SHAPE, "--cmp", "zst,3", nranks=2), "x.nc",
+                       "cannot apply zstd (filter id 32015)", "HDF5_PLUGIN_PATH")
+    assert not out.exists() and leftovers(str(tmp_path)) == []
+
+
+CMIP6 = {"o3": REAL / "o3_AERmon_MPI-ESM1-2-LR_historical_r1i1p1f1_gn_185001.nc",
+         "tas_icon": REAL / "tas_Amon_ICON-ESM-LR_historical_r1i1p1f1_gn_185001.nc",
+         "tas_cesm": REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"}
+NCO_BAA = {"BitGroom": 0, "GranularBR": 4, "BitRound": 8}  # ncks --baa numbers of netCDF-C's three algorithms
+
+
+@pytest.mark.parametrize("case,algorithm,keep", [("o3", "GranularBR", 3), ("o3", "BitGroom", 3), ("o3", "BitRound", 10),
+                                                 ("tas_icon", "GranularBR", 2), ("tas_cesm", "BitGroom", 5)])
+def test_ppc_equals_ncks_on_real_cmip6_files(tmp_path: Path, case: str, algorithm: str, keep: int) -> None:
+    """``--ppc`` with each algorithm on real CMIP6 files (4-D ozone, ICON's unstructured tas, CESM2 daily tas)
+    gives exactly ncks's values, every value within the algorithm's documented error bound
+    (half a unit in the last kept digit, or bit), and a smaller file than deflate alone."""
+    import subprocess
+
+    src, name = CMIP6[case], case.split("_")[0]
+    ours, nco, lossless = tmp_path / "ours.nc", tmp_path / "nco.nc", tmp_path / "lossless.nc"
+    result = climio("subset", "-v", name, "-L", "1", "--baa", algorithm, "--ppc", f"{name}={keep}", str(src), str(ours),
+                    nranks=2)
+    assert result.returncode == 0, result.stderr
+    subprocess.run(["ncks", "-O", "-7", "-L", "1", f"--baa={NCO_BAA[algorithm]}", "--ppc", f"{name}={keep}", "-v",
+                    name, str(src), str(nco)], check=True, capture_output=True)
+    assert climio("subset", "-v", name, "-L", "1", str(src), str(lossless)).returncode == 0
+    with netCDF4.Dataset(src) as s, netCDF4.Dataset(ours) as a, netCDF4.Dataset(nco) as b:
+        for ds in (s, a, b):
+            ds.set_auto_mask(False)
+        x, q = s[name][:].astype("f8"), a[name][:]
+        assert np.array_equal(q, b[name][:])  # bit for bit, fill values included
+        mode = {"GranularBR": "GranularBitRound"}.get(algorithm, algorithm)  # netCDF-C's _Quantize... attribute
+        unit = "Bits" if algorithm == "BitRound" else "Digits"
+        assert a[name].quantization() == (keep, mode)  # ncks writes it without netCDF-C's leading underscore
+        assert b[name].getncattr(f"Quantize{mode}NumberOfSignificant{unit}") == keep
+        data = (x != s[name].getncattr("_FillValue")) & (x != 0)
+        assert np.array_equal(q[~data], s[name][:][~data])  # fill values and zeros untouched
+        if algorithm == "BitRound":
+            bound = np.exp2(np.floor(np.log2(np.abs(x[data]))) - keep - 1)
+        else:
+            bound = 0.5 * 10.0 ** (np.floor(np.log10(np.abs(x[data]))) - keep + 1)
+        assert np.all(np.abs(q[data] - x[data]) <= bound)
+    assert ours.stat().st_size < lossless.stat().st_size

@@ -7,3 +7,7 @@ The file layer is :mod:`climio.core.ncio`; decompositions are in
 """
 
 __version__ = "0.1.0"
+
+from climio.core.plugins import use_system_plugins  # noqa: E402 (before netCDF loads HDF5)
+
+use_system_plugins()

@@ -88,10 +88,10 @@ def cmd_info(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
 
 def compression(args: argparse.Namespace) -> Settings:
-    """NCO's -L, --ppc, --baa and --cnk_dmn as the output's compression and chunking settings."""
+    """NCO's -L, --ppc, --baa, --cnk_dmn and --cmp as the output's compression and chunking settings."""
     from climio.core.ncio.compression import settings
 
-    return settings(args.deflate, args.ppc, args.baa, args.cnk_dmn)
+    return settings(args.deflate, args.ppc, args.baa, args.cnk_dmn, args.cmp)
 
 
 def cmd_gen_cmip(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -253,6 +253,10 @@ def build_parser() -> Parser:
                                   "default=NSD for every floating-point variable but coordinates (repeatable)")
     compressing.add_argument("--cnk_dmn", action="append", metavar="DIM,SIZE",
                              help="chunk size along a dimension, as ncks --cnk_dmn (repeatable; netCDF-4)")
+    compressing.add_argument("--cmp", metavar="CODECS",
+                             help="codec chain, as ncks --cmp: CODEC[,PARAM]|... with shf (shuffle), dfl,LEVEL, "
+                                  "bz2,LEVEL, zst,LEVEL, lz4, szip,PIXELS, f32 (Fletcher-32), gbr,NSD, btg,NSD, "
+                                  "btr,NSB or an HDF5 filter id, e.g. 'gbr,3|shf|bz2,5' (climio info: which exist)")
     compressing.add_argument("--baa", metavar="ALGORITHM",
                              help="quantization algorithm for --ppc: GranularBR (default, as NCO 5), BitGroom, "
                                   "BitRound (NSD is then significant bits)")

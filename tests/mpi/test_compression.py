@@ -12,6 +12,7 @@ from conftest import assert_all
 from mpi4py import MPI
 
 from climio.core.decomp import process_grid
+from climio.core.ncio.compression import available_filters
 from climio.errors import ClimioError
 from climio.model import decomposition as dec
 from climio.model.input import ModelInput
@@ -19,7 +20,8 @@ from climio.model.output import Field, ModelOutput
 
 NY, NX, NLEV = 12, 14, 3
 FIELDS = [Field("t", levels=NLEV, deflate=1, quantize=("GranularBR", 3)), Field("n", dtype="i4", deflate=4),
-          Field("b", quantize=("BitRound", 9))]
+          Field("b", quantize=("BitRound", 9)), Field("s", codecs="shf|bz2,3|f32"),
+          Field("z", levels=NLEV, codecs="szip,8")]
 
 
 def truth(f: Field) -> np.ndarray:
@@ -67,6 +69,9 @@ def test_compressed_output(comm: MPI.Comm, shared_dir: str, strategy: str) -> No
             ok &= t.filters()["zlib"] and t.filters()["complevel"] == 1 and t.filters()["shuffle"]
             ok &= n.filters()["complevel"] == 4 and not b.filters()["zlib"]
             ok &= t.quantization() == (3, "GranularBitRound") and b.quantization() == (9, "BitRound")
+            s, z = ds["s"].filters(), ds["z"].filters()
+            ok &= s["bzip2"] and s["complevel"] == 3 and s["shuffle"] and s["fletcher32"] and not s["zlib"]
+            ok &= z["szip"] == {"coding": "nn", "pixels_per_block": 8} and not z["shuffle"]
             writers = {"agg:2": 2, "agg": 1}.get(strategy, 1)
             ok &= t.chunking() == [1, -(-NLEV // writers), NY, NX] and n.chunking() == [1, NY, NX]
             for f in FIELDS:
@@ -98,4 +103,9 @@ def test_compression_needs_netcdf4(comm: MPI.Comm, shared_dir: str) -> None:
                     mode="hdf5")
     with pytest.raises(ClimioError, match="deflate level 10"):
         Field("x", deflate=10).compression
+    with pytest.raises(ClimioError, match="field 'x': give codecs or deflate/quantize, not both"):
+        Field("x", deflate=1, codecs="bz2").compression
+    if not available_filters()["zstd"]:  # Debian packages no zstd plugin for HDF5
+        with pytest.raises(ClimioError, match="cannot apply zstd .filter id 32015.: install its HDF5 plugin"):
+            ModelOutput(os.path.join(shared_dir, "q.nc"), d, [Field("x", codecs="zst,3")], comm, mode="hdf5")
     assert_all(comm, not [n for n in os.listdir(shared_dir) if n.endswith(".nc") or "climio-tmp" in n], "no files")

@@ -28,6 +28,7 @@ import numpy as np
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.core.ncio.classic import variable_offsets
+from climio.core.ncio.compression import parse_cmp
 from climio.core.ncio.schema import fill_value as schema_fill_value
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, from_blocks
@@ -45,7 +46,8 @@ __all__ = ["STRATEGIES", "Field", "ModelOutput", "applicable_modes", "parse_stra
 class Field:
     """A model variable: one value per grid point when ``levels`` is None, else ``levels`` of them (levels
     first: ``(level, *grid)``); one record per step. ``deflate`` (level 1-9, with shuffle) and ``quantize``
-    (``("GranularBR", 3)``: algorithm and significant digits, or bits for BitRound) need mode ``hdf5``; a
+    (``("GranularBR", 3)``: algorithm and significant digits, or bits for BitRound) or ``codecs`` (any filter
+chain, as NCO's ``--cmp``) need mode ``hdf5``; a
     compressed field is stored in chunks of a record, one per writer (:func:`chunk_shape`)."""
 
     name: str
@@ -54,9 +56,15 @@ class Field:
     attrs: Mapping[str, object] = field(default_factory=dict)
     deflate: int = 0
     quantize: tuple[str, int] | None = None
+    codecs: str | None = None  # NCO's --cmp chain instead of deflate/quantize, e.g. "gbr,3|shf|bz2,5"
 
     @property
     def compression(self) -> ncio.Compression:
+        if self.codecs is not None:
+            if self.deflate or self.quantize:
+                raise ClimioError(f"field '{self.name}': give codecs or deflate/quantize, not both",
+                                  collective=True)
+            return parse_cmp(self.codecs)
         return ncio.Compression(self.deflate, True, self.quantize)
 
 

@@ -37,8 +37,15 @@ NC_VAR_TYPES = {**NC_TYPES, np.dtype("S1"): 2, np.dtype("O"): 12}
 _size_t = ctypes.c_size_t
 
 
+NC_EINVAL = -36
+
+
 class NetCDFError(RuntimeError):
-    """A netCDF-C call failed; the message names the call, file and variable."""
+    """A netCDF-C call failed; the message names the call, file and variable, ``status`` is netCDF's code."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 @functools.cache
@@ -69,7 +76,7 @@ def check(status: int, call: str, where: str) -> None:
     """Raise NetCDFError for a non-zero netCDF status: the one choke point for C errors."""
     if status != 0:
         message = lib().nc_strerror(status).decode(errors="replace")
-        raise NetCDFError(f"{where}: {call} failed: {message} (status {status})")
+        raise NetCDFError(f"{where}: {call} failed: {message} (status {status})", status)
 
 
 def netcdf_version() -> str:
@@ -120,6 +127,39 @@ def def_var_deflate(ncid: int, varid: int, shuffle: bool, level: int, where: str
 
 def def_var_quantize(ncid: int, varid: int, mode: int, keep: int, where: str) -> None:
     check(lib().nc_def_var_quantize(ncid, varid, mode, keep), "nc_def_var_quantize", where)
+
+
+def def_var_fletcher32(ncid: int, varid: int, where: str) -> None:
+    check(lib().nc_def_var_fletcher32(ncid, varid, 1), "nc_def_var_fletcher32", where)
+
+
+def def_var_szip(ncid: int, varid: int, options_mask: int, pixels_per_block: int, where: str) -> None:
+    check(lib().nc_def_var_szip(ncid, varid, options_mask, pixels_per_block), "nc_def_var_szip", where)
+
+
+def def_var_filter(ncid: int, varid: int, filter_id: int, params: tuple[int, ...], where: str) -> None:
+    """Add HDF5 filter ``filter_id`` with its unsigned-int parameters to the variable's pipeline."""
+    values = (ctypes.c_uint * max(len(params), 1))(*params)
+    check(lib().nc_def_var_filter(ncid, varid, ctypes.c_uint(filter_id), _size_t(len(params)), values),
+          "nc_def_var_filter", where)
+
+
+def var_filters(ncid: int, varid: int) -> list[tuple[int, tuple[int, ...]]]:
+    """A netCDF-4 variable's HDF5 filter pipeline in order: (filter id, parameters) per filter."""
+    count = _size_t()
+    check(lib().nc_inq_var_filter_ids(ncid, varid, ctypes.byref(count), None), "nc_inq_var_filter_ids", "")
+    ids = (ctypes.c_uint * max(count.value, 1))()
+    check(lib().nc_inq_var_filter_ids(ncid, varid, ctypes.byref(count), ids), "nc_inq_var_filter_ids", "")
+    out = []
+    for ident in ids[:count.value]:
+        nparams = _size_t()
+        check(lib().nc_inq_var_filter_info(ncid, varid, ctypes.c_uint(ident), ctypes.byref(nparams), None),
+              "nc_inq_var_filter_info", "")
+        params = (ctypes.c_uint * max(nparams.value, 1))()
+        check(lib().nc_inq_var_filter_info(ncid, varid, ctypes.c_uint(ident), ctypes.byref(nparams), params),
+              "nc_inq_var_filter_info", "")
+        out.append((int(ident), tuple(int(p) for p in params[:nparams.value])))
+    return out
 
 
 def filter_available(ncid: int, filter_id: int) -> bool:

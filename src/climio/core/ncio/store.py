@@ -27,7 +27,8 @@ from climio.core import collective, mpi, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.classic import required_size
-from climio.core.ncio.compression import DEFLATE_FILTER, QUANTIZE_MODES, Compression
+from climio.core.ncio.compression import (DEFLATE_FILTER, FILTER_NAMES, FLETCHER32_FILTER, NONE, QUANTIZE_MODES,
+                                         SHUFFLE_FILTER, SZIP_EC, SZIP_FILTER, SZIP_NN, Compression)
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import (NUMERIC_KINDS, AttrValue, NCString, Schema, Variable, attribute_array,
                                     typed_attribute)
@@ -198,15 +199,32 @@ def define(ncid: int, schema: Schema, path: str, *, collective: bool, enhanced: 
 
 
 def _compress(ncid: int, varid: int, var: Variable, where: str) -> None:
-    """Declare a netCDF-4 variable's deflate and quantization (``check_schema_fits`` refused other formats)."""
+    """Declare a netCDF-4 variable's quantization and filter pipeline: shuffle, deflate, then the other
+    filters in order (``check_schema_fits`` refused other formats); a filter this build lacks is refused.
+    szip is left out of the variables HDF5 cannot szip (too few values per row), which keep the rest."""
     compression = var.compression
-    if compression.deflate:
-        if not libnetcdf.filter_available(ncid, DEFLATE_FILTER):
-            raise ClimioError(f"{where}: this netCDF-C build cannot deflate (no zlib filter)", collective=True)
-        libnetcdf.def_var_deflate(ncid, varid, compression.shuffle, compression.deflate, where)
     if compression.quantize is not None:
         algorithm, keep = compression.quantize
         libnetcdf.def_var_quantize(ncid, varid, QUANTIZE_MODES[algorithm], keep, where)
+    for ident in [DEFLATE_FILTER] * bool(compression.deflate) + [i for i, _ in compression.filters]:
+        if ident != FLETCHER32_FILTER and not libnetcdf.filter_available(ncid, ident):
+            name = FILTER_NAMES.get(ident, f"HDF5 filter {ident}")
+            raise ClimioError(f"{where}: this netCDF-C/HDF5 cannot apply {name} (filter id {ident}): install its "
+                              f"HDF5 plugin and set HDF5_PLUGIN_PATH, or choose another codec (climio info "
+                              f"lists them)", collective=True)
+    if compression.deflate or (compression.shuffle and compression.filters):
+        libnetcdf.def_var_deflate(ncid, varid, compression.shuffle, compression.deflate, where)
+    for ident, params in compression.filters:
+        if ident == FLETCHER32_FILTER:
+            libnetcdf.def_var_fletcher32(ncid, varid, where)
+        elif ident == SZIP_FILTER:
+            try:  # HDF5's szip refuses rows shorter than its pixels per block (short 1-D coordinates)
+                libnetcdf.def_var_szip(ncid, varid, *params, where)
+            except libnetcdf.NetCDFError as error:
+                if error.status != libnetcdf.NC_EINVAL:
+                    raise
+        else:
+            libnetcdf.def_var_filter(ncid, varid, ident, params, where)
 
 
 def _put_attribute(ncid: int, varid: int, key: str, value: AttrValue, enhanced: bool, where: str) -> None:
@@ -265,13 +283,18 @@ def schema_of(dataset: Any) -> tuple[Schema, int, dict[str, int]]:
 
 
 def _storage(v: Any) -> tuple[tuple[int, ...] | None, Compression]:
-    """A netCDF-4 variable's chunk sizes and deflate (what ``ncks`` keeps when it copies the variable); its
-    quantization is already in its values, and its ``_Quantize...`` attribute travels with the others."""
-    filters = v.filters() or {}
-    chunking = v.chunking() if filters else "contiguous"
+    """A netCDF-4 variable's chunk sizes and filter pipeline (what ``ncks`` keeps when it copies the
+    variable); its quantization is already in its values, and its ``_Quantize...`` attribute travels with
+    the others."""
+    if v._grp.data_model not in ("NETCDF4", "NETCDF4_CLASSIC"):
+        return None, NONE
+    pipeline = libnetcdf.var_filters(v._grp._grpid, v._varid)
+    chunking = v.chunking() if pipeline else "contiguous"
     chunks = tuple(int(c) for c in chunking) if isinstance(chunking, list) else None
-    level = int(filters.get("complevel") or 0) if filters.get("zlib") else 0
-    return chunks, Compression(level, bool(filters.get("shuffle")))
+    level = next((params[0] for ident, params in pipeline if ident == DEFLATE_FILTER), 0)
+    others = tuple((ident, (params[0] & (SZIP_NN | SZIP_EC), params[1]) if ident == SZIP_FILTER else params)
+                   for ident, params in pipeline if ident not in (DEFLATE_FILTER, SHUFFLE_FILTER))
+    return chunks, Compression(level, any(ident == SHUFFLE_FILTER for ident, _ in pipeline), None, others)
 
 
 def skipped_of(dataset: Any) -> list[str]:
