@@ -173,7 +173,20 @@ def test_bench_subset(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # benchmark files removed
 
 
-@pytest.mark.parametrize("suite", ["eva", "subset", "io"])
+def test_bench_startup(tmp_path: Path) -> None:
+    result = climio("bench", "startup", "--reps", "2", "--dir", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r" / "startup.json").read_text())
+    table = {e["command"]: e for e in report["table"]}
+    assert set(table) == {"python -c pass", "import numpy, netCDF4, mpi4py.MPI", "climio subset", "ncks",
+                          "climio info", "climio eva --help"}
+    assert all(len(e["runs_s"]) == 2 and 0 < e["min_s"] <= e["median_s"] for e in table.values())
+    assert table["ncks"]["vs_ncks"] == 1.0 and isinstance(report["bytecode_precompiled"], bool)
+    assert "target: every climio command at most 0.25 s" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # the tiny file and outputs removed
+
+
+@pytest.mark.parametrize("suite", ["eva", "subset", "io", "startup"])
 def test_bench_working_directory_must_exist(tmp_path: Path, suite: str) -> None:
     missing = tmp_path / "nowhere"
     one_error_line(climio("bench", suite, "--dir", str(missing), "--reps", "1"), "--dir", str(missing), "does not exist")

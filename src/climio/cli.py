@@ -20,12 +20,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from climio import __version__
 from climio.core import mpi, trace
-from climio.core.ncio.compression import Settings
 from climio.core.ncio.modes import MODES
 from climio.errors import ClimioError, IOFault
 
 if TYPE_CHECKING:
     from mpi4py import MPI
+
+    from climio.core.ncio.compression import Settings
 
 MODE_NAMES = ("serial", "hdf5", "cdf2", "cdf5")
 
@@ -235,6 +236,12 @@ def cmd_bench_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
                 out=args.out, geodesic_input=args.input)
 
 
+def cmd_bench_startup(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import startup
+
+    startup.main(comm, reps=args.reps, directory=args.dir, out=args.out)
+
+
 # -- parser -----------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -434,6 +441,13 @@ def build_parser() -> Parser:
     sb.add_argument("--dir", default=".", help="where the inputs and outputs are written (deleted afterwards)")
     sb.add_argument("--out", help="directory for subset.json and subset.csv")
     sb.set_defaults(func=cmd_bench_subset)
+
+    su = suites.add_parser("startup", parents=[common], help="a small job's wall time from the shell: climio "
+                           "subset, info and eva --help against ncks on the same tiny file")
+    su.add_argument("--reps", type=int, default=7, help="runs of each command, interleaved; medians (default 7)")
+    su.add_argument("--dir", default=".", help="where the tiny file is written (deleted afterwards)")
+    su.add_argument("--out", help="directory for startup.json")
+    su.set_defaults(func=cmd_bench_startup)
 
     im = suites.add_parser("inmcm", parents=[common], help="one model day of INMCM output: gather strategies")
     im.add_argument("--model", default="6m", help="6lm (120x180) or 6m (180x288) (default 6m)")

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # Environment variables set by the common launchers for every started process.
-_RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MPI_LOCALRANKID")
+RANK_VARIABLES = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MPI_LOCALRANKID")
 
 
 # A plain process is an MPI singleton: it talks to nobody, so Open MPI need not probe the network
@@ -53,7 +53,7 @@ def check_mpi_io_path(path: str) -> None:
 
 def launched() -> bool:
     """Whether a launcher (mpiexec, srun) started this process."""
-    return any(name in os.environ for name in _RANK_VARIABLES)
+    return any(name in os.environ for name in RANK_VARIABLES)
 
 
 def world() -> MPI.Comm:
@@ -68,7 +68,7 @@ def world() -> MPI.Comm:
 
 def launcher_rank() -> int:
     """This process's rank as told by the launcher's environment, without initialising MPI."""
-    for name in _RANK_VARIABLES:
+    for name in RANK_VARIABLES:
         value = os.environ.get(name)
         if value is not None and value.isdigit():
             return int(value)

@@ -1,0 +1,100 @@
+"""How long a small job takes from the shell prompt back to it: ``climio subset``, ``climio info`` and
+``climio eva --help`` as plain processes on a tiny file, against ``ncks`` on the same file and the floors
+under climio (the interpreter alone; numpy, netCDF4 and MPI imported).
+
+Users call subset in loops over thousands of files, so start-up is the whole cost of a small job. Each
+command runs ``reps`` times, the commands interleaved so that a change in the machine's speed hits them
+alike; medians are reported. Whether climio's bytecode is precompiled is recorded: without it (an editable
+install under ``PYTHONDONTWRITEBYTECODE``) every run compiles climio's sources again (about 0.05 s).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from climio.bench.runner import check_directory, make_directory, markdown_table, require_plain_process
+from climio.core import mpi
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+TARGET_S = 0.25  # issue 19: a single-process subset, info or eva --help on a small file
+
+
+def commands(tiny: str, out: str, workdir: str) -> dict[str, list[str]]:
+    """The timed command lines by name; climio's run as ``python -m climio`` (what the ``climio`` script does)."""
+    climio = [sys.executable, "-m", "climio"]
+    return {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "import numpy, netCDF4, mpi4py.MPI": [sys.executable, "-c", "import numpy, netCDF4; from mpi4py import MPI"],
+        "climio subset": [*climio, "subset", "-O", "-v", "tas", tiny, out],
+        "ncks": ["ncks", "-O", "-v", "tas", tiny, out],
+        "climio info": [*climio, "info", "--dir", workdir],
+        "climio eva --help": [*climio, "eva", "--help"],
+    }
+
+
+def timed(argv: Sequence[str], env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    result = subprocess.run(argv, capture_output=True, text=True, env=env)
+    elapsed = time.perf_counter() - started
+    if result.returncode != 0:
+        raise ClimioError(f"bench startup: {' '.join(argv[:4])} ... failed: {result.stderr.strip()[-300:]}",
+                          collective=True)
+    return elapsed
+
+
+def bytecode_precompiled() -> bool:
+    """Whether climio's modules have up-to-date bytecode next to them (``make install`` compiles it)."""
+    import climio.cli
+
+    source = climio.cli.__file__
+    cached = importlib.util.cache_from_source(source)
+    return os.path.exists(cached) and os.path.getmtime(cached) >= os.path.getmtime(source)
+
+
+def main(comm: MPI.Comm, *, reps: int, directory: str, out: str | None) -> list[dict[str, Any]]:
+    require_plain_process(comm, "startup")
+    check_directory(directory, "--dir")
+    # the children are plain processes, as a user's shell starts them: no launcher variables, the singleton
+    # settings climio gives itself (so the import floor is measured as climio runs it)
+    env = {k: v for k, v in os.environ.items() if k not in mpi.RANK_VARIABLES}
+    env.update({k: env.get(k, v) for k, v in mpi.SINGLETON_DEFAULTS.items()})
+    with tempfile.TemporaryDirectory(prefix="climio-bench-startup-", dir=directory) as tmp:
+        tiny, target = os.path.join(tmp, "tiny.nc"), os.path.join(tmp, "out.nc")
+        subprocess.run([sys.executable, "-m", "climio", "gen", "cmip", tiny, "--shape", "12,4,5", "--var", "tas"],
+                       check=True, capture_output=True, env=env)
+        lines = commands(tiny, target, tmp)
+        times: dict[str, list[float]] = {name: [] for name in lines}
+        for name, argv in lines.items():  # one warm-up each: the page cache holds the libraries afterwards
+            timed(argv, env)
+        for _ in range(reps):
+            for name, argv in lines.items():
+                times[name].append(timed(argv, env))
+    ncks = statistics.median(times["ncks"])
+    rows = [{"command": name, "median_s": statistics.median(t), "min_s": min(t), "runs_s": t,
+             "vs_ncks": statistics.median(t) / ncks} for name, t in times.items()]
+    precompiled = bytecode_precompiled()
+    if comm.Get_rank() == 0:
+        print(markdown_table([("command", "l"), ("median s", "r"), ("min s", "r"), ("x ncks", "r")],
+                             [(r["command"], f"{r['median_s']:.3f}", f"{r['min_s']:.3f}", f"{r['vs_ncks']:.1f}")
+                              for r in rows]))
+        worst = max(r["median_s"] for r in rows if r["command"].startswith("climio"))
+        print(f"target: every climio command at most {TARGET_S} s: {'met' if worst <= TARGET_S else 'missed'} "
+              f"(slowest {worst:.3f} s); bytecode precompiled: {'yes' if precompiled else 'no'}")
+        if out:
+            make_directory(out)
+            with open(os.path.join(out, "startup.json"), "w") as f:
+                json.dump({"reps": reps, "bytecode_precompiled": precompiled, "target_s": TARGET_S,
+                           "table": rows}, f, indent=1)
+    return rows
