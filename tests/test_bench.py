@@ -30,6 +30,21 @@ def test_bench_eva(tmp_path: Path) -> None:
     assert "vs scipy" in result.stdout and "eva / sequential read" in result.stdout
 
 
+def test_bench_eva_cold(tmp_path: Path) -> None:
+    """--cold: every eva run after a cold dd of the same file (interleaved), the cache method reported."""
+    result = climio("bench", "eva", "--shape", "400,3,4", "--ranks", "2", "--reps", "2", "--schemes", "slab",
+                    "--splits", "lat", "--formats", "cdf5", "--cold", "--dir", str(tmp_path), "--out",
+                    str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r" / "eva.json").read_text())
+    runs = [r for r in report["rows"] if "scheme" in r]
+    assert report["cold"] and len(runs) == 2 and all(r["cold_dd_s"] > 0 for r in runs)
+    assert {r["cache"] for r in runs} <= {"drop_caches", "fadvise"}
+    entry = report["table"][0]
+    assert entry["wall_over_cold_dd"] == pytest.approx(entry["wall_s"] / entry["cold_dd_s"])
+    assert "wall / cold dd" in result.stdout
+
+
 def test_bench_model(tmp_path: Path) -> None:
     out = tmp_path / "r"
     result = climio("bench", "model", "--domain", "20x12x3x4", "--grid", "1x1,2x1", "--steps", "2", "--reps", "1",

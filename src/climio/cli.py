@@ -194,12 +194,12 @@ def cmd_bench_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.eva.job import SCHEMES, SPLITS
 
     if args.plain_read:
-        eva.plain_read(comm, args.plain_read, args.splits, args.reps, args.rows_json)
+        eva.plain_read(comm, args.plain_read, args.splits, args.reps, args.rows_json, cold=args.cold)
         return
     eva.main(comm, shape=int_list(args.shape, "--shape", 3), ranks=int_list(args.ranks, "--ranks"),
              schemes=name_list(args.schemes, "--schemes", SCHEMES), splits=name_list(args.splits, "--splits", SPLITS),
              formats=name_list(args.formats, "--formats", eva.FORMATS), reps=args.reps, directory=args.dir,
-             out=args.out)
+             out=args.out, cold=args.cold)
 
 
 def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -381,6 +381,9 @@ def build_parser() -> Parser:
     ev.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
     ev.add_argument("--dir", default=".", help="where the inputs and outputs are written (deleted afterwards)")
     ev.add_argument("--out", help="directory for eva.json and eva.csv")
+    ev.add_argument("--cold", action="store_true",
+                    help="empty the page cache of the input before every timed run, and time dd's cold read of "
+                         "the same file before each as the baseline (root: drop_caches, else posix_fadvise)")
     ev.add_argument("--plain-read", metavar="IN", help=argparse.SUPPRESS)  # the read baseline's worker
     ev.add_argument("--rows-json", help=argparse.SUPPRESS)
     ev.set_defaults(func=cmd_bench_eva)

@@ -18,6 +18,10 @@ the table gives medians over repetitions of:
   against the size of the variable;
 * the speed-up over ``scipy.stats.genpareto.fit`` called cell by cell, timed
   on a sample of cells in the same run and scaled to the grid.
+
+With ``--cold`` the input's pages are dropped before every timed run instead (:mod:`climio.bench.cache`),
+and before each eva run ``dd`` reads the whole file from a cold cache: the disk's own speed in the same
+minute, the baseline of the ``wall / cold dd`` column.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from climio.bench import cache
 from climio.bench.runner import check_directory, markdown_table, rows_from_ranks, run_ranks, save_rows
 from climio.core import ncio
 from climio.errors import ClimioError
@@ -102,9 +107,10 @@ def run_once(path: str, nranks: int, scheme: str, split: str, workdir: str) -> d
             "peak_rss_total": report["peak_rss_bytes"]["total"]}
 
 
-def plain_read(comm: MPI.Comm, path: str, split: str, reps: int, rows_json: str) -> None:
+def plain_read(comm: MPI.Comm, path: str, split: str, reps: int, rows_json: str, cold: bool = False) -> None:
     """The worker behind the baseline: every rank reads its slab of ``pr`` whole, in one collective read,
-    as ``climio eva --split SPLIT`` divides the cells; rank 0 saves the slowest rank's seconds per rep."""
+    as ``climio eva --split SPLIT`` divides the cells; rank 0 saves the slowest rank's seconds per rep
+    (``cold``: after rank 0 dropped the file from the page cache)."""
     from mpi4py import MPI
 
     from climio.eva.job import decomposition
@@ -113,6 +119,8 @@ def plain_read(comm: MPI.Comm, path: str, split: str, reps: int, rows_json: str)
     with ncio.open(path, comm) as ds:
         owned = decomposition(ds.shape("pr"), split, comm.Get_size()).owned(comm.Get_rank())
         for rep in range(reps):
+            if cold and comm.Get_rank() == 0:
+                cache.drop(path)
             comm.Barrier()
             started = MPI.Wtime()
             data = ds.read("pr", owned)
@@ -124,7 +132,7 @@ def plain_read(comm: MPI.Comm, path: str, split: str, reps: int, rows_json: str)
 
 def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes: Sequence[str],
          splits: Sequence[str], formats: Sequence[str], reps: int, directory: str, out: str | None,
-         scipy_sample: int = 40) -> None:
+         scipy_sample: int = 40, cold: bool = False) -> None:
     if comm.Get_size() > 1:
         raise ClimioError("climio bench eva starts its own mpiexec runs: run it as a plain process", collective=True)
     if reps < 1:
@@ -140,20 +148,23 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
         print(f"scipy.stats.genpareto.fit: {per_cell * 1e3:.2f} ms per cell (median of {scipy_sample}), "
               f"{per_cell * cells:.0f} s for {cells} cells", flush=True)
         for fmt, path in inputs.items():
-            warm(path)
+            if not cold:
+                warm(path)
             for n in sorted({1, *ranks}):  # 1 rank: the plain sequential read of the whole variable
                 for split in splits:  # the baseline: the same slabs read whole, nothing else
                     reads = rows_from_ranks(n, ["bench", "eva", "--plain-read", path, "--splits", split,
-                                                "--reps", str(reps)])
+                                                "--reps", str(reps), *["--cold"] * cold])
                     rows += [{"format": fmt, "ranks": n, "split": split, **r} for r in reads]
             for n in ranks:
                 for scheme in schemes:
                     for split in splits:
                         print(f"bench eva: {fmt} {n} rank(s) {scheme} {split} ...", flush=True)
                         for rep in range(reps):
+                            baseline = {"cold_dd_s": cache.cold_dd_seconds(path)} if cold else {}
+                            method = cache.drop(path) if cold else "warm"
                             row = run_once(path, n, scheme, split, workdir)
                             rows.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split, "rep": rep,
-                                         **row})
+                                         "cache": method, **baseline, **row})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     table = summarise(rows, cells, variable_bytes, per_cell * cells)
@@ -162,8 +173,8 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
     if out:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "eva.json"), "w") as f:
-            json.dump({"shape": list(shape), "scipy_seconds_per_cell": per_cell, "rows": rows, "table": table},
-                      f, indent=1)
+            json.dump({"shape": list(shape), "cold": cold, "scipy_seconds_per_cell": per_cell, "rows": rows,
+                       "table": table}, f, indent=1)
         with open(os.path.join(out, "eva.csv"), "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(table[0]))
             writer.writeheader()
@@ -189,16 +200,22 @@ def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int, scipy
                       "peak_rss_rank_MB": max(r["peak_rss_max"] for r in sample) / 1e6,
                       "peak_rss_job_over_variable": max(r["peak_rss_total"] for r in sample) / variable_bytes,
                       "speedup_vs_scipy": scipy_total / wall})
+        if "cold_dd_s" in sample[0]:
+            dd = statistics.median(r["cold_dd_s"] for r in sample)
+            table[-1].update({"cold_dd_s": dd, "wall_over_cold_dd": wall / dd, "job_over_cold_dd": job / dd,
+                              "cache": sample[0]["cache"]})
     return table
 
 
 def format_table(table: list[dict[str, Any]]) -> str:
+    cold = "cold_dd_s" in table[0]
     columns = [("input", "l"), ("ranks", "r"), ("scheme", "l"), ("split", "l")] + [(h, "r") for h in (
         "wall s", "eva s", "cells/s", "read s", "eva / read", "sequential read s", "eva / sequential read",
-        "peak MB per rank", "job memory / variable", "vs scipy")]
+        "peak MB per rank", "job memory / variable", "vs scipy", *["cold dd s", "wall / cold dd"] * cold)]
     return markdown_table(columns, ([e["format"], str(e["ranks"]), e["scheme"], e["split"], f"{e['wall_s']:.2f}",
                                      f"{e['job_s']:.2f}", f"{e['cells_per_s']:.0f}", f"{e['read_s']:.2f}",
                                      f"{e['job_over_read']:.1f}", f"{e['sequential_read_s']:.2f}",
                                      f"{e['job_over_sequential_read']:.1f}", f"{e['peak_rss_rank_MB']:.0f}",
-                                     f"{e['peak_rss_job_over_variable']:.2f}", f"{e['speedup_vs_scipy']:.0f}x"]
+                                     f"{e['peak_rss_job_over_variable']:.2f}", f"{e['speedup_vs_scipy']:.0f}x",
+                                     *[f"{e.get('cold_dd_s', 0):.2f}", f"{e.get('wall_over_cold_dd', 0):.2f}"] * cold]
                                     for e in table))

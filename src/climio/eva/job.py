@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 SPLITS = ("lat", "lon", "block")
 STREAM_BYTES = 4 << 20  # the slab scheme reads and scans this much at a time: it stays in cache between the two
 STRIDED_BYTES = 64 << 20  # ... unless time is not the slowest dimension: then each read is a piece per cell
+READAHEAD_BYTES = 64 << 20  # ... while the kernel reads this much of the rank's slab ahead (page cache, not ours)
 SCHEMES = ("slab", "transpose", "root")
 
 
@@ -291,7 +292,9 @@ def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float]
     """The slab scheme's read: this rank's hyperslab, a cache-sized block of time steps at a time, each
     block scanned while it is still in cache; the series is never whole in memory (collective).
 
-    The bars come from every ``SAMPLE_STRIDE``-th time step, read first. Values come in the
+    The bars come from every ``SAMPLE_STRIDE``-th time step, read first. While a block is read and scanned
+    the kernel reads the next ``READAHEAD_BYTES`` of the slab from disk (``Series.prefetch``: the disk
+    stays busy during the scan; a no-op on netCDF-4 inputs). Values come in the
     file's own byte order (a classic file's, big-endian, straight from MPI-IO): the scan swaps
     them as it reads them. Cells whose bar was too high (rare) need their whole series: then
     every rank streams the slab once more. A variable whose time is not its slowest dimension is read in
@@ -312,7 +315,13 @@ def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float]
     def blocks() -> Iterator[tuple[int, np.ndarray]]:  # every rank reads as many blocks, as the reads are collective
         widest = comm.allreduce(cells, op=MPI.MAX)
         step = max(1, block_bytes // max(widest * itemsize, 1))
+        ahead = max(1, READAHEAD_BYTES // max(cells * itemsize, 1))
+        advised = 0  # time steps the kernel has been asked for: a window that slides ahead of the reads
         for t0, n in collective.rounds(comm, length, step):
+            if n and advised < min(length, t0 + n + ahead):
+                end = min(length, t0 + n + ahead)
+                series.prefetch(steps(max(advised, t0), end - max(advised, t0)))
+                advised = end
             yield t0, series.read(steps(t0, n), as_stored=True).reshape(n, cells)
 
     sample = series.read_every(owned, largest.SAMPLE_STRIDE, as_stored=True)

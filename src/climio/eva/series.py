@@ -183,6 +183,11 @@ class Series:
         data = self.inputs.read(self.name, self.file_slab(slab), as_stored=as_stored)
         return self._logical(data, slab.count) if slab.size else np.empty(slab.count, data.dtype)
 
+    def prefetch(self, slab: Hyperslab) -> None:
+        """Start reading a hyperslab of the logical array ahead of its :meth:`read` (local, returns at once)."""
+        if slab.size:
+            self.inputs.prefetch(self.name, self.file_slab(slab))
+
     def read_every(self, slab: Hyperslab, step: int, *, as_stored: bool = False) -> np.ndarray | None:
         """Every ``step``-th time step of a hyperslab, in one strided read per file (collective); None when time
         is not the variable's first dimension (the strided read would be one small piece per cell, and stores

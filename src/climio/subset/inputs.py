@@ -19,7 +19,7 @@ record coordinate that differs between inputs, is an error that points to
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -89,20 +89,24 @@ class Inputs:
         return self._joined(name, slab, lambda store, part: store.read_every(name, part, step, as_stored=as_stored),
                             step, as_stored)
 
-    def _joined(self, name: str, slab: Hyperslab, get: Callable[[Store, Hyperslab], np.ndarray], step: int,
-                as_stored: bool) -> np.ndarray:
+    def prefetch(self, name: str, slab: Hyperslab) -> None:
+        """Start reading the bytes that hold ``slab`` ahead of its :meth:`read` (``Store.prefetch`` on each
+        file it spans; local, returns at once)."""
+        for store, part, _ in self._parts(name, slab, 1):
+            store.prefetch(name, part)
+
+    def _parts(self, name: str, slab: Hyperslab, step: int) -> Iterator[tuple[Store, Hyperslab, int]]:
+        """Each input's share of ``slab`` (every ``step``-th index along the join axis): the store, its
+        hyperslab in that file (empty where this rank needs nothing of it) and where it goes along the axis."""
         var = self.variables[name]
         if self.join is None or self.join not in var.dims or len(self.stores) == 1:
-            return get(self.stores[self.source[name]], slab)  # one file: its values are the values, no copy
+            yield self.stores[self.source[name]], slab, 0
+            return
         axis = var.dims.index(self.join)
         if step > 1 and axis:
             raise ValueError(f"read_every: '{name}' is joined along axis {axis}, not its first")
-        dtypes = {s.stored_dtype(var) if as_stored else var.numpy_dtype for s in self.stores}
-        count = list(slab.count)
-        count[axis] = -(-slab.count[axis] // step)
-        pieces: list[tuple[int, np.ndarray]] = []
         first, start = 0, slab.start[axis]
-        for n, store in enumerate(self.stores):
+        for store in self.stores:
             length = _length(store, self.join)
             lo = max(start, first)
             lo += -(lo - start) % step  # the next index on the step grid
@@ -111,11 +115,24 @@ class Inputs:
             if hi > lo and slab.size:
                 part_start[axis], part_count[axis] = lo - first, hi - lo
             else:
-                part_start, part_count = [0] * len(count), [0] * len(count)
-            data = get(store, Hyperslab(tuple(part_start), tuple(part_count)))
-            if data.size:
-                pieces.append(((lo - start) // step, self.rebase[name][n].apply(data) if name in self.rebase else data))
+                part_start, part_count = [0] * len(slab.count), [0] * len(slab.count)
+            yield store, Hyperslab(tuple(part_start), tuple(part_count)), (lo - start) // step
             first += length
+
+    def _joined(self, name: str, slab: Hyperslab, get: Callable[[Store, Hyperslab], np.ndarray], step: int,
+                as_stored: bool) -> np.ndarray:
+        var = self.variables[name]
+        if self.join is None or self.join not in var.dims or len(self.stores) == 1:
+            return get(self.stores[self.source[name]], slab)  # one file: its values are the values, no copy
+        axis = var.dims.index(self.join)
+        dtypes = {s.stored_dtype(var) if as_stored else var.numpy_dtype for s in self.stores}
+        count = list(slab.count)
+        count[axis] = -(-slab.count[axis] // step)
+        pieces: list[tuple[int, np.ndarray]] = []
+        for n, (store, part, at) in enumerate(self._parts(name, slab, step)):
+            data = get(store, part)
+            if data.size:
+                pieces.append((at, self.rebase[name][n].apply(data) if name in self.rebase else data))
         if len(pieces) == 1 and list(pieces[0][1].shape) == count:
             return pieces[0][1]  # all from one file: no copy
         out = np.empty(count, dtypes.pop() if len(dtypes) == 1 else var.numpy_dtype)

@@ -26,7 +26,7 @@ import numpy as np
 from climio.core import collective, mpi, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
-from climio.core.ncio.classic import required_size
+from climio.core.ncio.classic import required_size, variable_offsets
 from climio.core.ncio.compression import (DEFLATE_FILTER, FILTER_NAMES, FLETCHER32_FILTER, NONE, QUANTIZE_MODES,
                                          SHUFFLE_FILTER, SZIP_EC, SZIP_FILTER, SZIP_NN, Compression)
 from climio.core.ncio.modes import Mode
@@ -346,6 +346,7 @@ class Store(ABC):
         self.data_model = mode.nc_format  # an opened file's own format (NETCDF4, NETCDF3_64BIT_DATA, ...)
         self.text: dict[str, np.ndarray] = {}  # a reader's char/string variables, whole; a writer's, to write at close
         self.skipped: list[str] = []  # what of an opened file climio leaves out (other types, groups)
+        self._offsets: tuple[dict[str, int], int] | None = None  # a classic file's layout, for prefetch
 
     # -- what subclasses provide -------------------------------------------------
     @abstractmethod
@@ -422,6 +423,40 @@ class Store(ABC):
         out = np.empty(slab.count, dtype=self.stored_dtype(var) if as_stored else var.numpy_dtype)
         self._get(var, self._varids[name], slab, out)
         return out
+
+    def prefetch(self, name: str, slab: Hyperslab) -> None:
+        """Ask the kernel to start reading the bytes of the file that hold ``slab`` of ``name``
+        (``posix_fadvise(WILLNEED)``) and return at once, so that the disk reads the next block while this
+        one is used. Local, not collective. Classic files only, whose layout is arithmetic; on netCDF-4
+        files, whose chunks HDF5 places, it does nothing."""
+        span = self.byte_span(name, slab)
+        if span is None:
+            return
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, span[0], span[1] - span[0], os.POSIX_FADV_WILLNEED)
+        finally:
+            os.close(fd)
+
+    def byte_span(self, name: str, slab: Hyperslab) -> tuple[int, int] | None:
+        """The bytes ``[lo, hi)`` of a classic file from the first to the last element of ``slab`` (other
+        variables' records between them included); None for an empty slab, a writer or a netCDF-4 file."""
+        if not slab.size or self.writable or not self.data_model.startswith("NETCDF3"):
+            return None
+        if self._offsets is None:
+            self._offsets = variable_offsets(self.path)
+        begins, record_bytes = self._offsets
+        var = self._numeric(name)
+        shape = self.schema.fixed_shape(var, self.records)
+        record = bool(var.dims) and self.schema.dims[var.dims[0]] is None
+        itemsize = var.numpy_dtype.itemsize
+
+        def offset(index: tuple[int, ...]) -> int:
+            inner = index[1:] if record else index
+            flat = int(np.ravel_multi_index(inner, shape[len(index) - len(inner):])) if inner else 0
+            return begins[name] + (index[0] * record_bytes if record else 0) + flat * itemsize
+
+        return offset(slab.start), offset(tuple(s + c - 1 for s, c in zip(slab.start, slab.count))) + itemsize
 
     def read_every(self, name: str, slab: Hyperslab, step: int, *, as_stored: bool = False) -> np.ndarray:
         """Every ``step``-th index along the first axis of ``slab``, from its start (collective).
