@@ -178,9 +178,10 @@ def test_bench_inmcm(tmp_path: Path) -> None:
 
 def test_bench_subset(tmp_path: Path) -> None:
     result = climio("bench", "subset", "--level", "3", "--layers", "2", "--times", "2", "--ranks", "1,2", "--reps", "1",
-                    "--cmip-shape", "10,24,36", "--dir", str(tmp_path), "--out", str(tmp_path / "r"))
+                    "--cmip-shape", "10,24,36", "--dir", str(tmp_path), "--out", str(tmp_path / "r"), "--cold")
     assert result.returncode == 0, result.stderr
     report = json.loads((tmp_path / "r" / "subset.json").read_text())
+    assert report["cold"] and all(e["cold_dd_s"] > 0 for e in report["geodesic"]) and "cold dd s" in result.stdout
     assert {(e["ranks"], e["read"]) for e in report["geodesic"]} == {(n, r) for n in (1, 2) for r in ("whole", "needed")}
     for entry in report["geodesic"]:
         assert entry["selected_MB"] > 0 and entry["read_MB"] >= entry["selected_MB"] * 0.99

@@ -233,7 +233,7 @@ def cmd_bench_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
     subset.main(comm, level=args.level, layers=args.layers, times=args.times, ranks=int_list(args.ranks, "--ranks"),
                 reps=args.reps, cmip_shape=int_list(args.cmip_shape, "--cmip-shape", 3), directory=args.dir,
-                out=args.out, geodesic_input=args.input)
+                out=args.out, geodesic_input=args.input, cold=args.cold)
 
 
 def cmd_bench_startup(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -443,6 +443,9 @@ def build_parser() -> Parser:
     sb.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")
     sb.add_argument("--dir", default=".", help="where the inputs and outputs are written (deleted afterwards)")
     sb.add_argument("--out", help="directory for subset.json and subset.csv")
+    sb.add_argument("--cold", action="store_true",
+                    help="empty the page cache of the input before every timed run, with dd's cold read of the "
+                         "same file as the baseline (root: drop_caches, else posix_fadvise)")
     sb.set_defaults(func=cmd_bench_subset)
 
     su = suites.add_parser("startup", parents=[common], help="a small job's wall time from the shell: climio "

@@ -16,22 +16,28 @@ import time
 from climio.errors import ClimioError
 
 
+def evict(path: str) -> None:
+    """Flush ``path`` to disk and drop its own pages from the page cache (``fsync`` then
+    ``posix_fadvise(DONTNEED)``): what a writer's timing includes, since written means on disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
 def drop(path: str) -> str:
-    """Evict ``path`` from the page cache; returns the method, ``drop_caches`` or ``fadvise``."""
+    """Empty the page cache before a cold read of ``path``: all of it where permitted (root), else the
+    file's own pages (:func:`evict`); returns the method, ``drop_caches`` or ``fadvise``."""
     os.sync()  # dirty pages are not dropped: write them first
     try:
         with open("/proc/sys/vm/drop_caches", "w") as f:
             f.write("3\n")
         return "drop_caches"
     except OSError:
-        pass
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fdatasync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-    return "fadvise"
+        evict(path)
+        return "fadvise"
 
 
 def cold_dd_seconds(path: str) -> float:

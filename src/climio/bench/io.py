@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from climio.bench.cache import evict
 from climio.bench.runner import check_directory, make_directory, markdown_table, rows_from_ranks, save_rows
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition
@@ -37,16 +38,6 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 CHUNK = 64 * 2**20
-
-
-def drop_from_cache(path: str) -> None:
-    """Flush ``path`` to disk and evict it from the page cache, so reads hit the disk."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def sequential_write(path: str, source: np.ndarray, nbytes: int) -> float:
@@ -68,7 +59,7 @@ def sequential_read(path: str) -> float:
     """Seconds for one process to read ``path`` from a cold page cache in 64 MiB sequential reads."""
     from mpi4py import MPI
 
-    drop_from_cache(path)
+    evict(path)
     buffer = bytearray(CHUNK)
     started = MPI.Wtime()
     with open(path, "rb", buffering=0) as f:
@@ -114,7 +105,7 @@ def measure(comm: MPI.Comm, shape: tuple[int, int, int], modes: Sequence[str], r
                     ds.write_many((name, values, None) for name, values in coords.items())
                     ds.write("pr", block, owned)
                 if rank == 0:
-                    drop_from_cache(path)  # fsync: the write is not done until the data is on disk
+                    evict(path)  # fsync: the write is not done until the data is on disk
                 comm.Barrier()
                 write_seconds = MPI.Wtime() - started
                 comm.Barrier()

@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.io import drop_from_cache, sequential_write
+from climio.bench.cache import evict
+from climio.bench.io import sequential_write
 from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import mpi, trace
 from climio.errors import ClimioError, IOFault
@@ -223,7 +224,7 @@ def serial_compressed(case: Case, owned: np.ndarray, steps: int, field: Field, d
         for step in range(steps):
             for var, record in zip(variables, records):
                 var[step] = record
-    drop_from_cache(path)
+    evict(path)
     seconds = MPI.Wtime() - started
     size = os.path.getsize(path)
     os.unlink(path)
@@ -282,7 +283,7 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
             started = MPI.Wtime()
             out.close()
             if rank == 0:
-                drop_from_cache(path)  # fsync: written means on disk, as for the sequential baseline
+                evict(path)  # fsync: written means on disk, as for the sequential baseline
             comm.Barrier()
             io += MPI.Wtime() - started
             io_max = comm.allreduce(io, op=MPI.MAX)

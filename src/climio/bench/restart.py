@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.io import drop_from_cache, sequential_read
+from climio.bench.cache import evict
+from climio.bench.io import sequential_read
 from climio.bench.model import Case, cases, local_species, parse_domain, parse_grids
 from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import mpi, trace
@@ -70,7 +71,7 @@ def measure(comm: MPI.Comm, case: Case, strategies: Sequence[str], modes: Sequen
                 if mode == "serial" and text not in ("root", "auto"):
                     continue
                 if rank == 0:
-                    drop_from_cache(path)
+                    evict(path)
                 comm.Barrier()
                 phases = trace.reset()
                 started = MPI.Wtime()

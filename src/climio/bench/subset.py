@@ -11,9 +11,9 @@
    CMIP-size ``pr`` file, by ``climio subset`` as one process and by ``ncks``,
    alternating in the same run.
 
-The input is read once before the timed runs, so they start from the page cache
-(a file system's cold reads are what ``climio bench io`` measures). Medians of
-``--reps`` runs.
+The input is read once before the timed runs, so they start from the page cache; with ``--cold`` its
+pages are dropped before every timed run instead, and ``dd``'s cold read of the same file is timed
+before each geodesic run (``cold dd s``). Medians of ``--reps`` runs.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from climio.bench import cache
 from climio.bench.eva import warm
 from climio.bench.runner import check_directory, markdown_table, require_plain_process, run_ranks
 from climio.errors import ClimioError
@@ -77,19 +78,22 @@ def timed(argv: Sequence[str]) -> float:
     return time.perf_counter() - started
 
 
-def geodesic_rows(path: str, ranks: Sequence[int], reps: int, workdir: str) -> list[dict[str, Any]]:
+def geodesic_rows(path: str, ranks: Sequence[int], reps: int, workdir: str, cold: bool) -> list[dict[str, Any]]:
     rows = []
     out = os.path.join(workdir, "mjo.nc")
     for n in ranks:
         for read in ("whole", "needed"):
             print(f"bench subset: geodesic, {n} rank(s), read {read} ...", flush=True)
             for rep in range(reps):
+                baseline = {"cold_dd_s": cache.cold_dd_seconds(path)} if cold else {}
+                if cold:
+                    cache.drop(path)
                 row = subset_once(n, ["--read", read, "-b", MJO_BOX, path, out], workdir)
-                rows.append({"case": "geodesic", "ranks": n, "read": read, "rep": rep, **row})
+                rows.append({"case": "geodesic", "ranks": n, "read": read, "rep": rep, **baseline, **row})
     return rows
 
 
-def regular_rows(path: str, reps: int, workdir: str) -> list[dict[str, Any]]:
+def regular_rows(path: str, reps: int, workdir: str, cold: bool) -> list[dict[str, Any]]:
     if shutil.which("ncks") is None:
         raise ClimioError("bench subset: ncks (nco) is needed for the comparison; make install", collective=True)
     rows = []
@@ -97,14 +101,19 @@ def regular_rows(path: str, reps: int, workdir: str) -> list[dict[str, Any]]:
     for name, ranges in REGULAR_CASES.items():
         print(f"bench subset: regular grid {name}, climio (1 process) and ncks ...", flush=True)
         for rep in range(reps):
+            if cold:
+                cache.drop(path)
             climio = timed([sys.executable, "-m", "climio", "subset", "-O", "-v", "pr", *ranges, path, out])
+            if cold:
+                cache.drop(path)
             ncks = timed(["ncks", "-O", "-v", "pr", *ranges, path, out])
             rows.append({"case": "regular", "subset": name, "rep": rep, "climio_s": climio, "ncks_s": ncks})
     return rows
 
 
 def main(comm: MPI.Comm, *, level: int, layers: int, times: int, ranks: Sequence[int], reps: int,
-         cmip_shape: Sequence[int], directory: str, out: str | None, geodesic_input: str | None) -> None:
+         cmip_shape: Sequence[int], directory: str, out: str | None, geodesic_input: str | None,
+         cold: bool = False) -> None:
     require_plain_process(comm, "subset")
     if reps < 1:
         raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
@@ -116,12 +125,14 @@ def main(comm: MPI.Comm, *, level: int, layers: int, times: int, ranks: Sequence
             print(f"bench subset: generating the level-{level} geodesic grid ...", flush=True)
             run_ranks(2, ["gen", "geodesic", path, "--level", str(level), "--layers", str(layers),
                           "--times", str(times)])
-        warm(path)
-        rows = geodesic_rows(path, ranks, reps, workdir)
+        if not cold:
+            warm(path)
+        rows = geodesic_rows(path, ranks, reps, workdir, cold)
         cmip = os.path.join(workdir, "pr.nc")
         run_ranks(2, ["gen", "cmip", cmip, "--shape", ",".join(map(str, cmip_shape))])
-        warm(cmip)
-        rows += regular_rows(cmip, reps, workdir)
+        if not cold:
+            warm(cmip)
+        rows += regular_rows(cmip, reps, workdir, cold)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     geodesic, regular = summarise(rows)
@@ -133,7 +144,7 @@ def main(comm: MPI.Comm, *, level: int, layers: int, times: int, ranks: Sequence
     if out:
         os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, "subset.json"), "w") as f:
-            json.dump({"level": level, "layers": layers, "times": times, "cmip_shape": list(cmip_shape),
+            json.dump({"level": level, "layers": layers, "times": times, "cmip_shape": list(cmip_shape), "cold": cold,
                        "rows": rows, "geodesic": geodesic, "regular": regular}, f, indent=1)
         with open(os.path.join(out, "subset.csv"), "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(geodesic[0]))
@@ -164,13 +175,15 @@ def summarise(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[di
 
 
 def format_geodesic(table: list[dict[str, Any]]) -> str:
+    cold = "cold_dd_s" in table[0]
     columns = [("ranks", "r"), ("read", "l")] + [(h, "r") for h in (
         "subset s", "open", "select", "read", "renumber", "redistribute", "write", "sync", "read MB", "selected MB",
-        "read / selected", "read MB/s", "write MB/s")]
+        "read / selected", "read MB/s", "write MB/s", *["cold dd s"] * cold)]
     return markdown_table(columns, ([str(e["ranks"]), e["read"], *(f"{e[k]:.2f}" for k in (
         "job_s", "open_s", "select_s", "read_s", "renumber_s", "redistribute_s", "write_s", "sync_s")),
         f"{e['read_MB']:.0f}", f"{e['selected_MB']:.0f}", f"{e['read_over_selected']:.2f}",
-        f"{e['read_MBps']:.0f}", f"{e['write_MBps']:.0f}"] for e in table))
+        f"{e['read_MBps']:.0f}", f"{e['write_MBps']:.0f}", *[f"{e.get('cold_dd_s', 0):.2f}"] * cold]
+        for e in table))
 
 
 def format_regular(table: list[dict[str, Any]]) -> str:

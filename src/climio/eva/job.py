@@ -23,14 +23,13 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import collective, mpi, ncio, trace
+from climio.core import collective, mpi, ncio, progress, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
@@ -343,15 +342,8 @@ def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float]
     return scanner
 
 
-def _progress(total: int, enabled: bool):  # type: ignore[no-untyped-def]
-    from tqdm import tqdm
-
-    return tqdm(total=total, unit="cell", desc="eva", disable=None if enabled else True, file=sys.stderr,
-                mininterval=1.0, delay=3.0)
-
-
 def _analyse_cells(scanner: largest.Scanner, opts: Options, npy: float, show_progress: bool) -> pot.Result:
     """Thresholds, fits and return levels of the cells a scanner has seen, with a progress bar on rank 0."""
-    with _progress(scanner.values.shape[0], show_progress) as bar, trace.phase("work"):
+    with progress.bar(scanner.values.shape[0], "cell", "eva", show_progress) as bar, trace.phase("work"):
         return pot.from_scanner(scanner, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
                                 progress=bar.update)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import collective, ncio, trace
+from climio.core import collective, ncio, progress, trace
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError
 
@@ -180,10 +180,12 @@ def write(path: str, shape: tuple[int, int, int] = DEFAULT_SHAPE, mode: str = "c
                      compress=compress) as ds:
         clim = climatology(nlat, nlon)  # after create: the schema checks come before any large allocation
         ds.write_many((name, values, None) for name, values in coordinates(shape).items())
-        for offset, ndays in collective.rounds(comm, owned.count[0], days_per_write):
-            first = owned.start[0] + offset
-            with trace.phase("work"):
-                block = field(seed, first, ndays, clim).reshape(ndays, nlat, nlon)
-            ds.write(var, block, Hyperslab((first, 0, 0), (ndays, nlat, nlon)))
+        with progress.bar(ntime * nlat * nlon * 4, "B", "gen", rank == 0) as bar:
+            for offset, ndays in collective.rounds(comm, owned.count[0], days_per_write):
+                first = owned.start[0] + offset
+                with trace.phase("work"):
+                    block = field(seed, first, ndays, clim).reshape(ndays, nlat, nlon)
+                ds.write(var, block, Hyperslab((first, 0, 0), (ndays, nlat, nlon)))
+                bar.update(block.nbytes * ntime / max(owned.count[0], 1))  # rank 0's progress, as the file's
     comm.Barrier()
     return Summary(path, mode, size, ntime * nlat * nlon * 4, MPI.Wtime() - started)

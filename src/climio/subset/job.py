@@ -18,11 +18,12 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import collective, mpi, ncio, trace
+from climio.core import collective, mpi, ncio, progress, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio import Schema, Store, Variable
 from climio.errors import ClimioError
@@ -505,20 +506,27 @@ class _Job:
         self.schema = schema = self._schema()
         with ncio.create(self.request.output, schema, self.mode, self.comm, overwrite=self.request.overwrite,
                          hints=self.request.hints, compress=self.request.compress) as out:
-            for name in self.names:
-                self._write_variable(out, self.inputs.variables[name])
+            total = sum(math.prod(self._count(d) for d in self.inputs.variables[name].dims)
+                        * self.inputs.variables[name].numpy_dtype.itemsize for name in self.names)
+            with progress.bar(total, "B", "subset", self.comm.Get_rank() == 0) as bar:
+                for name in self.names:
+                    self._write_variable(out, self.inputs.variables[name], bar.update)
             for var in self._provenance():
                 start, indices = self.selections[var.dims[0]].share(self.comm)
                 out.write(var.name, indices, Hyperslab((start,), (len(indices),)))
 
-    def _write_variable(self, out: Store, var: Variable) -> None:
+    def _write_variable(self, out: Store, var: Variable, done: Callable[[float], object]) -> None:
+        """Cut one variable and write it, a piece at a time; ``done`` learns each piece's share of its bytes."""
+        counts = [self._count(d) for d in var.dims]
+        nbytes = math.prod(counts) * var.numpy_dtype.itemsize
         if var.is_text:
             self._write_text(out, var)
+            done(nbytes)
             return
-        counts = [self._count(d) for d in var.dims]
         if not var.dims:
             data = self.inputs.read_runs(var.name, [Hyperslab((), ())] if self.comm.Get_rank() == 0 else [])
             out.write(var.name, data[0] if data else None, None)
+            done(nbytes)
             return
         if 0 in counts:
             return
@@ -552,6 +560,7 @@ class _Job:
             if conn is not None:
                 data = self._renumber(data, conn)
             out.write(var.name, data, Hyperslab(tuple(at), data.shape))
+            done(nbytes / pieces)
 
     def _write_text(self, out: Store, var: Variable) -> None:
         """Char and string variables are small: cut whole on every rank, written by rank 0 (collective)."""
