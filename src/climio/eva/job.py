@@ -291,7 +291,8 @@ def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float]
     """The slab scheme's read: this rank's hyperslab, a cache-sized block of time steps at a time, each
     block scanned while it is still in cache; the series is never whole in memory (collective).
 
-    The bars come from every ``SAMPLE_STRIDE``-th time step, read first. While a block is read and scanned
+    The bars come from every ``SAMPLE_STRIDE``-th time step, read first (all its days asked of the kernel
+    before the strided read, so the disk sees them together). While a block is read and scanned
     the kernel reads the next ``READAHEAD_BYTES`` of the slab from disk (``Series.prefetch``: the disk
     stays busy during the scan; a no-op on netCDF-4 inputs). Values come in the
     file's own byte order (a classic file's, big-endian, straight from MPI-IO): the scan swaps
@@ -323,6 +324,9 @@ def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float]
                 advised = end
             yield t0, series.read(steps(t0, n), as_stored=True).reshape(n, cells)
 
+    if series.time_first:  # the sample's days, asked for at once: the disk reads them with a deep queue
+        for t in range(0, length, largest.SAMPLE_STRIDE):
+            series.prefetch(steps(t, 1))
     sample = series.read_every(owned, largest.SAMPLE_STRIDE, as_stored=True)
     if sample is None:
         sample = np.empty((0, cells), series.var.numpy_dtype)
