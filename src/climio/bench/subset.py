@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -43,24 +42,19 @@ MJO_BOX = "20,-20,160,90"  # -b NORTH,SOUTH,EAST,WEST
 MJO_RANGES = ("-d", "lat,-20.,20.", "-d", "lon,90.,160.")
 REGULAR_CASES = {"MJO box": MJO_RANGES, "45S..45N": ("-d", "lat,-45.,45.")}
 PHASES = ("open", "select", "read", "renumber", "redistribute", "write", "sync", "close")
-SUMMARY = re.compile(r"read ([0-9.]+) (MB|kB) for ([0-9.]+) (MB|kB) selected .* in ([0-9.]+) s")
 
 
 def subset_once(nranks: int, args: Sequence[str], workdir: str) -> dict[str, Any]:
-    """One ``climio --trace subset`` run: its own time, phases (slowest rank) and byte counts."""
+    """One ``climio --trace subset`` run: its own time, phases (slowest rank) and byte counts, all from the
+    trace (``job``, each phase, ``read`` bytes, ``selected`` bytes)."""
     trace_file = os.path.join(workdir, "trace.json")
     started = time.perf_counter()
-    result = run_ranks(nranks, ["--trace", trace_file, "subset", "--overwrite", *args])
+    run_ranks(nranks, ["--trace", trace_file, "subset", "--overwrite", *args])
     wall = time.perf_counter() - started
-    match = SUMMARY.search(result.stdout)
-    if match is None:
-        raise ClimioError(f"bench subset: unexpected output from climio subset: {result.stdout.strip()}",
-                          collective=True)
     with open(trace_file) as f:
         summary = json.load(f)["summary"]
-    scale = {"MB": 1.0, "kB": 1e-3}
-    row = {"wall_s": wall, "job_s": float(match.group(5)), "read_MB": float(match.group(1)) * scale[match.group(2)],
-           "selected_MB": float(match.group(3)) * scale[match.group(4)]}
+    row = {"wall_s": wall, "job_s": summary["job"]["max_seconds"],
+           "read_MB": summary["read"]["total_bytes"] / 1e6, "selected_MB": summary["selected"]["total_bytes"] / 1e6}
     for phase in PHASES:
         row[f"{phase}_s"] = summary.get(phase, {}).get("max_seconds", 0.0)
     for phase in ("read", "write"):

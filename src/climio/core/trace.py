@@ -47,6 +47,12 @@ class Tracer:
         finally:
             self.records.append((name, start - self.origin, _clock() - self.origin, int(nbytes)))
 
+    def count(self, name: str, nbytes: int) -> None:
+        """Record ``nbytes`` under ``name`` without a duration: a size a benchmark reads from the report (the
+        bytes a subset selected, say) rather than from what the command prints."""
+        now = _clock() - self.origin
+        self.records.append((name, now, now, int(nbytes)))
+
     def totals(self) -> dict[str, dict[str, float]]:
         """Time, bytes and calls summed per phase on this rank."""
         out: dict[str, dict[str, float]] = {}
@@ -94,6 +100,11 @@ def tracer() -> Tracer:
 def phase(name: str, nbytes: int = 0):  # type: ignore[no-untyped-def]
     """Shorthand for ``tracer().phase(name, nbytes)``."""
     return _active.phase(name, nbytes)
+
+
+def count(name: str, nbytes: int) -> None:
+    """Shorthand for ``tracer().count(name, nbytes)``."""
+    _active.count(name, nbytes)
 
 
 def reset() -> Tracer:
