@@ -1,6 +1,7 @@
 """Read-ahead for streaming reads: ``Store.byte_span`` finds the bytes of a hyperslab in a classic file, checked
 against the raw bytes (big-endian values read straight from the file at the offsets it gives) in CDF-1, CDF-2 and
-CDF-5 files with interleaved record variables and fixed ones; ``prefetch`` runs on them and is a no-op on netCDF-4."""
+CDF-5 files with interleaved record variables and fixed ones; ``prefetch`` runs on them and is a no-op on netCDF-4;
+the read-ahead thread takes every range."""
 
 from __future__ import annotations
 
@@ -72,3 +73,23 @@ def test_byte_span_on_a_real_cmip5_file() -> None:
         n = tas.shape
         lo, hi = ds.byte_span("tas", Hyperslab((3, 0, 0), (5, *n[1:])))
         assert raw(path, lo, tas.dtype) == tas[3, 0, 0] and raw(path, hi - 4, tas.dtype) == tas[7, -1, -1]
+
+
+def test_readahead_thread_advises_in_order_and_skips_what_it_cannot(tmp_path: Path) -> None:
+    """The background thread takes every range (one trace record each, in order), a vanished file included,
+    without raising into the caller."""
+    import time
+
+    from climio.core import readahead, trace
+
+    path = tmp_path / "data.bin"
+    path.write_bytes(bytes(1 << 20))
+    log = trace.reset()
+    for offset in (0, 1 << 18, 1 << 19):
+        readahead.advise(str(path), offset, 4096)
+    readahead.advise(str(tmp_path / "gone.bin"), 0, 4096)
+    deadline = time.monotonic() + 10
+    while len([r for r in log.records if r[0] == "prefetch"]) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert [r[3] for r in log.records if r[0] == "prefetch"] == [4096] * 4
+    trace.reset()

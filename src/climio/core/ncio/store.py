@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.core import collective, mpi, trace
+from climio.core import collective, mpi, readahead, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.classic import required_size, variable_offsets
@@ -426,18 +426,12 @@ class Store(ABC):
 
     def prefetch(self, name: str, slab: Hyperslab) -> None:
         """Ask the kernel to start reading the bytes of the file that hold ``slab`` of ``name``
-        (``posix_fadvise(WILLNEED)``) and return at once, so that the disk reads the next block while this
-        one is used. Local, not collective. Classic files only, whose layout is arithmetic; on netCDF-4
-        files, whose chunks HDF5 places, it does nothing."""
+        (``posix_fadvise(WILLNEED)``, from :mod:`climio.core.readahead`'s thread) and return at once, so that
+        the disk reads the next block while this one is used. Local, not collective. Classic files only,
+        whose layout is arithmetic; on netCDF-4 files, whose chunks HDF5 places, it does nothing."""
         span = self.byte_span(name, slab)
-        if span is None:
-            return
-        with trace.phase("prefetch", span[1] - span[0]):  # returns at once unless the disk's queue is full
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.posix_fadvise(fd, span[0], span[1] - span[0], os.POSIX_FADV_WILLNEED)
-            finally:
-                os.close(fd)
+        if span is not None:
+            readahead.advise(self.path, span[0], span[1] - span[0])
 
     def byte_span(self, name: str, slab: Hyperslab) -> tuple[int, int] | None:
         """The bytes ``[lo, hi)`` of a classic file from the first to the last element of ``slab`` (other
