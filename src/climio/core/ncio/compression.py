@@ -70,17 +70,6 @@ class Compression:
     def active(self) -> bool:
         return bool(self.deflate) or self.quantize is not None or bool(self.filters)
 
-    @property
-    def chain(self) -> str:
-        """The filters as NCO's ``--cmp`` writes them, e.g. ``gbr,3|shf|dfl,1``."""
-        parts = [f"{QUANTIZE_CODECS[self.quantize[0]]},{self.quantize[1]}"] if self.quantize else []
-        if self.shuffle and (self.deflate or self.filters):
-            parts.append("shf")
-        if self.deflate:
-            parts.append(f"dfl,{self.deflate}")
-        for ident, params in self.filters:
-            parts.append(",".join([FILTER_NAMES.get(ident, str(ident)), *map(str, params)]))
-        return "|".join(parts) or "none"
 
     def check(self, name: str, dtype: np.dtype) -> None:
         """Refuse quantization of a variable it cannot apply to, naming it."""
@@ -163,11 +152,10 @@ def parse_ppc(specs: Iterable[str], algorithm: str = DEFAULT_ALGORITHM) -> dict[
 
 def parse_algorithm(text: str) -> str:
     """``--baa``: a netCDF-C quantization algorithm by name (case-insensitive; NCO's short names too)."""
-    aliases = {"bitgroom": "BitGroom", "btg": "BitGroom", "granularbr": "GranularBR", "gbr": "GranularBR",
-               "bitround": "BitRound", "btr": "BitRound"}
-    if text.lower() not in aliases:
+    algorithm = CODEC_NAMES.get(text.lower())
+    if algorithm not in QUANTIZE_MODES:
         raise ClimioError(f"--baa '{text}': choose BitGroom, GranularBR or BitRound", collective=True)
-    return aliases[text.lower()]
+    return algorithm
 
 
 @dataclass(frozen=True)
