@@ -141,14 +141,16 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
                        min_exceed=args.min_exceed, split=args.split, scheme=args.scheme, mode=args.mode,
                        overwrite=args.overwrite, plot=args.plot,
                        ranges=tuple(parse_dim_range(text) for text in args.d or []), allow_gaps=args.allow_gaps,
-                       compress=compression(args))
+                       compress=compression(args), method=args.method, block=args.block,
+                       max_missing=args.max_missing, min_blocks=args.min_blocks)
     out = args.files[-1]
     summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))
     if comm.Get_rank() == 0:
         statuses = ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
         files = f"{summary.files} files, " if summary.files > 1 else ""
         notes = "".join(f"; {note}" for note in summary.notes)
-        print(f"wrote {out}: GPD fits of {args.var} at {summary.cells} cells ({files}{summary.steps} steps, "
+        fits = "GEV fits of block maxima" if args.method == "gev" else "GPD fits"
+        print(f"wrote {out}: {fits} of {args.var} at {summary.cells} cells ({files}{summary.steps} steps, "
               f"{summary.period}{notes}) on {comm.Get_size()} rank(s) in {summary.seconds:.2f} s "
               f"({summary.cells / summary.seconds:.0f} cells/s); status: {statuses}")
 
@@ -301,7 +303,8 @@ def build_parser() -> Parser:
     geo.set_defaults(func=cmd_gen_geodesic)
 
     eva = commands.add_parser("eva", parents=[common, compressing],
-                              help="peaks-over-threshold GPD fits and return levels at every grid cell")
+                              help="extreme value fits and return levels at every grid cell: peaks over threshold "
+                                   "(GPD) or block maxima (GEV)")
     eva.add_argument("files", nargs="+", metavar="IN [IN ...] OUT",
                      help="input netCDF files (several: joined along time, as climio subset --join does), then the "
                           "output file")
@@ -313,13 +316,21 @@ def build_parser() -> Parser:
     eva.add_argument("--allow-gaps", action="store_true",
                      help="analyse joined inputs even where time steps are missing between files (recorded in "
                           "the output's history)")
-    eva.add_argument("--tail", type=float, default=0.01, help="threshold at the 1-TAIL quantile (default 0.01)")
+    eva.add_argument("--method", default="pot",
+                     help="pot: peaks over a threshold, GPD fit (default); gev: block maxima, GEV fit")
+    eva.add_argument("--block", default="year",
+                     help="gev: the blocks, 'year' (default) or a season of each year as month initials (DJF, MAM, "
+                          "JJA, SON, JJAS...; DJF belongs to the year of its January)")
+    eva.add_argument("--max-missing", type=float, default=0.1,
+                     help="gev: drop a block that misses more than this fraction of its time steps (default 0.1)")
+    eva.add_argument("--min-blocks", type=int, default=10, help="gev: fewest complete blocks to fit (default 10)")
+    eva.add_argument("--tail", type=float, default=0.01, help="pot: threshold at the 1-TAIL quantile (default 0.01)")
     eva.add_argument("--return-period", type=float, nargs="+", default=[100.0], metavar="YEARS",
                      help="return periods in years (default 100)")
     eva.add_argument("--npy", default=None,
                      help="observations per year: a number, or 'calendar' (daily values in the time axis's "
                           "calendar); default 365.25 for daily values, and a time axis that is not daily is refused")
-    eva.add_argument("--min-exceed", type=int, default=10, help="fewest exceedances to fit (default 10)")
+    eva.add_argument("--min-exceed", type=int, default=10, help="pot: fewest exceedances to fit (default 10)")
     eva.add_argument("--split", default="lat", help="split cells over ranks by lat, lon or block (default lat)")
     eva.add_argument("--scheme", default="slab",
                      help="slab: each rank reads its cells in parallel (default); transpose: ranks read time "

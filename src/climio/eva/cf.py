@@ -17,8 +17,11 @@ import numpy as np
 
 STATUS_MEANINGS = ("ok", "no_valid_data", "constant_series", "no_exceedances", "too_few_exceedances",
                    "shape_at_lower_bound")
+BLOCK_STATUS_MEANINGS = ("ok", "no_valid_data", "constant_maxima", "too_few_blocks", "shape_at_lower_bound")
 RESULT_TYPES = {"threshold": "f8", "scale": "f8", "shape": "f8", "rate": "f8", "n_exceed": "i4",
                 "return_level": "f8", "nll": "f8", "status": "i1"}
+BLOCK_RESULT_TYPES = {"location": "f8", "scale": "f8", "shape": "f8", "n_blocks": "i4", "return_level": "f8",
+                      "nll": "f8", "status": "i1"}
 # The input's attributes that describe its physical quantity: copied to results in the same quantity.
 SAME_QUANTITY = ("units", "standard_name")
 
@@ -56,6 +59,36 @@ def result_attributes(var: str, attrs: Mapping[str, object], tail: float) -> dic
                 **over_time(pot)},
         "status": {"long_name": "fit status", "flag_values": np.arange(len(STATUS_MEANINGS), dtype="i1"),
                    "flag_meanings": " ".join(STATUS_MEANINGS)},
+    }
+
+
+def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, max_missing: float
+                            ) -> dict[str, dict[str, object]]:
+    """CF attributes of each result variable of a GEV fit to the ``block`` maxima of ``var``."""
+    units = _text(attrs.get("units", "1")) or "1"
+    quantity = {"units": units}
+    if "standard_name" in attrs:
+        quantity["standard_name"] = _text(attrs["standard_name"])
+    before = _text(attrs.get("cell_methods", "")).strip()
+    blocks = "annual" if block == "year" else f"{block} seasonal"
+    fit = f"{blocks} maxima, GEV maximum likelihood"
+
+    def over_time(comment: str) -> dict[str, object]:
+        return {"cell_methods": f"{before} time: maximum (comment: {blocks} maxima) time: point (comment: "
+                                f"{comment})".strip()}
+
+    return {
+        "location": {"long_name": f"GEV location of the {blocks} maxima of {var}", **quantity, **over_time(fit)},
+        "scale": {"long_name": f"GEV scale of the {blocks} maxima of {var}", "units": units, **over_time(fit)},
+        "shape": {"long_name": f"GEV shape of the {blocks} maxima of {var}", "units": "1", **over_time(fit)},
+        "n_blocks": {"long_name": f"number of {blocks} maxima of {var} fitted (blocks missing at most "
+                                  f"{max_missing:g} of their time steps)", "units": "1",
+                     **over_time("count of complete blocks")},
+        "return_level": {"long_name": f"return level of {var}", **quantity, **over_time(fit)},
+        "nll": {"long_name": "negative log-likelihood of the GEV fit to the block maxima", "units": "1",
+                **over_time(fit)},
+        "status": {"long_name": "fit status", "flag_values": np.arange(len(BLOCK_STATUS_MEANINGS), dtype="i1"),
+                   "flag_meanings": " ".join(BLOCK_STATUS_MEANINGS)},
     }
 
 

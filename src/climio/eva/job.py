@@ -1,4 +1,7 @@
-"""``climio eva``: peaks-over-threshold GPD fits at every cell of a variable of one or many files, in parallel.
+"""``climio eva``: extreme value fits at every cell of a variable of one or many files, in parallel.
+
+Two methods (:mod:`climio.eva.methods`): peaks over threshold with GPD fits (``pot``, the default) and
+block maxima with GEV fits (``gev``).
 
 The input (:mod:`climio.eva.series`) is any variable with a time dimension, in any
 layout, joined along time over many files and cut by ``-d``; its other dimensions
@@ -14,7 +17,9 @@ last two cell dimensions). Each rank gets its cells' whole time series once:
 * ``root``: rank 0 reads each rank's hyperslab and sends it (TN-534's read-all
   baseline), kept for the study.
 
-Each rank then analyses its cells in chunks (:mod:`climio.eva.pot`), and all
+While the series streams past, each cell keeps only what its method needs (its largest values,
+or its blocks' maxima). Each rank then analyses its cells (:mod:`climio.eva.pot`,
+:mod:`climio.eva.block_maxima`), and all
 ranks write their blocks of the result in parallel to one CF netCDF file
 (:mod:`climio.eva.output`).
 """
@@ -34,10 +39,11 @@ from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.eva import cf, largest, output, pot, timestep
+from climio.eva import block_maxima, blocks, cf, largest, output, pot, timestep
+from climio.eva.methods import METHODS, Method
 from climio.eva.plot import Map, draw
 from climio.eva.series import Series, time_rule
-from climio.subset.inputs import Inputs, open_inputs
+from climio.subset.inputs import open_inputs
 from climio.subset.options import DimRange
 from climio.subset.timeaxis import calendar_of, describe, time_units
 
@@ -67,6 +73,10 @@ class Options:
     plot: str | None = None  # PNG with maps of the return level and the shape
     ranges: tuple[DimRange, ...] = ()  # -d cuts of the variable's dimensions
     allow_gaps: bool = False  # joined inputs may miss time steps between files (said in the output's history)
+    method: str = "pot"  # a key of climio.eva.methods.METHODS
+    block: str = "year"  # gev: the blocks (climio.eva.blocks)
+    max_missing: float = 0.1  # gev: a block missing more than this fraction of its time steps is dropped
+    min_blocks: int = 10  # gev: fewest complete blocks to fit
 
     def check(self) -> None:
         """Reject bad options before any file is touched (the same verdict on every rank)."""
@@ -80,6 +90,14 @@ class Options:
             raise ClimioError(f"--split '{self.split}': choose one of {', '.join(SPLITS)}", collective=True)
         if self.scheme not in SCHEMES:
             raise ClimioError(f"--scheme '{self.scheme}': choose one of {', '.join(SCHEMES)}", collective=True)
+        if self.method not in METHODS:
+            raise ClimioError(f"--method '{self.method}': choose one of {', '.join(METHODS)}", collective=True)
+        if self.method == "gev":
+            blocks.months_of(self.block)
+            if not 0.0 <= self.max_missing < 1.0:
+                raise ClimioError(f"--max-missing must be in [0, 1), got {self.max_missing}", collective=True)
+            if self.min_blocks < 2:
+                raise ClimioError(f"--min-blocks must be at least 2, got {self.min_blocks}", collective=True)
         timestep.check_npy(self.npy)
         dims = [r.dim for r in self.ranges]
         if len(set(dims)) != len(dims):
@@ -115,8 +133,8 @@ def _where(paths: Sequence[str]) -> str:
     return paths[0] if len(paths) == 1 else f"{paths[0]} (and {len(paths) - 1} more)"
 
 
-def _time_step(series: Series, paths: Sequence[str], opts: Options) -> tuple[float, list[str]]:
-    """npy, after checking the time step and the gaps between joined inputs (collective)."""
+def _time_step(series: Series, paths: Sequence[str], opts: Options) -> tuple[float | None, list[str]]:
+    """The time step in days (None: unknown), after checking the gaps between joined inputs (collective)."""
     attrs = series.time_attrs
     units = time_units(attrs)
     calendar = calendar_of(attrs)
@@ -137,8 +155,21 @@ def _time_step(series: Series, paths: Sequence[str], opts: Options) -> tuple[flo
                 raise ClimioError(f"inputs: {gap}; give the missing file, or --allow-gaps to analyse them anyway "
                                   f"(the gap is then recorded in the output's history)", collective=True)
             notes.append(f"gap allowed: {gap}")
+    return step, notes
+
+
+def _npy(series: Series, paths: Sequence[str], step: float | None, opts: Options) -> float:
     where = f"{_where(paths)}: '{series.time_dim}'"
-    return timestep.values_per_year(opts.npy, step, calendar, where), notes
+    return timestep.values_per_year(opts.npy, step, calendar_of(series.time_attrs), where)
+
+
+def _blocks(series: Series, paths: Sequence[str], step: float | None, opts: Options) -> blocks.Blocks:
+    """The blocks of the analysed time steps, from the time coordinate and its calendar."""
+    units, times = time_units(series.time_attrs), series.times()
+    if units is None or times is None or step is None or not step > 0:
+        raise ClimioError(f"{_where(paths)}: --method gev needs a time coordinate '{series.time_dim}' with CF units "
+                          f"('days since ...') and at least two steps, to find the blocks", collective=True)
+    return blocks.of_axis(times, units, calendar_of(series.time_attrs), step, opts.block)
 
 
 HORIZONTAL_NAMES = ("latitude", "longitude", "grid_latitude", "grid_longitude", "projection_x_coordinate",
@@ -184,17 +215,24 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
     read = "root" if opts.scheme == "root" else "parallel"
     with open_inputs(paths, comm, time_rule(opts.var, paths[0]), False, read=read, label="inputs") as inputs:
         series = Series(inputs, opts.var, list(opts.ranges), _where(paths))
-        npy, notes = _time_step(series, paths, opts)
+        step, notes = _time_step(series, paths, opts)
+        method = METHODS[opts.method]
+        npy = _npy(series, paths, step, opts) if method.name == "pot" else None
+        cuts = _blocks(series, paths, step, opts) if method.name == "gev" else None
         where = Map.of(series) if opts.plot else None  # refuse a layout that is no map before the analysis
         shape = series.shape
         decomp = decomposition(shape, opts.split, comm.Get_size())
         owned = decomp.owned(rank)
-        k, missing = pot.tail_capacity(shape[0], opts.tail), missing_values(series.var.attrs)
-        scanner = _scan(series, inputs, decomp, owned, k, missing, opts.scheme, comm)
+        missing = missing_values(series.var.attrs)
+        if cuts is None:
+            scanner = _scan(series, decomp, owned, pot.tail_capacity(shape[0], opts.tail), missing,
+                            opts.scheme, comm)
+        else:
+            scanner = _scan_blocks(series, decomp, owned, cuts, missing, opts.scheme, comm)
         layout = output.Layout(series)
-        extra = {"climio_min_exceed": np.int32(opts.min_exceed), "climio_inputs": "\n".join(paths)}
         history_lines = [history, *(f"climio eva: {n}" for n in notes)]
-        schema, values = output.schema(layout, npy, opts.periods, opts.tail, extra,
+        schema, values = output.schema(layout, method, _attributes(series, opts), opts.periods,
+                                       {**_options_record(opts, npy), "climio_inputs": "\n".join(paths)},
                                        "\n".join(h for h in history_lines if h))
         period, extra_axes = series.period(), _extra_axes(series)
     result = _analyse_cells(scanner, opts, npy, rank == 0)
@@ -203,35 +241,54 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
         if where is not None:
             _plot(opts, comm, decomp, result, where, values)
 
-    _write(out, schema, values, series, owned, result, opts, comm, draw)
-    counts = np.bincount(result.status, minlength=len(cf.STATUS_MEANINGS)).astype(np.int64)
+    _write(out, schema, values, series, owned, result, method, opts, comm, draw)
+    counts = np.bincount(result.status, minlength=len(method.statuses)).astype(np.int64)
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     seconds = MPI.Wtime() - started
     notes += [f"{a} fitted as a cell axis" for a in extra_axes]
-    return Summary(series.cells(), seconds, {m: int(c) for m, c in zip(cf.STATUS_MEANINGS, counts) if c},
+    return Summary(series.cells(), seconds, {m: int(c) for m, c in zip(method.statuses, counts) if c},
                    shape[0], len(paths), period, tuple(notes))
 
 
-def _scan(series: Series, inputs: Inputs, decomp: Decomposition, owned: Hyperslab, k: int,
+def _attributes(series: Series, opts: Options) -> dict[str, dict[str, object]]:
+    """CF attributes of the method's result variables."""
+    if opts.method == "gev":
+        return cf.block_maxima_attributes(series.name, series.var.attrs, opts.block, opts.max_missing)
+    return cf.result_attributes(series.name, series.var.attrs, opts.tail)
+
+
+def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
+    """The options that shaped the results, as global attributes of the output."""
+    if opts.method == "gev":
+        return {"climio_block": opts.block, "climio_max_missing": opts.max_missing,
+                "climio_min_blocks": np.int32(opts.min_blocks)}
+    return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed)}
+
+
+def _scan(series: Series, decomp: Decomposition, owned: Hyperslab, k: int,
           missing: Sequence[float], scheme: str, comm: MPI.Comm) -> largest.Scanner:
     """Each cell's largest values, from the rank's cells' whole series, read as the scheme says (collective)."""
     if scheme == "slab":
         return scan_slab(series, owned, k, missing, comm)
-    shape = series.shape
-    if scheme == "transpose":  # time blocks of the whole grid in, whole series of this rank's cells out
-        rank = comm.Get_rank()
-        by_time = Decomposition.block1d(shape, comm.Get_size(), axis=0)
-        with Plan(comm, Layout.block(by_time, rank), Layout.block(decomp, rank)) as plan:
-            slab = plan.forward(series.read(by_time.owned(rank)))
-    else:
-        slab = series.read(owned)
+    slab = _whole(series, decomp, owned, scheme, comm)
     with trace.phase("scan"):
-        scanner = largest.scan(slab.reshape(shape[0], -1), k, missing)
+        scanner = largest.scan(slab.reshape(series.shape[0], -1), k, missing)
     return scanner
 
 
+def _whole(series: Series, decomp: Decomposition, owned: Hyperslab, scheme: str, comm: MPI.Comm) -> np.ndarray:
+    """This rank's cells' whole series at once, by the transpose or the root scheme (collective)."""
+    if scheme == "transpose":  # time blocks of the whole grid in, whole series of this rank's cells out
+        rank = comm.Get_rank()
+        by_time = Decomposition.block1d(series.shape, comm.Get_size(), axis=0)
+        with Plan(comm, Layout.block(by_time, rank), Layout.block(decomp, rank)) as plan:
+            return plan.forward(series.read(by_time.owned(rank)))
+    return series.read(owned)
+
+
 def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series: Series, owned: Hyperslab,
-           result: pot.Result, opts: Options, comm: MPI.Comm, before_publish: Callable[[], None]) -> None:
+           result: pot.Result | block_maxima.Result, method: Method, opts: Options, comm: MPI.Comm,
+           before_publish: Callable[[], None]) -> None:
     """Every rank writes its cells' results, rank 0 the copied coordinates; ``before_publish`` runs before the
     file is renamed into place (collective)."""
     items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
@@ -241,13 +298,13 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
         block = owned.count[1:]
         cells = Hyperslab(owned.start[1:], block)
         items += [(name, getattr(result, name).reshape(block), cells)
-                  for name in cf.RESULT_TYPES if name != "return_level"]
+                  for name in method.results if name != "return_level"]
         items.append(("return_level", result.return_level.reshape(periods, *block),
                       Hyperslab((0, *cells.start), (periods, *block))))
     else:  # one series: rank 0 has it
         one = comm.Get_rank() == 0
         items += [(name, getattr(result, name).reshape(()) if one else None, None)
-                  for name in cf.RESULT_TYPES if name != "return_level"]
+                  for name in method.results if name != "return_level"]
         items.append(("return_level", result.return_level.reshape(periods) if one else None, None))
     compressing = opts.compress is not None and opts.compress.active
     mode = opts.mode or ("hdf5" if compressing else ncio.FORMAT_WRITE_MODE.get(series.inputs.data_model, "cdf5"))
@@ -269,7 +326,7 @@ def _check_plot_path(path: str, overwrite: bool) -> None:
         raise ClimioError(f"--plot: '{path}' exists: pass --overwrite to replace it")
 
 
-def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Result, where: Map,
+def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Result | block_maxima.Result, where: Map,
           values: dict[str, np.ndarray]) -> None:
     """Gather the shape and the return level (100 years, or the longest period) on rank 0 and draw them."""
     assert opts.plot is not None
@@ -283,7 +340,7 @@ def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Resu
         owned = decomp.owned(rank)
         level[owned.slices[1:]] = rl.reshape(owned.count[1:])
         shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
-    draw(opts.plot, where, values, level, opts.periods[which], shape)
+    draw(opts.plot, where, values, level, opts.periods[which], shape, METHODS[opts.method].distribution.upper())
 
 
 def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float], comm: MPI.Comm,
@@ -300,29 +357,11 @@ def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float]
     every rank streams the slab once more. A variable whose time is not its slowest dimension is read in
     larger blocks (each read is a piece per cell) and without a sample (the bars start low).
     """
-    from mpi4py import MPI
-
     length, block = owned.count[0], owned.count[1:]
     cells = math.prod(block)
 
-    if block_bytes is None:
-        block_bytes = STREAM_BYTES if series.time_first else STRIDED_BYTES
-    itemsize = series.var.numpy_dtype.itemsize
-
     def steps(t0: int, n: int) -> Hyperslab:
         return Hyperslab((owned.start[0] + t0, *owned.start[1:]), (n, *block))
-
-    def blocks() -> Iterator[tuple[int, np.ndarray]]:  # every rank reads as many blocks, as the reads are collective
-        widest = comm.allreduce(cells, op=MPI.MAX)
-        step = max(1, block_bytes // max(widest * itemsize, 1))
-        ahead = max(1, READAHEAD_BYTES // max(cells * itemsize, 1))
-        advised = 0  # time steps the kernel has been asked for: a window that slides ahead of the reads
-        for t0, n in collective.rounds(comm, length, step):
-            if n and advised < min(length, t0 + n + ahead):
-                end = min(length, t0 + n + ahead)
-                series.prefetch(steps(max(advised, t0), end - max(advised, t0)))
-                advised = end
-            yield t0, series.read(steps(t0, n), as_stored=True).reshape(n, cells)
 
     if series.time_first:  # the sample's days, asked for at once: the disk reads them with a deep queue
         for t in range(0, length, largest.SAMPLE_STRIDE):
@@ -334,20 +373,69 @@ def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float]
     with trace.phase("scan"):
         scanner = largest.Scanner(sample, 1, length, k, missing)
     del sample
-    for _, rows in blocks():
+    for _, rows in stream(series, owned, comm, block_bytes):
         with trace.phase("scan", rows.nbytes):
             scanner.update(rows)
     short = scanner.short()
     if not mpi.all_true(comm, short.size == 0):
         columns = np.empty((length, short.size), series.var.numpy_dtype)
-        for t0, rows in blocks():
+        for t0, rows in stream(series, owned, comm, block_bytes):
             columns[t0:t0 + rows.shape[0]] = rows[:, short]
         scanner.rescan(short, columns)
     return scanner
 
 
-def _analyse_cells(scanner: largest.Scanner, opts: Options, npy: float, show_progress: bool) -> pot.Result:
-    """Thresholds, fits and return levels of the cells a scanner has seen, with a progress bar on rank 0."""
+def stream(series: Series, owned: Hyperslab, comm: MPI.Comm, block_bytes: int | None = None
+           ) -> Iterator[tuple[int, np.ndarray]]:
+    """This rank's hyperslab, a block of time steps at a time: (first step, (steps, cells) in the file's byte
+    order), with the kernel reading ``READAHEAD_BYTES`` ahead (collective: every rank reads as many blocks)."""
+    from mpi4py import MPI
+
+    length, block = owned.count[0], owned.count[1:]
+    cells = math.prod(block)
+    if block_bytes is None:
+        block_bytes = STREAM_BYTES if series.time_first else STRIDED_BYTES
+    itemsize = series.var.numpy_dtype.itemsize
+
+    def steps(t0: int, n: int) -> Hyperslab:
+        return Hyperslab((owned.start[0] + t0, *owned.start[1:]), (n, *block))
+
+    widest = comm.allreduce(cells, op=MPI.MAX)
+    step = max(1, block_bytes // max(widest * itemsize, 1))
+    ahead = max(1, READAHEAD_BYTES // max(cells * itemsize, 1))
+    advised = 0  # time steps the kernel has been asked for: a window that slides ahead of the reads
+    for t0, n in collective.rounds(comm, length, step):
+        if n and advised < min(length, t0 + n + ahead):
+            end = min(length, t0 + n + ahead)
+            series.prefetch(steps(max(advised, t0), end - max(advised, t0)))
+            advised = end
+        yield t0, series.read(steps(t0, n), as_stored=True).reshape(n, cells)
+
+
+def _scan_blocks(series: Series, decomp: Decomposition, owned: Hyperslab, cuts: blocks.Blocks,
+                 missing: Sequence[float], scheme: str, comm: MPI.Comm) -> block_maxima.Scanner:
+    """Each cell's block maxima and valid counts, from its whole series read as the scheme says (collective)."""
+    cells = math.prod(owned.count[1:])
+    scanner = block_maxima.Scanner(cuts, cells, series.var.numpy_dtype, missing)
+    if scheme == "slab":
+        for _, rows in stream(series, owned, comm):
+            with trace.phase("scan", rows.nbytes):
+                scanner.update(rows)
+        return scanner
+    slab = _whole(series, decomp, owned, scheme, comm)
+    with trace.phase("scan"):
+        scanner.update(slab.reshape(series.shape[0], -1))
+    return scanner
+
+
+def _analyse_cells(scanner: largest.Scanner | block_maxima.Scanner, opts: Options, npy: float | None,
+                   show_progress: bool) -> pot.Result | block_maxima.Result:
+    """Fits and return levels of the cells a scanner has seen, with a progress bar on rank 0."""
+    if isinstance(scanner, block_maxima.Scanner):
+        with progress.bar(scanner.maxima.shape[1], "cell", "eva", show_progress) as bar, trace.phase("work"):
+            return block_maxima.analyse(scanner, periods=opts.periods, max_missing=opts.max_missing,
+                                        min_blocks=opts.min_blocks, progress=bar.update)
+    assert npy is not None
     with progress.bar(scanner.values.shape[0], "cell", "eva", show_progress) as bar, trace.phase("work"):
         return pot.from_scanner(scanner, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
                                 progress=bar.update)

@@ -22,6 +22,7 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import Schema, Variable
 from climio.errors import ClimioError
 from climio.eva import cf
+from climio.eva.methods import Method
 from climio.eva.series import Series
 from climio.subset.timeaxis import time_units
 
@@ -160,9 +161,10 @@ def global_attributes(attrs: Mapping[str, object], extra: Mapping[str, object], 
     return {**kept, "Conventions": "CF-1.8", **extra, "history": f"{history}\n{old}".strip()}
 
 
-def schema(layout: Layout, npy: float, periods: tuple[float, ...], tail: float, extra: Mapping[str, object],
-           history: str) -> tuple[Schema, dict[str, np.ndarray]]:
-    """The output's schema, and the values of its small variables (collective: they are read here)."""
+def schema(layout: Layout, method: Method, attrs: Mapping[str, Mapping[str, object]], periods: tuple[float, ...],
+           extra: Mapping[str, object], history: str) -> tuple[Schema, dict[str, np.ndarray]]:
+    """The output's schema, and the values of its small variables (collective: they are read here): the
+    method's results with their CF attributes ``attrs``, and ``extra`` global attributes."""
     series = layout.series
     inputs = series.inputs
     cells = series.cell_dims
@@ -184,9 +186,8 @@ def schema(layout: Layout, npy: float, periods: tuple[float, ...], tail: float, 
     dims["period"] = len(periods)
     variables.append(Variable("period", "f8", ("period",), dict(cf.PERIOD_ATTRS)))
     values["period"] = np.asarray(periods, dtype=float)
-    attrs = cf.result_attributes(series.name, series.var.attrs, tail)
     coordinates = " ".join([*layout.coordinates, *(v.name for v in time_vars if v.dims == ())])
-    for name, dtype in cf.RESULT_TYPES.items():
+    for name, dtype in method.results.items():
         if name in {v.name for v in variables}:
             raise ClimioError(f"the input has a variable '{name}', which is also the name of a result: rename it "
                               f"first (ncrename -v {name},{name}_in)", collective=True)
@@ -198,9 +199,5 @@ def schema(layout: Layout, npy: float, periods: tuple[float, ...], tail: float, 
         fill = {"_FillValue": np.nan} if dtype == "f8" else {}
         out_dims = ("period", *cells) if name == "return_level" else cells
         variables.append(Variable(name, dtype, out_dims, {**fill, **attrs[name], **extra_attrs}))
-    title = {"title": f"peaks-over-threshold GPD fits of {series.name}"}
-    method = {"climio_tail": tail, "climio_npy": npy,
-              "method": "threshold: R type-7 quantile; GPD maximum likelihood with shape >= -1 (profile "
-                        "likelihood, global search); return level u + s/k((T npy rate)^k - 1)"}
-    return Schema(dims, tuple(variables), global_attributes(inputs.attrs, {**title, **method, **extra}, history)), \
-        values
+    described = {"title": f"{method.title} of {series.name}", "method": method.description}
+    return Schema(dims, tuple(variables), global_attributes(inputs.attrs, {**described, **extra}, history)), values

@@ -77,7 +77,7 @@ class Map:
 
 
 def draw(path: str, where: Map, values: dict[str, np.ndarray], level: np.ndarray, period: float,
-         shape: np.ndarray) -> None:
+         shape: np.ndarray, distribution: str = "GPD") -> None:
     """Two panels, the ``period``-year return level and the shape, written atomically to ``path``."""
     import matplotlib
 
@@ -92,7 +92,7 @@ def draw(path: str, where: Map, values: dict[str, np.ndarray], level: np.ndarray
     for ax, field, title, cmap, label in (
             (axes[0], level * factor, f"{period:g}-year return level of {where.var} ({shown_units or '1'})", "viridis",
              shown_units or "1"),
-            (axes[1], shape, f"GPD shape of {where.var}", "RdBu_r", "1")):
+            (axes[1], shape, f"{distribution} shape of {where.var}", "RdBu_r", "1")):
         limit = np.nanmax(np.abs(field)) if cmap == "RdBu_r" and np.isfinite(field).any() else None
         scale = {"cmap": cmap, "vmin": -limit if limit else None, "vmax": limit}
         if where.kind == "points":

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import gpd, largest
+from climio.eva import distributions, largest
 
 STATUS_OK = 0
 NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND = 1, 2, 3, 4, 5
@@ -137,6 +137,7 @@ def _from_largest(values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, low
     status[has & (n_exceed == 0) & (low == peak)] = CONSTANT  # smallest valid value is the largest
     status[~has] = NO_VALID
     fitted = status == STATUS_OK
+    gpd = distributions.get("gpd")
     result = gpd.fit(excess[fitted], n_exceed[fitted])
     scale, shape, nll = (np.full(cells, np.nan) for _ in range(3))
     scale[fitted], shape[fitted], nll[fitted] = result.scale, result.shape, result.nll

@@ -7,13 +7,13 @@ import math
 import numba
 import numpy as np
 
-from climio.eva import fastlog
+from climio.eva import vecmath
 
 
 @numba.njit(error_model="numpy")
 def _logs(x: np.ndarray, out: np.ndarray) -> None:
     for i in range(x.size):
-        out[i] = fastlog.log(x[i])
+        out[i] = vecmath.log(x[i])
 
 
 def test_within_one_ulp_of_libm_over_the_whole_range() -> None:
@@ -37,3 +37,25 @@ def test_special_values() -> None:
     assert out[1] == -np.inf and out[2] == -np.inf
     assert np.isnan(out[3]) and np.isnan(out[4]) and np.isnan(out[6])
     assert out[5] == np.inf
+
+
+@numba.njit(error_model="numpy")
+def _exps(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.size):
+        out[i] = vecmath.exp(x[i])
+
+
+def test_exp_within_two_ulp_of_libm_and_its_limits() -> None:
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-708.0, 709.7, 300_000), rng.uniform(-1.0, 1.0, 200_000),
+                        rng.uniform(-1e-8, 1e-8, 1000), [0.0, -0.0, 1.0, -1.0, 709.78, -708.0, math.log(2.0)]])
+    out = np.empty_like(x)
+    _exps(x, out)
+    reference = np.exp(x)
+    ulps = np.abs(out - reference) / np.spacing(reference)
+    assert ulps.max() <= 2.0
+    assert out[-7] == 1.0 and out[-6] == 1.0
+    special = np.array([-708.5, -1000.0, -np.inf, 709.79, 1000.0, np.inf, np.nan])
+    got = np.empty_like(special)
+    _exps(special, got)
+    assert list(got[:3]) == [0.0, 0.0, 0.0] and list(got[3:6]) == [np.inf] * 3 and np.isnan(got[6])

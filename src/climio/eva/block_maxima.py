@@ -1,0 +1,117 @@
+"""Block maxima for many cells: each block's largest valid value, the complete blocks, the GEV fit and
+return levels.
+
+Per cell (a time series with missing values as NaN, ``_FillValue`` or ``missing_value``):
+
+* the maximum and the count of valid values of every block (:mod:`climio.eva.blocks`: years or a season
+  of each year), taken while the series streams past, in the file's (time, cells) order;
+* a block counts only when it misses at most ``max_missing`` of its time steps (so the partial years at
+  the ends of a series, or a year with a month of gaps, do not enter the fit as if whole);
+* the GEV fit of :mod:`climio.eva.gev` to the complete blocks' maxima, and the return level of each
+  period (``T`` years is ``T * blocks per year`` blocks: one block per year here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from climio.eva import distributions
+from climio.eva.blocks import Blocks
+from climio.eva.largest import _kernel_rows, _missing_slots, _missing_value, _native
+
+STATUS_OK, NO_VALID, CONSTANT, TOO_FEW, AT_BOUND = range(5)  # cf.BLOCK_STATUS_MEANINGS
+CHUNK_CELLS = 4096  # cells fitted at a time
+
+
+@dataclass
+class Result:
+    """Per-cell results; fit results are NaN unless status is ok or shape_at_lower_bound."""
+
+    location: np.ndarray
+    scale: np.ndarray
+    shape: np.ndarray
+    n_blocks: np.ndarray  # complete blocks, the sample size of the fit
+    nll: np.ndarray
+    status: np.ndarray
+    return_level: np.ndarray  # (periods, cells)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _update(rows: np.ndarray, index: np.ndarray, missing: np.ndarray, scratch: np.ndarray, maxima: np.ndarray,
+            counts: np.ndarray) -> None:
+    """Fold time steps (rows, in either byte order: see ``largest._native``; ``scratch`` a row of the values'
+    type) into their blocks' maxima and valid counts; ``index`` gives each row's block (-1: in none)."""
+    m0, m1, m2, m3 = missing[0], missing[1], missing[2], missing[3]
+    for t in range(rows.shape[0]):
+        b = index[t]
+        if b < 0:
+            continue
+        row = _native(rows[t], scratch)
+        top, n = maxima[b], counts[b]
+        for c in range(rows.shape[1]):  # vectorized
+            v = row[c]
+            valid = not _missing_value(v, m0, m1, m2, m3)
+            n[c] += 1 if valid else 0
+            top[c] = max(top[c], v) if valid else top[c]
+
+
+class Scanner:
+    """Every cell's block maxima and valid counts, fed the time steps in order, any number at a time."""
+
+    def __init__(self, blocks: Blocks, cells: int, dtype: np.dtype, missing: Sequence[float] = ()) -> None:
+        dtype = np.dtype(dtype).newbyteorder("=")
+        self.blocks = blocks
+        self.slots = _missing_slots(missing, dtype)
+        self.scratch = np.empty(cells, dtype)
+        self.maxima = np.full((blocks.count, cells), -np.inf)
+        self.counts = np.zeros((blocks.count, cells), np.int32)
+        self.seen = 0
+
+    def update(self, rows: np.ndarray) -> None:
+        """The next time steps, (steps, cells), in either byte order."""
+        index = self.blocks.index[self.seen:self.seen + rows.shape[0]]
+        _update(_kernel_rows(rows), index, self.slots, self.scratch, self.maxima, self.counts)
+        self.seen += rows.shape[0]
+
+
+def analyse(scanner: Scanner, *, periods: Sequence[float], max_missing: float, min_blocks: int,
+            blocks_per_year: float = 1.0, progress: Callable[[int], None] | None = None) -> Result:
+    """Complete blocks, statuses, GEV fits and return levels of the cells a scanner has seen, in chunks of
+    ``CHUNK_CELLS`` cells, calling ``progress(cells_done)`` after each."""
+    cells = scanner.maxima.shape[1]
+    parts = []
+    for c0 in range(0, max(cells, 1), CHUNK_CELLS):
+        chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
+        parts.append(_analyse(scanner.maxima[:, chunk], scanner.counts[:, chunk], scanner.blocks.expected,
+                              periods, max_missing, min_blocks, blocks_per_year))
+        if progress is not None:
+            progress(chunk.stop - chunk.start)
+    return Result(*(np.concatenate([getattr(p, f) for p in parts], axis=-1) for f in Result.__dataclass_fields__))
+
+
+def _analyse(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, periods: Sequence[float],
+             max_missing: float, min_blocks: int, blocks_per_year: float) -> Result:
+    cells = counts.shape[1]
+    complete = counts >= np.ceil((1.0 - max_missing) * expected[:, None] - 1e-9)
+    n_blocks = complete.sum(axis=0)
+    order = np.argsort(~complete.T, axis=1, kind="stable")  # each cell's complete blocks first, in time order
+    packed = np.take_along_axis(np.where(complete, maxima, np.nan).T, order, axis=1)
+    with np.errstate(invalid="ignore"):
+        spread = np.nanmax(packed, axis=1, initial=-np.inf) - np.nanmin(packed, axis=1, initial=np.inf)
+    status = np.full(cells, STATUS_OK, np.int8)
+    status[(n_blocks > 0) & ~(spread > 0)] = CONSTANT
+    status[n_blocks < min_blocks] = TOO_FEW
+    status[counts.sum(axis=0) == 0] = NO_VALID
+    fitted = status == STATUS_OK
+    gev = distributions.get("gev")
+    fit = gev.fit(packed[fitted], n_blocks[fitted])
+    location, scale, shape, nll = (np.full(cells, np.nan) for _ in range(4))
+    location[fitted], scale[fitted], shape[fitted], nll[fitted] = fit.location, fit.scale, fit.shape, fit.nll
+    status[np.flatnonzero(fitted)[fit.at_bound]] = AT_BOUND
+    levels = np.stack([gev.return_level(location, scale, shape, period * blocks_per_year) for period in periods]) \
+        if len(periods) else np.empty((0, cells))
+    return Result(location, scale, shape, n_blocks.astype(np.int32), nll, status, levels)

@@ -1,0 +1,305 @@
+r"""Generalized extreme value maximum likelihood for many cells at once (block maxima).
+
+For maxima :math:`x_1..x_n`, location :math:`\mu`, scale :math:`\sigma > 0` and shape :math:`\xi`,
+with :math:`z_i = 1 + \xi (x_i - \mu)/\sigma > 0`,
+
+.. math::
+
+    -\log L = n\log\sigma + (1 + 1/\xi)\sum_i \log z_i + \sum_i z_i^{-1/\xi},
+
+and the Gumbel limit :math:`n\log\sigma + \sum y_i + \sum e^{-y_i}`, :math:`y = (x-\mu)/\sigma`, at
+:math:`\xi = 0`.
+
+**Two profiles.** Maxima are scaled to ``[0, 1]`` (``x' = (x - min)/range``) and written
+relative to a reference point ``r`` (the smallest maximum for :math:`\xi \ge 0`, the largest
+for :math:`\xi < 0`): :math:`d_i = x'_i - r`, so that :math:`\xi d_i \ge 0`. With
+:math:`z_i = c\,w_i`, :math:`w_i = 1 + \xi\tau d_i \ge 1` and :math:`c = z(r) > 0`, the
+location drops out in closed form (:math:`c^{-1/\xi} = n/\sum w_i^{-1/\xi}`), leaving
+
+.. math::
+
+    Q(\tau; \xi) = -n\log\tau + n\log\Big(\frac1n\sum_i w_i^{-1/\xi}\Big) + n
+                  + (1 + 1/\xi)\sum_i \log w_i,
+
+one dimension per shape, smooth through :math:`\xi = 0` (there :math:`\log(w)/\xi \to \tau d`),
+with :math:`\sigma = 1/(\tau c)` and :math:`\mu = r - \sigma(c - 1)/\xi`. ``Q`` is unimodal in
+:math:`s = \log\tau` (convex for Gumbel; checked on many samples in the tests), so a safeguarded
+Newton iteration inside a bracket that it widens until the slope changes sign finds the best
+:math:`\tau` for any :math:`\xi`.
+
+**The true maximum.** The profile :math:`P(\xi) = \min_\tau Q` is evaluated on a grid of shapes
+from -0.9 to 3 (extended while it still falls at the top), each solve started from its
+neighbour's :math:`\tau`; Brent's minimization then polishes the best grid point's bracket to
+``XI_TOLERANCE``. The result is never worse than the best grid point.
+
+**Non-regular region.** For :math:`\xi < -1` the likelihood is unbounded; at :math:`\xi = -1`
+its supremum is :math:`n\log(\bar D) + n` (:math:`\bar D` the mean distance below the largest
+maximum, upper end point at the largest maximum). Fits are restricted to :math:`\xi \ge -1`,
+and that boundary is returned, flagged ``at_bound``, when it beats every interior point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from climio.eva import vecmath
+from climio.eva.gpd import VECTOR
+
+PARAMETERS = ("location", "scale", "shape")
+XI_MIN = -1.0
+GRID_XI = np.concatenate([np.linspace(-0.9, 0.6, 11), np.array([0.8, 1.0, 1.5, 2.0, 3.0])])
+XI_GROWTH = 1.5  # the grid goes on by this factor while the profile still falls at its top ...
+XI_CAP = 50.0  # ... up to this shape
+XI_ZERO = 1e-100  # shapes closer to 0 are taken as this: the Gumbel limit to rounding
+XI_TOLERANCE = 1e-10  # Brent's absolute tolerance on the shape
+S_TOLERANCE = 1e-9  # Newton's relative step on log(tau) at convergence (the last step is quadratic: 1e-18)
+GRID_TOLERANCE = 1e-5  # ... on the grid, which only chooses the bracket
+S_LIMIT = 80.0  # |log tau| beyond this: the best tau is at the edge (only as xi -> -1)
+NEWTON_ITERATIONS = 100
+GOLDEN = 0.5 * (3.0 - math.sqrt(5.0))
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Per-cell maximum likelihood estimates (NaN where a cell was not fitted)."""
+
+    location: np.ndarray
+    scale: np.ndarray
+    shape: np.ndarray
+    nll: np.ndarray  # negative log-likelihood of the maxima at the estimate
+    at_bound: np.ndarray  # the estimate sits on the xi = -1 boundary
+
+
+@numba.njit(**VECTOR)
+def _sums(d: np.ndarray, n: int, xi: float, tau: float) -> tuple[float, float, float, float]:
+    """Q, dQ/dtau, d2Q/dtau2 and log(mean w^(-1/xi)) at (tau, xi), for d[:n] with xi d >= 0."""
+    if abs(xi) < XI_ZERO:  # Gumbel: log(w)/xi is tau d to rounding here, and the loop has no branch
+        xi = XI_ZERO
+    inverse = 1.0 / xi
+    t = xi * tau
+    # the largest -log(w)/xi, at d = -1 (xi < 0) or d = 0 (xi > 0): the sums of exp are taken below it
+    top = math.log1p(-t) / -xi if xi < 0.0 else 0.0
+    sum_l = sum_a = s0 = s1 = s2 = q1 = q2 = 0.0
+    for i in range(n):
+        y = t * d[i]
+        w = 1.0 + y
+        lg = vecmath.log(w) + (y - (w - 1.0)) / w  # log1p(y)
+        a = lg * inverse
+        q = d[i] / w
+        e = vecmath.exp(-a - top)
+        sum_l += lg
+        sum_a += a
+        s0 += e
+        s1 += e * q
+        s2 += e * q * q
+        q1 += q
+        q2 += q * q
+    log_mean = top + math.log(s0 / n)
+    f = -n * math.log(tau) + n * log_mean + n + sum_l + sum_a
+    m1, m2 = s1 / s0, s2 / s0
+    df = -n / tau - n * m1 + (1.0 + xi) * q1
+    d2f = n / (tau * tau) + n * ((1.0 + xi) * m2 - m1 * m1) - xi * (1.0 + xi) * q2
+    return f, df, d2f, log_mean
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _best_tau(d: np.ndarray, n: int, xi: float, s: float, tol: float) -> tuple[float, float]:
+    """(min over tau of Q, its log tau) at shape xi, from log tau = s: Newton in s = log tau, kept inside
+    the bracket the slopes seen so far give (Q is unimodal in s), and walking downhill in growing steps
+    where Newton cannot be trusted (no curvature)."""
+    lo, hi = -S_LIMIT, S_LIMIT
+    walk = 1.0
+    for _ in range(NEWTON_ITERATIONS):
+        tau = math.exp(s)
+        f, df, d2f, _ = _sums(d, n, xi, tau)
+        g = df * tau
+        h = d2f * tau * tau + g
+        if g < 0.0:
+            lo = s
+        elif g > 0.0:
+            hi = s
+        else:
+            return f, s
+        new = s - g / h if h > 0.0 else s + (walk if g < 0.0 else -walk)
+        if h <= 0.0:
+            walk *= 2.0
+        if not lo < new < hi:
+            new = 0.5 * (lo + hi)
+        if abs(new - s) <= tol * max(1.0, abs(s)) or hi - lo <= tol * max(1.0, abs(s)):
+            return f, s
+        s = new
+    return f, s
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _profile(x: np.ndarray, d: np.ndarray, n: int, xi: float, s: float, tol: float = S_TOLERANCE
+             ) -> tuple[float, float]:
+    """P(xi) and its log tau, with d filled from the scaled maxima x for this side of xi = 0."""
+    ref = 1.0 if xi < 0.0 else 0.0
+    for i in range(n):
+        d[i] = x[i] - ref
+    return _best_tau(d, n, xi, s, tol)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _brent(x: np.ndarray, d: np.ndarray, n: int, a: float, b: float, v0: float, fv0: float, s0: float
+           ) -> tuple[float, float, float]:
+    """Brent's minimization of P on [a, b] from its best known point v0 (value fv0, log tau s0):
+    (xi, P, log tau), never worse than the start."""
+    xb = w = v = v0
+    fx = fw = fv = fv0
+    sx = s0
+    e = 0.0
+    step = 0.0
+    for _ in range(200):
+        m = 0.5 * (a + b)
+        tol = XI_TOLERANCE + 1e-12 * abs(xb)
+        if abs(xb - m) <= 2.0 * tol - 0.5 * (b - a):
+            break
+        parabolic = False
+        if abs(e) > tol:
+            r = (xb - w) * (fx - fv)
+            q = (xb - v) * (fx - fw)
+            p = (xb - v) * q - (xb - w) * r
+            q = 2.0 * (q - r)
+            if q > 0.0:
+                p = -p
+            q = abs(q)
+            if abs(p) < abs(0.5 * q * e) and q * (a - xb) < p < q * (b - xb):
+                e, step = step, p / q
+                parabolic = True
+                u = xb + step
+                if u - a < 2.0 * tol or b - u < 2.0 * tol:
+                    step = tol if xb < m else -tol
+        if not parabolic:
+            e = (b - xb) if xb < m else (a - xb)
+            step = GOLDEN * e
+        u = xb + (step if abs(step) >= tol else (tol if step > 0 else -tol))
+        fu, su = _profile(x, d, n, u, sx)
+        if fu <= fx:
+            if u < xb:
+                b = xb
+            else:
+                a = xb
+            v, fv, w, fw = w, fw, xb, fx
+            xb, fx, sx = u, fu, su
+        else:
+            if u < xb:
+                a = u
+            else:
+                b = u
+            if fu <= fw or w == xb:
+                v, fv, w, fw = w, fw, u, fu
+            elif fu <= fv or v == xb or v == w:
+                v, fv = u, fu
+    return xb, fx, sx
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray, ss: np.ndarray
+              ) -> tuple[float, float, float, float, bool]:
+    """(location, scale, shape, -log L, at_bound) for maxima x[:n] scaled to [0, 1] (fs, ss: grid scratch)."""
+    k = grid.size
+    s = 0.0
+    best = 0
+    for j in range(k):
+        fs[j], ss[j] = _profile(x, d, n, grid[j], s, GRID_TOLERANCE)
+        s = ss[j]
+        if fs[j] < fs[best]:
+            best = j
+    xis, fs, ss = grid, fs, ss
+    while best == k - 1 and xis[k - 1] < XI_CAP:  # still falling at the top: one more point
+        xis, fs, ss = np.append(xis, xis[k - 1] * XI_GROWTH), np.append(fs, 0.0), np.append(ss, 0.0)
+        fs[k], ss[k] = _profile(x, d, n, xis[k], ss[k - 1])
+        k += 1
+        if fs[k - 1] < fs[best]:
+            best = k - 1
+    a = xis[best - 1] if best > 0 else XI_MIN
+    b = xis[best + 1] if best < k - 1 else xis[best]
+    xi, f, s = _brent(x, d, n, a, b, xis[best], fs[best], ss[best])
+    if not f <= fs[best]:
+        xi, f, s = xis[best], fs[best], ss[best]
+    mean_gap = 0.0
+    for i in range(n):
+        mean_gap += 1.0 - x[i]
+    mean_gap /= n
+    bound = n * math.log(mean_gap) + n  # the xi = -1 supremum: upper end point at the largest maximum
+    if not f < bound:
+        return 1.0 - mean_gap, mean_gap, XI_MIN, bound, True
+    ref = 1.0 if xi < 0.0 else 0.0
+    for i in range(n):
+        d[i] = x[i] - ref
+    tau = math.exp(s)
+    log_mean = _sums(d, n, xi, tau)[3]
+    c = math.exp(xi * log_mean)
+    sigma = 1.0 / (tau * c)
+    h = xi * log_mean
+    ratio = math.expm1(h) / h if h != 0.0 else 1.0  # (c - 1)/xi = log_mean * expm1(h)/h
+    return ref - sigma * log_mean * ratio, sigma, xi, f, False
+
+
+@numba.njit(cache=True)
+def _fit_all(maxima: np.ndarray, count: np.ndarray, grid: np.ndarray, location: np.ndarray, scale: np.ndarray,
+             shape: np.ndarray, nll: np.ndarray, at_bound: np.ndarray) -> None:
+    x = np.empty(maxima.shape[1])
+    d = np.empty(maxima.shape[1])
+    fs = np.empty(grid.size)
+    ss = np.empty(grid.size)
+    for c in range(maxima.shape[0]):
+        n = count[c]
+        if n <= 0:
+            continue
+        low = high = maxima[c, 0]
+        for i in range(n):
+            low = min(low, maxima[c, i])
+            high = max(high, maxima[c, i])
+        spread = high - low
+        if not spread > 0.0:
+            continue
+        for i in range(n):
+            x[i] = (maxima[c, i] - low) / spread
+        mu, sigma, xi, f, bound = _fit_cell(x, d, n, grid, fs, ss)
+        location[c] = low + spread * mu
+        scale[c] = spread * sigma
+        shape[c] = xi
+        nll[c] = f + n * math.log(spread)
+        at_bound[c] = bound
+
+
+def fit(maxima: np.ndarray, count: np.ndarray) -> Fit:
+    """Fit a GEV to each row of ``maxima`` (cells, k): its first ``count[i]`` values. Rows whose values are
+    all equal (no spread) stay NaN."""
+    maxima = np.ascontiguousarray(maxima, dtype=np.float64)
+    count = np.ascontiguousarray(count, dtype=np.int64)
+    cells = maxima.shape[0]
+    out = Fit(*(np.full(cells, np.nan) for _ in range(4)), np.zeros(cells, bool))
+    _fit_all(maxima, count, GRID_XI, out.location, out.scale, out.shape, out.nll, out.at_bound)
+    return out
+
+
+def negative_log_likelihood(maxima: np.ndarray, location: float, scale: float, shape: float) -> float:
+    """-log L of one cell's maxima: the plain formula, independent of the kernel (for checks)."""
+    x = np.asarray(maxima, dtype=float)
+    if scale <= 0:
+        return math.inf
+    y = (x - location) / scale
+    if shape == 0.0:
+        return x.size * math.log(scale) + y.sum() + np.exp(-y).sum()
+    z = 1.0 + shape * y
+    if np.any(z <= 0):
+        return math.inf
+    return x.size * math.log(scale) + (1.0 + 1.0 / shape) * np.log(z).sum() + (z ** (-1.0 / shape)).sum()
+
+
+def return_level(location: np.ndarray, scale: np.ndarray, shape: np.ndarray, period_blocks: float) -> np.ndarray:
+    """The level exceeded on average once every ``period_blocks`` blocks: mu + sigma ((-log(1-1/T))^-xi - 1)/xi,
+    as mu + sigma L expm1(xi L)/(xi L) with L = -log(-log(1 - 1/T))."""
+    big_l = -math.log(-math.log1p(-1.0 / period_blocks))
+    with np.errstate(invalid="ignore"):
+        x = shape * big_l
+        h = np.where(np.abs(x) < 1e-12, 1.0 + x / 2.0, np.expm1(x) / np.where(x == 0, 1.0, x))
+        return location + scale * big_l * h
