@@ -23,7 +23,7 @@ from climio.eva import distributions
 from climio.eva.blocks import Blocks
 from climio.eva.largest import _kernel_rows, _missing_slots, _missing_value, _native
 
-STATUS_OK, NO_VALID, CONSTANT, TOO_FEW, AT_BOUND = range(5)  # cf.BLOCK_STATUS_MEANINGS
+STATUS_OK, NO_VALID, CONSTANT, TOO_FEW, AT_BOUND, AT_UPPER = range(6)  # cf.BLOCK_STATUS_MEANINGS
 CHUNK_CELLS = 4096  # cells fitted at a time
 
 
@@ -111,7 +111,8 @@ def _analyse(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, perio
     fit = gev.fit(packed[fitted], n_blocks[fitted])
     location, scale, shape, nll = (np.full(cells, np.nan) for _ in range(4))
     location[fitted], scale[fitted], shape[fitted], nll[fitted] = fit.location, fit.scale, fit.shape, fit.nll
-    status[np.flatnonzero(fitted)[fit.at_bound]] = AT_BOUND
+    bounded = np.flatnonzero(fitted)[fit.at_bound]
+    status[bounded] = np.where(shape[bounded] < 0, AT_BOUND, AT_UPPER)
     levels = np.stack([gev.return_level(location, scale, shape, period * blocks_per_year) for period in periods]) \
         if len(periods) else np.empty((0, cells))
     return Result(location, scale, shape, n_blocks.astype(np.int32), nll, status, levels)

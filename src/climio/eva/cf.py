@@ -17,7 +17,8 @@ import numpy as np
 
 STATUS_MEANINGS = ("ok", "no_valid_data", "constant_series", "no_exceedances", "too_few_exceedances",
                    "shape_at_lower_bound")
-BLOCK_STATUS_MEANINGS = ("ok", "no_valid_data", "constant_maxima", "too_few_blocks", "shape_at_lower_bound")
+BLOCK_STATUS_MEANINGS = ("ok", "no_valid_data", "constant_maxima", "too_few_blocks", "shape_at_lower_bound",
+                         "shape_at_upper_bound")
 RESULT_TYPES = {"threshold": "f8", "scale": "f8", "shape": "f8", "rate": "f8", "n_exceed": "i4",
                 "return_level": "f8", "nll": "f8", "status": "i1"}
 BLOCK_RESULT_TYPES = {"location": "f8", "scale": "f8", "shape": "f8", "n_blocks": "i4", "return_level": "f8",

@@ -28,14 +28,20 @@ Newton iteration inside a bracket that it widens until the slope changes sign fi
 :math:`\tau` for any :math:`\xi`.
 
 **The true maximum.** The profile :math:`P(\xi) = \min_\tau Q` is evaluated on a grid of shapes
-from -0.9 to 3 (extended while it still falls at the top), each solve started from its
-neighbour's :math:`\tau`; Brent's minimization then polishes the best grid point's bracket to
-``XI_TOLERANCE``. The result is never worse than the best grid point.
+from -0.9 to 3, each solve started from its neighbour's :math:`\tau` (the profile can have
+several local minima in small samples: the grid finds the best basin). Newton's method in
+:math:`(\log\tau, \xi)` with exact second derivatives then polishes the best grid point
+inside its bracket, every step a descent, to about 1e-18 in the shape; where it cannot (no
+positive curvature, a bracket at the ends of the grid) Brent's minimization over the profile
+does, to ``XI_TOLERANCE``. The result is never worse than the best grid point.
 
 **Non-regular region.** For :math:`\xi < -1` the likelihood is unbounded; at :math:`\xi = -1`
 its supremum is :math:`n\log(\bar D) + n` (:math:`\bar D` the mean distance below the largest
-maximum, upper end point at the largest maximum). Fits are restricted to :math:`\xi \ge -1`,
-and that boundary is returned, flagged ``at_bound``, when it beats every interior point.
+maximum, upper end point at the largest maximum). At the other end, for large shapes (beyond
+:math:`n - 1` at the latest) the likelihood of a small sample is unbounded too, as the lower end
+point meets the smallest maximum. Fits are restricted to :math:`-1 \le \xi \le` ``XI_MAX`` (3:
+no block maxima of climate data have a heavier tail), and an estimate on either boundary is
+returned, flagged ``at_bound``, when it beats every interior point.
 """
 
 from __future__ import annotations
@@ -51,12 +57,12 @@ from climio.eva.gpd import VECTOR
 
 PARAMETERS = ("location", "scale", "shape")
 XI_MIN = -1.0
-GRID_XI = np.concatenate([np.linspace(-0.9, 0.6, 11), np.array([0.8, 1.0, 1.5, 2.0, 3.0])])
-XI_GROWTH = 1.5  # the grid goes on by this factor while the profile still falls at its top ...
-XI_CAP = 50.0  # ... up to this shape
+GRID_XI = np.array([-0.9, -0.75, -0.6, -0.45, -0.3, -0.15, 0.0, 0.15, 0.3, 0.45, 0.6, 0.8, 1.0, 1.5, 2.0, 3.0])
+XI_MAX = 3.0  # the largest shape searched: beyond some shape (below n - 1) the likelihood has no maximum
 XI_ZERO = 1e-100  # shapes closer to 0 are taken as this: the Gumbel limit to rounding
 XI_TOLERANCE = 1e-10  # Brent's absolute tolerance on the shape
 S_TOLERANCE = 1e-9  # Newton's relative step on log(tau) at convergence (the last step is quadratic: 1e-18)
+POLISH_STEP = 1e-9  # Newton's last step in (log tau, xi) at convergence (the next would be ~1e-18)
 GRID_TOLERANCE = 1e-5  # ... on the grid, which only chooses the bracket
 S_LIMIT = 80.0  # |log tau| beyond this: the best tau is at the edge (only as xi -> -1)
 NEWTON_ITERATIONS = 100
@@ -71,7 +77,7 @@ class Fit:
     scale: np.ndarray
     shape: np.ndarray
     nll: np.ndarray  # negative log-likelihood of the maxima at the estimate
-    at_bound: np.ndarray  # the estimate sits on the xi = -1 boundary
+    at_bound: np.ndarray  # the estimate sits on a boundary of the region: shape -1 or XI_MAX
 
 
 @numba.njit(**VECTOR)
@@ -104,6 +110,71 @@ def _sums(d: np.ndarray, n: int, xi: float, tau: float) -> tuple[float, float, f
     df = -n / tau - n * m1 + (1.0 + xi) * q1
     d2f = n / (tau * tau) + n * ((1.0 + xi) * m2 - m1 * m1) - xi * (1.0 + xi) * q2
     return f, df, d2f, log_mean
+
+
+# Taylor coefficients, by power of y, of phi(y) = (y/(1+y) - log1p(y))/y^2 and
+# psi(y) = (y^2/(1+y)^2 + 2y/(1+y) - 2 log1p(y))/y^3: the shape derivatives of log(w)/xi without cancellation
+SERIES_Y = 0.1  # below this y, phi and psi from their series (0.1**17 is below double precision)
+PHI = tuple((-1) ** (k + 1) * (k + 1) / (k + 2) for k in range(17))
+PSI = tuple((-1) ** (k + 1) * (k + 1) * (k + 2) / (k + 3) for k in range(17))
+
+
+@numba.njit(inline="always", fastmath={"contract"})
+def _phi_psi(y: float) -> tuple[float, float]:
+    p = s = 0.0
+    for k in range(16, -1, -1):
+        p = p * y + PHI[k]
+        s = s * y + PSI[k]
+    if y >= SERIES_Y:
+        w = 1.0 + y
+        lg = vecmath.log(w) + (y - (w - 1.0)) / w
+        r = y / w
+        p = (r - lg) / (y * y)
+        s = (r * r + 2.0 * (r - lg)) / (y * y * y)
+    return p, s
+
+
+@numba.njit(**VECTOR)
+def _derivatives(d: np.ndarray, n: int, xi: float, tau: float) -> tuple[float, float, float, float, float, float]:
+    """Q and its first and second derivatives in (s = log tau, xi): Q, Q_s, Q_xi, Q_ss, Q_sxi, Q_xixi."""
+    if abs(xi) < XI_ZERO:
+        xi = XI_ZERO
+    inverse = 1.0 / xi
+    t = xi * tau
+    top = math.log1p(-t) / -xi if xi < 0.0 else 0.0
+    sum_l = sum_a = s0 = sq = sq2 = sb = sqb = sb2 = sc = q1 = q2 = b1 = c1 = 0.0
+    for i in range(n):
+        y = t * d[i]
+        w = 1.0 + y
+        lg = vecmath.log(w) + (y - (w - 1.0)) / w
+        a = lg * inverse
+        q = d[i] / w
+        e = vecmath.exp(-a - top)
+        phi, psi = _phi_psi(y)
+        td = tau * d[i]
+        b = td * td * phi  # d(log(w)/xi)/dxi
+        c = td * td * td * psi  # -d2(log(w)/xi)/dxi2
+        sum_l += lg
+        sum_a += a
+        s0 += e
+        sq += e * q
+        sq2 += e * q * q
+        sb += e * b
+        sqb += e * q * b
+        sb2 += e * b * b
+        sc += e * c
+        q1 += q
+        q2 += q * q
+        b1 += b
+        c1 += c
+    f = -n * math.log(tau) + n * (top + math.log(s0 / n)) + n + sum_l + sum_a
+    eq, eq2, eb, eqb, eb2, ec = sq / s0, sq2 / s0, sb / s0, sqb / s0, sb2 / s0, sc / s0
+    f_t = -n / tau - n * eq + (1.0 + xi) * q1
+    f_x = -n * eb + tau * q1 + b1
+    f_tt = n / (tau * tau) + n * ((1.0 + xi) * eq2 - eq * eq) - xi * (1.0 + xi) * q2
+    f_tx = n * (tau * eq2 + eqb - eq * eb) + q1 - tau * (1.0 + xi) * q2
+    f_xx = n * (ec + eb2 - eb * eb) - tau * tau * q2 - c1
+    return f, tau * f_t, f_x, tau * tau * f_tt + tau * f_t, tau * f_tx, f_xx
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -200,6 +271,45 @@ def _brent(x: np.ndarray, d: np.ndarray, n: int, a: float, b: float, v0: float, 
 
 
 @numba.njit(cache=True, error_model="numpy")
+def _polish(x: np.ndarray, d: np.ndarray, n: int, a: float, b: float, xi: float, s: float
+            ) -> tuple[float, float, float, bool]:
+    """Newton's method in (log tau, xi) from a grid point, each step halved until Q falls, xi kept in
+    [a, b] and stopped at 0 when it would cross it (the reference point changes there): (xi, Q, log tau,
+    converged). Not converged (no positive curvature, no descent) leaves the point to Brent."""
+    f = math.inf
+    for _ in range(NEWTON_ITERATIONS):
+        ref = 1.0 if xi < 0.0 else 0.0
+        for i in range(n):
+            d[i] = x[i] - ref
+        f, gs, gx, hss, hsx, hxx = _derivatives(d, n, xi, math.exp(s))
+        det = hss * hxx - hsx * hsx
+        if not (hss > 0.0 and det > 0.0):
+            return xi, f, s, False
+        step_s = -(hxx * gs - hsx * gx) / det
+        step_x = -(hss * gx - hsx * gs) / det
+        fraction = 1.0
+        for _ in range(60):
+            new_x = min(max(xi + fraction * step_x, a), b)
+            if new_x * xi < 0.0:
+                new_x = 0.0
+            new_s = s + fraction * step_s
+            side = 1.0 if new_x < 0.0 else 0.0
+            for i in range(n):
+                d[i] = x[i] - side
+            f_new = _sums(d, n, new_x, math.exp(new_s))[0]
+            if f_new <= f:
+                break
+            fraction *= 0.5
+        else:
+            return xi, f, s, abs(step_x) <= POLISH_STEP and abs(step_s) <= POLISH_STEP * max(1.0, abs(s))
+        done = abs(new_x - xi) <= POLISH_STEP and abs(new_s - s) <= POLISH_STEP * max(1.0, abs(s))
+        xi, s, f = new_x, new_s, f_new
+        if done:
+            return xi, f, s, True
+    return xi, f, s, False
+
+
+@numba.njit(cache=True, error_model="numpy")
 def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray, ss: np.ndarray
               ) -> tuple[float, float, float, float, bool]:
     """(location, scale, shape, -log L, at_bound) for maxima x[:n] scaled to [0, 1] (fs, ss: grid scratch)."""
@@ -211,18 +321,18 @@ def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.nda
         s = ss[j]
         if fs[j] < fs[best]:
             best = j
-    xis, fs, ss = grid, fs, ss
-    while best == k - 1 and xis[k - 1] < XI_CAP:  # still falling at the top: one more point
-        xis, fs, ss = np.append(xis, xis[k - 1] * XI_GROWTH), np.append(fs, 0.0), np.append(ss, 0.0)
-        fs[k], ss[k] = _profile(x, d, n, xis[k], ss[k - 1])
-        k += 1
-        if fs[k - 1] < fs[best]:
-            best = k - 1
+    xis = grid
     a = xis[best - 1] if best > 0 else XI_MIN
     b = xis[best + 1] if best < k - 1 else xis[best]
-    xi, f, s = _brent(x, d, n, a, b, xis[best], fs[best], ss[best])
+    converged = False
+    if 0 < best < k - 1:
+        xi, f, s, converged = _polish(x, d, n, a, b, xis[best], ss[best])
+    if not converged:
+        xi, f, s = _brent(x, d, n, a, b, xis[best], fs[best], ss[best])
     if not f <= fs[best]:
         xi, f, s = xis[best], fs[best], ss[best]
+    if best == k - 1 and xi >= XI_MAX - XI_TOLERANCE:  # still falling at the top of the region
+        xi, (f, s) = XI_MAX, _profile(x, d, n, XI_MAX, s)
     mean_gap = 0.0
     for i in range(n):
         mean_gap += 1.0 - x[i]
@@ -239,7 +349,7 @@ def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.nda
     sigma = 1.0 / (tau * c)
     h = xi * log_mean
     ratio = math.expm1(h) / h if h != 0.0 else 1.0  # (c - 1)/xi = log_mean * expm1(h)/h
-    return ref - sigma * log_mean * ratio, sigma, xi, f, False
+    return ref - sigma * log_mean * ratio, sigma, xi, f, xi == XI_MAX
 
 
 @numba.njit(cache=True)
@@ -289,10 +399,11 @@ def negative_log_likelihood(maxima: np.ndarray, location: float, scale: float, s
     y = (x - location) / scale
     if shape == 0.0:
         return x.size * math.log(scale) + y.sum() + np.exp(-y).sum()
-    z = 1.0 + shape * y
-    if np.any(z <= 0):
+    z = shape * y
+    if np.any(z <= -1.0):
         return math.inf
-    return x.size * math.log(scale) + (1.0 + 1.0 / shape) * np.log(z).sum() + (z ** (-1.0 / shape)).sum()
+    log_z = np.log1p(z)  # log(1 + xi y): accurate for shapes near 0, as is log_z / xi
+    return x.size * math.log(scale) + log_z.sum() + (log_z / shape).sum() + np.exp(-log_z / shape).sum()
 
 
 def return_level(location: np.ndarray, scale: np.ndarray, shape: np.ndarray, period_blocks: float) -> np.ndarray:
