@@ -30,6 +30,20 @@ def test_bench_eva(tmp_path: Path) -> None:
     assert "vs scipy" in result.stdout and "eva / sequential read" in result.stdout
 
 
+def test_bench_eva_methods(tmp_path: Path) -> None:
+    """--methods pot,gev: both methods on the same input, interleaved, one table row each, each against its
+    own scipy fit (GEV needs 10 complete years: 3700 days)."""
+    result = climio("bench", "eva", "--shape", "3700,3,4", "--ranks", "2", "--reps", "1", "--schemes", "slab",
+                    "--splits", "lat", "--formats", "cdf5", "--methods", "pot,gev", "--dir", str(tmp_path),
+                    "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r" / "eva.json").read_text())
+    assert [r["method"] for r in report["rows"] if "scheme" in r] == ["pot", "gev"]
+    assert {e["method"] for e in report["table"]} == {"pot", "gev"}
+    assert set(report["scipy_seconds_per_cell"]) == {"pot", "gev"}
+    assert "genextreme" in result.stdout and "| gev" in result.stdout
+
+
 def test_bench_eva_cold(tmp_path: Path) -> None:
     """--cold: every eva run after a cold dd of the same file (interleaved), the cache method reported."""
     result = climio("bench", "eva", "--shape", "400,3,4", "--ranks", "2", "--reps", "2", "--schemes", "slab",

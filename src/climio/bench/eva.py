@@ -16,8 +16,11 @@ the table gives medians over repetitions of:
   (the 1-rank run of the above), and climio eva's time over it;
 * the largest peak resident memory of one rank, and the sum over ranks
   against the size of the variable;
-* the speed-up over ``scipy.stats.genpareto.fit`` called cell by cell, timed
-  on a sample of cells in the same run and scaled to the grid.
+* the speed-up over scipy called cell by cell (``genpareto.fit`` on the excesses for ``--method pot``,
+  ``genextreme.fit`` on the 365-day maxima for ``--method gev``), timed on a sample of cells in the same
+  run and scaled to the grid.
+
+``--methods pot,gev`` runs each method on the same inputs, interleaved, so the two compare within a run.
 
 With ``--cold`` the input's pages are dropped before every timed run instead (:mod:`climio.bench.cache`),
 and before each eva run ``dd`` reads the whole file from a cold cache: the disk's own speed in the same
@@ -72,8 +75,13 @@ def warm(path: str) -> None:
             pass
 
 
-def scipy_seconds_per_cell(path: str, sample: int, tail: float) -> float:
-    """Median seconds of scipy.stats.genpareto.fit (floc=0) on the excesses of ``sample`` cells."""
+SCIPY_FITS = {"pot": "genpareto", "gev": "genextreme"}
+DAYS_PER_BLOCK = 365  # scipy's GEV timing: maxima of 365-day blocks (the fit's cost, not the calendar, counts)
+
+
+def scipy_seconds_per_cell(path: str, sample: int, tail: float, method: str = "pot") -> float:
+    """Median seconds of scipy.stats.genpareto.fit (floc=0) on the excesses of ``sample`` cells (``pot``), or of
+    scipy.stats.genextreme.fit on their 365-day maxima (``gev``)."""
     from scipy import stats
 
     with ncio.open(path, read="root") as ds:
@@ -85,19 +93,24 @@ def scipy_seconds_per_cell(path: str, sample: int, tail: float) -> float:
     seconds = []
     for p in picks:
         y = series[int(p) // nx][:, int(p) % nx].astype(float)
-        u = np.quantile(y, 1 - tail)
-        excess = y[y > u] - u
-        started = time.perf_counter()
-        stats.genpareto.fit(excess, floc=0)
+        if method == "gev":
+            maxima = y[:y.size // DAYS_PER_BLOCK * DAYS_PER_BLOCK].reshape(-1, DAYS_PER_BLOCK).max(axis=1)
+            started = time.perf_counter()
+            stats.genextreme.fit(maxima)
+        else:
+            u = np.quantile(y, 1 - tail)
+            excess = y[y > u] - u
+            started = time.perf_counter()
+            stats.genpareto.fit(excess, floc=0)
         seconds.append(time.perf_counter() - started)
     return statistics.median(seconds)
 
 
-def run_once(path: str, nranks: int, scheme: str, split: str, workdir: str) -> dict[str, Any]:
+def run_once(path: str, nranks: int, scheme: str, split: str, workdir: str, method: str = "pot") -> dict[str, Any]:
     trace_file, out = os.path.join(workdir, "trace.json"), os.path.join(workdir, "eva.nc")
     started = time.perf_counter()
     run_ranks(nranks, ["--trace", trace_file, "eva", path, out, "--overwrite", "--scheme", scheme, "--split", split,
-                       "--mode", "cdf5"])
+                       "--mode", "cdf5", "--method", method])
     wall = time.perf_counter() - started
     with open(trace_file) as f:
         report = json.load(f)
@@ -132,7 +145,7 @@ def plain_read(comm: MPI.Comm, path: str, split: str, reps: int, rows_json: str,
 
 def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes: Sequence[str],
          splits: Sequence[str], formats: Sequence[str], reps: int, directory: str, out: str | None,
-         scipy_sample: int = 40, cold: bool = False) -> None:
+         scipy_sample: int = 40, cold: bool = False, methods: Sequence[str] = ("pot",)) -> None:
     if comm.Get_size() > 1:
         raise ClimioError("climio bench eva starts its own mpiexec runs: run it as a plain process", collective=True)
     if reps < 1:
@@ -144,9 +157,10 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
     rows: list[dict[str, Any]] = []
     try:
         inputs = make_inputs(workdir, shape, formats)
-        per_cell = scipy_seconds_per_cell(inputs["cdf5"], scipy_sample, 0.01)
-        print(f"scipy.stats.genpareto.fit: {per_cell * 1e3:.2f} ms per cell (median of {scipy_sample}), "
-              f"{per_cell * cells:.0f} s for {cells} cells", flush=True)
+        per_cell = {m: scipy_seconds_per_cell(inputs["cdf5"], scipy_sample, 0.01, m) for m in methods}
+        for m, seconds in per_cell.items():
+            print(f"scipy.stats.{SCIPY_FITS[m]}.fit: {seconds * 1e3:.2f} ms per cell (median of {scipy_sample}), "
+                  f"{seconds * cells:.0f} s for {cells} cells", flush=True)
         for fmt, path in inputs.items():
             if not cold:
                 warm(path)
@@ -160,14 +174,15 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
                     for split in splits:
                         print(f"bench eva: {fmt} {n} rank(s) {scheme} {split} ...", flush=True)
                         for rep in range(reps):
-                            baseline = {"cold_dd_s": cache.cold_dd_seconds(path)} if cold else {}
-                            method = cache.drop(path) if cold else "warm"
-                            row = run_once(path, n, scheme, split, workdir)
-                            rows.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split, "rep": rep,
-                                         "cache": method, **baseline, **row})
+                            for eva_method in methods:  # interleaved: the methods compare within a minute
+                                baseline = {"cold_dd_s": cache.cold_dd_seconds(path)} if cold else {}
+                                how = cache.drop(path) if cold else "warm"
+                                row = run_once(path, n, scheme, split, workdir, eva_method)
+                                rows.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split,
+                                             "method": eva_method, "rep": rep, "cache": how, **baseline, **row})
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    table = summarise(rows, cells, variable_bytes, per_cell * cells)
+    table = summarise(rows, cells, variable_bytes, {m: s * cells for m, s in per_cell.items()})
     print(f"climio bench eva: pr{tuple(shape)} float32 ({variable_bytes / 1e6:.0f} MB), median of {reps} rep(s)")
     print(format_table(table))
     if out:
@@ -182,24 +197,27 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
         print(f"results in {out}/eva.json and eva.csv")
 
 
-def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int, scipy_total: float) -> list[dict[str, Any]]:
+def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int,
+              scipy_total: dict[str, float]) -> list[dict[str, Any]]:
     table = []
     runs = [r for r in rows if "scheme" in r]
-    keys = dict.fromkeys((r["format"], r["ranks"], r["scheme"], r["split"]) for r in runs)
-    for fmt, n, scheme, split in keys:
-        sample = [r for r in runs if (r["format"], r["ranks"], r["scheme"], r["split"]) == (fmt, n, scheme, split)]
+    keys = dict.fromkeys((r["format"], r["ranks"], r["scheme"], r["split"], r["method"]) for r in runs)
+    for fmt, n, scheme, split, method in keys:
+        sample = [r for r in runs
+                  if (r["format"], r["ranks"], r["scheme"], r["split"], r["method"]) == (fmt, n, scheme, split, method)]
         wall = statistics.median(r["wall_s"] for r in sample)
         job = statistics.median(r["job_s"] for r in sample)
         read, sequential = (statistics.median(r["plain_read_s"] for r in rows if "plain_read_s" in r
                                               and (r["format"], r["ranks"], r["split"]) == (fmt, m, split))
                             for m in (n, 1))
-        table.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split, "wall_s": wall, "job_s": job,
+        table.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split, "method": method,
+                      "wall_s": wall, "job_s": job,
                       "cells_per_s": cells / job, "read_s": read, "job_over_read": job / read if read else 0.0,
                       "sequential_read_s": sequential, "job_over_sequential_read": job / sequential if sequential else 0.0,
                       "read_phase_s": statistics.median(r["read_s"] for r in sample),
                       "peak_rss_rank_MB": max(r["peak_rss_max"] for r in sample) / 1e6,
                       "peak_rss_job_over_variable": max(r["peak_rss_total"] for r in sample) / variable_bytes,
-                      "speedup_vs_scipy": scipy_total / wall})
+                      "speedup_vs_scipy": scipy_total[method] / wall})
         if "cold_dd_s" in sample[0]:
             dd = statistics.median(r["cold_dd_s"] for r in sample)
             table[-1].update({"cold_dd_s": dd, "wall_over_cold_dd": wall / dd, "job_over_cold_dd": job / dd,
@@ -209,10 +227,11 @@ def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int, scipy
 
 def format_table(table: list[dict[str, Any]]) -> str:
     cold = "cold_dd_s" in table[0]
-    columns = [("input", "l"), ("ranks", "r"), ("scheme", "l"), ("split", "l")] + [(h, "r") for h in (
+    columns = [("input", "l"), ("ranks", "r"), ("scheme", "l"), ("split", "l"), ("method", "l")] + [(h, "r") for h in (
         "wall s", "eva s", "cells/s", "read s", "eva / read", "sequential read s", "eva / sequential read",
         "peak MB per rank", "job memory / variable", "vs scipy", *["cold dd s", "wall / cold dd"] * cold)]
-    return markdown_table(columns, ([e["format"], str(e["ranks"]), e["scheme"], e["split"], f"{e['wall_s']:.2f}",
+    return markdown_table(columns, ([e["format"], str(e["ranks"]), e["scheme"], e["split"], e["method"],
+                                     f"{e['wall_s']:.2f}",
                                      f"{e['job_s']:.2f}", f"{e['cells_per_s']:.0f}", f"{e['read_s']:.2f}",
                                      f"{e['job_over_read']:.1f}", f"{e['sequential_read_s']:.2f}",
                                      f"{e['job_over_sequential_read']:.1f}", f"{e['peak_rss_rank_MB']:.0f}",

@@ -63,7 +63,7 @@ XI_ZERO = 1e-100  # shapes closer to 0 are taken as this: the Gumbel limit to ro
 XI_TOLERANCE = 1e-10  # Brent's absolute tolerance on the shape
 S_TOLERANCE = 1e-9  # Newton's relative step on log(tau) at convergence (the last step is quadratic: 1e-18)
 POLISH_STEP = 1e-9  # Newton's last step in (log tau, xi) at convergence (the next would be ~1e-18)
-GRID_TOLERANCE = 1e-5  # ... on the grid, which only chooses the bracket
+GRID_TOLERANCE = 1e-3  # ... on the grid, which only chooses the bracket (its value from Newton's model)
 S_LIMIT = 80.0  # |log tau| beyond this: the best tau is at the edge (only as xi -> -1)
 NEWTON_ITERATIONS = 100
 GOLDEN = 0.5 * (3.0 - math.sqrt(5.0))
@@ -115,8 +115,8 @@ def _sums(d: np.ndarray, n: int, xi: float, tau: float) -> tuple[float, float, f
 # Taylor coefficients, by power of y, of phi(y) = (y/(1+y) - log1p(y))/y^2 and
 # psi(y) = (y^2/(1+y)^2 + 2y/(1+y) - 2 log1p(y))/y^3: the shape derivatives of log(w)/xi without cancellation
 SERIES_Y = 0.1  # below this y, phi and psi from their series (0.1**17 is below double precision)
-PHI = tuple((-1) ** (k + 1) * (k + 1) / (k + 2) for k in range(17))
-PSI = tuple((-1) ** (k + 1) * (k + 1) * (k + 2) / (k + 3) for k in range(17))
+PHI = np.array([(-1) ** (k + 1) * (k + 1) / (k + 2) for k in range(17)])
+PSI = np.array([(-1) ** (k + 1) * (k + 1) * (k + 2) / (k + 3) for k in range(17)])
 
 
 @numba.njit(inline="always", fastmath={"contract"})
@@ -201,6 +201,8 @@ def _best_tau(d: np.ndarray, n: int, xi: float, s: float, tol: float) -> tuple[f
         if not lo < new < hi:
             new = 0.5 * (lo + hi)
         if abs(new - s) <= tol * max(1.0, abs(s)) or hi - lo <= tol * max(1.0, abs(s)):
+            if h > 0.0 and new == s - g / h:  # the step's quadratic model: its error is third order in it
+                return f - 0.5 * g * g / h, new
             return f, s
         s = new
     return f, s
@@ -314,11 +316,27 @@ def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.nda
               ) -> tuple[float, float, float, float, bool]:
     """(location, scale, shape, -log L, at_bound) for maxima x[:n] scaled to [0, 1] (fs, ss: grid scratch)."""
     k = grid.size
-    s = 0.0
+    zero = 0
+    while grid[zero] < 0.0:
+        zero += 1
+    mean = 0.0
+    for i in range(n):
+        mean += x[i]
+    mean /= n
+    spread = 0.0
+    for i in range(n):
+        spread += (x[i] - mean) ** 2
+    # Gumbel's moment estimate sigma = sqrt(6 var)/pi starts the search at xi = 0; each further grid point
+    # starts from the line through its two neighbours' solutions, outwards in both directions
+    fs[zero], ss[zero] = _profile(x, d, n, 0.0, math.log(math.pi / math.sqrt(6.0 * spread / n)), GRID_TOLERANCE)
+    for first, last, way in ((zero + 1, k, 1), (zero - 1, -1, -1)):
+        for j in range(first, last, way):
+            s = ss[j - way]
+            if j - 2 * way != zero - way and 0 <= j - 2 * way < k:
+                s += (ss[j - way] - ss[j - 2 * way]) * (grid[j] - grid[j - way]) / (grid[j - way] - grid[j - 2 * way])
+            fs[j], ss[j] = _profile(x, d, n, grid[j], s, GRID_TOLERANCE)
     best = 0
     for j in range(k):
-        fs[j], ss[j] = _profile(x, d, n, grid[j], s, GRID_TOLERANCE)
-        s = ss[j]
         if fs[j] < fs[best]:
             best = j
     xis = grid
