@@ -1,17 +1,18 @@
-"""Extreme value analysis: peaks over threshold with GPD maximum likelihood at every grid cell.
+"""Extreme value analysis at every grid cell: peaks over threshold (GPD) and block maxima (GEV), each at the
+maximum of its likelihood.
 
-``climio eva`` (:mod:`climio.eva.job`) for files on any number of ranks;
-:func:`fit_pot` for numpy arrays and xarray DataArrays or Datasets, eager or dask-backed (lazy).
+``climio eva`` (:mod:`climio.eva.job`) for files on any number of ranks; :func:`fit_pot` (numpy arrays and
+xarray DataArrays or Datasets) and :func:`fit_gev` (xarray with a time coordinate), eager or dask-backed (lazy).
 """
 
 from typing import Any
 
-__all__ = ["fit_pot"]
+__all__ = ["fit_gev", "fit_pot"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "fit_pot":  # imported on first use: the command line does not need xarray
-        from climio.eva.api import fit_pot
+    if name in __all__:  # imported on first use: the command line does not need xarray
+        from climio.eva import api
 
-        return fit_pot
+        return getattr(api, name)
     raise AttributeError(name)

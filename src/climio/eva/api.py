@@ -1,4 +1,5 @@
-"""Peaks-over-threshold GPD fits on in-memory or dask-backed data, for notebooks.
+"""Extreme value fits on in-memory or dask-backed data, for notebooks: peaks over threshold (GPD) and
+block maxima (GEV).
 
     import xarray as xr
     from climio.eva import fit_pot
@@ -6,7 +7,10 @@
     result = fit_pot(ds, var="pr", return_periods=[20, 100])
     result["return_level"].sel(period=100).plot()
 
-The same statistics as ``climio eva`` (:mod:`climio.eva.pot`), one process, no files.
+    gev = fit_gev(ds, var="pr", block="year", return_periods=[20, 100])
+
+The same statistics as ``climio eva`` (:mod:`climio.eva.pot`, :mod:`climio.eva.block_maxima`), one
+process, no files.
 Dask-backed input stays lazy: the fits run chunk by chunk over the non-time
 dimensions when the result is computed.
 """
@@ -15,21 +19,21 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
 from climio.errors import ClimioError
-from climio.eva import cf, pot
+from climio.eva import block_maxima, blocks, cf, pot
+from climio.eva.methods import METHODS, Method
 from climio.eva.output import grid_mappings, global_attributes
 from climio.eva.series import is_time_coordinate
 from climio.eva.timestep import step_days, values_per_year
-from climio.subset.timeaxis import time_units
+from climio.subset.timeaxis import calendar_of, time_units
 
-METHOD = ("threshold: R type-7 quantile; GPD maximum likelihood with shape >= -1 "
-          "(profile likelihood, global search); return level u + s/k((T npy rate)^k - 1)")
 
 
 class UnitsWarning(UserWarning):
@@ -101,6 +105,139 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     if not 0.0 < tail < 0.5:
         raise ClimioError(f"tail must be inside (0, 0.5), got {tail}")
     periods = _periods(return_periods)
+    if npy == "calendar" and not isinstance(data, (xr.Dataset, xr.DataArray)):
+        raise ClimioError("npy='calendar' needs the calendar of a time coordinate, which numpy input has "
+                          "not: give npy as a number")
+    given = _prepare(data, dim, var, axis, units)
+    time_dim, name = given.time_dim, given.name
+    where = f"time coordinate '{time_dim}' of '{name}'"
+    if npy == "calendar" and given.calendar is None:
+        raise ClimioError(f"npy='calendar': '{name}' has no time coordinate '{time_dim}' with a calendar: "
+                          f"give npy as a number")
+    npy_value = values_per_year(npy, given.step, given.calendar or "standard", where, option="npy")
+
+    call = (f"climio.eva.fit_pot({name}, tail={tail:g}, return_periods={[float(p) for p in periods]}, "
+            f"npy={npy_value:g}, min_exceed={min_exceed})")
+    out = _fitted(given, METHODS["pot"], _fit_block,
+                  {"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed},
+                  cf.result_attributes(name, given.attrs, tail), periods, call,
+                  {"climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed})
+    if out["status"].chunks is None:
+        hint = f"; a fit needs min_exceed={min_exceed} exceedances: a longer series or a larger tail gives more"
+        _warn_if_nothing_fitted(out["status"].values, name, METHODS["pot"], {pot.TOO_FEW: hint})
+    return out
+
+
+def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str | None = None,
+            block: str = "year", max_missing: float = 0.1, min_blocks: int = 10,
+            return_periods: float | Iterable[float] = (100.0,), units: str | None = None) -> xr.Dataset:
+    """GEV location, scale, shape of the block maxima, return levels, -log L and status at every cell of ``data``.
+
+    Parameters
+    ----------
+    data
+        A DataArray, or a Dataset with ``var=``, with a time coordinate: decoded (numpy datetime64 or cftime)
+        or numbers with CF ``units`` (and ``calendar``). The blocks come from its dates.
+    dim, var, units
+        As in :func:`fit_pot`.
+    block
+        ``"year"`` (default), or a season of each year as consecutive month initials: ``"DJF"`` (December
+        counts with the next year's January and February), ``"MAM"``, ``"JJA"``, ``"SON"``, ``"JJAS"``...
+    max_missing
+        A block missing more than this fraction of its time steps (NaN, ``_FillValue``, or steps absent
+        from the axis, such as the partial years at its ends) is left out, in [0, 1).
+    min_blocks
+        Fewest complete blocks for a fit (status ``too_few_blocks`` below), at least 2.
+    return_periods
+        One return period in years or any sequence of them (each over 1 year): the level exceeded by a
+        block's maximum with probability 1/T.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``location``, ``scale``, ``shape``, ``n_blocks``, ``nll``, ``status`` on the non-time dimensions of
+        ``data`` and ``return_level`` on ``("period", *those)``, with the CF attributes, coordinates,
+        grid mapping and global attributes as :func:`fit_pot` gives them; ``climio_block``,
+        ``climio_max_missing``, ``climio_min_blocks`` record the options. The statistics are
+        ``climio eva --method gev``'s (:mod:`climio.eva.block_maxima`), bit for bit.
+    """
+    periods = _periods(return_periods)
+    blocks.months_of(block)
+    if not 0.0 <= max_missing < 1.0:
+        raise ClimioError(f"max_missing must be in [0, 1), got {max_missing}")
+    if isinstance(min_blocks, bool) or not isinstance(min_blocks, (int, np.integer)) or min_blocks < 2:
+        raise ClimioError(f"min_blocks must be an integer of at least 2, got {min_blocks!r}")
+    if not isinstance(data, (xr.Dataset, xr.DataArray)):
+        raise ClimioError(f"fit_gev needs the dates of a time coordinate to find the blocks: give a DataArray or a "
+                          f"Dataset with one, not {type(data).__name__}")
+    given = _prepare(data, dim, var, None, units)
+    numbers = _time_numbers(given.array, given.time_dim)
+    if numbers is None or given.step is None or not given.step > 0:
+        raise ClimioError(f"'{given.name}' has no time coordinate '{given.time_dim}' with dates (datetime64, cftime, "
+                          f"or numbers with CF units) and at least two steps: fit_gev needs one to find the blocks")
+    cuts = blocks.of_axis(*numbers, given.step, block)
+    call = (f"climio.eva.fit_gev({given.name}, block={block!r}, max_missing={max_missing:g}, "
+            f"min_blocks={min_blocks}, return_periods={[float(p) for p in periods]})")
+    out = _fitted(given, METHODS["gev"], _fit_block_gev,
+                  {"cuts": cuts, "periods": periods, "max_missing": max_missing, "min_blocks": int(min_blocks)},
+                  cf.block_maxima_attributes(given.name, given.attrs, block, max_missing), periods, call,
+                  {"climio_block": block, "climio_max_missing": max_missing, "climio_min_blocks": int(min_blocks)})
+    if out["status"].chunks is None:
+        hint = f"; a fit needs min_blocks={min_blocks} blocks missing at most {max_missing:g} of their steps"
+        _warn_if_nothing_fitted(out["status"].values, given.name, METHODS["gev"], {block_maxima.TOO_FEW: hint})
+    return out
+
+
+def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.ndarray, ...]],
+            kwargs: dict[str, Any], described: Mapping[str, Mapping[str, object]], periods: list[float], call: str,
+            options: Mapping[str, object]) -> xr.Dataset:
+    """The method's results as a CF Dataset: ``fit_block`` over the cells (lazily for dask input)."""
+    array, time_dim = given.array, given.time_dim
+    fields = list(method.results)
+    outputs = xr.apply_ufunc(
+        fit_block, array, input_core_dims=[[time_dim]],
+        output_core_dims=[["period"] if f == "return_level" else [] for f in fields],
+        kwargs={**kwargs, "missing": given.missing, "fields": method.results},
+        dask="parallelized", output_dtypes=[np.dtype(method.results[f]) for f in fields],
+        dask_gufunc_kwargs={"output_sizes": {"period": len(periods)}})
+    others = [d for d in array.dims if d != time_dim]
+    grid_mapping = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
+    out = xr.Dataset()
+    for field, result in zip(fields, outputs):
+        result.attrs = dict(described[field])
+        if grid_mapping is not None:  # every result is on the input's grid, as in the command's file
+            result.attrs["grid_mapping"] = grid_mapping
+        out[field] = result.transpose("period", *others) if field == "return_level" else result
+    out = out.assign_coords(period=("period", np.asarray(periods, dtype=np.float64), dict(cf.PERIOD_ATTRS)))
+    for key, variable in given.grid_mapping_vars.items():
+        if key not in out.variables:
+            out[key] = variable
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    # The input's identifying global attributes (institution, model, experiment...), as the command carries them.
+    out.attrs = global_attributes(given.source_attrs, {
+        "title": f"{method.title} of {given.name}", "method": method.description, **options}, f"{stamp}: {call}")
+    return out
+
+
+@dataclass
+class _Given:
+    """The input to fit, checked: its DataArray (one chunk along time), time dimension, name, result attributes
+    (units chosen), missing values, and what a Dataset brings along (global and grid-mapping variables)."""
+
+    array: xr.DataArray
+    time_dim: str
+    name: str
+    attrs: dict[Any, Any]
+    missing: list[float]
+    source_attrs: Mapping[Any, Any]
+    grid_mapping_vars: dict[Hashable, xr.Variable]
+    step: float | None  # the time coordinate's median step in days
+    calendar: str | None
+
+
+def _prepare(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None, var: str | None, axis: int | None,
+             units: str | None) -> _Given:
+    """The checks and choices fit_pot and fit_gev share."""
     source_attrs: Mapping[Any, Any] = {}
     grid_mapping_vars: dict[Hashable, xr.Variable] = {}
     if isinstance(data, xr.Dataset):
@@ -131,17 +268,9 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         if var is not None:
             raise ClimioError("var= names a variable of a Dataset, not of an array")
         array, time_dim = _wrap_array(data, axis), "time"
-        if npy == "calendar":
-            raise ClimioError("npy='calendar' needs the calendar of a time coordinate, which numpy input has "
-                              "not: give npy as a number")
         step, calendar = None, None
 
     name = str(array.name) if array.name is not None else "data"
-    where = f"time coordinate '{time_dim}' of '{name}'"
-    if npy == "calendar" and calendar is None:
-        raise ClimioError(f"npy='calendar': '{name}' has no time coordinate '{time_dim}' with a calendar: "
-                          f"give npy as a number")
-    npy_value = values_per_year(npy, step, calendar or "standard", where, option="npy")
     if "period" in array.dims:
         raise ClimioError(f"'{name}' has a dimension 'period', which the result uses for return periods")
     for packed in ("scale_factor", "add_offset"):
@@ -155,59 +284,46 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     if chosen is None or not str(chosen).strip():
         warnings.warn(f"'{name}' has no units (no units attribute, no units=): return levels, thresholds and "
                       f"scales are labelled unitless ('1'); give units=, or keep attributes through arithmetic "
-                      f"(xr.set_options(keep_attrs=True))", UnitsWarning, stacklevel=2)
+                      f"(xr.set_options(keep_attrs=True))", UnitsWarning, stacklevel=3)
         chosen = "1"
     attrs["units"] = chosen
     missing = [float(array.attrs[k]) for k in ("_FillValue", "missing_value") if k in array.attrs]
     if array.chunks is not None and len(array.chunksizes[time_dim]) > 1:
         array = array.chunk({time_dim: -1})  # a cell needs its whole series: one chunk along time
-
-    fields = list(cf.RESULT_TYPES)
-    outputs = xr.apply_ufunc(
-        _fit_block, array, input_core_dims=[[time_dim]],
-        output_core_dims=[["period"] if f == "return_level" else [] for f in fields],
-        kwargs={"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed, "missing": missing},
-        dask="parallelized", output_dtypes=[np.dtype(cf.RESULT_TYPES[f]) for f in fields],
-        dask_gufunc_kwargs={"output_sizes": {"period": len(periods)}})
-    others = [d for d in array.dims if d != time_dim]
-    described = cf.result_attributes(name, attrs, tail)
-    grid_mapping = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
-    out = xr.Dataset()
-    for field, result in zip(fields, outputs):
-        result.attrs = dict(described[field])
-        if grid_mapping is not None:  # every result is on the input's grid, as in the command's file
-            result.attrs["grid_mapping"] = grid_mapping
-        out[field] = result.transpose("period", *others) if field == "return_level" else result
-    out = out.assign_coords(period=("period", np.asarray(periods, dtype=np.float64), dict(cf.PERIOD_ATTRS)))
-    for key, variable in grid_mapping_vars.items():
-        if key not in out.variables:
-            out[key] = variable
-    call = (f"climio.eva.fit_pot({name}, tail={tail:g}, return_periods={[float(p) for p in periods]}, "
-            f"npy={npy_value:g}, min_exceed={min_exceed})")
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    # The input's identifying global attributes (institution, model, experiment...), as the command carries them.
-    out.attrs = global_attributes(source_attrs, {
-        "title": f"peaks-over-threshold GPD fits of {name}", "method": METHOD, "climio_tail": tail,
-        "climio_npy": npy_value, "climio_min_exceed": min_exceed}, f"{stamp}: {call}")
-    if out["status"].chunks is None:
-        _warn_if_nothing_fitted(out["status"].values, name, min_exceed)
-    return out
+    return _Given(array, time_dim, name, attrs, missing, source_attrs, grid_mapping_vars, step, calendar)
 
 
 def _fit_block(block: np.ndarray, *, tail: float, periods: list[float], npy: float, min_exceed: int,
-               missing: list[float]) -> tuple[np.ndarray, ...]:
+               missing: list[float], fields: Mapping[str, str]) -> tuple[np.ndarray, ...]:
     """pot.analyse on a block of cells (..., time): one array per result field, return levels (..., period)."""
-    shape = block.shape[:-1]
-    series = np.moveaxis(block, -1, 0)  # back to (time, ...): a view of time-first input in its own layout
-    series = series.reshape(series.shape[0], -1)
-    if series.dtype.kind != "f":
-        series = series.astype(np.float64)
+    series = _series(block)
     result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing)
+    return _fields(result, fields, block.shape[:-1], len(periods))
+
+
+def _fit_block_gev(block: np.ndarray, *, cuts: blocks.Blocks, periods: list[float], max_missing: float,
+                   min_blocks: int, missing: list[float], fields: Mapping[str, str]) -> tuple[np.ndarray, ...]:
+    """block_maxima.analyse on a block of cells (..., time), as :func:`_fit_block`."""
+    series = _series(block)
+    scanner = block_maxima.Scanner(cuts, series.shape[1], series.dtype, missing)
+    scanner.update(series)
+    result = block_maxima.analyse(scanner, periods=periods, max_missing=max_missing, min_blocks=min_blocks)
+    return _fields(result, fields, block.shape[:-1], len(periods))
+
+
+def _series(block: np.ndarray) -> np.ndarray:
+    """A block of cells (..., time) as (time, cells): a view of time-first input in its own layout."""
+    series = np.moveaxis(block, -1, 0)
+    series = series.reshape(series.shape[0], -1)
+    return series.astype(np.float64) if series.dtype.kind != "f" else series
+
+
+def _fields(result: Any, fields: Mapping[str, str], shape: tuple[int, ...], periods: int) -> tuple[np.ndarray, ...]:
     out = []
-    for field, dtype in cf.RESULT_TYPES.items():
+    for field, dtype in fields.items():
         values = getattr(result, field)
         if field == "return_level":
-            values = np.moveaxis(values.reshape(len(periods), *shape), 0, -1)
+            values = np.moveaxis(values.reshape(periods, *shape), 0, -1)
         else:
             values = values.reshape(shape)
         out.append(values.astype(dtype, copy=False))
@@ -293,22 +409,44 @@ def _time_step(array: xr.DataArray, time_dim: str) -> tuple[float | None, str | 
     return None, calendar
 
 
+def _time_numbers(array: xr.DataArray, time_dim: str) -> tuple[np.ndarray, str, str] | None:
+    """The time coordinate as numbers, their CF units and calendar (None: no coordinate with dates)."""
+    if time_dim not in array.coords or array.coords[time_dim].ndim != 1 or array.coords[time_dim].size == 0:
+        return None
+    coord = array.coords[time_dim]
+    values = np.asarray(coord.values)
+    calendar = coord.encoding.get("calendar", coord.attrs.get("calendar"))
+    if values.dtype.kind == "M":
+        seconds = (values - values[0]) / np.timedelta64(1, "s")
+        first = str(np.datetime_as_string(values[0], unit="s")).replace("T", " ")
+        return seconds / 86400.0, f"days since {first}", "proleptic_gregorian"
+    if values.dtype.kind == "O" and _is_cftime(values[0]):
+        import cftime
+
+        calendar = calendar or values[0].calendar
+        return np.asarray(cftime.date2num(values, "days since 0001-01-01", calendar)), "days since 0001-01-01", calendar
+    units = time_units(coord.attrs)
+    if values.dtype.kind in "iuf" and units is not None:
+        return values.astype(np.float64), units, calendar_of({"calendar": calendar or "standard"})
+    return None
+
+
 def _grid_mapping_names(array: xr.DataArray) -> list[str]:
     """The grid-mapping variables named by ``grid_mapping``: ``crs`` or CF's ``crs: x y crs2: lat lon``."""
     text = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
     return grid_mappings(text) if text else []
 
 
-def _warn_if_nothing_fitted(status: np.ndarray, name: str, min_exceed: int) -> None:
+def _warn_if_nothing_fitted(status: np.ndarray, name: str, method: Method, hints: Mapping[int, str]) -> None:
+    """A NoFitWarning with the status counts when no cell is ok (or at a bound of the shape)."""
     if status.size == 0:
         return
-    counts = np.bincount(status.ravel().astype(np.int64), minlength=len(cf.STATUS_MEANINGS))
-    if counts[pot.STATUS_OK] + counts[pot.AT_BOUND] > 0:
+    counts = np.bincount(status.ravel().astype(np.int64), minlength=len(method.statuses))
+    if any(counts[i] for i, meaning in enumerate(method.statuses) if meaning == "ok" or meaning.startswith("shape_")):
         return
-    summary = ", ".join(f"{meaning}: {n}" for meaning, n in zip(cf.STATUS_MEANINGS, counts) if n)
-    hint = (f"; a fit needs min_exceed={min_exceed} exceedances: a longer series or a larger tail gives more"
-            if counts[pot.TOO_FEW] else "")
+    summary = ", ".join(f"{meaning}: {n}" for meaning, n in zip(method.statuses, counts) if n)
+    hint = "".join(h for code, h in hints.items() if counts[code])
     warnings.warn(f"no cell of '{name}' could be fitted ({summary}){hint}", NoFitWarning, stacklevel=3)
 
 
-__all__ = ["NoFitWarning", "UnitsWarning", "fit_pot"]
+__all__ = ["NoFitWarning", "UnitsWarning", "fit_gev", "fit_pot"]
