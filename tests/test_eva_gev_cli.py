@@ -384,6 +384,7 @@ def test_cordex_pr_two_files_joined(tmp_path: Path) -> None:
     (("--max-missing", "1.5"), ("--max-missing", "[0, 1)")),
     (("--min-blocks", "1"), ("--min-blocks", "at least 2")),
     (("--method", "foo"), ("--method 'foo'", "gev")),
+    (("--method", "pot", "--block", "JJA", "--min-blocks", "5"), ("--block, --min-blocks", "--method gev")),
 ])
 def test_bad_options_one_line_and_no_output(synthetic: Path, tmp_path: Path, args: tuple[str, ...],
                                             needles: tuple[str, ...]) -> None:

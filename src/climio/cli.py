@@ -141,7 +141,8 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
                        min_exceed=args.min_exceed, split=args.split, scheme=args.scheme, mode=args.mode,
                        overwrite=args.overwrite, plot=args.plot,
                        ranges=tuple(parse_dim_range(text) for text in args.d or []), allow_gaps=args.allow_gaps,
-                       compress=compression(args), method=args.method, block=args.block,
+                       compress=compression(args), method=args.method,
+                       block=args.block if args.block == "year" else args.block.upper(),
                        max_missing=args.max_missing, min_blocks=args.min_blocks)
     out = args.files[-1]
     summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))

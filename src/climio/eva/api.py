@@ -163,6 +163,7 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
     """
     periods = _periods(return_periods)
     blocks.months_of(block)
+    block = block if block == "year" else block.upper()
     if not 0.0 <= max_missing < 1.0:
         raise ClimioError(f"max_missing must be in [0, 1), got {max_missing}")
     if isinstance(min_blocks, bool) or not isinstance(min_blocks, (int, np.integer)) or min_blocks < 2:

@@ -98,6 +98,12 @@ class Options:
                 raise ClimioError(f"--max-missing must be in [0, 1), got {self.max_missing}", collective=True)
             if self.min_blocks < 2:
                 raise ClimioError(f"--min-blocks must be at least 2, got {self.min_blocks}", collective=True)
+        else:
+            given = [flag for flag, value, default in (("--block", self.block, "year"),
+                                                       ("--max-missing", self.max_missing, 0.1),
+                                                       ("--min-blocks", self.min_blocks, 10)) if value != default]
+            if given:
+                raise ClimioError(f"{', '.join(given)}: for block maxima only: add --method gev", collective=True)
         timestep.check_npy(self.npy)
         dims = [r.dim for r in self.ranges]
         if len(set(dims)) != len(dims):
