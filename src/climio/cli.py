@@ -125,6 +125,7 @@ def cmd_gen_geodesic(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
 def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.eva import job
+    from climio.eva.intervals import Request
 
     npy: float | str | None = args.npy
     if args.npy not in (None, "calendar"):
@@ -137,13 +138,16 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
                           collective=True)
     from climio.subset.options import parse_dim_range
 
+    if args.ci_method is not None and args.ci is None:
+        raise ClimioError("--ci-method: give the confidence level too, e.g. --ci 0.95", collective=True)
     opts = job.Options(var=args.var, tail=args.tail, periods=tuple(args.return_period), npy=npy,
                        min_exceed=args.min_exceed, split=args.split, scheme=args.scheme, mode=args.mode,
                        overwrite=args.overwrite, plot=args.plot,
                        ranges=tuple(parse_dim_range(text) for text in args.d or []), allow_gaps=args.allow_gaps,
                        compress=compression(args), method=args.method,
                        block=args.block if args.block == "year" else args.block.upper(),
-                       max_missing=args.max_missing, min_blocks=args.min_blocks)
+                       max_missing=args.max_missing, min_blocks=args.min_blocks,
+                       ci=None if args.ci is None else Request(args.ci, args.ci_method or "profile"))
     out = args.files[-1]
     summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))
     if comm.Get_rank() == 0:
@@ -333,6 +337,11 @@ def build_parser() -> Parser:
                      help="observations per year: a number, or 'calendar' (daily values in the time axis's "
                           "calendar); default 365.25 for daily values, and a time axis that is not daily is refused")
     eva.add_argument("--min-exceed", type=int, default=10, help="pot: fewest exceedances to fit (default 10)")
+    eva.add_argument("--ci", type=float, metavar="LEVEL",
+                     help="also confidence intervals of the return levels at this level (e.g. 0.95), as "
+                          "return_level_lower/_upper, and the parameters' standard errors (<parameter>_se)")
+    eva.add_argument("--ci-method", metavar="METHOD",
+                     help="with --ci: profile (profile likelihood, default) or normal (delta method)")
     eva.add_argument("--split", default="lat", help="split cells over ranks by lat, lon or block (default lat)")
     eva.add_argument("--scheme", default="slab",
                      help="slab: each rank reads its cells in parallel (default); transpose: ranks read time "

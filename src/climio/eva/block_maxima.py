@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import distributions
+from climio.eva import distributions, intervals, methods
 from climio.eva.blocks import Blocks
 from climio.eva.largest import _kernel_rows, _missing_slots, _missing_value, _native
 
@@ -38,6 +38,12 @@ class Result:
     nll: np.ndarray
     status: np.ndarray
     return_level: np.ndarray  # (periods, cells)
+    # with --ci: the ends of each return level's interval (periods, cells) and the parameters' standard errors
+    return_level_lower: np.ndarray | None = None
+    return_level_upper: np.ndarray | None = None
+    location_se: np.ndarray | None = None
+    scale_se: np.ndarray | None = None
+    shape_se: np.ndarray | None = None
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -79,22 +85,24 @@ class Scanner:
 
 
 def analyse(scanner: Scanner, *, periods: Sequence[float], max_missing: float, min_blocks: int,
-            blocks_per_year: float = 1.0, progress: Callable[[int], None] | None = None) -> Result:
-    """Complete blocks, statuses, GEV fits and return levels of the cells a scanner has seen, in chunks of
-    ``CHUNK_CELLS`` cells, calling ``progress(cells_done)`` after each."""
+            blocks_per_year: float = 1.0, progress: Callable[[int], None] | None = None,
+            ci: intervals.Request | None = None) -> Result:
+    """Complete blocks, statuses, GEV fits and return levels (with ``ci``, their confidence intervals and the
+    parameters' standard errors) of the cells a scanner has seen, in chunks of ``CHUNK_CELLS`` cells, calling
+    ``progress(cells_done)`` after each."""
     cells = scanner.maxima.shape[1]
     parts = []
     for c0 in range(0, max(cells, 1), CHUNK_CELLS):
         chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
         parts.append(_analyse(scanner.maxima[:, chunk], scanner.counts[:, chunk], scanner.blocks.expected,
-                              periods, max_missing, min_blocks, blocks_per_year))
+                              periods, max_missing, min_blocks, blocks_per_year, ci))
         if progress is not None:
             progress(chunk.stop - chunk.start)
-    return Result(*(np.concatenate([getattr(p, f) for p in parts], axis=-1) for f in Result.__dataclass_fields__))
+    return methods.concatenate(parts, Result)  # type: ignore[return-value]
 
 
 def _analyse(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, periods: Sequence[float],
-             max_missing: float, min_blocks: int, blocks_per_year: float) -> Result:
+             max_missing: float, min_blocks: int, blocks_per_year: float, ci: intervals.Request | None) -> Result:
     cells = counts.shape[1]
     complete = counts >= np.ceil((1.0 - max_missing) * expected[:, None] - 1e-9)
     n_blocks = complete.sum(axis=0)
@@ -115,4 +123,9 @@ def _analyse(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, perio
     status[bounded] = np.where(shape[bounded] < 0, AT_BOUND, AT_UPPER)
     levels = np.stack([gev.return_level(location, scale, shape, period * blocks_per_year) for period in periods]) \
         if len(periods) else np.empty((0, cells))
-    return Result(location, scale, shape, n_blocks.astype(np.int32), nll, status, levels)
+    result = Result(location, scale, shape, n_blocks.astype(np.int32), nll, status, levels)
+    if ci is not None:
+        ends = gev.return_level_intervals(packed[fitted], n_blocks[fitted], location[fitted], scale[fitted],
+                                          shape[fitted], nll[fitted], [p * blocks_per_year for p in periods], ci)
+        methods.attach(result, ends, fitted)
+    return result

@@ -93,4 +93,32 @@ def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, m
     }
 
 
+CI_METHOD_NAMES = {"normal": "normal-approximation (delta method)", "profile": "profile-likelihood"}
+
+
+def interval_attributes(results: Mapping[str, Mapping[str, object]], distribution: str,
+                        parameters: tuple[str, ...], level: float, method: str) -> dict[str, dict[str, object]]:
+    """CF attributes of the interval ends and standard errors, from the point estimates' own ``results``
+    attributes: the same units and time statistic, the comment saying which interval and level."""
+    interval = f"{level * 100:g}% {CI_METHOD_NAMES[method]} confidence interval"
+
+    def noted(attrs: Mapping[str, object], note: str) -> dict[str, object]:
+        methods = str(attrs.get("cell_methods", ""))
+        if methods.endswith(")"):
+            methods = f"{methods[:-1]}; {note})"
+        return {"cell_methods": methods} if methods else {}
+
+    level_attrs = results["return_level"]
+    out: dict[str, dict[str, object]] = {}
+    for end in ("lower", "upper"):
+        out[f"return_level_{end}"] = {"long_name": f"{end} end of the {interval} of the {level_attrs['long_name']}",
+                                      "units": level_attrs["units"],
+                                      **noted(level_attrs, f"{end} end of the {interval}")}
+    for name in parameters:
+        attrs = results[name]
+        out[f"{name}_se"] = {"long_name": f"standard error of the {attrs['long_name']}", "units": attrs["units"],
+                             **noted(attrs, f"{distribution.upper()} standard error from the observed information")}
+    return out
+
+
 PERIOD_ATTRS = {"long_name": "return period", "units": "years"}

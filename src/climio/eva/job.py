@@ -39,8 +39,9 @@ from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, largest, output, pot, timestep
-from climio.eva.methods import METHODS, Method
+from climio.eva import block_maxima, blocks, cf, distributions, largest, output, pot, timestep
+from climio.eva.intervals import Request
+from climio.eva.methods import METHODS, PER_PERIOD, Method
 from climio.eva.plot import Map, draw
 from climio.eva.series import Series, time_rule
 from climio.subset.inputs import open_inputs
@@ -77,6 +78,7 @@ class Options:
     block: str = "year"  # gev: the blocks (climio.eva.blocks)
     max_missing: float = 0.1  # gev: a block missing more than this fraction of its time steps is dropped
     min_blocks: int = 10  # gev: fewest complete blocks to fit
+    ci: Request | None = None  # --ci/--ci-method: confidence intervals of the return levels, standard errors
 
     def check(self) -> None:
         """Reject bad options before any file is touched (the same verdict on every rank)."""
@@ -98,6 +100,11 @@ class Options:
                 raise ClimioError(f"--max-missing must be in [0, 1), got {self.max_missing}", collective=True)
             if self.min_blocks < 2:
                 raise ClimioError(f"--min-blocks must be at least 2, got {self.min_blocks}", collective=True)
+            given = [flag for flag, value, default in (("--tail", self.tail, 0.01), ("--min-exceed", self.min_exceed, 10),
+                                                       ("--npy", self.npy, None)) if value != default]
+            if given:
+                raise ClimioError(f"{', '.join(given)}: for peaks over threshold only (--method pot); block maxima "
+                                  f"take --block, --max-missing and --min-blocks", collective=True)
         else:
             given = [flag for flag, value, default in (("--block", self.block, "year"),
                                                        ("--max-missing", self.max_missing, 0.1),
@@ -105,6 +112,8 @@ class Options:
             if given:
                 raise ClimioError(f"{', '.join(given)}: for block maxima only: add --method gev", collective=True)
         timestep.check_npy(self.npy)
+        if self.ci is not None:
+            self.ci.check()
         dims = [r.dim for r in self.ranges]
         if len(set(dims)) != len(dims):
             raise ClimioError(f"-d: dimension '{next(d for d in dims if dims.count(d) > 1)}' is cut twice",
@@ -237,7 +246,8 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
             scanner = _scan_blocks(series, decomp, owned, cuts, missing, opts.scheme, comm)
         layout = output.Layout(series)
         history_lines = [history, *(f"climio eva: {n}" for n in notes)]
-        schema, values = output.schema(layout, method, _attributes(series, opts), opts.periods,
+        schema, values = output.schema(layout, method.outputs(opts.ci), method, _attributes(series, opts),
+                                       opts.periods,
                                        {**_options_record(opts, npy), "climio_inputs": "\n".join(paths)},
                                        "\n".join(h for h in history_lines if h))
         period, extra_axes = series.period(), _extra_axes(series)
@@ -257,18 +267,25 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
 
 
 def _attributes(series: Series, opts: Options) -> dict[str, dict[str, object]]:
-    """CF attributes of the method's result variables."""
+    """CF attributes of the method's result variables (and, with --ci, of the intervals)."""
     if opts.method == "gev":
-        return cf.block_maxima_attributes(series.name, series.var.attrs, opts.block, opts.max_missing)
-    return cf.result_attributes(series.name, series.var.attrs, opts.tail)
+        attrs = cf.block_maxima_attributes(series.name, series.var.attrs, opts.block, opts.max_missing)
+    else:
+        attrs = cf.result_attributes(series.name, series.var.attrs, opts.tail)
+    if opts.ci is not None:
+        name = METHODS[opts.method].distribution
+        attrs.update(cf.interval_attributes(attrs, name, distributions.get(name).PARAMETERS, opts.ci.level,
+                                            opts.ci.method))
+    return attrs
 
 
 def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
     """The options that shaped the results, as global attributes of the output."""
+    ci = {} if opts.ci is None else {"climio_ci_level": opts.ci.level, "climio_ci_method": opts.ci.method}
     if opts.method == "gev":
         return {"climio_block": opts.block, "climio_max_missing": opts.max_missing,
-                "climio_min_blocks": np.int32(opts.min_blocks)}
-    return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed)}
+                "climio_min_blocks": np.int32(opts.min_blocks), **ci}
+    return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed), **ci}
 
 
 def _scan(series: Series, decomp: Decomposition, owned: Hyperslab, k: int,
@@ -300,18 +317,17 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
     items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
         (name, data, None) for name, data in values.items() if not schema.variable(name).is_text]
     periods = len(opts.periods)
+    names = method.outputs(opts.ci)
     if series.cell_dims:
         block = owned.count[1:]
         cells = Hyperslab(owned.start[1:], block)
-        items += [(name, getattr(result, name).reshape(block), cells)
-                  for name in method.results if name != "return_level"]
-        items.append(("return_level", result.return_level.reshape(periods, *block),
-                      Hyperslab((0, *cells.start), (periods, *block))))
+        by_period = Hyperslab((0, *cells.start), (periods, *block))
+        items += [(name, getattr(result, name).reshape(periods, *block), by_period) if name in PER_PERIOD
+                  else (name, getattr(result, name).reshape(block), cells) for name in names]
     else:  # one series: rank 0 has it
         one = comm.Get_rank() == 0
-        items += [(name, getattr(result, name).reshape(()) if one else None, None)
-                  for name in method.results if name != "return_level"]
-        items.append(("return_level", result.return_level.reshape(periods) if one else None, None))
+        items += [(name, getattr(result, name).reshape(periods if name in PER_PERIOD else ()) if one else None, None)
+                  for name in names]
     compressing = opts.compress is not None and opts.compress.active
     mode = opts.mode or ("hdf5" if compressing else ncio.FORMAT_WRITE_MODE.get(series.inputs.data_model, "cdf5"))
     with ncio.create(out, schema, mode, comm, overwrite=opts.overwrite, compress=opts.compress) as ds:
@@ -440,8 +456,8 @@ def _analyse_cells(scanner: largest.Scanner | block_maxima.Scanner, opts: Option
     if isinstance(scanner, block_maxima.Scanner):
         with progress.bar(scanner.maxima.shape[1], "cell", "eva", show_progress) as bar, trace.phase("work"):
             return block_maxima.analyse(scanner, periods=opts.periods, max_missing=opts.max_missing,
-                                        min_blocks=opts.min_blocks, progress=bar.update)
+                                        min_blocks=opts.min_blocks, progress=bar.update, ci=opts.ci)
     assert npy is not None
     with progress.bar(scanner.values.shape[0], "cell", "eva", show_progress) as bar, trace.phase("work"):
         return pot.from_scanner(scanner, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
-                                progress=bar.update)
+                                progress=bar.update, ci=opts.ci)

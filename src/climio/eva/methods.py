@@ -9,10 +9,15 @@ Both produce per-cell parameters, return levels for the requested periods (in ye
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
 
-from climio.eva import cf
+import numpy as np
+
+from climio.eva import cf, distributions
+from climio.eva.intervals import Intervals, Request
+
+PER_PERIOD = ("return_level", "return_level_lower", "return_level_upper")  # results with the period dimension
 
 
 @dataclass(frozen=True)
@@ -21,8 +26,16 @@ class Method:
     distribution: str  # the name in climio.eva.distributions
     title: str  # the output's title says "<title> of <var>"
     description: str  # the output's global 'method' attribute
-    results: Mapping[str, str]  # result variable -> netCDF type; return_level has the period dimension
+    results: Mapping[str, str]  # result variable -> netCDF type; those in PER_PERIOD have the period dimension
     statuses: tuple[str, ...]  # the status variable's flag meanings, by value
+
+    def outputs(self, ci: Request | None) -> dict[str, str]:
+        """The result variables and their types, with ``--ci`` the interval ends and standard errors too."""
+        if ci is None:
+            return dict(self.results)
+        parameters = distributions.get(self.distribution).PARAMETERS
+        return {**self.results, "return_level_lower": "f8", "return_level_upper": "f8",
+                **{f"{p}_se": "f8" for p in parameters}}
 
 
 METHODS = {
@@ -34,3 +47,21 @@ METHODS = {
                   "likelihood over the shape, global search); return level m + s/k((-log(1-1/T))^-k - 1)",
                   cf.BLOCK_RESULT_TYPES, cf.BLOCK_STATUS_MEANINGS),
 }
+
+
+def concatenate(parts: Sequence[object], kind: type) -> object:
+    """One result of dataclass ``kind`` from the results of consecutive chunks of cells (fields that are None,
+    such as the intervals when none were asked for, stay None)."""
+    return kind(*(None if getattr(parts[0], f.name) is None
+                  else np.concatenate([getattr(p, f.name) for p in parts], axis=-1) for f in fields(kind)))
+
+
+def attach(result: object, ends: Intervals, fitted: np.ndarray) -> None:
+    """Put the intervals and standard errors computed for the ``fitted`` cells into ``result`` (NaN for the
+    others): ``return_level_lower``/``_upper`` and ``<parameter>_se``."""
+    levels = result.return_level  # type: ignore[attr-defined]
+    for name, values in [("return_level_lower", ends.lower), ("return_level_upper", ends.upper),
+                         *((f"{p}_se", se) for p, se in ends.standard_errors.items())]:
+        full = np.full(levels.shape if values.ndim == 2 else levels.shape[-1:], np.nan)
+        full[..., fitted] = values
+        setattr(result, name, full)

@@ -22,7 +22,7 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import Schema, Variable
 from climio.errors import ClimioError
 from climio.eva import cf
-from climio.eva.methods import Method
+from climio.eva.methods import PER_PERIOD, Method
 from climio.eva.series import Series
 from climio.subset.timeaxis import time_units
 
@@ -161,10 +161,11 @@ def global_attributes(attrs: Mapping[str, object], extra: Mapping[str, object], 
     return {**kept, "Conventions": "CF-1.8", **extra, "history": f"{history}\n{old}".strip()}
 
 
-def schema(layout: Layout, method: Method, attrs: Mapping[str, Mapping[str, object]], periods: tuple[float, ...],
-           extra: Mapping[str, object], history: str) -> tuple[Schema, dict[str, np.ndarray]]:
+def schema(layout: Layout, results: Mapping[str, str], method: Method, attrs: Mapping[str, Mapping[str, object]],
+           periods: tuple[float, ...], extra: Mapping[str, object], history: str
+           ) -> tuple[Schema, dict[str, np.ndarray]]:
     """The output's schema, and the values of its small variables (collective: they are read here): the
-    method's results with their CF attributes ``attrs``, and ``extra`` global attributes."""
+    ``results`` (name -> type) with their CF attributes ``attrs``, and ``extra`` global attributes."""
     series = layout.series
     inputs = series.inputs
     cells = series.cell_dims
@@ -187,7 +188,7 @@ def schema(layout: Layout, method: Method, attrs: Mapping[str, Mapping[str, obje
     variables.append(Variable("period", "f8", ("period",), dict(cf.PERIOD_ATTRS)))
     values["period"] = np.asarray(periods, dtype=float)
     coordinates = " ".join([*layout.coordinates, *(v.name for v in time_vars if v.dims == ())])
-    for name, dtype in method.results.items():
+    for name, dtype in results.items():
         if name in {v.name for v in variables}:
             raise ClimioError(f"the input has a variable '{name}', which is also the name of a result: rename it "
                               f"first (ncrename -v {name},{name}_in)", collective=True)
@@ -197,7 +198,7 @@ def schema(layout: Layout, method: Method, attrs: Mapping[str, Mapping[str, obje
         if layout.grid_mapping:
             extra_attrs["grid_mapping"] = layout.grid_mapping
         fill = {"_FillValue": np.nan} if dtype == "f8" else {}
-        out_dims = ("period", *cells) if name == "return_level" else cells
+        out_dims = ("period", *cells) if name in PER_PERIOD else cells
         variables.append(Variable(name, dtype, out_dims, {**fill, **attrs[name], **extra_attrs}))
     described = {"title": f"{method.title} of {series.name}", "method": method.description}
     return Schema(dims, tuple(variables), global_attributes(inputs.attrs, {**described, **extra}, history)), values

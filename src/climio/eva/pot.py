@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import distributions, largest
+from climio.eva import distributions, intervals, largest, methods
 
 STATUS_OK = 0
 NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND = 1, 2, 3, 4, 5
@@ -41,6 +41,11 @@ class Result:
     nll: np.ndarray
     status: np.ndarray
     return_level: np.ndarray  # (periods, cells)
+    # with --ci: the ends of each return level's interval (periods, cells) and the parameters' standard errors
+    return_level_lower: np.ndarray | None = None
+    return_level_upper: np.ndarray | None = None
+    scale_se: np.ndarray | None = None
+    shape_se: np.ndarray | None = None
 
 
 def type7_positions(n_valid: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -90,7 +95,8 @@ def tail_capacity(length: int, tail: float) -> int:
 
 
 def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
-            missing: Sequence[float] = (), progress: Callable[[int], None] | None = None) -> Result:
+            missing: Sequence[float] = (), progress: Callable[[int], None] | None = None,
+            ci: intervals.Request | None = None) -> Result:
     """Everything for the cells in the columns of ``series`` (time, cells), read in place, never copied.
 
     Values that are NaN or equal to one of ``missing`` (``_FillValue``, ``missing_value``) are left out.
@@ -99,26 +105,29 @@ def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: f
     cells to bound the float64 temporaries, calling ``progress(cells_done)`` after each.
     """
     scanner = largest.scan(series, tail_capacity(series.shape[0], tail), missing)
-    return from_scanner(scanner, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, progress=progress)
+    return from_scanner(scanner, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, progress=progress,
+                        ci=ci)
 
 
 def from_scanner(scanner: largest.Scanner, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
-                 progress: Callable[[int], None] | None = None) -> Result:
-    """Everything from a scanner that has seen every time step (its k from :func:`tail_capacity`)."""
+                 progress: Callable[[int], None] | None = None, ci: intervals.Request | None = None) -> Result:
+    """Everything from a scanner that has seen every time step (its k from :func:`tail_capacity`); with ``ci``,
+    the return levels' confidence intervals and the parameters' standard errors too."""
     cells = scanner.values.shape[0]
     parts = []
     for c0 in range(0, max(cells, 1), CHUNK_CELLS):
         chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
         parts.append(_from_largest(scanner.values[chunk], scanner.kept[chunk], scanner.n_valid[chunk],
                                    scanner.low[chunk], scanner.k, tail=tail, periods=periods, npy=npy,
-                                   min_exceed=min_exceed))
+                                   min_exceed=min_exceed, ci=ci))
         if progress is not None:
             progress(chunk.stop - chunk.start)
-    return Result(*(np.concatenate([getattr(p, f) for p in parts], axis=-1) for f in Result.__dataclass_fields__))
+    return methods.concatenate(parts, Result)  # type: ignore[return-value]
 
 
 def _from_largest(values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, low: np.ndarray, capacity: int, *,
-                  tail: float, periods: Sequence[float], npy: float, min_exceed: int) -> Result:
+                  tail: float, periods: Sequence[float], npy: float, min_exceed: int,
+                  ci: intervals.Request | None) -> Result:
     """Thresholds, exceedances, status, fits and return levels from each cell's largest values."""
     cells = values.shape[0]
     lo, hi, h = type7_positions(n_valid, 1.0 - tail)
@@ -144,4 +153,9 @@ def _from_largest(values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, low
     status[np.flatnonzero(fitted)[result.at_bound]] = AT_BOUND
     levels = np.stack([gpd.return_level(threshold, scale, shape, rate, period, npy) for period in periods]) \
         if len(periods) else np.empty((0, cells))
-    return Result(threshold, scale, shape, rate, n_exceed.astype(np.int32), nll, status, levels)
+    result = Result(threshold, scale, shape, rate, n_exceed.astype(np.int32), nll, status, levels)
+    if ci is not None:
+        ends = gpd.return_level_intervals(excess[fitted], n_exceed[fitted], threshold[fitted], scale[fitted],
+                                          shape[fitted], nll[fitted], rate[fitted], tuple(periods), npy, ci)
+        methods.attach(result, ends, fitted)
+    return result
