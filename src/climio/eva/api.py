@@ -27,8 +27,9 @@ import numpy as np
 import xarray as xr
 
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, pot
-from climio.eva.methods import METHODS, Method
+from climio.eva import block_maxima, blocks, cf, distributions, pot
+from climio.eva.intervals import Request
+from climio.eva.methods import METHODS, PER_PERIOD, Method
 from climio.eva.output import grid_mappings, global_attributes
 from climio.eva.series import is_time_coordinate
 from climio.eva.timestep import step_days, values_per_year
@@ -46,7 +47,8 @@ class NoFitWarning(UserWarning):
 
 def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None, *, var: str | None = None,
             axis: int | None = None, tail: float = 0.01, return_periods: float | Iterable[float] = (100.0,),
-            npy: float | str | None = None, min_exceed: int = 10, units: str | None = None) -> xr.Dataset:
+            npy: float | str | None = None, min_exceed: int = 10, units: str | None = None,
+            ci: float | None = None, ci_method: str = "profile") -> xr.Dataset:
     """Threshold, GPD scale/shape, rate, return levels, -log L and status at every cell of ``data``.
 
     Parameters
@@ -80,6 +82,11 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         Units of ``data``; wins over its ``units`` attribute. With neither, a :class:`UnitsWarning` says the
         results are unitless (``1``): note that arithmetic such as ``pr * 86400`` drops xarray attributes
         unless ``xr.set_options(keep_attrs=True)``.
+    ci, ci_method
+        A confidence level (e.g. 0.95): also ``return_level_lower``/``return_level_upper`` (on ``period``)
+        and each parameter's standard error (``scale_se``, ...), as ``climio eva --ci LEVEL --ci-method``:
+        ``"profile"`` (profile likelihood, default) or ``"normal"`` (delta method); see
+        :mod:`climio.eva.intervals`.
 
     Returns
     -------
@@ -116,12 +123,13 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
                           f"give npy as a number")
     npy_value = values_per_year(npy, given.step, given.calendar or "standard", where, option="npy")
 
+    request = _request(ci, ci_method)
     call = (f"climio.eva.fit_pot({name}, tail={tail:g}, return_periods={[float(p) for p in periods]}, "
-            f"npy={npy_value:g}, min_exceed={min_exceed})")
+            f"npy={npy_value:g}, min_exceed={min_exceed}{_ci_text(request)})")
     out = _fitted(given, METHODS["pot"], _fit_block,
                   {"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed},
                   cf.result_attributes(name, given.attrs, tail), periods, call,
-                  {"climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed})
+                  {"climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed}, request)
     if out["status"].chunks is None:
         hint = f"; a fit needs min_exceed={min_exceed} exceedances: a longer series or a larger tail gives more"
         _warn_if_nothing_fitted(out["status"].values, name, METHODS["pot"], {pot.TOO_FEW: hint})
@@ -130,7 +138,8 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
 
 def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str | None = None,
             block: str = "year", max_missing: float = 0.1, min_blocks: int = 10,
-            return_periods: float | Iterable[float] = (100.0,), units: str | None = None) -> xr.Dataset:
+            return_periods: float | Iterable[float] = (100.0,), units: str | None = None,
+            ci: float | None = None, ci_method: str = "profile") -> xr.Dataset:
     """GEV location, scale, shape of the block maxima, return levels, -log L and status at every cell of ``data``.
 
     Parameters
@@ -138,8 +147,8 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
     data
         A DataArray, or a Dataset with ``var=``, with a time coordinate: decoded (numpy datetime64 or cftime)
         or numbers with CF ``units`` (and ``calendar``). The blocks come from its dates.
-    dim, var, units
-        As in :func:`fit_pot`.
+    dim, var, units, ci, ci_method
+        As in :func:`fit_pot` (the standard errors: ``location_se``, ``scale_se``, ``shape_se``).
     block
         ``"year"`` (default), or a season of each year as consecutive month initials: ``"DJF"`` (December
         counts with the next year's January and February), ``"MAM"``, ``"JJA"``, ``"SON"``, ``"JJAS"``...
@@ -177,29 +186,53 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
         raise ClimioError(f"'{given.name}' has no time coordinate '{given.time_dim}' with dates (datetime64, cftime, "
                           f"or numbers with CF units) and at least two steps: fit_gev needs one to find the blocks")
     cuts = blocks.of_axis(*numbers, given.step, block)
+    request = _request(ci, ci_method)
     call = (f"climio.eva.fit_gev({given.name}, block={block!r}, max_missing={max_missing:g}, "
-            f"min_blocks={min_blocks}, return_periods={[float(p) for p in periods]})")
+            f"min_blocks={min_blocks}, return_periods={[float(p) for p in periods]}{_ci_text(request)})")
     out = _fitted(given, METHODS["gev"], _fit_block_gev,
                   {"cuts": cuts, "periods": periods, "max_missing": max_missing, "min_blocks": int(min_blocks)},
                   cf.block_maxima_attributes(given.name, given.attrs, block, max_missing), periods, call,
-                  {"climio_block": block, "climio_max_missing": max_missing, "climio_min_blocks": int(min_blocks)})
+                  {"climio_block": block, "climio_max_missing": max_missing, "climio_min_blocks": int(min_blocks)},
+                  request)
     if out["status"].chunks is None:
         hint = f"; a fit needs min_blocks={min_blocks} blocks missing at most {max_missing:g} of their steps"
         _warn_if_nothing_fitted(out["status"].values, given.name, METHODS["gev"], {block_maxima.TOO_FEW: hint})
     return out
 
 
+def _request(ci: float | None, ci_method: str) -> Request | None:
+    """The checked interval request of ``ci=``/``ci_method=`` (None: no intervals)."""
+    if ci is None:
+        return None
+    if isinstance(ci, bool) or not isinstance(ci, (int, float, np.floating)):
+        raise ClimioError(f"ci must be a confidence level inside (0, 1), e.g. 0.95, got {ci!r}")
+    request = Request(float(ci), ci_method)
+    request.check()
+    return request
+
+
+def _ci_text(request: Request | None) -> str:
+    return "" if request is None else f", ci={request.level:g}, ci_method={request.method!r}"
+
+
 def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.ndarray, ...]],
             kwargs: dict[str, Any], described: Mapping[str, Mapping[str, object]], periods: list[float], call: str,
-            options: Mapping[str, object]) -> xr.Dataset:
-    """The method's results as a CF Dataset: ``fit_block`` over the cells (lazily for dask input)."""
+            options: Mapping[str, object], ci: Request | None) -> xr.Dataset:
+    """The method's results as a CF Dataset: ``fit_block`` over the cells (lazily for dask input); with ``ci``
+    the intervals and standard errors too."""
     array, time_dim = given.array, given.time_dim
-    fields = list(method.results)
+    results = method.outputs(ci)
+    fields = list(results)
+    if ci is not None:
+        parameters = distributions.get(method.distribution).PARAMETERS
+        described = {**described, **cf.interval_attributes(described, method.distribution, parameters, ci.level,
+                                                           ci.method)}
+        options = {**options, "climio_ci_level": ci.level, "climio_ci_method": ci.method}
     outputs = xr.apply_ufunc(
         fit_block, array, input_core_dims=[[time_dim]],
-        output_core_dims=[["period"] if f == "return_level" else [] for f in fields],
-        kwargs={**kwargs, "missing": given.missing, "fields": method.results},
-        dask="parallelized", output_dtypes=[np.dtype(method.results[f]) for f in fields],
+        output_core_dims=[["period"] if f in PER_PERIOD else [] for f in fields],
+        kwargs={**kwargs, "missing": given.missing, "fields": results, "ci": ci},
+        dask="parallelized", output_dtypes=[np.dtype(results[f]) for f in fields],
         dask_gufunc_kwargs={"output_sizes": {"period": len(periods)}})
     others = [d for d in array.dims if d != time_dim]
     grid_mapping = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
@@ -208,7 +241,7 @@ def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.nda
         result.attrs = dict(described[field])
         if grid_mapping is not None:  # every result is on the input's grid, as in the command's file
             result.attrs["grid_mapping"] = grid_mapping
-        out[field] = result.transpose("period", *others) if field == "return_level" else result
+        out[field] = result.transpose("period", *others) if field in PER_PERIOD else result
     out = out.assign_coords(period=("period", np.asarray(periods, dtype=np.float64), dict(cf.PERIOD_ATTRS)))
     for key, variable in given.grid_mapping_vars.items():
         if key not in out.variables:
@@ -295,20 +328,21 @@ def _prepare(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None, var:
 
 
 def _fit_block(block: np.ndarray, *, tail: float, periods: list[float], npy: float, min_exceed: int,
-               missing: list[float], fields: Mapping[str, str]) -> tuple[np.ndarray, ...]:
+               missing: list[float], fields: Mapping[str, str], ci: Request | None) -> tuple[np.ndarray, ...]:
     """pot.analyse on a block of cells (..., time): one array per result field, return levels (..., period)."""
     series = _series(block)
-    result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing)
+    result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing, ci=ci)
     return _fields(result, fields, block.shape[:-1], len(periods))
 
 
 def _fit_block_gev(block: np.ndarray, *, cuts: blocks.Blocks, periods: list[float], max_missing: float,
-                   min_blocks: int, missing: list[float], fields: Mapping[str, str]) -> tuple[np.ndarray, ...]:
+                   min_blocks: int, missing: list[float], fields: Mapping[str, str], ci: Request | None
+                   ) -> tuple[np.ndarray, ...]:
     """block_maxima.analyse on a block of cells (..., time), as :func:`_fit_block`."""
     series = _series(block)
     scanner = block_maxima.Scanner(cuts, series.shape[1], series.dtype, missing)
     scanner.update(series)
-    result = block_maxima.analyse(scanner, periods=periods, max_missing=max_missing, min_blocks=min_blocks)
+    result = block_maxima.analyse(scanner, periods=periods, max_missing=max_missing, min_blocks=min_blocks, ci=ci)
     return _fields(result, fields, block.shape[:-1], len(periods))
 
 
@@ -323,7 +357,7 @@ def _fields(result: Any, fields: Mapping[str, str], shape: tuple[int, ...], peri
     out = []
     for field, dtype in fields.items():
         values = getattr(result, field)
-        if field == "return_level":
+        if field in PER_PERIOD:
             values = np.moveaxis(values.reshape(periods, *shape), 0, -1)
         else:
             values = values.reshape(shape)
