@@ -199,7 +199,6 @@ def cmd_bench_io(args: argparse.Namespace, comm: MPI.Comm) -> None:
 def cmd_bench_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import eva
     from climio.eva.job import SCHEMES, SPLITS
-    from climio.eva.methods import METHODS
 
     if args.plain_read:
         eva.plain_read(comm, args.plain_read, args.splits, args.reps, args.rows_json, cold=args.cold)
@@ -207,7 +206,7 @@ def cmd_bench_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     eva.main(comm, shape=int_list(args.shape, "--shape", 3), ranks=int_list(args.ranks, "--ranks"),
              schemes=name_list(args.schemes, "--schemes", SCHEMES), splits=name_list(args.splits, "--splits", SPLITS),
              formats=name_list(args.formats, "--formats", eva.FORMATS), reps=args.reps, directory=args.dir,
-             out=args.out, cold=args.cold, methods=name_list(args.methods, "--methods", tuple(METHODS)))
+             out=args.out, cold=args.cold, methods=name_list(args.methods, "--methods", eva.variants()))
 
 
 def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -398,7 +397,8 @@ def build_parser() -> Parser:
     ev.add_argument("--ranks", default="1,2", metavar="N,N,...", help="rank counts (default 1,2)")
     ev.add_argument("--schemes", default="slab,transpose,root", help="schemes to run (default all)")
     ev.add_argument("--splits", default="lat,block", help="splits to run (default lat,block)")
-    ev.add_argument("--methods", default="pot", help="eva methods to run, interleaved: pot, gev (default pot)")
+    ev.add_argument("--methods", default="pot", help="eva methods to run, interleaved: pot, gev, and either with "
+                    "confidence intervals, pot+normal, pot+profile, gev+normal, gev+profile (default pot)")
     ev.add_argument("--formats", default="cdf5,nc4z",
                     help="inputs: cdf5, and nc4z (zlib netCDF-4, one day per chunk) (default both)")
     ev.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")

@@ -20,7 +20,9 @@ the table gives medians over repetitions of:
   ``genextreme.fit`` on the 365-day maxima for ``--method gev``), timed on a sample of cells in the same
   run and scaled to the grid.
 
-``--methods pot,gev`` runs each method on the same inputs, interleaved, so the two compare within a run.
+``--methods pot,gev`` runs each method on the same inputs, interleaved, so the two compare within a run; a
+method followed by ``+normal`` or ``+profile`` (``pot+profile``) runs it with ``--ci 0.95 --ci-method`` that
+method, so the cost of the intervals is measured against the plain fit in the same run.
 
 With ``--cold`` the input's pages are dropped before every timed run instead (:mod:`climio.bench.cache`),
 and before each eva run ``dd`` reads the whole file from a cold cache: the disk's own speed in the same
@@ -106,17 +108,28 @@ def scipy_seconds_per_cell(path: str, sample: int, tail: float, method: str = "p
     return statistics.median(seconds)
 
 
+def variants() -> tuple[str, ...]:
+    """The names ``--methods`` takes: each eva method, alone or with each interval method (``pot+profile``)."""
+    from climio.eva.intervals import METHODS as CI_METHODS
+    from climio.eva.methods import METHODS
+
+    return (*METHODS, *(f"{m}+{ci}" for m in METHODS for ci in CI_METHODS))
+
+
 def run_once(path: str, nranks: int, scheme: str, split: str, workdir: str, method: str = "pot") -> dict[str, Any]:
+    """One ``climio eva`` run of ``method`` (a name of :func:`variants`), timed from the shell and by its trace."""
     trace_file, out = os.path.join(workdir, "trace.json"), os.path.join(workdir, "eva.nc")
+    base, _, ci = method.partition("+")
     started = time.perf_counter()
     run_ranks(nranks, ["--trace", trace_file, "eva", path, out, "--overwrite", "--scheme", scheme, "--split", split,
-                       "--mode", "cdf5", "--method", method])
+                       "--mode", "cdf5", "--method", base, *(["--ci", "0.95", "--ci-method", ci] if ci else [])])
     wall = time.perf_counter() - started
     with open(trace_file) as f:
         report = json.load(f)
     job = report["summary"]["job"]["max_seconds"]  # climio eva's own time, from a barrier
     read = report["summary"].get("read", {}).get("max_seconds", 0.0)
-    return {"wall_s": wall, "job_s": job, "read_s": read, "peak_rss_max": report["peak_rss_bytes"]["max"],
+    work = report["summary"].get("work", {}).get("max_seconds", 0.0)  # thresholds, fits, intervals
+    return {"wall_s": wall, "job_s": job, "read_s": read, "work_s": work, "peak_rss_max": report["peak_rss_bytes"]["max"],
             "peak_rss_total": report["peak_rss_bytes"]["total"]}
 
 
@@ -157,7 +170,8 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
     rows: list[dict[str, Any]] = []
     try:
         inputs = make_inputs(workdir, shape, formats)
-        per_cell = {m: scipy_seconds_per_cell(inputs["cdf5"], scipy_sample, 0.01, m) for m in methods}
+        per_cell = {m: scipy_seconds_per_cell(inputs["cdf5"], scipy_sample, 0.01, m)
+                    for m in dict.fromkeys(v.partition("+")[0] for v in methods)}
         for m, seconds in per_cell.items():
             print(f"scipy.stats.{SCIPY_FITS[m]}.fit: {seconds * 1e3:.2f} ms per cell (median of {scipy_sample}), "
                   f"{seconds * cells:.0f} s for {cells} cells", flush=True)
@@ -215,9 +229,10 @@ def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int,
                       "cells_per_s": cells / job, "read_s": read, "job_over_read": job / read if read else 0.0,
                       "sequential_read_s": sequential, "job_over_sequential_read": job / sequential if sequential else 0.0,
                       "read_phase_s": statistics.median(r["read_s"] for r in sample),
+                      "fit_phase_s": statistics.median(r.get("work_s", 0.0) for r in sample),
                       "peak_rss_rank_MB": max(r["peak_rss_max"] for r in sample) / 1e6,
                       "peak_rss_job_over_variable": max(r["peak_rss_total"] for r in sample) / variable_bytes,
-                      "speedup_vs_scipy": scipy_total[method] / wall})
+                      "speedup_vs_scipy": scipy_total[method.partition("+")[0]] / wall})
         if "cold_dd_s" in sample[0]:
             dd = statistics.median(r["cold_dd_s"] for r in sample)
             table[-1].update({"cold_dd_s": dd, "wall_over_cold_dd": wall / dd, "job_over_cold_dd": job / dd,
@@ -228,11 +243,11 @@ def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int,
 def format_table(table: list[dict[str, Any]]) -> str:
     cold = "cold_dd_s" in table[0]
     columns = [("input", "l"), ("ranks", "r"), ("scheme", "l"), ("split", "l"), ("method", "l")] + [(h, "r") for h in (
-        "wall s", "eva s", "cells/s", "read s", "eva / read", "sequential read s", "eva / sequential read",
+        "wall s", "eva s", "fit phase s", "cells/s", "read s", "eva / read", "sequential read s", "eva / sequential read",
         "peak MB per rank", "job memory / variable", "vs scipy", *["cold dd s", "wall / cold dd"] * cold)]
     return markdown_table(columns, ([e["format"], str(e["ranks"]), e["scheme"], e["split"], e["method"],
                                      f"{e['wall_s']:.2f}",
-                                     f"{e['job_s']:.2f}", f"{e['cells_per_s']:.0f}", f"{e['read_s']:.2f}",
+                                     f"{e['job_s']:.2f}", f"{e.get('fit_phase_s', 0):.2f}", f"{e['cells_per_s']:.0f}", f"{e['read_s']:.2f}",
                                      f"{e['job_over_read']:.1f}", f"{e['sequential_read_s']:.2f}",
                                      f"{e['job_over_sequential_read']:.1f}", f"{e['peak_rss_rank_MB']:.0f}",
                                      f"{e['peak_rss_job_over_variable']:.2f}", f"{e['speedup_vs_scipy']:.0f}x",
