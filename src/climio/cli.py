@@ -124,7 +124,7 @@ def cmd_gen_geodesic(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
 
 def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
-    from climio.eva import job
+    from climio.eva import decluster, job
     from climio.eva.intervals import Request
 
     npy: float | str | None = args.npy
@@ -147,7 +147,8 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
                        compress=compression(args), method=args.method,
                        block=args.block if args.block == "year" else args.block.upper(),
                        max_missing=args.max_missing, min_blocks=args.min_blocks,
-                       ci=None if args.ci is None else Request(args.ci, args.ci_method or "profile"))
+                       ci=None if args.ci is None else Request(args.ci, args.ci_method or "profile"),
+                       decluster=None if args.decluster is None else decluster.parse(args.decluster))
     out = args.files[-1]
     summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))
     if comm.Get_rank() == 0:
@@ -336,6 +337,10 @@ def build_parser() -> Parser:
                      help="observations per year: a number, or 'calendar' (daily values in the time axis's "
                           "calendar); default 365.25 for daily values, and a time axis that is not daily is refused")
     eva.add_argument("--min-exceed", type=int, default=10, help="pot: fewest exceedances to fit (default 10)")
+    eva.add_argument("--decluster", metavar="runs:R",
+                     help="pot: runs declustering: exceedances less than R steps apart form one cluster, only each "
+                          "cluster's maximum is fitted (and the rate is the clusters'); adds n_clusters and the "
+                          "extremal index")
     eva.add_argument("--ci", type=float, metavar="LEVEL",
                      help="also confidence intervals of the return levels at this level (e.g. 0.95), as "
                           "return_level_lower/_upper, and the parameters' standard errors (<parameter>_se)")

@@ -27,7 +27,7 @@ import numpy as np
 import xarray as xr
 
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, distributions, pot
+from climio.eva import block_maxima, blocks, cf, decluster, distributions, pot
 from climio.eva.intervals import Request
 from climio.eva.methods import METHODS, PER_PERIOD, Method
 from climio.eva.output import grid_mappings, global_attributes
@@ -48,7 +48,7 @@ class NoFitWarning(UserWarning):
 def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None, *, var: str | None = None,
             axis: int | None = None, tail: float = 0.01, return_periods: float | Iterable[float] = (100.0,),
             npy: float | str | None = None, min_exceed: int = 10, units: str | None = None,
-            ci: float | None = None, ci_method: str = "profile") -> xr.Dataset:
+            ci: float | None = None, ci_method: str = "profile", decluster: str | None = None) -> xr.Dataset:
     """Threshold, GPD scale/shape, rate, return levels, -log L and status at every cell of ``data``.
 
     Parameters
@@ -87,6 +87,10 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         and each parameter's standard error (``scale_se``, ...), as ``climio eva --ci LEVEL --ci-method``:
         ``"profile"`` (profile likelihood, default) or ``"normal"`` (delta method); see
         :mod:`climio.eva.intervals`.
+    decluster
+        ``"runs:R"``: runs declustering as ``climio eva --decluster`` (only each cluster's largest excess is
+        fitted, the rate is the clusters'), adding ``n_clusters`` and ``extremal_index``
+        (:mod:`climio.eva.decluster`).
 
     Returns
     -------
@@ -124,12 +128,16 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     npy_value = values_per_year(npy, given.step, given.calendar or "standard", where, option="npy")
 
     request = _request(ci, ci_method)
+    run = None if decluster is None else _run_length(decluster)
+    runs = {} if run is None else {"climio_decluster": f"runs:{run}"}
     call = (f"climio.eva.fit_pot({name}, tail={tail:g}, return_periods={[float(p) for p in periods]}, "
-            f"npy={npy_value:g}, min_exceed={min_exceed}{_ci_text(request)})")
+            f"npy={npy_value:g}, min_exceed={min_exceed}{_ci_text(request)}"
+            f"{'' if run is None else f', decluster={decluster!r}'})")
     out = _fitted(given, METHODS["pot"], _fit_block,
-                  {"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed},
-                  cf.result_attributes(name, given.attrs, tail), periods, call,
-                  {"climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed}, request)
+                  {"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed, "run": run},
+                  cf.result_attributes(name, given.attrs, tail, run), periods, call,
+                  {"climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed, **runs}, request,
+                  declustered=run is not None)
     if out["status"].chunks is None:
         hint = f"; a fit needs min_exceed={min_exceed} exceedances: a longer series or a larger tail gives more"
         _warn_if_nothing_fitted(out["status"].values, name, METHODS["pot"], {pot.TOO_FEW: hint})
@@ -211,17 +219,26 @@ def _request(ci: float | None, ci_method: str) -> Request | None:
     return request
 
 
+def _run_length(spec: object) -> int:
+    if not isinstance(spec, str):
+        raise ClimioError(f"decluster must be 'runs:R' (e.g. 'runs:1'), got {spec!r}")
+    try:
+        return decluster.parse(spec)
+    except ClimioError as err:
+        raise ClimioError(str(err).replace("--decluster", "decluster")) from None
+
+
 def _ci_text(request: Request | None) -> str:
     return "" if request is None else f", ci={request.level:g}, ci_method={request.method!r}"
 
 
 def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.ndarray, ...]],
             kwargs: dict[str, Any], described: Mapping[str, Mapping[str, object]], periods: list[float], call: str,
-            options: Mapping[str, object], ci: Request | None) -> xr.Dataset:
+            options: Mapping[str, object], ci: Request | None, declustered: bool = False) -> xr.Dataset:
     """The method's results as a CF Dataset: ``fit_block`` over the cells (lazily for dask input); with ``ci``
     the intervals and standard errors too."""
     array, time_dim = given.array, given.time_dim
-    results = method.outputs(ci)
+    results = method.outputs(ci, declustered)
     fields = list(results)
     if ci is not None:
         parameters = distributions.get(method.distribution).PARAMETERS
@@ -328,10 +345,12 @@ def _prepare(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None, var:
 
 
 def _fit_block(block: np.ndarray, *, tail: float, periods: list[float], npy: float, min_exceed: int,
-               missing: list[float], fields: Mapping[str, str], ci: Request | None) -> tuple[np.ndarray, ...]:
+               missing: list[float], fields: Mapping[str, str], ci: Request | None, run: int | None
+               ) -> tuple[np.ndarray, ...]:
     """pot.analyse on a block of cells (..., time): one array per result field, return levels (..., period)."""
     series = _series(block)
-    result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing, ci=ci)
+    result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing, ci=ci,
+                         run=run)
     return _fields(result, fields, block.shape[:-1], len(periods))
 
 

@@ -31,8 +31,10 @@ def _text(value: object) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def result_attributes(var: str, attrs: Mapping[str, object], tail: float) -> dict[str, dict[str, object]]:
-    """CF attributes of each result variable of a POT/GPD analysis of variable ``var`` with attributes ``attrs``."""
+def result_attributes(var: str, attrs: Mapping[str, object], tail: float, run: int | None = None
+                      ) -> dict[str, dict[str, object]]:
+    """CF attributes of each result variable of a POT/GPD analysis of variable ``var`` with attributes ``attrs``
+    (``run``: declustered by runs of that length)."""
     units = _text(attrs.get("units", "1")) or "1"
     quantity = {"units": units}
     if "standard_name" in attrs:
@@ -44,6 +46,18 @@ def result_attributes(var: str, attrs: Mapping[str, object], tail: float) -> dic
         return {"cell_methods": f"{before} time: point (comment: {comment})".strip()}
 
     pot = f"peaks over the {quantile}, GPD maximum likelihood"
+    declustered: dict[str, dict[str, object]] = {}
+    if run is not None:
+        runs = f"runs declustering, run length {run}"
+        pot = f"cluster maxima over the {quantile} ({runs}), GPD maximum likelihood"
+        declustered = {
+            "rate": {"long_name": f"clusters of values of {var} over the threshold per valid value", "units": "1",
+                     **over_time(f"clusters per valid value, {runs}")},
+            "n_clusters": {"long_name": f"number of clusters of values of {var} over the threshold", "units": "1",
+                           **over_time(f"count of clusters, {runs}")},
+            "extremal_index": {"long_name": f"extremal index of the values of {var} over the threshold",
+                               "units": "1", **over_time("Ferro and Segers intervals estimator")},
+        }
     return {
         "threshold": {"long_name": f"{quantile} of {var} over time", **quantity,
                       **over_time(f"{quantile} of the valid values, R type 7")},
@@ -60,6 +74,7 @@ def result_attributes(var: str, attrs: Mapping[str, object], tail: float) -> dic
                 **over_time(pot)},
         "status": {"long_name": "fit status", "flag_values": np.arange(len(STATUS_MEANINGS), dtype="i1"),
                    "flag_meanings": " ".join(STATUS_MEANINGS)},
+        **declustered,
     }
 
 

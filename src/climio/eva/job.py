@@ -79,6 +79,7 @@ class Options:
     max_missing: float = 0.1  # gev: a block missing more than this fraction of its time steps is dropped
     min_blocks: int = 10  # gev: fewest complete blocks to fit
     ci: Request | None = None  # --ci/--ci-method: confidence intervals of the return levels, standard errors
+    decluster: int | None = None  # pot: --decluster runs:R, the run length R (time steps)
 
     def check(self) -> None:
         """Reject bad options before any file is touched (the same verdict on every rank)."""
@@ -101,7 +102,8 @@ class Options:
             if self.min_blocks < 2:
                 raise ClimioError(f"--min-blocks must be at least 2, got {self.min_blocks}", collective=True)
             given = [flag for flag, value, default in (("--tail", self.tail, 0.01), ("--min-exceed", self.min_exceed, 10),
-                                                       ("--npy", self.npy, None)) if value != default]
+                                                       ("--npy", self.npy, None), ("--decluster", self.decluster, None))
+                     if value != default]
             if given:
                 raise ClimioError(f"{', '.join(given)}: for peaks over threshold only (--method pot); block maxima "
                                   f"take --block, --max-missing and --min-blocks", collective=True)
@@ -241,12 +243,13 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
         missing = missing_values(series.var.attrs)
         if cuts is None:
             scanner = _scan(series, decomp, owned, pot.tail_capacity(shape[0], opts.tail), missing,
-                            opts.scheme, comm)
+                            opts.scheme, comm, times=opts.decluster is not None)
         else:
             scanner = _scan_blocks(series, decomp, owned, cuts, missing, opts.scheme, comm)
         layout = output.Layout(series)
         history_lines = [history, *(f"climio eva: {n}" for n in notes)]
-        schema, values = output.schema(layout, method.outputs(opts.ci), method, _attributes(series, opts),
+        schema, values = output.schema(layout, method.outputs(opts.ci, opts.decluster is not None), method,
+                                       _attributes(series, opts),
                                        opts.periods,
                                        {**_options_record(opts, npy), "climio_inputs": "\n".join(paths)},
                                        "\n".join(h for h in history_lines if h))
@@ -271,7 +274,7 @@ def _attributes(series: Series, opts: Options) -> dict[str, dict[str, object]]:
     if opts.method == "gev":
         attrs = cf.block_maxima_attributes(series.name, series.var.attrs, opts.block, opts.max_missing)
     else:
-        attrs = cf.result_attributes(series.name, series.var.attrs, opts.tail)
+        attrs = cf.result_attributes(series.name, series.var.attrs, opts.tail, opts.decluster)
     if opts.ci is not None:
         name = METHODS[opts.method].distribution
         attrs.update(cf.interval_attributes(attrs, name, distributions.get(name).PARAMETERS, opts.ci.level,
@@ -285,17 +288,19 @@ def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
     if opts.method == "gev":
         return {"climio_block": opts.block, "climio_max_missing": opts.max_missing,
                 "climio_min_blocks": np.int32(opts.min_blocks), **ci}
-    return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed), **ci}
+    runs = {} if opts.decluster is None else {"climio_decluster": f"runs:{opts.decluster}"}
+    return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed), **runs, **ci}
 
 
 def _scan(series: Series, decomp: Decomposition, owned: Hyperslab, k: int,
-          missing: Sequence[float], scheme: str, comm: MPI.Comm) -> largest.Scanner:
-    """Each cell's largest values, from the rank's cells' whole series, read as the scheme says (collective)."""
+          missing: Sequence[float], scheme: str, comm: MPI.Comm, times: bool = False) -> largest.Scanner:
+    """Each cell's largest values (with ``times``, their time steps too), from the rank's cells' whole series,
+    read as the scheme says (collective)."""
     if scheme == "slab":
-        return scan_slab(series, owned, k, missing, comm)
+        return scan_slab(series, owned, k, missing, comm, times=times)
     slab = _whole(series, decomp, owned, scheme, comm)
     with trace.phase("scan"):
-        scanner = largest.scan(slab.reshape(series.shape[0], -1), k, missing)
+        scanner = largest.scan(slab.reshape(series.shape[0], -1), k, missing, times)
     return scanner
 
 
@@ -317,7 +322,7 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
     items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
         (name, data, None) for name, data in values.items() if not schema.variable(name).is_text]
     periods = len(opts.periods)
-    names = method.outputs(opts.ci)
+    names = method.outputs(opts.ci, opts.decluster is not None)
     if series.cell_dims:
         block = owned.count[1:]
         cells = Hyperslab(owned.start[1:], block)
@@ -366,7 +371,7 @@ def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Resu
 
 
 def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float], comm: MPI.Comm,
-              block_bytes: int | None = None) -> largest.Scanner:
+              block_bytes: int | None = None, times: bool = False) -> largest.Scanner:
     """The slab scheme's read: this rank's hyperslab, a cache-sized block of time steps at a time, each
     block scanned while it is still in cache; the series is never whole in memory (collective).
 
@@ -393,7 +398,7 @@ def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float]
         sample = np.empty((0, cells), series.var.numpy_dtype)
     sample = sample.reshape(sample.shape[0], cells)
     with trace.phase("scan"):
-        scanner = largest.Scanner(sample, 1, length, k, missing)
+        scanner = largest.Scanner(sample, 1, length, k, missing, times)
     del sample
     for _, rows in stream(series, owned, comm, block_bytes):
         with trace.phase("scan", rows.nbytes):
@@ -460,4 +465,4 @@ def _analyse_cells(scanner: largest.Scanner | block_maxima.Scanner, opts: Option
     assert npy is not None
     with progress.bar(scanner.values.shape[0], "cell", "eva", show_progress) as bar, trace.phase("work"):
         return pot.from_scanner(scanner, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
-                                progress=bar.update, ci=opts.ci)
+                                progress=bar.update, ci=opts.ci, run=opts.decluster)

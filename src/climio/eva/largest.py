@@ -22,7 +22,9 @@ just below its ``k``-th largest:
    re-reads the slab.
 
 The result is the exact multiset of each cell's largest valid values, so the
-threshold does not depend on the sample, the chunking or the rank count. A
+threshold does not depend on the sample, the chunking or the rank count. On
+request (``times=True``: runs declustering needs them) each kept value's time
+step is kept beside it, moved with it by every cut. A
 :class:`Scanner` takes the time steps a block at a time, so a reader can stream
 them from a file (``climio eva``'s slab scheme) instead of holding the series.
 It takes them in either byte order: a classic file's big-endian values are
@@ -46,6 +48,7 @@ MARGIN_SD = 5.0
 BUFFER_FACTOR = 4  # a cell's buffer holds this many times k values before it is cut back to k
 MISSING_SLOTS = 4  # NaN and up to this many missing values (_FillValue, missing_value) are left out
 MIN_SAMPLE = 64  # a sample of fewer time steps is scanned from -inf, without a sample of its own
+NO_TIMES = np.empty((1, 0), np.int64)  # the time steps' buffer when none are kept
 
 
 @intrinsic
@@ -87,6 +90,13 @@ def _native_compiled(raw, scratch):  # type: ignore[no-untyped-def]
 @numba.njit(cache=True)
 def _select_top(a: np.ndarray, n: int, k: int) -> float:
     """Move the k largest of a[:n] to a[:k] (in any order) and return the smallest of them."""
+    return _select_top_with(a, a[:0], n, k)
+
+
+@numba.njit(cache=True)
+def _select_top_with(a: np.ndarray, when: np.ndarray, n: int, k: int) -> float:
+    """:func:`_select_top`, moving ``when[i]`` with ``a[i]`` (``when`` empty: nothing to move)."""
+    paired = when.size > 0
     lo, hi = 0, n - 1
     while lo < hi:
         pivot = a[(lo + hi) >> 1]
@@ -98,6 +108,8 @@ def _select_top(a: np.ndarray, n: int, k: int) -> float:
                 j -= 1
             if i <= j:
                 a[i], a[j] = a[j], a[i]
+                if paired:
+                    when[i], when[j] = when[j], when[i]
                 i += 1
                 j -= 1
         if k - 1 <= j:
@@ -120,9 +132,10 @@ def _missing_value(v: float, m0: float, m1: float, m2: float, m3: float) -> bool
 
 @numba.njit(cache=True, error_model="numpy")
 def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, buf: np.ndarray,
-          kept: np.ndarray, k: int, n_missing: np.ndarray, low: np.ndarray) -> None:
-    """Steps 1 and 2 over rows[::stride]: append values above ``bar`` to ``buf``, count missing values,
-    and lower ``low`` to each cell's smallest valid value (a constant series has it equal to its largest).
+          kept: np.ndarray, k: int, n_missing: np.ndarray, low: np.ndarray, when: np.ndarray, t0: int) -> None:
+    """Steps 1 and 2 over rows[::stride]: append values above ``bar`` to ``buf`` (and, unless ``when`` is
+    empty, their time steps, counted from ``t0``, to ``when``), count missing values, and lower ``low`` to
+    each cell's smallest valid value (a constant series has it equal to its largest).
     ``rows`` holds values of ``buf``'s type, or their byte-swapped bits as unsigned integers."""
     length, n = rows.shape
     m0, m1, m2, m3 = missing[0], missing[1], missing[2], missing[3]
@@ -130,6 +143,7 @@ def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, b
     flags = np.zeros(words * 8, np.uint8)
     flag_words = flags.view(np.uint64)
     width = buf.shape[1]
+    timed = when.size > 0
     scratch = np.empty(n, buf.dtype)
     for t in range(0, length, stride):
         row = _native(rows[t], scratch)
@@ -150,9 +164,11 @@ def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, b
                     continue
                 j = kept[c]
                 buf[c, j] = v
+                if timed:
+                    when[c, j] = t0 + t
                 j += 1
                 if j == width:
-                    bar[c] = _select_top(buf[c], j, k)
+                    bar[c] = _select_top_with(buf[c], when[c] if timed else when[0, :0], j, k)
                     j = k
                 kept[c] = j
 
@@ -191,7 +207,7 @@ def _sample_bar(rows: np.ndarray, dtype: np.dtype, stride: int, length: int, k: 
     bar = _sample_bar(rows, dtype, stride * SAMPLE_STRIDE, sampled, ks, missing) if deeper else lowest.copy()
     buf = np.empty((cells, 2 * ks), dtype)
     kept = np.zeros(cells, np.int64)
-    _scan(rows, stride, missing, bar, buf, kept, ks, np.zeros(cells, np.int64), np.zeros(cells, dtype))
+    _scan(rows, stride, missing, bar, buf, kept, ks, np.zeros(cells, np.int64), np.zeros(cells, dtype), NO_TIMES, 0)
     _kth_largest(buf, kept, ks, lowest)
     return np.nextafter(lowest, dtype.type(-np.inf))  # admit values equal to it
 
@@ -218,19 +234,25 @@ class Scanner:
     ``update`` in cache-sized blocks, so the series never has to be in memory.
     """
 
-    def __init__(self, sample: np.ndarray, stride: int, length: int, k: int, missing: Sequence[float] = ()) -> None:
+    def __init__(self, sample: np.ndarray, stride: int, length: int, k: int, missing: Sequence[float] = (),
+                 times: bool = False) -> None:
         cells, dtype = sample.shape[1], sample.dtype.newbyteorder("=")
         self.length, self.k, self.missing = length, k, tuple(missing)
         self.slots = _missing_slots(missing, dtype)
         self.bar = _sample_bar(_kernel_rows(sample), dtype, stride, length, k, self.slots)
         self.values = np.empty((cells, BUFFER_FACTOR * k), dtype)
+        # each kept value's time step (0: the first of the series), with times=True
+        self.times = np.empty((cells, BUFFER_FACTOR * k), np.int64) if times else None
+        self.seen = 0  # time steps seen so far
         self.kept = np.zeros(cells, np.int64)
         self.n_missing = np.zeros(cells, np.int64)
         self.low = np.full(cells, np.inf, dtype)  # smallest valid value (inf: none yet)
 
     def update(self, rows: np.ndarray) -> None:
         """The next time steps, (steps, cells), in either byte order."""
-        _scan(_kernel_rows(rows), 1, self.slots, self.bar, self.values, self.kept, self.k, self.n_missing, self.low)
+        _scan(_kernel_rows(rows), 1, self.slots, self.bar, self.values, self.kept, self.k, self.n_missing, self.low,
+              NO_TIMES if self.times is None else self.times, self.seen)
+        self.seen += rows.shape[0]
 
     def short(self) -> np.ndarray:
         """Cells left with fewer than k values (or all their valid ones) after every step: their bar was too high."""
@@ -240,23 +262,27 @@ class Scanner:
         """Step 3 for ``cells``, from their whole series ``columns`` (time, len(cells))."""
         for i, c in enumerate(cells):
             column = columns[:, i]
-            top = np.sort(column[~is_missing(column, self.missing)])[::-1][:self.values.shape[1]]
-            self.values[c, :top.size] = top
-            self.kept[c] = top.size
+            valid = np.flatnonzero(~is_missing(column, self.missing))
+            order = valid[np.argsort(column[valid], kind="stable")[::-1][:self.values.shape[1]]]
+            self.values[c, :order.size] = column[order]
+            if self.times is not None:
+                self.times[c, :order.size] = order
+            self.kept[c] = order.size
 
     @property
     def n_valid(self) -> np.ndarray:
         return self.length - self.n_missing
 
 
-def scan(series: np.ndarray, k: int, missing: Sequence[float] = ()) -> Scanner:
+def scan(series: np.ndarray, k: int, missing: Sequence[float] = (), times: bool = False) -> Scanner:
     """A :class:`Scanner` that has seen the whole in-memory ``series`` (time, cells), read in place.
 
     Row ``c`` of its ``values`` then holds, in its first ``kept[c]`` entries and in no
     order, the ``kept[c]`` largest valid values of column ``c``, with
-    ``kept[c] >= min(k, n_valid[c])``. NaN and ``missing`` are not valid.
+    ``kept[c] >= min(k, n_valid[c])``; with ``times``, row ``c`` of ``times`` their time steps.
+    NaN and ``missing`` are not valid.
     """
-    scanner = Scanner(series, SAMPLE_STRIDE, series.shape[0], k, missing)
+    scanner = Scanner(series, SAMPLE_STRIDE, series.shape[0], k, missing, times)
     scanner.update(series)
     short = scanner.short()
     scanner.rescan(short, series[:, short])

@@ -29,13 +29,17 @@ class Method:
     results: Mapping[str, str]  # result variable -> netCDF type; those in PER_PERIOD have the period dimension
     statuses: tuple[str, ...]  # the status variable's flag meanings, by value
 
-    def outputs(self, ci: Request | None) -> dict[str, str]:
-        """The result variables and their types, with ``--ci`` the interval ends and standard errors too."""
-        if ci is None:
-            return dict(self.results)
-        parameters = distributions.get(self.distribution).PARAMETERS
-        return {**self.results, "return_level_lower": "f8", "return_level_upper": "f8",
-                **{f"{p}_se": "f8" for p in parameters}}
+    def outputs(self, ci: Request | None, declustered: bool = False) -> dict[str, str]:
+        """The result variables and their types; with ``--ci`` the interval ends and standard errors too, with
+        ``--decluster`` the clusters' count and the extremal index."""
+        out = dict(self.results)
+        if declustered:
+            out.update({"n_clusters": "i4", "extremal_index": "f8"})
+        if ci is not None:
+            parameters = distributions.get(self.distribution).PARAMETERS
+            out.update({"return_level_lower": "f8", "return_level_upper": "f8",
+                        **{f"{p}_se": "f8" for p in parameters}})
+        return out
 
 
 METHODS = {

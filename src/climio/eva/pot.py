@@ -6,6 +6,8 @@ Per cell (a time series Y with missing values as NaN):
   exactly as ``quantile.default`` computes it (``index = 1 + (n-1) p``,
   ``(1-h) x[lo] + h x[hi]``, no interpolation when ``x[hi] == x[lo]``);
 * exceedances Y > u (strict), excesses Y - u, rate = exceedances / valid values;
+* with runs declustering (:mod:`climio.eva.decluster`), only each cluster's largest excess, and the rate is
+  clusters / valid values; the extremal index is estimated either way;
 * the GPD fit of :mod:`climio.eva.gpd` and return levels for each period.
 
 The input is the ``(time, cells)`` array as read from the file, scanned in
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import distributions, intervals, largest, methods
+from climio.eva import decluster, distributions, intervals, largest, methods
 
 STATUS_OK = 0
 NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND = 1, 2, 3, 4, 5
@@ -46,6 +48,9 @@ class Result:
     return_level_upper: np.ndarray | None = None
     scale_se: np.ndarray | None = None
     shape_se: np.ndarray | None = None
+    # with --decluster: the clusters fitted, and Ferro and Segers' extremal index of the exceedances
+    n_clusters: np.ndarray | None = None
+    extremal_index: np.ndarray | None = None
 
 
 def type7_positions(n_valid: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -96,7 +101,7 @@ def tail_capacity(length: int, tail: float) -> int:
 
 def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
             missing: Sequence[float] = (), progress: Callable[[int], None] | None = None,
-            ci: intervals.Request | None = None) -> Result:
+            ci: intervals.Request | None = None, run: int | None = None) -> Result:
     """Everything for the cells in the columns of ``series`` (time, cells), read in place, never copied.
 
     Values that are NaN or equal to one of ``missing`` (``_FillValue``, ``missing_value``) are left out.
@@ -104,50 +109,62 @@ def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: f
     column chunk of them is not, and cost twice as much); the rest runs in chunks of ``CHUNK_CELLS``
     cells to bound the float64 temporaries, calling ``progress(cells_done)`` after each.
     """
-    scanner = largest.scan(series, tail_capacity(series.shape[0], tail), missing)
+    scanner = largest.scan(series, tail_capacity(series.shape[0], tail), missing, times=run is not None)
     return from_scanner(scanner, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, progress=progress,
-                        ci=ci)
+                        ci=ci, run=run)
 
 
 def from_scanner(scanner: largest.Scanner, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
-                 progress: Callable[[int], None] | None = None, ci: intervals.Request | None = None) -> Result:
+                 progress: Callable[[int], None] | None = None, ci: intervals.Request | None = None,
+                 run: int | None = None) -> Result:
     """Everything from a scanner that has seen every time step (its k from :func:`tail_capacity`); with ``ci``,
-    the return levels' confidence intervals and the parameters' standard errors too."""
+    the return levels' confidence intervals and the parameters' standard errors too; with ``run``, the fit of
+    the runs-declustered clusters' maxima (the scanner must have kept the times)."""
     cells = scanner.values.shape[0]
     parts = []
     for c0 in range(0, max(cells, 1), CHUNK_CELLS):
         chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
-        parts.append(_from_largest(scanner.values[chunk], scanner.kept[chunk], scanner.n_valid[chunk],
-                                   scanner.low[chunk], scanner.k, tail=tail, periods=periods, npy=npy,
-                                   min_exceed=min_exceed, ci=ci))
+        times = None if run is None else scanner.times[chunk]  # type: ignore[index]
+        parts.append(_from_largest(scanner.values[chunk], kept=scanner.kept[chunk], n_valid=scanner.n_valid[chunk],
+                                   low=scanner.low[chunk], capacity=scanner.k, tail=tail, periods=periods, npy=npy,
+                                   min_exceed=min_exceed, ci=ci, times=times, run=run))
         if progress is not None:
             progress(chunk.stop - chunk.start)
     return methods.concatenate(parts, Result)  # type: ignore[return-value]
 
 
-def _from_largest(values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, low: np.ndarray, capacity: int, *,
+def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, low: np.ndarray, capacity: int,
                   tail: float, periods: Sequence[float], npy: float, min_exceed: int,
-                  ci: intervals.Request | None) -> Result:
-    """Thresholds, exceedances, status, fits and return levels from each cell's largest values."""
+                  ci: intervals.Request | None, times: np.ndarray | None, run: int | None) -> Result:
+    """Thresholds, exceedances, status, fits and return levels from each cell's largest values (and, to
+    decluster, their time steps)."""
     cells = values.shape[0]
     lo, hi, h = type7_positions(n_valid, 1.0 - tail)
     threshold, peak = np.empty(cells), np.empty(cells)
     n_exceed = np.empty(cells, np.int64)
     excess = np.empty((cells, max(capacity, 1)))
     negated = _negated(values, kept)
-    negated.sort(axis=1)
+    if times is None:
+        negated.sort(axis=1)
+    else:
+        order = np.argsort(negated, axis=1, kind="stable")
+        negated = np.take_along_axis(negated, order, axis=1)
+        times = np.take_along_axis(times, order, axis=1)
     _exceedances(negated, n_valid, lo, hi, h, threshold, peak, n_exceed, excess)
+    sample, count = excess, n_exceed  # what the GPD is fitted to
+    if times is not None and run is not None:
+        sample, count, theta = decluster.clusters(times, excess, n_exceed, run)
     has = n_valid > 0
     with np.errstate(invalid="ignore", divide="ignore"):
-        rate = np.where(has, n_exceed / np.maximum(n_valid, 1), np.nan)
+        rate = np.where(has, count / np.maximum(n_valid, 1), np.nan)
     status = np.full(cells, STATUS_OK, np.int8)
-    status[n_exceed < min_exceed] = TOO_FEW
+    status[count < min_exceed] = TOO_FEW
     status[n_exceed == 0] = NO_EXCEED
     status[has & (n_exceed == 0) & (low == peak)] = CONSTANT  # smallest valid value is the largest
     status[~has] = NO_VALID
     fitted = status == STATUS_OK
     gpd = distributions.get("gpd")
-    result = gpd.fit(excess[fitted], n_exceed[fitted])
+    result = gpd.fit(sample[fitted], count[fitted])
     scale, shape, nll = (np.full(cells, np.nan) for _ in range(3))
     scale[fitted], shape[fitted], nll[fitted] = result.scale, result.shape, result.nll
     status[np.flatnonzero(fitted)[result.at_bound]] = AT_BOUND
@@ -155,7 +172,9 @@ def _from_largest(values: np.ndarray, kept: np.ndarray, n_valid: np.ndarray, low
         if len(periods) else np.empty((0, cells))
     result = Result(threshold, scale, shape, rate, n_exceed.astype(np.int32), nll, status, levels)
     if ci is not None:
-        ends = gpd.return_level_intervals(excess[fitted], n_exceed[fitted], threshold[fitted], scale[fitted],
+        ends = gpd.return_level_intervals(sample[fitted], count[fitted], threshold[fitted], scale[fitted],
                                           shape[fitted], nll[fitted], rate[fitted], tuple(periods), npy, ci)
         methods.attach(result, ends, fitted)
+    if run is not None:
+        result.n_clusters, result.extremal_index = count.astype(np.int32), theta
     return result

@@ -1,0 +1,91 @@
+r"""Runs declustering of threshold exceedances, and the extremal index, for many cells at once.
+
+Daily exceedances come in clusters (a storm lasts several days); fitting every exceedance as if
+independent overstates the information in the sample, and so understates the intervals. Two tools of
+Coles (2001, section 5.3) and R extRemes:
+
+* **runs declustering** (``decluster(x, threshold, method = "runs", r = R)``): exceedances belong to one
+  cluster until at least ``R`` consecutive time steps are not above the threshold; only each cluster's
+  largest excess enters the GPD fit, and the rate in the return level is the clusters' rate
+  (clusters per valid value, :math:`\theta\zeta_u` in Coles' notation). Missing time steps count as not above
+  the threshold (they cannot extend a cluster);
+* **the extremal index** :math:`\theta` by Ferro and Segers' (2003) intervals estimator (extRemes
+  ``extremalindex(method = "intervals")``), from the :math:`N` exceedance times' gaps :math:`T_i`:
+
+  .. math::
+
+      \hat\theta = \min\Big(1, \frac{2(\sum T_i)^2}{(N-1)\sum T_i^2}\Big) \text{ if } \max T_i \le 2,
+      \quad\text{else}\quad \min\Big(1, \frac{2(\sum (T_i-1))^2}{(N-1)\sum (T_i-1)(T_i-2)}\Big),
+
+  NaN with fewer than two exceedances. It estimates the reciprocal of the mean cluster size in the limit,
+  independently of the run length chosen for declustering.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from climio.errors import ClimioError
+
+
+def parse(spec: str) -> int:
+    """``runs:R`` -> R (a positive run length); a one-line error naming ``--decluster`` otherwise."""
+    kind, _, length = spec.partition(":")
+    if kind == "runs" and length.isdigit() and int(length) >= 1:
+        return int(length)
+    raise ClimioError(f"--decluster '{spec}': give runs:R with a run length R of at least 1 time step (e.g. "
+                      f"runs:1 joins exceedances on consecutive days, runs:3 bridges gaps of up to 2)",
+                      collective=True)
+
+
+@numba.njit(cache=True)
+def _clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int, maxima: np.ndarray,
+              n_clusters: np.ndarray, theta: np.ndarray) -> None:
+    """Per cell, from its ``count`` exceedances' time steps and excesses (any order): the clusters' largest
+    excesses (``maxima``, first ``n_clusters`` entries, in time order) and the intervals estimator."""
+    for c in range(times.shape[0]):
+        n = count[c]
+        order = np.argsort(times[c, :n], kind="mergesort")
+        clusters = 0
+        top = -np.inf
+        sum1 = sum2 = sum1m = sum12 = 0.0
+        widest = 0
+        for q in range(n):
+            i = order[q]
+            if q > 0:
+                gap = times[c, i] - times[c, order[q - 1]]
+                widest = max(widest, gap)
+                sum1 += gap
+                sum2 += gap * gap
+                sum1m += gap - 1.0
+                sum12 += (gap - 1.0) * (gap - 2.0)
+                if gap - 1 >= run:  # at least ``run`` steps not above the threshold: a new cluster
+                    maxima[c, clusters] = top
+                    clusters += 1
+                    top = -np.inf
+            top = max(top, excess[c, i])
+        if n > 0:
+            maxima[c, clusters] = top
+            clusters += 1
+        n_clusters[c] = clusters
+        if n < 2:
+            theta[c] = np.nan
+        elif widest <= 2:
+            theta[c] = min(1.0, 2.0 * sum1 * sum1 / ((n - 1) * sum2))
+        else:
+            theta[c] = min(1.0, 2.0 * sum1m * sum1m / ((n - 1) * sum12)) if sum12 > 0 else 1.0
+
+
+def clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs declustering of each row's first ``count[i]`` exceedances (time steps ``times``, excesses
+    ``excess``, any order): (cluster maxima (cells, k) first ``n_clusters`` per row, n_clusters, the
+    extremal index)."""
+    cells = times.shape[0]
+    maxima = np.full(excess.shape, np.nan)
+    n_clusters = np.zeros(cells, np.int64)
+    theta = np.full(cells, np.nan)
+    _clusters(np.ascontiguousarray(times, dtype=np.int64), np.ascontiguousarray(excess, dtype=np.float64),
+              np.ascontiguousarray(count, dtype=np.int64), run, maxima, n_clusters, theta)
+    return maxima, n_clusters, theta
