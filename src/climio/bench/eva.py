@@ -22,7 +22,8 @@ the table gives medians over repetitions of:
 
 ``--methods pot,gev`` runs each method on the same inputs, interleaved, so the two compare within a run; a
 method followed by ``+normal`` or ``+profile`` (``pot+profile``) runs it with ``--ci 0.95 --ci-method`` that
-method, so the cost of the intervals is measured against the plain fit in the same run.
+method, and ``pot+decluster`` with ``--decluster runs:1``, so the cost of each is measured against the plain
+fit in the same run.
 
 With ``--cold`` the input's pages are dropped before every timed run instead (:mod:`climio.bench.cache`),
 and before each eva run ``dd`` reads the whole file from a cold cache: the disk's own speed in the same
@@ -108,21 +109,29 @@ def scipy_seconds_per_cell(path: str, sample: int, tail: float, method: str = "p
     return statistics.median(seconds)
 
 
-def variants() -> tuple[str, ...]:
-    """The names ``--methods`` takes: each eva method, alone or with each interval method (``pot+profile``)."""
+def extra_arguments() -> dict[str, list[str]]:
+    """What a ``+name`` after a method adds to its ``climio eva`` command line."""
     from climio.eva.intervals import METHODS as CI_METHODS
+
+    return {**{ci: ["--ci", "0.95", "--ci-method", ci] for ci in CI_METHODS}, "decluster": ["--decluster", "runs:1"]}
+
+
+def variants() -> tuple[str, ...]:
+    """The names ``--methods`` takes: each eva method, alone or with an interval method (``pot+profile``), and
+    ``pot+decluster``."""
     from climio.eva.methods import METHODS
 
-    return (*METHODS, *(f"{m}+{ci}" for m in METHODS for ci in CI_METHODS))
+    return (*METHODS, *(f"{m}+{extra}" for m in METHODS for extra in extra_arguments()
+                        if not (m == "gev" and extra == "decluster")))
 
 
 def run_once(path: str, nranks: int, scheme: str, split: str, workdir: str, method: str = "pot") -> dict[str, Any]:
     """One ``climio eva`` run of ``method`` (a name of :func:`variants`), timed from the shell and by its trace."""
     trace_file, out = os.path.join(workdir, "trace.json"), os.path.join(workdir, "eva.nc")
-    base, _, ci = method.partition("+")
+    base, _, extra = method.partition("+")
     started = time.perf_counter()
     run_ranks(nranks, ["--trace", trace_file, "eva", path, out, "--overwrite", "--scheme", scheme, "--split", split,
-                       "--mode", "cdf5", "--method", base, *(["--ci", "0.95", "--ci-method", ci] if ci else [])])
+                       "--mode", "cdf5", "--method", base, *(extra_arguments()[extra] if extra else [])])
     wall = time.perf_counter() - started
     with open(trace_file) as f:
         report = json.load(f)
