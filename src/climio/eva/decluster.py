@@ -40,13 +40,29 @@ def parse(spec: str) -> int:
 
 
 @numba.njit(cache=True)
+def _over(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray, when: np.ndarray,
+          excess: np.ndarray, count: np.ndarray) -> None:
+    """Per cell, the time steps and excesses (float64) of its kept values above its threshold, in kept order."""
+    for c in range(values.shape[0]):
+        n = 0
+        u = threshold[c]
+        for i in range(kept[c]):
+            v = np.float64(values[c, i])
+            if v > u:
+                when[c, n] = times[c, i]
+                excess[c, n] = v - u
+                n += 1
+        count[c] = n
+
+
+@numba.njit(cache=True)
 def _clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int, maxima: np.ndarray,
               n_clusters: np.ndarray, theta: np.ndarray) -> None:
     """Per cell, from its ``count`` exceedances' time steps and excesses (any order): the clusters' largest
     excesses (``maxima``, first ``n_clusters`` entries, in time order) and the intervals estimator."""
     for c in range(times.shape[0]):
         n = count[c]
-        order = np.argsort(times[c, :n], kind="mergesort")
+        order = np.argsort(times[c, :n])
         clusters = 0
         top = -np.inf
         sum1 = sum2 = sum1m = sum12 = 0.0
@@ -75,6 +91,18 @@ def _clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int
             theta[c] = min(1.0, 2.0 * sum1 * sum1 / ((n - 1) * sum2))
         else:
             theta[c] = min(1.0, 2.0 * sum1m * sum1m / ((n - 1) * sum12)) if sum12 > 0 else 1.0
+
+
+def of_largest(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray, run: int
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`clusters` of the exceedances among each cell's kept largest values (``largest.Scanner``'s
+    ``values``, ``times``, ``kept``) over its ``threshold`` (NaN: none)."""
+    cells, width = values.shape
+    when = np.empty((cells, width), np.int64)
+    excess = np.empty((cells, width))
+    count = np.zeros(cells, np.int64)
+    _over(values, times, kept, np.asarray(threshold, dtype=np.float64), when, excess, count)
+    return clusters(when, excess, count, run)
 
 
 def clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int

@@ -144,16 +144,11 @@ def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, 
     n_exceed = np.empty(cells, np.int64)
     excess = np.empty((cells, max(capacity, 1)))
     negated = _negated(values, kept)
-    if times is None:
-        negated.sort(axis=1)
-    else:
-        order = np.argsort(negated, axis=1, kind="stable")
-        negated = np.take_along_axis(negated, order, axis=1)
-        times = np.take_along_axis(times, order, axis=1)
+    negated.sort(axis=1)
     _exceedances(negated, n_valid, lo, hi, h, threshold, peak, n_exceed, excess)
     sample, count = excess, n_exceed  # what the GPD is fitted to
     if times is not None and run is not None:
-        sample, count, theta = decluster.clusters(times, excess, n_exceed, run)
+        sample, count, theta = decluster.of_largest(values, times, kept, threshold, run)
     has = n_valid > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(has, count / np.maximum(n_valid, 1), np.nan)
