@@ -40,57 +40,64 @@ def parse(spec: str) -> int:
 
 
 @numba.njit(cache=True)
-def _over(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray, when: np.ndarray,
-          excess: np.ndarray, count: np.ndarray) -> None:
-    """Per cell, the time steps and excesses (float64) of its kept values above its threshold, in kept order."""
+def _cell(times: np.ndarray, excess: np.ndarray, n: int, run: int, maxima: np.ndarray) -> tuple[int, float]:
+    """One cell's ``n`` exceedances, sorted by time in place: the clusters' largest excesses (into ``maxima``,
+    in time order), their count and the intervals estimator."""
+    order = np.argsort(times[:n])
+    clusters = 0
+    top = -np.inf
+    sum1 = sum2 = sum1m = sum12 = 0.0
+    widest = 0
+    for q in range(n):
+        i = order[q]
+        if q > 0:
+            gap = times[i] - times[order[q - 1]]
+            widest = max(widest, gap)
+            sum1 += gap
+            sum2 += gap * gap
+            sum1m += gap - 1.0
+            sum12 += (gap - 1.0) * (gap - 2.0)
+            if gap - 1 >= run:  # at least ``run`` steps not above the threshold: a new cluster
+                maxima[clusters] = top
+                clusters += 1
+                top = -np.inf
+        top = max(top, excess[i])
+    if n > 0:
+        maxima[clusters] = top
+        clusters += 1
+    if n < 2:
+        theta = np.nan
+    elif widest <= 2:
+        theta = min(1.0, 2.0 * sum1 * sum1 / ((n - 1) * sum2))
+    else:
+        theta = min(1.0, 2.0 * sum1m * sum1m / ((n - 1) * sum12)) if sum12 > 0 else 1.0
+    return clusters, theta
+
+
+@numba.njit(cache=True)
+def _clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int, maxima: np.ndarray,
+              n_clusters: np.ndarray, theta: np.ndarray) -> None:
+    """:func:`_cell` for every row's first ``count`` exceedances."""
+    for c in range(times.shape[0]):
+        n_clusters[c], theta[c] = _cell(times[c], excess[c], count[c], run, maxima[c])
+
+
+@numba.njit(cache=True)
+def _of_largest(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray, run: int,
+                maxima: np.ndarray, n_clusters: np.ndarray, theta: np.ndarray) -> None:
+    """:func:`_cell` for each cell's kept values above its threshold (excesses in float64)."""
+    when = np.empty(values.shape[1], np.int64)
+    excess = np.empty(values.shape[1])
     for c in range(values.shape[0]):
         n = 0
         u = threshold[c]
         for i in range(kept[c]):
             v = np.float64(values[c, i])
             if v > u:
-                when[c, n] = times[c, i]
-                excess[c, n] = v - u
+                when[n] = times[c, i]
+                excess[n] = v - u
                 n += 1
-        count[c] = n
-
-
-@numba.njit(cache=True)
-def _clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int, maxima: np.ndarray,
-              n_clusters: np.ndarray, theta: np.ndarray) -> None:
-    """Per cell, from its ``count`` exceedances' time steps and excesses (any order): the clusters' largest
-    excesses (``maxima``, first ``n_clusters`` entries, in time order) and the intervals estimator."""
-    for c in range(times.shape[0]):
-        n = count[c]
-        order = np.argsort(times[c, :n])
-        clusters = 0
-        top = -np.inf
-        sum1 = sum2 = sum1m = sum12 = 0.0
-        widest = 0
-        for q in range(n):
-            i = order[q]
-            if q > 0:
-                gap = times[c, i] - times[c, order[q - 1]]
-                widest = max(widest, gap)
-                sum1 += gap
-                sum2 += gap * gap
-                sum1m += gap - 1.0
-                sum12 += (gap - 1.0) * (gap - 2.0)
-                if gap - 1 >= run:  # at least ``run`` steps not above the threshold: a new cluster
-                    maxima[c, clusters] = top
-                    clusters += 1
-                    top = -np.inf
-            top = max(top, excess[c, i])
-        if n > 0:
-            maxima[c, clusters] = top
-            clusters += 1
-        n_clusters[c] = clusters
-        if n < 2:
-            theta[c] = np.nan
-        elif widest <= 2:
-            theta[c] = min(1.0, 2.0 * sum1 * sum1 / ((n - 1) * sum2))
-        else:
-            theta[c] = min(1.0, 2.0 * sum1m * sum1m / ((n - 1) * sum12)) if sum12 > 0 else 1.0
+        n_clusters[c], theta[c] = _cell(when, excess, n, run, maxima[c])
 
 
 def of_largest(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray, run: int
@@ -98,11 +105,11 @@ def of_largest(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshol
     """:func:`clusters` of the exceedances among each cell's kept largest values (``largest.Scanner``'s
     ``values``, ``times``, ``kept``) over its ``threshold`` (NaN: none)."""
     cells, width = values.shape
-    when = np.empty((cells, width), np.int64)
-    excess = np.empty((cells, width))
-    count = np.zeros(cells, np.int64)
-    _over(values, times, kept, np.asarray(threshold, dtype=np.float64), when, excess, count)
-    return clusters(when, excess, count, run)
+    maxima = np.empty((cells, width))
+    n_clusters = np.zeros(cells, np.int64)
+    theta = np.full(cells, np.nan)
+    _of_largest(values, times, kept, np.asarray(threshold, dtype=np.float64), run, maxima, n_clusters, theta)
+    return maxima, n_clusters, theta
 
 
 def clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int
