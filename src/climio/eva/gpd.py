@@ -381,11 +381,15 @@ def _inner(e: np.ndarray, n: int, d: float, big_l: float, xi: float, lo: float) 
     """min over the shape of -log L with the level held at d above the threshold (sigma = d / g(xi)), by
     safeguarded Newton from ``xi`` inside [lo, PROFILE_XI_HIGH]: (-log L, the shape, d(-log L)/dd there)."""
     hi = PROFILE_XI_HIGH
-    # with e scaled to max 1, the support needs sigma > -xi, i.e. xi > log1p(-d)/L when d < 1
-    if d < 1.0:
-        lo = max(lo, math.log1p(-d) / big_l)
+    # with e scaled to max 1, the support needs sigma > -xi, i.e. xi > log1p(-d)/L when d < 1: there -log L is
+    # infinite, so the search starts well inside (next to it Newton's steps are tiny but far from the minimum)
+    edge = math.log1p(-d) / big_l if d < 1.0 else -math.inf
+    at_lo = edge <= lo
+    if not at_lo:
+        lo = edge
+        if not xi > lo + 1e-6 * max(1.0, abs(lo)):
+            xi = lo + 0.5 * min(1.0, hi - lo)
     xi = min(max(xi, lo), hi)
-    at_lo = lo == XI_MIN
     for _ in range(NEWTON_ITERATIONS):
         g, g1, g2 = intervals.level_factor(xi, big_l)
         sigma = d / g
@@ -407,8 +411,11 @@ def _inner(e: np.ndarray, n: int, d: float, big_l: float, xi: float, lo: float) 
         else:
             return nll, xi, d_s / g
         step = xi - f1 / f2 if f2 > 0.0 else math.nan
-        new = step if lo < step < hi else 0.5 * (lo + hi)
-        if abs(new - xi) <= 1e-14 * max(1.0, abs(xi)) or hi - lo <= 1e-14 * max(1.0, abs(xi)):
+        newton = lo < step < hi
+        new = step if newton else 0.5 * (lo + hi)
+        # converged: Newton's predicted decrease f1^2/f2 is at rounding level (a small step alone is not
+        # enough: next to the support's edge the steps are tiny), or the bracket is closed
+        if (newton and f1 * f1 <= 1e-22 * f2 * max(1.0, abs(nll))) or hi - lo <= 1e-14 * max(1.0, abs(xi)):
             xi = new
             break
         xi = new
@@ -446,12 +453,12 @@ def _end(e: np.ndarray, n: int, v_hat: float, xi_hat: float, big_l: float, targe
             p, xi, slope = _inner(e, n, math.exp(v), big_l, xi, XI_MIN)
             if p >= target:
                 outside = v
+            elif step >= PROFILE_V_SPAN:  # below the target at the far end of the search: no end
+                return side * math.inf
             else:
                 inside = v
-                step *= 1.5
+                step = min(step * 1.5, PROFILE_V_SPAN)
                 v = v_hat + side * step
-                if step > PROFILE_V_SPAN:
-                    return side * math.inf
         v = outside
         for _ in range(NEWTON_ITERATIONS):
             d = math.exp(v)
@@ -464,7 +471,9 @@ def _end(e: np.ndarray, n: int, v_hat: float, xi_hat: float, big_l: float, targe
             newton = v - f / (slope * d) if slope * d != 0.0 else math.nan
             low, high = min(inside, outside), max(inside, outside)
             new = newton if low < newton < high else 0.5 * (low + high)
-            if abs(new - v) <= PROFILE_TOLERANCE * max(1.0, abs(v)) or high - low <= PROFILE_TOLERANCE:
+            # converged: on the target to rounding and a last step below the tolerance, or the bracket closed
+            if ((abs(f) <= 1e-11 * max(1.0, abs(target)) and abs(new - v) <= PROFILE_TOLERANCE * max(1.0, abs(v)))
+                    or high - low <= PROFILE_TOLERANCE * max(1.0, abs(v))):
                 v = new
                 break
             v = new
