@@ -212,6 +212,17 @@ def _fit_cell(e: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray) -> tuple[
     return sig, xi, f, False
 
 
+@numba.njit(inline="always")
+def _scale_to_peak(excess: np.ndarray, n: int, scaled: np.ndarray) -> float:
+    """scaled[:n] = excess[:n] / max(excess[:n]) (the kernels work on excesses scaled to max 1); the max."""
+    peak = 0.0
+    for i in range(n):
+        peak = max(peak, excess[i])
+    for i in range(n):
+        scaled[i] = excess[i] / peak
+    return peak
+
+
 @numba.njit(cache=True)
 def _fit_all(excess: np.ndarray, count: np.ndarray, grid: np.ndarray,
              scale: np.ndarray, shape: np.ndarray, nll: np.ndarray, at_bound: np.ndarray) -> None:
@@ -221,11 +232,7 @@ def _fit_all(excess: np.ndarray, count: np.ndarray, grid: np.ndarray,
         n = count[c]
         if n <= 0:
             continue
-        peak = 0.0
-        for i in range(n):
-            peak = max(peak, excess[c, i])
-        for i in range(n):
-            scaled[i] = excess[c, i] / peak
+        peak = _scale_to_peak(excess[c], n, scaled)
         sig, xi, f, bound = _fit_cell(scaled, n, grid, fs)
         scale[c] = sig * peak
         shape[c] = xi
@@ -357,11 +364,7 @@ def _information_all(excess: np.ndarray, count: np.ndarray, scale: np.ndarray, s
         if count[c] <= 0 or not (scale[c] > 0.0 and math.isfinite(shape[c])):
             continue
         n = count[c]
-        peak = 0.0
-        for i in range(n):
-            peak = max(peak, excess[c, i])
-        for i in range(n):
-            scaled[i] = excess[c, i] / peak
+        peak = _scale_to_peak(excess[c], n, scaled)
         _, _, _, d_ss, d_sx, d_xx = _derivatives(scaled, n, scale[c] / peak, shape[c])
         out[c, 0, 0], out[c, 0, 1], out[c, 1, 0], out[c, 1, 1] = d_ss / peak ** 2, d_sx / peak, d_sx / peak, d_xx
 
@@ -501,11 +504,7 @@ def _profile_all(excess: np.ndarray, count: np.ndarray, scale: np.ndarray, shape
         n = count[c]
         if n <= 0 or not (scale[c] > 0.0 and shape[c] > XI_MIN):
             continue
-        peak = 0.0
-        for i in range(n):
-            peak = max(peak, excess[c, i])
-        for i in range(n):
-            scaled[i] = excess[c, i] / peak
+        peak = _scale_to_peak(excess[c], n, scaled)
         sigma, xi = scale[c] / peak, shape[c]
         nll_hat = _derivatives(scaled, n, sigma, xi)[0]
         for k in range(log_m.shape[0]):
