@@ -21,7 +21,7 @@ import numpy as np
 
 from climio.eva import distributions, intervals, methods
 from climio.eva.blocks import Blocks
-from climio.eva.largest import _kernel_rows, _missing_slots, _missing_value, _native
+from climio.eva.rows import kernel_rows, missing_slots, missing_value, native
 
 STATUS_OK, NO_VALID, CONSTANT, TOO_FEW, AT_BOUND, AT_UPPER = range(6)  # cf.BLOCK_STATUS_MEANINGS
 CHUNK_CELLS = 4096  # cells fitted at a time
@@ -49,18 +49,18 @@ class Result:
 @numba.njit(cache=True, error_model="numpy")
 def _update(rows: np.ndarray, index: np.ndarray, missing: np.ndarray, scratch: np.ndarray, maxima: np.ndarray,
             counts: np.ndarray) -> None:
-    """Fold time steps (rows, in either byte order: see ``largest._native``; ``scratch`` a row of the values'
+    """Fold time steps (rows, in either byte order: see ``rows.native``; ``scratch`` a row of the values'
     type) into their blocks' maxima and valid counts; ``index`` gives each row's block (-1: in none)."""
     m0, m1, m2, m3 = missing[0], missing[1], missing[2], missing[3]
     for t in range(rows.shape[0]):
         b = index[t]
         if b < 0:
             continue
-        row = _native(rows[t], scratch)
+        row = native(rows[t], scratch)
         top, n = maxima[b], counts[b]
         for c in range(rows.shape[1]):  # vectorized
             v = row[c]
-            valid = not _missing_value(v, m0, m1, m2, m3)
+            valid = not missing_value(v, m0, m1, m2, m3)
             n[c] += 1 if valid else 0
             top[c] = max(top[c], v) if valid else top[c]
 
@@ -71,7 +71,7 @@ class Scanner:
     def __init__(self, blocks: Blocks, cells: int, dtype: np.dtype, missing: Sequence[float] = ()) -> None:
         dtype = np.dtype(dtype).newbyteorder("=")
         self.blocks = blocks
-        self.slots = _missing_slots(missing, dtype)
+        self.slots = missing_slots(missing, dtype)
         self.scratch = np.empty(cells, dtype)
         self.maxima = np.full((blocks.count, cells), -np.inf)
         self.counts = np.zeros((blocks.count, cells), np.int32)
@@ -80,7 +80,7 @@ class Scanner:
     def update(self, rows: np.ndarray) -> None:
         """The next time steps, (steps, cells), in either byte order."""
         index = self.blocks.index[self.seen:self.seen + rows.shape[0]]
-        _update(_kernel_rows(rows), index, self.slots, self.scratch, self.maxima, self.counts)
+        _update(kernel_rows(rows), index, self.slots, self.scratch, self.maxima, self.counts)
         self.seen += rows.shape[0]
 
 

@@ -41,12 +41,13 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
+
+from climio.eva.rows import is_missing, kernel_rows, missing_slots, missing_value, native
 
 SAMPLE_STRIDE = 8
 MARGIN_SD = 5.0
 BUFFER_FACTOR = 4  # a cell's buffer holds this many times k values before it is cut back to k
-MISSING_SLOTS = 4  # NaN and up to this many missing values (_FillValue, missing_value) are left out
 MIN_SAMPLE = 64  # a sample of fewer time steps is scanned from -inf, without a sample of its own
 NO_TIMES = np.empty((1, 0), np.int64)  # the time steps' buffer when none are kept
 
@@ -57,34 +58,6 @@ def _trailing_zeros(typingctx, word):  # type: ignore[no-untyped-def]
     def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
         return builder.cttz(args[0], ir.Constant(ir.IntType(1), 0))
     return types.int64(types.uint64), codegen
-
-
-@intrinsic
-def _byte_swap(typingctx, word):  # type: ignore[no-untyped-def]
-    """The bytes of an unsigned integer in reverse order (LLVM bswap: vectorizes to a shuffle)."""
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
-        return builder.bswap(args[0])
-    return word(word), codegen
-
-
-def _native(raw: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """``raw`` (a time step) in the machine's byte order: itself, or swapped into ``scratch``
-    when it is the unsigned-integer view of values stored in the other order (numba only)."""
-    raise NotImplementedError("compiled only")
-
-
-@overload(_native, inline="always")
-def _native_compiled(raw, scratch):  # type: ignore[no-untyped-def]
-    if isinstance(raw.dtype, types.Float):
-        return lambda raw, scratch: raw
-    bits = {4: np.uint32, 8: np.uint64}[raw.dtype.bitwidth // 8]
-
-    def swapped(raw, scratch):  # type: ignore[no-untyped-def]
-        words = scratch.view(bits)
-        for c in range(raw.size):  # vectorized
-            words[c] = _byte_swap(raw[c])
-        return scratch
-    return swapped
 
 
 @numba.njit(cache=True)
@@ -124,12 +97,6 @@ def _select_top_with(a: np.ndarray, when: np.ndarray, n: int, k: int) -> float:
     return smallest
 
 
-@numba.njit(inline="always")
-def _missing_value(v: float, m0: float, m1: float, m2: float, m3: float) -> bool:
-    """NaN or one of the missing values (branch-free, so the flag loop stays vectorized)."""
-    return (v != v) | (v == m0) | (v == m1) | (v == m2) | (v == m3)
-
-
 @numba.njit(cache=True, error_model="numpy")
 def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, buf: np.ndarray,
           kept: np.ndarray, k: int, n_missing: np.ndarray, low: np.ndarray, when: np.ndarray, t0: int) -> None:
@@ -146,11 +113,11 @@ def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, b
     timed = when.size > 0
     scratch = np.empty(n, buf.dtype)
     for t in range(0, length, stride):
-        row = _native(rows[t], scratch)
+        row = native(rows[t], scratch)
         for c in range(n):  # vectorized
             v = row[c]
             lowest = low[c]
-            missing_here = _missing_value(v, m0, m1, m2, m3)
+            missing_here = missing_value(v, m0, m1, m2, m3)
             flags[c] = (v > bar[c]) | missing_here
             low[c] = lowest if missing_here else min(lowest, v)
         for w in range(words):
@@ -159,7 +126,7 @@ def _scan(rows: np.ndarray, stride: int, missing: np.ndarray, bar: np.ndarray, b
                 c = w * 8 + (_trailing_zeros(word) >> 3)
                 word &= word - np.uint64(1)
                 v = row[c]
-                if _missing_value(v, m0, m1, m2, m3):
+                if missing_value(v, m0, m1, m2, m3):
                     n_missing[c] += 1
                     continue
                 j = kept[c]
@@ -177,17 +144,6 @@ def load_kernels() -> None:
     """Have numba set up its compiler now: its first compiled call in a process costs ~0.13 s, whatever
     the function, like an import. ``climio eva`` does it before its clock starts."""
     _select_top(np.zeros(1), 1, 1)
-
-
-def _missing_slots(missing: Sequence[float], dtype: np.dtype) -> np.ndarray:
-    if len(missing) > MISSING_SLOTS:
-        raise ValueError(f"at most {MISSING_SLOTS} missing values are supported, got {list(missing)}")
-    return np.array([*missing, *[np.nan] * (MISSING_SLOTS - len(missing))], dtype=dtype)
-
-
-def is_missing(values: np.ndarray, missing: Sequence[float]) -> np.ndarray:
-    """NaN or equal to one of ``missing``, element-wise (numpy, for the few columns looked at alone)."""
-    return np.isnan(values) | np.isin(values, np.asarray(missing, dtype=values.dtype))
 
 
 def _sample_bar(rows: np.ndarray, dtype: np.dtype, stride: int, length: int, k: int,
@@ -212,11 +168,6 @@ def _sample_bar(rows: np.ndarray, dtype: np.dtype, stride: int, length: int, k: 
     return np.nextafter(lowest, dtype.type(-np.inf))  # admit values equal to it
 
 
-def _kernel_rows(rows: np.ndarray) -> np.ndarray:
-    """Values as :func:`_scan` takes them: as they are in the machine's byte order, else their bits."""
-    return rows if rows.dtype.isnative else rows.view(f"u{rows.dtype.itemsize}")
-
-
 @numba.njit(cache=True)
 def _kth_largest(buf: np.ndarray, kept: np.ndarray, k: int, out: np.ndarray) -> None:
     """out[c] = the k-th largest of buf[c, :kept[c]] for the cells that kept at least k values."""
@@ -238,8 +189,8 @@ class Scanner:
                  times: bool = False) -> None:
         cells, dtype = sample.shape[1], sample.dtype.newbyteorder("=")
         self.length, self.k, self.missing = length, k, tuple(missing)
-        self.slots = _missing_slots(missing, dtype)
-        self.bar = _sample_bar(_kernel_rows(sample), dtype, stride, length, k, self.slots)
+        self.slots = missing_slots(missing, dtype)
+        self.bar = _sample_bar(kernel_rows(sample), dtype, stride, length, k, self.slots)
         self.values = np.empty((cells, BUFFER_FACTOR * k), dtype)
         # each kept value's time step (0: the first of the series), with times=True
         self.times = np.empty((cells, BUFFER_FACTOR * k), np.int64) if times else None
@@ -250,7 +201,7 @@ class Scanner:
 
     def update(self, rows: np.ndarray) -> None:
         """The next time steps, (steps, cells), in either byte order."""
-        _scan(_kernel_rows(rows), 1, self.slots, self.bar, self.values, self.kept, self.k, self.n_missing, self.low,
+        _scan(kernel_rows(rows), 1, self.slots, self.bar, self.values, self.kept, self.k, self.n_missing, self.low,
               NO_TIMES if self.times is None else self.times, self.seen)
         self.seen += rows.shape[0]
 
