@@ -14,7 +14,7 @@ import pytest
 from conftest import SHARED_DATA, climio, leftovers, one_error_line
 from scipy import optimize
 
-from climio.eva import gev, gpd
+from climio.eva import gpd
 
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
 PERIODS = ("20", "100")
@@ -137,19 +137,20 @@ def test_cf_attributes_say_which_interval(field: Path, tmp_path: Path) -> None:
 
 
 def test_gev_intervals_at_one_and_two_ranks(field: Path, tmp_path: Path) -> None:
-    """GEV intervals where the GEV module gives them; until then --ci with --method gev is refused in one line."""
-    if not hasattr(gev, "return_level_intervals"):
-        out = tmp_path / "a.nc"
-        result = climio("eva", str(field), str(out), "--method", "gev", "--ci", "0.95", nranks=2, timeout=TIMEOUT)
-        one_error_line(result, "--ci", "GEV", "not available")
-        assert not out.exists() and not leftovers(str(tmp_path))
-        return
+    """GEV intervals on annual maxima: the same at one and two ranks and from the API, and around the level."""
+    import xarray as xr
+
+    from climio.eva import fit_gev
+
     for method in ("normal", "profile"):
         one = eva(field, tmp_path / "a.nc", "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O")
         two = eva(field, tmp_path / "b.nc", "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O",
                   "--split", "block", nranks=2)
+        with xr.open_dataset(field) as ds:
+            api = fit_gev(ds, var="pr", return_periods=[float(p) for p in PERIODS], ci=0.95, ci_method=method)
         for name in (*INTERVALS, "location_se", "scale_se", "shape_se"):
             assert np.array_equal(one[name], two[name], equal_nan=True), (method, name)
+            assert np.array_equal(api[name].values, one[name], equal_nan=True), (method, name)
         ok = one["status"] == 0
         assert np.all(one["return_level_lower"][:, ok] < one["return_level"][:, ok])
         assert np.all(one["return_level"][:, ok] < one["return_level_upper"][:, ok])

@@ -127,7 +127,7 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
                           f"give npy as a number")
     npy_value = values_per_year(npy, given.step, given.calendar or "standard", where, option="npy")
 
-    request = _request(ci, ci_method, "gpd")
+    request = _request(ci, ci_method)
     run = None if decluster is None else _run_length(decluster)
     runs = {} if run is None else {"climio_decluster": f"runs:{run}"}
     call = (f"climio.eva.fit_pot({name}, tail={tail:g}, return_periods={[float(p) for p in periods]}, "
@@ -194,7 +194,7 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
         raise ClimioError(f"'{given.name}' has no time coordinate '{given.time_dim}' with dates (datetime64, cftime, "
                           f"or numbers with CF units) and at least two steps: fit_gev needs one to find the blocks")
     cuts = blocks.of_axis(*numbers, given.step, block)
-    request = _request(ci, ci_method, "gev")
+    request = _request(ci, ci_method)
     call = (f"climio.eva.fit_gev({given.name}, block={block!r}, max_missing={max_missing:g}, "
             f"min_blocks={min_blocks}, return_periods={[float(p) for p in periods]}{_ci_text(request)})")
     out = _fitted(given, METHODS["gev"], _fit_block_gev,
@@ -208,18 +208,17 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
     return out
 
 
-def _request(ci: float | None, ci_method: str, distribution: str) -> Request | None:
-    """The checked interval request of ``ci=``/``ci_method=`` for a ``distribution`` fit (None: no intervals)."""
+def _request(ci: float | None, ci_method: str) -> Request | None:
+    """The checked interval request of ``ci=``/``ci_method=`` (None: no intervals)."""
     if ci is None:
         return None
     if isinstance(ci, bool) or not isinstance(ci, (int, float, np.floating)):
         raise ClimioError(f"ci must be a confidence level inside (0, 1), e.g. 0.95, got {ci!r}")
     request = Request(float(ci), ci_method)
     try:
-        request.check(distribution)
+        request.check()
     except ClimioError as err:  # the command's option names, as the API spells them
-        raise ClimioError(str(err).replace("--ci-method", "ci_method").replace("--ci", "ci")
-                          .replace("--method pot", "fit_pot")) from None
+        raise ClimioError(str(err).replace("--ci-method", "ci_method").replace("--ci", "ci")) from None
     return request
 
 

@@ -50,15 +50,8 @@ class Request:
     level: float = 0.95
     method: str = "profile"
 
-    def check(self, distribution: str | None = None) -> None:
-        """Reject a bad level or method, or a ``distribution`` (a name in :mod:`climio.eva.distributions`) whose
-        module gives no intervals."""
-        if distribution is not None:
-            from climio.eva import distributions
-
-            if not hasattr(distributions.get(distribution), "return_level_intervals"):
-                raise ClimioError(f"--ci: confidence intervals of {distribution.upper()} fits are not available "
-                                  f"yet; they are for peaks over threshold (--method pot)", collective=True)
+    def check(self) -> None:
+        """Reject a bad level or method."""
         if not 0.0 < self.level < 1.0:
             raise ClimioError(f"--ci must be a confidence level inside (0, 1), e.g. 0.95, got {self.level}",
                               collective=True)

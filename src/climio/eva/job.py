@@ -115,7 +115,7 @@ class Options:
                 raise ClimioError(f"{', '.join(given)}: for block maxima only: add --method gev", collective=True)
         timestep.check_npy(self.npy)
         if self.ci is not None:
-            self.ci.check(METHODS[self.method].distribution)
+            self.ci.check()
         dims = [r.dim for r in self.ranges]
         if len(set(dims)) != len(dims):
             raise ClimioError(f"-d: dimension '{next(d for d in dims if dims.count(d) > 1)}' is cut twice",
