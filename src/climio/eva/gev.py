@@ -497,6 +497,25 @@ def _phi_psi_signed(u: float, w: float, lg: float) -> tuple[float, float]:
     return p, s
 
 
+@numba.njit(inline="always", fastmath={"contract"})
+def terms(x: float, mu: float, inverse_s: float, xi: float, inverse_xi: float
+          ) -> tuple[float, float, float, float, float, float, float, float]:
+    """One maximum x's term of -log L less log sigma, h = log w + A + t, and its derivatives (see :func:`_point`):
+    (y, w, h, h_y, h_yy, h_xi, h_xixi, h_yxi); xi nonzero (see XI_ZERO), inverse_xi = 1/xi."""
+    y = (x - mu) * inverse_s
+    u = xi * y
+    w = 1.0 + u
+    lg = vecmath.log(w) + (u - (w - 1.0)) / w  # log1p(u)
+    a = lg * inverse_xi
+    t = vecmath.exp(-a)
+    phi, psi = _phi_psi_signed(u, w, lg)
+    iw = 1.0 / w
+    ax = y * y * phi
+    axx = -y * y * y * psi
+    return (y, w, lg + a + t, (1.0 + xi - t) * iw, (1.0 + xi) * (t - xi) * iw * iw, y * iw + ax * (1.0 - t),
+            -y * y * iw * iw + axx * (1.0 - t) + t * ax * ax, (1.0 - y * (1.0 - t)) * iw * iw + t * ax * iw)
+
+
 @numba.njit(**VECTOR)
 def _point(x: np.ndarray, n: int, mu: float, sigma: float, xi: float
            ) -> tuple[float, float, float, float, float, float, float, float, float, float]:
@@ -521,22 +540,8 @@ def _point(x: np.ndarray, n: int, mu: float, sigma: float, xi: float
     sh = sy = syy = shyy = syhyy = syyhyy = sx = sxx = syx = syyx = 0.0
     outside = 0.0
     for i in range(n):
-        y = (x[i] - mu) * inverse_s
-        u = xi * y
-        w = 1.0 + u
-        lg = vecmath.log(w) + (u - (w - 1.0)) / w  # log1p(u)
-        a = lg * inverse_xi
-        t = vecmath.exp(-a)
-        phi, psi = _phi_psi_signed(u, w, lg)
-        iw = 1.0 / w
-        hy = (1.0 + xi - t) * iw
-        hyy = (1.0 + xi) * (t - xi) * iw * iw
-        ax = y * y * phi
-        axx = -y * y * y * psi
-        hx = y * iw + ax * (1.0 - t)
-        hxx = -y * y * iw * iw + axx * (1.0 - t) + t * ax * ax
-        hyx = (1.0 - y * (1.0 - t)) * iw * iw + t * ax * iw
-        sh += lg + a + t
+        y, w, h, hy, hyy, hx, hxx, hyx = terms(x[i], mu, inverse_s, xi, inverse_xi)
+        sh += h
         sy += hy
         syy += y * hy
         shyy += hyy
