@@ -148,7 +148,8 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
                        block=args.block if args.block == "year" else args.block.upper(),
                        max_missing=args.max_missing, min_blocks=args.min_blocks,
                        ci=None if args.ci is None else Request(args.ci, args.ci_method or "profile"),
-                       decluster=None if args.decluster is None else decluster.parse(args.decluster))
+                       decluster=None if args.decluster is None else decluster.parse(args.decluster),
+                       covariate=args.covariate, covariate_at=tuple(args.covariate_at or ()))
     out = args.files[-1]
     summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))
     if comm.Get_rank() == 0:
@@ -330,6 +331,14 @@ def build_parser() -> Parser:
     eva.add_argument("--max-missing", type=float, default=0.1,
                      help="gev: drop a block that misses more than this fraction of its time steps (default 0.1)")
     eva.add_argument("--min-blocks", type=int, default=10, help="gev: fewest complete blocks to fit (default 10)")
+    eva.add_argument("--covariate", metavar="year|FILE:VAR",
+                     help="gev: a location linear in a covariate: 'year' (the year each block ends in) or a 1-D "
+                          "series along time (e.g. gmst.nc:tas, its annual means); outputs location_intercept, "
+                          "location_slope, their standard errors, trend_p_value, and effective return levels on "
+                          "(covariate, period, ...)")
+    eva.add_argument("--covariate-at", type=float, nargs="+", metavar="VALUE",
+                     help="with --covariate: the covariate values of the effective return levels (default: those "
+                          "of the first and the last block)")
     eva.add_argument("--tail", type=float, default=0.01, help="pot: threshold at the 1-TAIL quantile (default 0.01)")
     eva.add_argument("--return-period", type=float, nargs="+", default=[100.0], metavar="YEARS",
                      help="return periods in years (default 100)")

@@ -13,13 +13,14 @@ Per cell (a time series with missing values as NaN, ``_FillValue`` or ``missing_
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numba
 import numpy as np
 
-from climio.eva import distributions, intervals, methods
+from climio.eva import distributions, gev_trend, intervals, methods
 from climio.eva.blocks import Blocks
 from climio.eva.rows import kernel_rows, missing_slots, missing_value, native
 
@@ -44,6 +45,37 @@ class Result:
     location_se: np.ndarray | None = None
     scale_se: np.ndarray | None = None
     shape_se: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Trend:
+    """A location linear in a covariate (:mod:`climio.eva.gev_trend`): the covariate of each block, and the
+    covariate values at which the effective return levels are given."""
+
+    block_values: np.ndarray  # (blocks,)
+    at: np.ndarray  # (values,)
+
+
+@dataclass
+class TrendResult:
+    """Per-cell results of the trend fit, as :class:`Result`; return levels (values, periods, cells)."""
+
+    location_intercept: np.ndarray
+    location_slope: np.ndarray
+    scale: np.ndarray
+    shape: np.ndarray
+    n_blocks: np.ndarray
+    nll: np.ndarray
+    nll_stationary: np.ndarray  # the stationary fit's -log L
+    trend_p_value: np.ndarray  # the likelihood-ratio test of the slope: P(chi2_1 > 2 (nll_stationary - nll))
+    status: np.ndarray
+    return_level: np.ndarray
+    location_intercept_se: np.ndarray
+    location_slope_se: np.ndarray
+    scale_se: np.ndarray
+    shape_se: np.ndarray
+    return_level_lower: np.ndarray | None = None  # with --ci (normal)
+    return_level_upper: np.ndarray | None = None
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -86,23 +118,41 @@ class Scanner:
 
 def analyse(scanner: Scanner, *, periods: Sequence[float], max_missing: float, min_blocks: int,
             blocks_per_year: float = 1.0, progress: Callable[[int], None] | None = None,
-            ci: intervals.Request | None = None) -> Result:
+            ci: intervals.Request | None = None, trend: Trend | None = None) -> Result | TrendResult:
     """Complete blocks, statuses, GEV fits and return levels (with ``ci``, their confidence intervals and the
-    parameters' standard errors) of the cells a scanner has seen, in chunks of ``CHUNK_CELLS`` cells, calling
+    parameters' standard errors; with ``trend``, the fit of a location linear in a covariate and its effective
+    return levels) of the cells a scanner has seen, in chunks of ``CHUNK_CELLS`` cells, calling
     ``progress(cells_done)`` after each."""
     cells = scanner.maxima.shape[1]
     parts = []
     for c0 in range(0, max(cells, 1), CHUNK_CELLS):
         chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
-        parts.append(_analyse(scanner.maxima[:, chunk], scanner.counts[:, chunk], scanner.blocks.expected,
-                              periods, max_missing, min_blocks, blocks_per_year, ci))
+        maxima, counts = scanner.maxima[:, chunk], scanner.counts[:, chunk]
+        sample = _complete(maxima, counts, scanner.blocks.expected, max_missing, min_blocks)
+        parts.append(_analyse(sample, periods, blocks_per_year, ci) if trend is None
+                     else _analyse_trend(sample, trend, periods, blocks_per_year, ci))
         if progress is not None:
             progress(chunk.stop - chunk.start)
-    return methods.concatenate(parts, Result)  # type: ignore[return-value]
+    return methods.concatenate(parts, Result if trend is None else TrendResult)  # type: ignore[return-value]
 
 
-def _analyse(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, periods: Sequence[float],
-             max_missing: float, min_blocks: int, blocks_per_year: float, ci: intervals.Request | None) -> Result:
+@dataclass(frozen=True)
+class _Sample:
+    """Each cell's complete blocks' maxima first, in time order (cells, blocks), which blocks they are, how many,
+    and the statuses that need no fit."""
+
+    packed: np.ndarray
+    order: np.ndarray  # packed[c, i] is block order[c, i]
+    n_blocks: np.ndarray
+    status: np.ndarray
+
+    @property
+    def fitted(self) -> np.ndarray:
+        return self.status == STATUS_OK
+
+
+def _complete(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, max_missing: float, min_blocks: int
+              ) -> _Sample:
     cells = counts.shape[1]
     complete = counts >= np.ceil((1.0 - max_missing) * expected[:, None] - 1e-9)
     n_blocks = complete.sum(axis=0)
@@ -114,7 +164,13 @@ def _analyse(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, perio
     status[(n_blocks > 0) & ~(spread > 0)] = CONSTANT
     status[n_blocks < min_blocks] = TOO_FEW
     status[counts.sum(axis=0) == 0] = NO_VALID
-    fitted = status == STATUS_OK
+    return _Sample(packed, order, n_blocks, status)
+
+
+def _analyse(sample: _Sample, periods: Sequence[float], blocks_per_year: float, ci: intervals.Request | None
+             ) -> Result:
+    packed, n_blocks, status, fitted = sample.packed, sample.n_blocks, sample.status.copy(), sample.fitted
+    cells = status.size
     gev = distributions.get("gev")
     fit = gev.fit(packed[fitted], n_blocks[fitted])
     location, scale, shape, nll = (np.full(cells, np.nan) for _ in range(4))
@@ -129,3 +185,42 @@ def _analyse(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, perio
                                           shape[fitted], nll[fitted], [p * blocks_per_year for p in periods], ci)
         methods.attach(result, ends, fitted)
     return result
+
+
+def _analyse_trend(sample: _Sample, trend: Trend, periods: Sequence[float], blocks_per_year: float,
+                   ci: intervals.Request | None) -> TrendResult:
+    """The trend fit of each cell's complete blocks, with their covariate values; the effective return levels
+    (values, periods, cells) and, with ``ci`` (normal), their delta-method intervals."""
+    packed, n_blocks, status, fitted = sample.packed, sample.n_blocks, sample.status.copy(), sample.fitted
+    cells = status.size
+    covariate = trend.block_values[sample.order]
+    fit = gev_trend.fit(packed[fitted], covariate[fitted], n_blocks[fitted])
+    full = {name: np.full(cells, np.nan) for name in ("location_intercept", "location_slope", "scale", "shape", "nll",
+                                                       "nll_stationary")}
+    for name, values in full.items():
+        values[fitted] = getattr(fit, name)
+    covariance = np.full((cells, 4, 4), np.nan)
+    covariance[fitted] = fit.covariance
+    bounded = np.flatnonzero(fitted)[fit.at_bound]
+    status[bounded] = np.where(full["shape"][bounded] < 0, AT_BOUND, AT_UPPER)
+    status[np.flatnonzero(fitted)[np.isnan(fit.nll)]] = CONSTANT  # one covariate value for all its blocks
+    whole = gev_trend.Fit(**full, at_bound=np.zeros(cells, bool), covariance=covariance)
+    with np.errstate(invalid="ignore"):
+        deviance = np.maximum(2.0 * (full["nll_stationary"] - full["nll"]), 0.0)
+    p_value = _erfc(np.sqrt(deviance / 2.0)).astype(np.float64)  # NaN where not fitted
+    levels = np.full((trend.at.size, len(periods), cells), np.nan)
+    lower, upper = np.full(levels.shape, np.nan), np.full(levels.shape, np.nan)
+    for i, value in enumerate(trend.at):
+        for k, period in enumerate(periods):
+            levels[i, k] = gev_trend.return_level(whole, float(value), period * blocks_per_year)
+            if ci is not None:
+                lower[i, k], upper[i, k] = gev_trend.normal_bounds(whole, float(value), period * blocks_per_year,
+                                                                   ci.normal_quantile)
+    se = intervals.standard_errors(covariance, gev_trend.PARAMETERS)
+    return TrendResult(**full, n_blocks=n_blocks.astype(np.int32), trend_p_value=p_value, status=status,
+                       return_level=levels, **{f"{p}_se": se[p] for p in gev_trend.PARAMETERS},
+                       return_level_lower=lower if ci is not None else None,
+                       return_level_upper=upper if ci is not None else None)
+
+
+_erfc = np.frompyfunc(math.erfc, 1, 1)

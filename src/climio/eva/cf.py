@@ -78,9 +78,10 @@ def result_attributes(var: str, attrs: Mapping[str, object], tail: float, run: i
     }
 
 
-def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, max_missing: float
-                            ) -> dict[str, dict[str, object]]:
-    """CF attributes of each result variable of a GEV fit to the ``block`` maxima of ``var``."""
+def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, max_missing: float,
+                            covariate: tuple[str, str] | None = None) -> dict[str, dict[str, object]]:
+    """CF attributes of each result variable of a GEV fit to the ``block`` maxima of ``var``; with ``covariate``
+    (its long name and units), of the fit whose location is linear in it, with its standard errors."""
     units = _text(attrs.get("units", "1")) or "1"
     quantity = {"units": units}
     if "standard_name" in attrs:
@@ -93,7 +94,7 @@ def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, m
         return {"cell_methods": f"{before} time: maximum (comment: {blocks} maxima) time: point (comment: "
                                 f"{comment})".strip()}
 
-    return {
+    out = {
         "location": {"long_name": f"GEV location of the {blocks} maxima of {var}", **quantity, **over_time(fit)},
         "scale": {"long_name": f"GEV scale of the {blocks} maxima of {var}", "units": units, **over_time(fit)},
         "shape": {"long_name": f"GEV shape of the {blocks} maxima of {var}", "units": "1", **over_time(fit)},
@@ -106,6 +107,52 @@ def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, m
         "status": {"long_name": "fit status", "flag_values": np.arange(len(BLOCK_STATUS_MEANINGS), dtype="i1"),
                    "flag_meanings": " ".join(BLOCK_STATUS_MEANINGS)},
     }
+    if covariate is None:
+        return out
+    name, cov_units = covariate
+    trend = f"{blocks} maxima, GEV maximum likelihood, location linear in the covariate ({name})"
+    per = f"{units} {cov_units}-1" if cov_units.isalpha() and " " not in units else f"({units})/({cov_units})"
+    location = out.pop("location")
+    out = {
+        "location_intercept": {**location, "long_name": f"{location['long_name']} where the covariate ({name}) is 0",
+                               **over_time(trend)},
+        "location_slope": {"long_name": f"change of the GEV location of the {blocks} maxima of {var} per unit of the "
+                                        f"covariate ({name})", "units": per, **over_time(trend)},
+        **out,
+        "nll_stationary": {"long_name": "negative log-likelihood of the GEV fit to the block maxima without the "
+                                        "covariate", "units": "1", **over_time(fit)},
+        "trend_p_value": {"long_name": "p-value of the likelihood-ratio test of the location's slope (chi-square, "
+                                       "1 degree of freedom)", "units": "1", **over_time(trend)},
+    }
+    for key in ("scale", "shape", "nll"):
+        out[key] = {**out[key], **over_time(trend)}
+    out["return_level"] = {**out["return_level"], "long_name": f"effective return level of {var} at the covariate "
+                                                                f"value", **over_time(trend)}
+    out.update(standard_error_attributes(out, "gev", ("location_intercept", "location_slope", "scale", "shape")))
+    return out
+
+
+def covariate_attributes(name: str, units: str) -> dict[str, object]:
+    """The ``covariate`` coordinate's attributes: the values of the covariate of the effective return levels."""
+    return {"long_name": f"covariate value of the effective return levels: {name}", "units": units}
+
+
+def _noted(attrs: Mapping[str, object], note: str) -> dict[str, object]:
+    """``attrs``' cell_methods with ``note`` added to its last comment."""
+    methods = str(attrs.get("cell_methods", ""))
+    if methods.endswith(")"):
+        methods = f"{methods[:-1]}; {note})"
+    return {"cell_methods": methods} if methods else {}
+
+
+def standard_error_attributes(results: Mapping[str, Mapping[str, object]], distribution: str,
+                              parameters: tuple[str, ...]) -> dict[str, dict[str, object]]:
+    """CF attributes of the parameters' standard errors, from their estimates' ``results`` attributes."""
+    return {f"{name}_se": {"long_name": f"standard error of the {results[name]['long_name']}",
+                           "units": results[name]["units"],
+                           **_noted(results[name], f"{distribution.upper()} standard error from the observed "
+                                                   f"information")}
+            for name in parameters}
 
 
 CI_METHOD_NAMES = {"normal": "normal-approximation (delta method)", "profile": "profile-likelihood"}
@@ -116,23 +163,13 @@ def interval_attributes(results: Mapping[str, Mapping[str, object]], distributio
     """CF attributes of the interval ends and standard errors, from the point estimates' own ``results``
     attributes: the same units and time statistic, the comment saying which interval and level."""
     interval = f"{level * 100:g}% {CI_METHOD_NAMES[method]} confidence interval"
-
-    def noted(attrs: Mapping[str, object], note: str) -> dict[str, object]:
-        methods = str(attrs.get("cell_methods", ""))
-        if methods.endswith(")"):
-            methods = f"{methods[:-1]}; {note})"
-        return {"cell_methods": methods} if methods else {}
-
     level_attrs = results["return_level"]
     out: dict[str, dict[str, object]] = {}
     for end in ("lower", "upper"):
         out[f"return_level_{end}"] = {"long_name": f"{end} end of the {interval} of the {level_attrs['long_name']}",
                                       "units": level_attrs["units"],
-                                      **noted(level_attrs, f"{end} end of the {interval}")}
-    for name in parameters:
-        attrs = results[name]
-        out[f"{name}_se"] = {"long_name": f"standard error of the {attrs['long_name']}", "units": attrs["units"],
-                             **noted(attrs, f"{distribution.upper()} standard error from the observed information")}
+                                      **_noted(level_attrs, f"{end} end of the {interval}")}
+    out.update(standard_error_attributes(results, distribution, parameters))
     return out
 
 

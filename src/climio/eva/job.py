@@ -39,7 +39,7 @@ from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, distributions, largest, output, pot, timestep
+from climio.eva import block_maxima, blocks, cf, covariate, distributions, gev_trend, largest, output, pot, timestep
 from climio.eva.intervals import Request
 from climio.eva.methods import METHODS, PER_PERIOD, Method
 from climio.eva.plot import Map, draw
@@ -56,6 +56,7 @@ STREAM_BYTES = 4 << 20  # the slab scheme reads and scans this much at a time: i
 STRIDED_BYTES = 64 << 20  # ... unless time is not the slowest dimension: then each read is a piece per cell
 READAHEAD_BYTES = 64 << 20  # ... while the kernel reads this much of the rank's slab ahead (page cache, not ours)
 SCHEMES = ("slab", "transpose", "root")
+Result = pot.Result | block_maxima.Result | block_maxima.TrendResult
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class Options:
     min_blocks: int = 10  # gev: fewest complete blocks to fit
     ci: Request | None = None  # --ci/--ci-method: confidence intervals of the return levels, standard errors
     decluster: int | None = None  # pot: --decluster runs:R, the run length R (time steps)
+    covariate: str | None = None  # gev: --covariate year|FILE:VAR, a location linear in it (climio.eva.covariate)
+    covariate_at: tuple[float, ...] = ()  # gev: covariate values of the effective return levels
 
     def check(self) -> None:
         """Reject bad options before any file is touched (the same verdict on every rank)."""
@@ -116,10 +119,34 @@ class Options:
         timestep.check_npy(self.npy)
         if self.ci is not None:
             self.ci.check()
+        self._check_covariate()
         dims = [r.dim for r in self.ranges]
         if len(set(dims)) != len(dims):
             raise ClimioError(f"-d: dimension '{next(d for d in dims if dims.count(d) > 1)}' is cut twice",
                               collective=True)
+
+
+    def _check_covariate(self) -> None:
+        if self.covariate is None:
+            if self.covariate_at:
+                raise ClimioError("--covariate-at: give the covariate too (--covariate year|FILE:VAR)",
+                                  collective=True)
+            return
+        if self.method != "gev":
+            raise ClimioError("--covariate: for block maxima only (--method gev); a trend in the GPD scale is not "
+                              "available yet", collective=True)
+        covariate.parse(self.covariate)
+        if self.min_blocks < TREND_MIN_BLOCKS:
+            raise ClimioError(f"--min-blocks must be at least {TREND_MIN_BLOCKS} with --covariate (four parameters), "
+                              f"got {self.min_blocks}", collective=True)
+        if self.ci is not None and self.ci.method != "normal":
+            raise ClimioError("--ci with --covariate: give --ci-method normal (profile intervals of effective "
+                              "return levels are not available)", collective=True)
+        if not all(math.isfinite(v) for v in self.covariate_at):
+            raise ClimioError(f"--covariate-at: give finite numbers, got {list(self.covariate_at)}", collective=True)
+
+
+TREND_MIN_BLOCKS = 5  # fewest complete blocks for a fit with a trend (four parameters)
 
 
 @dataclass(frozen=True)
@@ -236,6 +263,7 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
         method = METHODS[opts.method]
         npy = _npy(series, paths, step, opts) if method.name == "pot" else None
         cuts = _blocks(series, paths, step, opts) if method.name == "gev" else None
+        trend, cov = _trend(cuts, series, opts) if cuts is not None and opts.covariate else (None, None)
         where = Map.of(series) if opts.plot else None  # refuse a layout that is no map before the analysis
         shape = series.shape
         decomp = decomposition(shape, opts.split, comm.Get_size())
@@ -248,13 +276,14 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
             scanner = _scan_blocks(series, decomp, owned, cuts, missing, opts.scheme, comm)
         layout = output.Layout(series)
         history_lines = [history, *(f"climio eva: {n}" for n in notes)]
-        schema, values = output.schema(layout, method.outputs(opts.ci, opts.decluster is not None), method,
-                                       _attributes(series, opts),
-                                       opts.periods,
+        schema, values = output.schema(layout, method.outputs(opts.ci, opts.decluster is not None, trend is not None),
+                                       method, _attributes(series, opts, cov), opts.periods,
                                        {**_options_record(opts, npy), "climio_inputs": "\n".join(paths)},
-                                       "\n".join(h for h in history_lines if h))
+                                       "\n".join(h for h in history_lines if h),
+                                       None if trend is None or cov is None else
+                                       (trend.at, cf.covariate_attributes(cov.long_name, cov.units)))
         period, extra_axes = series.period(), _extra_axes(series)
-    result = _analyse_cells(scanner, opts, npy, rank == 0)
+    result = _analyse_cells(scanner, opts, npy, rank == 0, trend)
 
     def draw() -> None:
         if where is not None:
@@ -269,25 +298,43 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
                    shape[0], len(paths), period, tuple(notes))
 
 
-def _attributes(series: Series, opts: Options) -> dict[str, dict[str, object]]:
+def _attributes(series: Series, opts: Options, cov: covariate.Covariate | None) -> dict[str, dict[str, object]]:
     """CF attributes of the method's result variables (and, with --ci, of the intervals)."""
     if opts.method == "gev":
-        attrs = cf.block_maxima_attributes(series.name, series.var.attrs, opts.block, opts.max_missing)
+        attrs = cf.block_maxima_attributes(series.name, series.var.attrs, opts.block, opts.max_missing,
+                                           None if cov is None else (cov.long_name, cov.units))
     else:
         attrs = cf.result_attributes(series.name, series.var.attrs, opts.tail, opts.decluster)
     if opts.ci is not None:
         name = METHODS[opts.method].distribution
-        attrs.update(cf.interval_attributes(attrs, name, distributions.get(name).PARAMETERS, opts.ci.level,
-                                            opts.ci.method))
+        parameters = gev_trend.PARAMETERS if cov is not None else distributions.get(name).PARAMETERS
+        attrs.update(cf.interval_attributes(attrs, name, parameters, opts.ci.level, opts.ci.method))
     return attrs
+
+
+def _trend(cuts: blocks.Blocks, series: Series, opts: Options
+           ) -> tuple[block_maxima.Trend, covariate.Covariate]:
+    """The covariate of each block (blocks that can never be complete need none) and the values of the
+    effective return levels."""
+    assert opts.covariate is not None
+    cov = covariate.load(opts.covariate)
+    present = np.bincount(cuts.index[cuts.index >= 0], minlength=cuts.count)
+    needed = present >= np.ceil((1.0 - opts.max_missing) * cuts.expected - 1e-9)
+    if not needed.any():
+        raise ClimioError(f"{series.where}: no {cuts.name} block of the analysed period is complete enough to fit "
+                          f"(--max-missing {opts.max_missing:g})", collective=True)
+    values = cov.of_years(cuts.years, needed)
+    at = covariate.at_values(cov, cuts.years[needed], opts.covariate_at)
+    return block_maxima.Trend(values, at), cov
 
 
 def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
     """The options that shaped the results, as global attributes of the output."""
     ci = {} if opts.ci is None else {"climio_ci_level": opts.ci.level, "climio_ci_method": opts.ci.method}
     if opts.method == "gev":
+        trend = {} if opts.covariate is None else {"climio_covariate": opts.covariate}
         return {"climio_block": opts.block, "climio_max_missing": opts.max_missing,
-                "climio_min_blocks": np.int32(opts.min_blocks), **ci}
+                "climio_min_blocks": np.int32(opts.min_blocks), **trend, **ci}
     runs = {} if opts.decluster is None else {"climio_decluster": f"runs:{opts.decluster}"}
     return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed), **runs, **ci}
 
@@ -315,23 +362,24 @@ def _whole(series: Series, decomp: Decomposition, owned: Hyperslab, scheme: str,
 
 
 def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series: Series, owned: Hyperslab,
-           result: pot.Result | block_maxima.Result, method: Method, opts: Options, comm: MPI.Comm,
+           result: Result, method: Method, opts: Options, comm: MPI.Comm,
            before_publish: Callable[[], None]) -> None:
     """Every rank writes its cells' results, rank 0 the copied coordinates; ``before_publish`` runs before the
     file is renamed into place (collective)."""
     items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
         (name, data, None) for name, data in values.items() if not schema.variable(name).is_text]
-    periods = len(opts.periods)
-    names = method.outputs(opts.ci, opts.decluster is not None)
+    names = method.outputs(opts.ci, opts.decluster is not None, isinstance(result, block_maxima.TrendResult))
     if series.cell_dims:
         block = owned.count[1:]
         cells = Hyperslab(owned.start[1:], block)
-        by_period = Hyperslab((0, *cells.start), (periods, *block))
-        items += [(name, getattr(result, name).reshape(periods, *block), by_period) if name in PER_PERIOD
-                  else (name, getattr(result, name).reshape(block), cells) for name in names]
+        for name in names:
+            data = getattr(result, name)
+            lead = data.shape[:-1] if name in PER_PERIOD else ()  # (periods,) or (values, periods)
+            items.append((name, data.reshape(*lead, *block),
+                          Hyperslab((*(0 for _ in lead), *cells.start), (*lead, *block))))
     else:  # one series: rank 0 has it
         one = comm.Get_rank() == 0
-        items += [(name, getattr(result, name).reshape(periods if name in PER_PERIOD else ()) if one else None, None)
+        items += [(name, getattr(result, name).reshape(getattr(result, name).shape[:-1]) if one else None, None)
                   for name in names]
     compressing = opts.compress is not None and opts.compress.active
     mode = opts.mode or ("hdf5" if compressing else ncio.FORMAT_WRITE_MODE.get(series.inputs.data_model, "cdf5"))
@@ -353,12 +401,16 @@ def _check_plot_path(path: str, overwrite: bool) -> None:
         raise ClimioError(f"--plot: '{path}' exists: pass --overwrite to replace it")
 
 
-def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Result | block_maxima.Result, where: Map,
+def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: Result, where: Map,
           values: dict[str, np.ndarray]) -> None:
-    """Gather the shape and the return level (100 years, or the longest period) on rank 0 and draw them."""
+    """Gather the shape and the return level (100 years, or the longest period; with a trend, the effective level
+    at the last covariate value) on rank 0 and draw them."""
     assert opts.plot is not None
     which = opts.periods.index(100.0) if 100.0 in opts.periods else int(np.argmax(opts.periods))
-    pieces = comm.gather((result.return_level[which], result.shape), root=0)
+    level, at = result.return_level[..., which, :], ""
+    if level.ndim == 2:
+        level, at = level[-1], f" at covariate {values['covariate'][-1]:g}"
+    pieces = comm.gather((level, result.shape), root=0)
     if pieces is None:
         return
     grid = decomp.shape[1:]
@@ -367,7 +419,7 @@ def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: pot.Resu
         owned = decomp.owned(rank)
         level[owned.slices[1:]] = rl.reshape(owned.count[1:])
         shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
-    draw(opts.plot, where, values, level, opts.periods[which], shape, METHODS[opts.method].distribution.upper())
+    draw(opts.plot, where, values, level, opts.periods[which], shape, METHODS[opts.method].distribution.upper(), at)
 
 
 def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float], comm: MPI.Comm,
@@ -456,12 +508,12 @@ def _scan_blocks(series: Series, decomp: Decomposition, owned: Hyperslab, cuts: 
 
 
 def _analyse_cells(scanner: largest.Scanner | block_maxima.Scanner, opts: Options, npy: float | None,
-                   show_progress: bool) -> pot.Result | block_maxima.Result:
+                   show_progress: bool, trend: block_maxima.Trend | None = None) -> Result:
     """Fits and return levels of the cells a scanner has seen, with a progress bar on rank 0."""
     if isinstance(scanner, block_maxima.Scanner):
         with progress.bar(scanner.maxima.shape[1], "cell", "eva", show_progress) as bar, trace.phase("work"):
             return block_maxima.analyse(scanner, periods=opts.periods, max_missing=opts.max_missing,
-                                        min_blocks=opts.min_blocks, progress=bar.update, ci=opts.ci)
+                                        min_blocks=opts.min_blocks, progress=bar.update, ci=opts.ci, trend=trend)
     assert npy is not None
     with progress.bar(scanner.values.shape[0], "cell", "eva", show_progress) as bar, trace.phase("work"):
         return pot.from_scanner(scanner, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from climio.eva import cf, distributions
+from climio.eva import cf, distributions, gev_trend
 from climio.eva.intervals import Intervals, Request
 
 PER_PERIOD = ("return_level", "return_level_lower", "return_level_upper")  # results with the period dimension
@@ -29,14 +29,21 @@ class Method:
     results: Mapping[str, str]  # result variable -> netCDF type; those in PER_PERIOD have the period dimension
     statuses: tuple[str, ...]  # the status variable's flag meanings, by value
 
-    def outputs(self, ci: Request | None, declustered: bool = False) -> dict[str, str]:
+    def outputs(self, ci: Request | None, declustered: bool = False, trend: bool = False) -> dict[str, str]:
         """The result variables and their types; with ``--ci`` the interval ends and standard errors too, with
-        ``--decluster`` the clusters' count and the extremal index."""
+        ``--decluster`` the clusters' count and the extremal index; with ``--covariate`` (a trend in the GEV
+        location) the location's intercept and slope for its location, the stationary fit's -log L, the
+        likelihood-ratio test's p-value and the standard errors (always)."""
         out = dict(self.results)
+        parameters = distributions.get(self.distribution).PARAMETERS
+        if trend:
+            parameters = gev_trend.PARAMETERS
+            out = {"location_intercept": "f8", "location_slope": "f8",
+                   **{k: v for k, v in out.items() if k != "location"},
+                   "nll_stationary": "f8", "trend_p_value": "f8", **{f"{p}_se": "f8" for p in parameters}}
         if declustered:
             out.update({"n_clusters": "i4", "extremal_index": "f8"})
         if ci is not None:
-            parameters = distributions.get(self.distribution).PARAMETERS
             out.update({"return_level_lower": "f8", "return_level_upper": "f8",
                         **{f"{p}_se": "f8" for p in parameters}})
         return out

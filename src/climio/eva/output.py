@@ -162,10 +162,12 @@ def global_attributes(attrs: Mapping[str, object], extra: Mapping[str, object], 
 
 
 def schema(layout: Layout, results: Mapping[str, str], method: Method, attrs: Mapping[str, Mapping[str, object]],
-           periods: tuple[float, ...], extra: Mapping[str, object], history: str
-           ) -> tuple[Schema, dict[str, np.ndarray]]:
+           periods: tuple[float, ...], extra: Mapping[str, object], history: str,
+           covariate: tuple[np.ndarray, Mapping[str, object]] | None = None) -> tuple[Schema, dict[str, np.ndarray]]:
     """The output's schema, and the values of its small variables (collective: they are read here): the
-    ``results`` (name -> type) with their CF attributes ``attrs``, and ``extra`` global attributes."""
+    ``results`` (name -> type) with their CF attributes ``attrs``, and ``extra`` global attributes. With
+    ``covariate`` (values and attributes), the return levels are on ("covariate", "period", cells): effective
+    levels at each value."""
     series = layout.series
     inputs = series.inputs
     cells = series.cell_dims
@@ -187,6 +189,12 @@ def schema(layout: Layout, results: Mapping[str, str], method: Method, attrs: Ma
     dims["period"] = len(periods)
     variables.append(Variable("period", "f8", ("period",), dict(cf.PERIOD_ATTRS)))
     values["period"] = np.asarray(periods, dtype=float)
+    leading: tuple[str, ...] = ("period",)
+    if covariate is not None:
+        dims["covariate"] = len(covariate[0])
+        variables.append(Variable("covariate", "f8", ("covariate",), dict(covariate[1])))
+        values["covariate"] = np.asarray(covariate[0], dtype=float)
+        leading = ("covariate", "period")
     coordinates = " ".join([*layout.coordinates, *(v.name for v in time_vars if v.dims == ())])
     for name, dtype in results.items():
         if name in {v.name for v in variables}:
@@ -198,7 +206,7 @@ def schema(layout: Layout, results: Mapping[str, str], method: Method, attrs: Ma
         if layout.grid_mapping:
             extra_attrs["grid_mapping"] = layout.grid_mapping
         fill = {"_FillValue": np.nan} if dtype == "f8" else {}
-        out_dims = ("period", *cells) if name in PER_PERIOD else cells
+        out_dims = (*leading, *cells) if name in PER_PERIOD else cells
         variables.append(Variable(name, dtype, out_dims, {**fill, **attrs[name], **extra_attrs}))
     described = {"title": f"{method.title} of {series.name}", "method": method.description}
     return Schema(dims, tuple(variables), global_attributes(inputs.attrs, {**described, **extra}, history)), values

@@ -77,8 +77,9 @@ class Map:
 
 
 def draw(path: str, where: Map, values: dict[str, np.ndarray], level: np.ndarray, period: float,
-         shape: np.ndarray, distribution: str = "GPD") -> None:
-    """Two panels, the ``period``-year return level and the shape, written atomically to ``path``."""
+         shape: np.ndarray, distribution: str = "GPD", at: str = "") -> None:
+    """Two panels, the ``period``-year return level (``at``: where a covariate takes which value) and the shape,
+    written atomically to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -90,7 +91,7 @@ def draw(path: str, where: Map, values: dict[str, np.ndarray], level: np.ndarray
     y = values[where.y] if where.y else np.arange(ny)
     figure, axes = plt.subplots(1, 2, figsize=(13, 4.6), constrained_layout=True)
     for ax, field, title, cmap, label in (
-            (axes[0], level * factor, f"{period:g}-year return level of {where.var} ({shown_units or '1'})", "viridis",
+            (axes[0], level * factor, f"{period:g}-year return level{at} of {where.var} ({shown_units or '1'})", "viridis",
              shown_units or "1"),
             (axes[1], shape, f"{distribution} shape of {where.var}", "RdBu_r", "1")):
         limit = np.nanmax(np.abs(field)) if cmap == "RdBu_r" and np.isfinite(field).any() else None
