@@ -27,7 +27,8 @@ import numpy as np
 import xarray as xr
 
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, decluster, distributions, pot
+from climio.eva import block_maxima, blocks, cf, covariate, decluster, distributions, gev_trend, pot
+from climio.eva.block_maxima import TREND_MIN_BLOCKS
 from climio.eva.intervals import Request
 from climio.eva.methods import METHODS, PER_PERIOD, Method
 from climio.eva.output import grid_mappings, global_attributes
@@ -147,7 +148,8 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
 def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str | None = None,
             block: str = "year", max_missing: float = 0.1, min_blocks: int = 10,
             return_periods: float | Iterable[float] = (100.0,), units: str | None = None,
-            ci: float | None = None, ci_method: str = "profile") -> xr.Dataset:
+            ci: float | None = None, ci_method: str = "profile", covariate: str | xr.DataArray | None = None,
+            covariate_at: float | Iterable[float] | None = None) -> xr.Dataset:
     """GEV location, scale, shape of the block maxima, return levels, -log L and status at every cell of ``data``.
 
     Parameters
@@ -168,6 +170,14 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
     return_periods
         One return period in years or any sequence of them (each over 1 year): the level exceeded by a
         block's maximum with probability 1/T.
+    covariate
+        A location linear in a covariate (:mod:`climio.eva.gev_trend`): ``"year"`` (the year each block ends
+        in), ``"FILE:VAR"``, or a 1-D DataArray along a time coordinate with dates (its annual means). The
+        result then has ``location_intercept`` and ``location_slope`` instead of ``location``, the standard
+        errors of the four parameters, ``nll_stationary``, ``trend_p_value``, and effective return levels on
+        ``("covariate", "period", ...)``. ``ci`` needs ``ci_method="normal"`` with it; ``min_blocks`` at least 5.
+    covariate_at
+        The covariate values of the effective return levels (default: the first and the last block's).
 
     Returns
     -------
@@ -195,17 +205,61 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
                           f"or numbers with CF units) and at least two steps: fit_gev needs one to find the blocks")
     cuts = blocks.of_axis(*numbers, given.step, block)
     request = _request(ci, ci_method)
+    trend, cov, options = None, None, {"climio_block": block, "climio_max_missing": max_missing,
+                                       "climio_min_blocks": int(min_blocks)}
+    if covariate is not None:
+        cov = _covariate(covariate)
+        if min_blocks < TREND_MIN_BLOCKS:
+            raise ClimioError(f"min_blocks must be at least {TREND_MIN_BLOCKS} with a covariate (four parameters), "
+                              f"got {min_blocks}")
+        if request is not None and request.method != "normal":
+            raise ClimioError("ci with a covariate: give ci_method='normal' (profile intervals of effective return "
+                              "levels are not available)")
+        if not all(np.isfinite(_values(covariate_at))):
+            raise ClimioError(f"covariate_at: give finite numbers, got {covariate_at!r}")
+        trend = block_maxima.trend(cov, cuts, max_missing, _values(covariate_at), repr(given.name))
+        options["climio_covariate"] = cov.spec
     call = (f"climio.eva.fit_gev({given.name}, block={block!r}, max_missing={max_missing:g}, "
-            f"min_blocks={min_blocks}, return_periods={[float(p) for p in periods]}{_ci_text(request)})")
+            f"min_blocks={min_blocks}, return_periods={[float(p) for p in periods]}{_ci_text(request)}"
+            f"{'' if cov is None else f', covariate={cov.spec!r}'})")
     out = _fitted(given, METHODS["gev"], _fit_block_gev,
-                  {"cuts": cuts, "periods": periods, "max_missing": max_missing, "min_blocks": int(min_blocks)},
-                  cf.block_maxima_attributes(given.name, given.attrs, block, max_missing), periods, call,
-                  {"climio_block": block, "climio_max_missing": max_missing, "climio_min_blocks": int(min_blocks)},
-                  request)
+                  {"cuts": cuts, "periods": periods, "max_missing": max_missing, "min_blocks": int(min_blocks),
+                   "trend": trend},
+                  cf.block_maxima_attributes(given.name, given.attrs, block, max_missing,
+                                             None if cov is None else (cov.long_name, cov.units)),
+                  periods, call, options, request, trend=None if trend is None or cov is None else
+                  (trend.at, cf.covariate_attributes(cov.long_name, cov.units)))
     if out["status"].chunks is None:
         hint = f"; a fit needs min_blocks={min_blocks} blocks missing at most {max_missing:g} of their steps"
         _warn_if_nothing_fitted(out["status"].values, given.name, METHODS["gev"], {block_maxima.TOO_FEW: hint})
     return out
+
+
+def _covariate(given: str | xr.DataArray) -> covariate.Covariate:
+    """``fit_gev``'s covariate: "year", "FILE:VAR" or a 1-D DataArray along dates."""
+    if isinstance(given, str):
+        try:
+            return covariate.load(given, "covariate")
+        except ClimioError as err:
+            raise ClimioError(str(err)) from None
+    if not isinstance(given, xr.DataArray) or given.ndim != 1:
+        raise ClimioError(f"covariate must be 'year', 'FILE:VAR' or a 1-D DataArray along time, not "
+                          f"{type(given).__name__}{'' if not isinstance(given, xr.DataArray) else f' of {given.ndim} dims'}")
+    numbers = _time_numbers(given, given.dims[0])
+    if numbers is None:
+        raise ClimioError(f"covariate '{given.name}' has no time coordinate '{given.dims[0]}' with dates")
+    import cftime
+
+    years = np.array([d.year for d in cftime.num2date(*numbers)], dtype=np.int64)
+    name = str(given.attrs.get("long_name", given.name or "covariate"))
+    return covariate.annual_means(f"DataArray {given.name}", f"{name}, annual mean", str(given.attrs.get("units", "1")),
+                                  years, np.asarray(given.values, dtype=np.float64), "covariate")
+
+
+def _values(given: float | Iterable[float] | None) -> tuple[float, ...]:
+    if given is None:
+        return ()
+    return tuple(float(v) for v in np.atleast_1d(np.asarray(given, dtype=np.float64)))
 
 
 def _request(ci: float | None, ci_method: str) -> Request | None:
@@ -237,23 +291,27 @@ def _ci_text(request: Request | None) -> str:
 
 def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.ndarray, ...]],
             kwargs: dict[str, Any], described: Mapping[str, Mapping[str, object]], periods: list[float], call: str,
-            options: Mapping[str, object], ci: Request | None, declustered: bool = False) -> xr.Dataset:
+            options: Mapping[str, object], ci: Request | None, declustered: bool = False,
+            trend: tuple[np.ndarray, Mapping[str, object]] | None = None) -> xr.Dataset:
     """The method's results as a CF Dataset: ``fit_block`` over the cells (lazily for dask input); with ``ci``
-    the intervals and standard errors too."""
+    the intervals and standard errors too; with ``trend`` (the covariate's values and attributes), the return
+    levels on ("covariate", "period", ...)."""
     array, time_dim = given.array, given.time_dim
-    results = method.outputs(ci, declustered)
+    results = method.outputs(ci, declustered, trend is not None)
     fields = list(results)
+    leading = ["period"] if trend is None else ["covariate", "period"]
+    sizes = {"period": len(periods)} if trend is None else {"period": len(periods), "covariate": len(trend[0])}
     if ci is not None:
-        parameters = distributions.get(method.distribution).PARAMETERS
+        parameters = gev_trend.PARAMETERS if trend is not None else distributions.get(method.distribution).PARAMETERS
         described = {**described, **cf.interval_attributes(described, method.distribution, parameters, ci.level,
                                                            ci.method)}
         options = {**options, "climio_ci_level": ci.level, "climio_ci_method": ci.method}
     outputs = xr.apply_ufunc(
         fit_block, array, input_core_dims=[[time_dim]],
-        output_core_dims=[["period"] if f in PER_PERIOD else [] for f in fields],
+        output_core_dims=[leading if f in PER_PERIOD else [] for f in fields],
         kwargs={**kwargs, "missing": given.missing, "fields": results, "ci": ci},
         dask="parallelized", output_dtypes=[np.dtype(results[f]) for f in fields],
-        dask_gufunc_kwargs={"output_sizes": {"period": len(periods)}})
+        dask_gufunc_kwargs={"output_sizes": sizes})
     others = [d for d in array.dims if d != time_dim]
     grid_mapping = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
     out = xr.Dataset()
@@ -261,8 +319,10 @@ def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.nda
         result.attrs = dict(described[field])
         if grid_mapping is not None:  # every result is on the input's grid, as in the command's file
             result.attrs["grid_mapping"] = grid_mapping
-        out[field] = result.transpose("period", *others) if field in PER_PERIOD else result
+        out[field] = result.transpose(*leading, *others) if field in PER_PERIOD else result
     out = out.assign_coords(period=("period", np.asarray(periods, dtype=np.float64), dict(cf.PERIOD_ATTRS)))
+    if trend is not None:
+        out = out.assign_coords(covariate=("covariate", np.asarray(trend[0], dtype=np.float64), dict(trend[1])))
     for key, variable in given.grid_mapping_vars.items():
         if key not in out.variables:
             out[key] = variable
@@ -354,18 +414,19 @@ def _fit_block(block: np.ndarray, *, tail: float, periods: list[float], npy: flo
     series = _series(block)
     result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing, ci=ci,
                          run=run)
-    return _fields(result, fields, block.shape[:-1], len(periods))
+    return _fields(result, fields, block.shape[:-1])
 
 
 def _fit_block_gev(block: np.ndarray, *, cuts: blocks.Blocks, periods: list[float], max_missing: float,
-                   min_blocks: int, missing: list[float], fields: Mapping[str, str], ci: Request | None
-                   ) -> tuple[np.ndarray, ...]:
+                   min_blocks: int, missing: list[float], fields: Mapping[str, str], ci: Request | None,
+                   trend: block_maxima.Trend | None) -> tuple[np.ndarray, ...]:
     """block_maxima.analyse on a block of cells (..., time), as :func:`_fit_block`."""
     series = _series(block)
     scanner = block_maxima.Scanner(cuts, series.shape[1], series.dtype, missing)
     scanner.update(series)
-    result = block_maxima.analyse(scanner, periods=periods, max_missing=max_missing, min_blocks=min_blocks, ci=ci)
-    return _fields(result, fields, block.shape[:-1], len(periods))
+    result = block_maxima.analyse(scanner, periods=periods, max_missing=max_missing, min_blocks=min_blocks, ci=ci,
+                                  trend=trend)
+    return _fields(result, fields, block.shape[:-1])
 
 
 def _series(block: np.ndarray) -> np.ndarray:
@@ -375,12 +436,14 @@ def _series(block: np.ndarray) -> np.ndarray:
     return series.astype(np.float64) if series.dtype.kind != "f" else series
 
 
-def _fields(result: Any, fields: Mapping[str, str], shape: tuple[int, ...], periods: int) -> tuple[np.ndarray, ...]:
+def _fields(result: Any, fields: Mapping[str, str], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     out = []
     for field, dtype in fields.items():
         values = getattr(result, field)
-        if field in PER_PERIOD:
-            values = np.moveaxis(values.reshape(periods, *shape), 0, -1)
+        if field in PER_PERIOD:  # (periods, cells) or (values, periods, cells): cells first
+            lead = values.shape[:-1]
+            values = np.moveaxis(values.reshape(*lead, *shape), tuple(range(len(lead))),
+                                 tuple(range(-len(lead), 0)))
         else:
             values = values.reshape(shape)
         out.append(values.astype(dtype, copy=False))

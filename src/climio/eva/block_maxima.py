@@ -20,12 +20,15 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import distributions, gev_trend, intervals, methods
+from climio.errors import ClimioError
+from climio.eva import covariate, distributions, gev_trend, intervals, methods
 from climio.eva.blocks import Blocks
+from climio.eva.covariate import Covariate
 from climio.eva.rows import kernel_rows, missing_slots, missing_value, native
 
 STATUS_OK, NO_VALID, CONSTANT, TOO_FEW, AT_BOUND, AT_UPPER = range(6)  # cf.BLOCK_STATUS_MEANINGS
 CHUNK_CELLS = 4096  # cells fitted at a time
+TREND_MIN_BLOCKS = 5  # fewest complete blocks for a fit with a trend (four parameters)
 
 
 @dataclass
@@ -54,6 +57,18 @@ class Trend:
 
     block_values: np.ndarray  # (blocks,)
     at: np.ndarray  # (values,)
+
+
+def trend(cov: Covariate, cuts: Blocks, max_missing: float, at: Sequence[float] | None, where: str) -> Trend:
+    """The covariate of each block (a block that cannot be complete, with fewer time steps in the series than
+    ``max_missing`` allows, needs none) and the values of the effective return levels (``at``, or by default the
+    covariate of the first and last block that can be complete)."""
+    present = np.bincount(cuts.index[cuts.index >= 0], minlength=cuts.count)
+    needed = present >= np.ceil((1.0 - max_missing) * cuts.expected - 1e-9)
+    if not needed.any():
+        raise ClimioError(f"{where}: no {cuts.name} block of the analysed period is complete enough to fit (at most "
+                          f"{max_missing:g} of its time steps missing)", collective=True)
+    return Trend(cov.of_years(cuts.years, needed), covariate.at_values(cov, cuts.years[needed], at))
 
 
 @dataclass

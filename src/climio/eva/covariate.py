@@ -90,18 +90,25 @@ def load(spec: str, option: str = "--covariate") -> Covariate:
             attrs = {k: variable.getncattr(k) for k in variable.ncattrs()}
     except OSError as err:
         raise ClimioError(f"{option} {spec}: cannot read '{path}': {err}", collective=True) from None
-    year = np.array([d.year for d in dates], dtype=np.int64)
+    name = str(attrs.get("long_name", attrs.get("standard_name", var)))
+    return annual_means(spec, f"{name} ({var} in {os.path.basename(path)}), annual mean",
+                        str(attrs.get("units", "1")) or "1", np.array([d.year for d in dates], dtype=np.int64),
+                        values, option)
+
+
+def annual_means(spec: str, long_name: str, units: str, year: np.ndarray, values: np.ndarray,
+                 option: str = "--covariate") -> Covariate:
+    """The covariate of a series with the calendar ``year`` of each value: its mean over each year (NaN skipped)."""
+    values = np.asarray(values, dtype=np.float64)
     valid = np.isfinite(values)
     years = np.unique(year[valid])
     if years.size < 2:
-        raise ClimioError(f"{option} {spec}: '{var}' has valid values in fewer than two years", collective=True)
+        raise ClimioError(f"{option} {spec}: the series has valid values in fewer than two years", collective=True)
     sums = np.zeros(years.size)
     counts = np.zeros(years.size)
     np.add.at(sums, np.searchsorted(years, year[valid]), values[valid])
     np.add.at(counts, np.searchsorted(years, year[valid]), 1.0)
-    name = str(attrs.get("long_name", attrs.get("standard_name", var)))
-    return Covariate(spec, f"{name} ({var} in {os.path.basename(path)}), annual mean",
-                     str(attrs.get("units", "1")) or "1", years, sums / counts)
+    return Covariate(spec, long_name, units, years, sums / counts)
 
 
 def at_values(covariate: Covariate, block_years: np.ndarray, given: Sequence[float] | None) -> np.ndarray:

@@ -136,17 +136,14 @@ class Options:
             raise ClimioError("--covariate: for block maxima only (--method gev); a trend in the GPD scale is not "
                               "available yet", collective=True)
         covariate.parse(self.covariate)
-        if self.min_blocks < TREND_MIN_BLOCKS:
-            raise ClimioError(f"--min-blocks must be at least {TREND_MIN_BLOCKS} with --covariate (four parameters), "
-                              f"got {self.min_blocks}", collective=True)
+        if self.min_blocks < block_maxima.TREND_MIN_BLOCKS:
+            raise ClimioError(f"--min-blocks must be at least {block_maxima.TREND_MIN_BLOCKS} with --covariate (four "
+                              f"parameters), got {self.min_blocks}", collective=True)
         if self.ci is not None and self.ci.method != "normal":
             raise ClimioError("--ci with --covariate: give --ci-method normal (profile intervals of effective "
                               "return levels are not available)", collective=True)
         if not all(math.isfinite(v) for v in self.covariate_at):
             raise ClimioError(f"--covariate-at: give finite numbers, got {list(self.covariate_at)}", collective=True)
-
-
-TREND_MIN_BLOCKS = 5  # fewest complete blocks for a fit with a trend (four parameters)
 
 
 @dataclass(frozen=True)
@@ -314,18 +311,10 @@ def _attributes(series: Series, opts: Options, cov: covariate.Covariate | None) 
 
 def _trend(cuts: blocks.Blocks, series: Series, opts: Options
            ) -> tuple[block_maxima.Trend, covariate.Covariate]:
-    """The covariate of each block (blocks that can never be complete need none) and the values of the
-    effective return levels."""
+    """The covariate of each block and the values of the effective return levels."""
     assert opts.covariate is not None
     cov = covariate.load(opts.covariate)
-    present = np.bincount(cuts.index[cuts.index >= 0], minlength=cuts.count)
-    needed = present >= np.ceil((1.0 - opts.max_missing) * cuts.expected - 1e-9)
-    if not needed.any():
-        raise ClimioError(f"{series.where}: no {cuts.name} block of the analysed period is complete enough to fit "
-                          f"(--max-missing {opts.max_missing:g})", collective=True)
-    values = cov.of_years(cuts.years, needed)
-    at = covariate.at_values(cov, cuts.years[needed], opts.covariate_at)
-    return block_maxima.Trend(values, at), cov
+    return block_maxima.trend(cov, cuts, opts.max_missing, opts.covariate_at, series.where), cov
 
 
 def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
