@@ -1,0 +1,295 @@
+"""``climio eva --method gev --covariate year|FILE:VAR`` end to end: a GEV location linear in a covariate.
+
+* the same results at 1, 2 and 3 ranks over every scheme and split, and from ``fit_gev(covariate=)`` (eager
+  and dask-chunked);
+* against references written here from the input file: each cell's annual maxima (cftime years of the file's
+  calendar, complete years only), the covariate's annual means, a slow scipy multi-start fit (never a lower
+  -log L than climio's), the stationary fit, the return-level formula and the likelihood-ratio p-value;
+* real model output: 20 years of ECHO-G daily precipitation (360-day calendar) with a trend in years, and
+  three EC-EARTH decades of monthly temperature (joined, time units rebased) against their own global mean
+  made with NCO's ``ncwa``/``ncrcat``;
+* bad options refused in one line, nothing written.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import cftime
+import netCDF4
+import numpy as np
+import pytest
+from conftest import SHARED_DATA, climio, leftovers, one_error_line
+from scipy import optimize, stats
+
+from climio.eva import gev, gev_trend
+
+pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # scipy's inf - inf
+TIMEOUT = 120  # every mpiexec run: a hang fails the test
+PERIODS = ("20", "100")
+ECHO_G = SHARED_DATA / "cmip" / "pr.sresa2.miub_echo_g.run1.atm.da.nc"
+EC_EARTH = [SHARED_DATA / "real" / f"tas_Amon_EC-EARTH_historical_r1i1p1_{d}01-{d + 9}12.nc"
+            for d in (1850, 1860, 1870)]
+
+
+@pytest.fixture(scope="module")
+def field(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """20 years of daily CMIP-like precipitation on 6 x 8 cells (365-day calendar)."""
+    path = tmp_path_factory.mktemp("trend") / "pr.nc"
+    result = climio("gen", "cmip", str(path), "--shape", "7305,6,8", timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    return path
+
+
+def eva(inputs: list[Path] | Path, out: Path, *args: str, nranks: int | None = None) -> dict[str, np.ndarray]:
+    paths = [str(p) for p in (inputs if isinstance(inputs, list) else [inputs])]
+    result = climio("eva", *paths, str(out), "--method", "gev", "--return-period", *PERIODS, *args, nranks=nranks,
+                    timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    with netCDF4.Dataset(out) as ds:
+        ds.set_auto_mask(False)
+        return {name: ds[name][...] for name in ds.variables}
+
+
+@pytest.fixture(scope="module")
+def one_rank(field: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    return eva(field, tmp_path_factory.mktemp("one") / "eva.nc", "--covariate", "year", "--ci", "0.9",
+               "--ci-method", "normal")
+
+
+RUNS = [(2, "slab", "lat"), (2, "transpose", "block"), (2, "root", "lon"), (3, "slab", "block"), (3, "transpose", "lat")]
+
+
+@pytest.mark.parametrize("nranks, scheme, split", RUNS)
+def test_every_rank_count_scheme_and_split_gives_the_same_fit(field: Path, tmp_path: Path,
+                                                              one_rank: dict[str, np.ndarray], nranks: int,
+                                                              scheme: str, split: str) -> None:
+    got = eva(field, tmp_path / "eva.nc", "--covariate", "year", "--ci", "0.9", "--ci-method", "normal",
+              "--scheme", scheme, "--split", split, nranks=nranks)
+    assert set(got) == set(one_rank)
+    for name, want in one_rank.items():
+        assert np.array_equal(got[name], want, equal_nan=True), name
+
+
+def test_the_api_gives_the_same_fit(field: Path, one_rank: dict[str, np.ndarray]) -> None:
+    import xarray as xr
+
+    from climio.eva import fit_gev
+
+    with xr.open_dataset(field) as ds:
+        eager = fit_gev(ds, var="pr", return_periods=[float(p) for p in PERIODS], covariate="year", ci=0.9,
+                        ci_method="normal")
+        lazy = fit_gev(ds.chunk({"lat": 4}), var="pr", return_periods=[float(p) for p in PERIODS],
+                       covariate="year", ci=0.9, ci_method="normal").compute()
+    assert eager["return_level"].dims == ("covariate", "period", "lat", "lon")
+    for out in (eager, lazy):
+        for name in out.data_vars:
+            assert np.array_equal(out[name].values, one_rank[name], equal_nan=True), name
+        assert np.array_equal(out["covariate"].values, one_rank["covariate"])
+
+
+# -- independent references ---------------------------------------------------------------------------------------
+def annual_maxima(path: Path, var: str) -> tuple[np.ndarray, np.ndarray]:
+    """(years, maxima (years, cells)) of the complete calendar years of a daily file, read plainly."""
+    with netCDF4.Dataset(path) as ds:
+        time = ds["time"]
+        dates = cftime.num2date(time[:], time.units, getattr(time, "calendar", "standard"))
+        data = np.ma.filled(ds[var][...].astype(np.float64), np.nan)
+    year = np.array([d.year for d in dates])
+    length = 360 if dates[0].calendar == "360_day" else 365
+    years = np.array([y for y in np.unique(year) if np.sum(year == y) == length])
+    maxima = np.stack([np.nanmax(data[year == y], axis=0).reshape(-1) for y in years])
+    return years, maxima
+
+
+def reference_nll(x: np.ndarray, c: np.ndarray, start: np.ndarray) -> float:
+    """The least -log L scipy finds for the trend GEV: Nelder-Mead from several starts (the covariate centred,
+    log sigma), then Powell from the best; shapes kept in [-1, 3]."""
+    cbar = c.mean()
+
+    def nll(p: np.ndarray) -> float:
+        if not -1.0 <= p[3] <= 3.0:
+            return math.inf
+        return gev_trend.negative_log_likelihood(x, c - cbar, p[0], p[1], math.exp(p[2]), p[3])
+
+    sd = x.std()
+    starts = [start] + [np.array([x.mean() - 0.45 * sd, 0.0, math.log(0.78 * sd), xi]) for xi in (-0.3, 0.0, 0.3, 0.8)]
+    best = min((optimize.minimize(nll, s, method="Nelder-Mead",
+                                  options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000})
+                for s in starts), key=lambda r: r.fun)
+    polished = optimize.minimize(nll, best.x, method="Powell", options={"xtol": 1e-10, "ftol": 1e-13})
+    return min(best.fun, polished.fun)
+
+
+def level(intercept: float, slope: float, scale: float, shape: float, value: float, period: float) -> float:
+    y = -math.log(1.0 - 1.0 / period)
+    return intercept + slope * value + (scale * (y ** -shape - 1.0) / shape if shape != 0 else -scale * math.log(y))
+
+
+def check_against_references(got: dict[str, np.ndarray], years: np.ndarray, maxima: np.ndarray,
+                             covariate: np.ndarray, cells: list[int]) -> None:
+    """Every fitted cell of ``got`` is the trend fit of ``maxima`` (years, cells) against ``covariate`` (years,),
+    no worse than scipy's on ``cells``; levels, p-values and the stationary fit from their formulas."""
+    flat = {k: v.reshape(*v.shape[:-2], -1) if v.ndim >= 2 else v for k, v in got.items()}
+    ok = flat["status"] == 0
+    assert ok.mean() > 0.9
+    assert np.all(flat["n_blocks"][ok] == years.size)
+    n = maxima.shape[1]
+    direct = gev_trend.fit(maxima.T, covariate, np.full(n, years.size))
+    stationary = gev.fit(maxima.T, np.full(n, years.size))
+    for name in ("location_intercept", "location_slope", "scale", "shape", "nll", "nll_stationary"):
+        np.testing.assert_allclose(flat[name][ok], getattr(direct, name)[ok], rtol=1e-9, atol=0, err_msg=name)
+    np.testing.assert_allclose(flat["nll_stationary"][ok], stationary.nll[ok], rtol=1e-12)
+    assert np.all(flat["nll"][ok] <= flat["nll_stationary"][ok] + 1e-9 * np.abs(flat["nll_stationary"][ok]))
+    deviance = np.maximum(2 * (flat["nll_stationary"] - flat["nll"]), 0)
+    np.testing.assert_allclose(flat["trend_p_value"][ok], stats.chi2.sf(deviance[ok], 1), rtol=1e-9, atol=1e-15)
+    for c in np.flatnonzero(ok):
+        p = [flat[k][c] for k in ("location_intercept", "location_slope", "scale", "shape")]
+        assert gev_trend.negative_log_likelihood(maxima[:, c], covariate, *p) == pytest.approx(flat["nll"][c],
+                                                                                              rel=1e-10)
+        for i, value in enumerate(flat["covariate"]):
+            for k, period in enumerate(PERIODS):
+                assert flat["return_level"][i, k, c] == pytest.approx(level(*p, value, float(period)), rel=1e-9)
+    for c in cells:
+        if not ok[c]:
+            continue
+        cbar = covariate.mean()
+        start = np.array([flat["location_intercept"][c] + flat["location_slope"][c] * cbar,
+                          flat["location_slope"][c], math.log(flat["scale"][c]), flat["shape"][c]])
+        assert flat["nll"][c] <= reference_nll(maxima[:, c], covariate, start) + 1e-7 * abs(flat["nll"][c]), c
+
+
+def test_each_cell_is_the_fit_of_its_annual_maxima(field: Path, one_rank: dict[str, np.ndarray]) -> None:
+    years, maxima = annual_maxima(field, "pr")
+    assert np.array_equal(one_rank["covariate"], [years[0], years[-1]])
+    check_against_references(one_rank, years, maxima, years.astype(float), cells=list(range(0, 48, 3)))
+
+
+def test_standard_errors_and_normal_intervals(one_rank: dict[str, np.ndarray]) -> None:
+    ok = one_rank["status"] == 0
+    for name in ("location_intercept_se", "location_slope_se", "scale_se", "shape_se"):
+        assert np.all(one_rank[name][ok] > 0), name
+    lower, upper, z = one_rank["return_level_lower"], one_rank["return_level_upper"], one_rank["return_level"]
+    np.testing.assert_allclose((upper - z)[:, :, ok], (z - lower)[:, :, ok], rtol=1e-9)
+    assert np.all(lower[:, :, ok] < z[:, :, ok])
+
+
+def test_covariate_at_values_and_plot(field: Path, tmp_path: Path) -> None:
+    got = eva(field, tmp_path / "eva.nc", "--covariate", "year", "--covariate-at", "1950", "2000", "2100",
+              "--plot", str(tmp_path / "map.png"))
+    assert np.array_equal(got["covariate"], [1950.0, 2000.0, 2100.0])
+    assert got["return_level"].shape == (3, 2, 6, 8)
+    ok = got["status"] == 0
+    step = got["return_level"][2] - got["return_level"][1]  # a century of the slope
+    np.testing.assert_allclose(step[:, ok], np.broadcast_to(100 * got["location_slope"][ok], step[:, ok].shape),
+                               rtol=1e-6, atol=1e-12)
+    assert (tmp_path / "map.png").stat().st_size > 10_000
+    with netCDF4.Dataset(tmp_path / "eva.nc") as ds:
+        assert ds.climio_covariate == "year"
+        assert ds["location_slope"].units == "(kg m-2 s-1)/(year)"
+        assert "p-value" in ds["trend_p_value"].long_name
+        assert ds["return_level"].dimensions == ("covariate", "period", "lat", "lon")
+
+
+def write_series(path: Path, years: range, values: np.ndarray, calendar: str = "standard") -> None:
+    """A monthly 1-D series (mid-month dates) with CF time units."""
+    with netCDF4.Dataset(path, "w") as ds:
+        ds.createDimension("time", None)
+        time = ds.createVariable("time", "f8", ("time",))
+        time.units, time.calendar = "days since 1900-01-01", calendar
+        var = ds.createVariable("gmst", "f4", ("time",))
+        var.units, var.long_name = "K", "global mean temperature"
+        dates = [cftime.datetime(y, m, 15, calendar=calendar) for y in years for m in range(1, 13)]
+        time[:] = cftime.date2num(dates, time.units, calendar)
+        var[:] = values
+
+
+def test_a_covariate_from_a_file(field: Path, tmp_path: Path) -> None:
+    """A monthly series in another calendar: each block takes its year's mean."""
+    years_in = range(1950, 1981)
+    rng = np.random.default_rng(3)
+    monthly = (287 + 0.02 * np.arange(12 * len(years_in)) / 12 + rng.normal(0, 0.2, 12 * len(years_in))).astype("f4")
+    write_series(tmp_path / "gmst.nc", years_in, monthly, "proleptic_gregorian")
+    got = eva(field, tmp_path / "eva.nc", "--covariate", f"{tmp_path / 'gmst.nc'}:gmst")
+    years, maxima = annual_maxima(field, "pr")
+    means = monthly.astype(np.float64).reshape(-1, 12).mean(axis=1)
+    covariate = means[years - 1950]
+    np.testing.assert_allclose(got["covariate"], [covariate[0], covariate[-1]], rtol=1e-12)
+    check_against_references(got, years, maxima, covariate, cells=[0, 17, 40])
+    with netCDF4.Dataset(tmp_path / "eva.nc") as ds:
+        assert "global mean temperature (gmst in gmst.nc)" in ds["covariate"].long_name
+        assert ds["location_slope"].units == "(kg m-2 s-1)/(K)"
+
+
+def test_a_covariate_that_misses_years_is_refused(field: Path, tmp_path: Path) -> None:
+    write_series(tmp_path / "short.nc", range(1960, 1981), np.zeros(12 * 21, "f4"))
+    out = tmp_path / "eva.nc"
+    result = climio("eva", str(field), str(out), "--method", "gev", "--covariate", f"{tmp_path / 'short.nc'}:gmst",
+                    nranks=2, timeout=TIMEOUT)
+    one_error_line(result, "--covariate", "1955, 1956", "-d time")
+    assert not out.exists() and not leftovers(str(tmp_path))
+
+
+@pytest.mark.parametrize("args, needles", [
+    (("--covariate", "year", "--method", "pot"), ("--covariate", "--method gev")),
+    (("--method", "gev", "--covariate-at", "2000"), ("--covariate-at", "--covariate year")),
+    (("--method", "gev", "--covariate", "nowhere.nc:tas"), ("--covariate", "no such file")),
+    (("--method", "gev", "--covariate", "bad"), ("--covariate 'bad'", "FILE:VAR")),
+    (("--method", "gev", "--covariate", "year", "--ci", "0.95"), ("--ci", "--ci-method normal")),
+    (("--method", "gev", "--covariate", "year", "--min-blocks", "4"), ("--min-blocks", "at least 5")),
+])
+def test_bad_options_are_refused(field: Path, tmp_path: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    out = tmp_path / "eva.nc"
+    result = climio("eva", str(field), str(out), *args, nranks=2, timeout=TIMEOUT)
+    one_error_line(result, *needles)
+    assert not out.exists() and not leftovers(str(tmp_path))
+
+
+def test_a_covariate_that_is_not_a_series_is_refused(field: Path, tmp_path: Path) -> None:
+    out = tmp_path / "eva.nc"
+    result = climio("eva", str(field), str(out), "--method", "gev", "--covariate", f"{field}:pr", timeout=TIMEOUT)
+    one_error_line(result, "--covariate", "1-D series")
+    assert not out.exists()
+
+
+# -- real model output --------------------------------------------------------------------------------------------
+@pytest.mark.skipif(not ECHO_G.exists(), reason=f"real file not found: {ECHO_G}")
+def test_echo_g_precipitation_trend_in_years(tmp_path: Path) -> None:
+    one = eva(ECHO_G, tmp_path / "a.nc", "--covariate", "year")
+    two = eva(ECHO_G, tmp_path / "b.nc", "--covariate", "year", "--split", "block", nranks=2)
+    for name, want in one.items():
+        assert np.array_equal(two[name], want, equal_nan=True), name
+    years, maxima = annual_maxima(ECHO_G, "pr")
+    assert years.size == 20
+    check_against_references(one, years, maxima, years.astype(float), cells=[0, 11, 25, 41])
+
+
+@pytest.mark.skipif(not all(p.exists() for p in EC_EARTH) or shutil.which("ncwa") is None,
+                    reason="EC-EARTH files or NCO not found")
+def test_ec_earth_against_its_own_global_mean(tmp_path: Path) -> None:
+    """30 years of monthly tas in three files with different time units; the covariate is their global (plain)
+    mean made by NCO, joined by ncrcat: each block is a year, its maximum the warmest month."""
+    parts = []
+    for i, path in enumerate(EC_EARTH):
+        part = tmp_path / f"gm{i}.nc"
+        subprocess.run(["ncwa", "-O", "-a", "lat,lon", "-v", "tas", str(path), str(part)], check=True)
+        parts.append(str(part))
+    subprocess.run(["ncrcat", "-O", *parts, str(tmp_path / "gm.nc")], check=True)
+    got = eva(EC_EARTH, tmp_path / "eva.nc", "-v", "tas", "--covariate", f"{tmp_path / 'gm.nc'}:tas",
+              "--min-blocks", "20")
+    two = eva(EC_EARTH, tmp_path / "eva2.nc", "-v", "tas", "--covariate", f"{tmp_path / 'gm.nc'}:tas",
+              "--min-blocks", "20", nranks=3)
+    for name, want in got.items():
+        assert np.array_equal(two[name], want, equal_nan=True), name
+    data, gm = [], []
+    for path, part in zip(EC_EARTH, parts):
+        with netCDF4.Dataset(path) as ds, netCDF4.Dataset(part) as mean:
+            data.append(ds["tas"][...].astype(np.float64).reshape(-1, 12, 8).max(axis=1))
+            gm.append(mean["tas"][...].astype(np.float64).reshape(-1, 12).mean(axis=1))
+    maxima, covariate = np.concatenate(data), np.concatenate(gm)
+    years = np.arange(1850, 1880)
+    np.testing.assert_allclose(got["covariate"], covariate[[0, -1]], rtol=1e-12)
+    check_against_references(got, years, maxima, covariate, cells=list(range(8)))
