@@ -145,7 +145,7 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
                        overwrite=args.overwrite, plot=args.plot,
                        ranges=tuple(parse_dim_range(text) for text in args.d or []), allow_gaps=args.allow_gaps,
                        compress=compression(args), method=args.method,
-                       block=args.block if args.block == "year" else args.block.upper(),
+                       block=args.block,
                        max_missing=args.max_missing, min_blocks=args.min_blocks,
                        ci=None if args.ci is None else Request(args.ci, args.ci_method or "profile"),
                        decluster=None if args.decluster is None else decluster.parse(args.decluster),

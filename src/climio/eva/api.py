@@ -189,8 +189,7 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
         ``climio eva --method gev``'s (:mod:`climio.eva.block_maxima`), bit for bit.
     """
     periods = _periods(return_periods)
-    blocks.months_of(block)
-    block = block if block == "year" else block.upper()
+    block = blocks.canonical(block)
     if not 0.0 <= max_missing < 1.0:
         raise ClimioError(f"max_missing must be in [0, 1), got {max_missing}")
     if isinstance(min_blocks, bool) or not isinstance(min_blocks, (int, np.integer)) or min_blocks < 2:
@@ -228,7 +227,8 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
                   cf.block_maxima_attributes(given.name, given.attrs, block, max_missing,
                                              None if cov is None else (cov.long_name, cov.units)),
                   periods, call, options, request, trend=None if trend is None or cov is None else
-                  (trend.at, cf.covariate_attributes(cov.long_name, cov.units)))
+                  (trend.at, cf.covariate_attributes(cov.long_name, cov.units)),
+                  seasons=cuts.seasons if len(cuts.seasons) > 1 else ())
     if out["status"].chunks is None:
         hint = f"; a fit needs min_blocks={min_blocks} blocks missing at most {max_missing:g} of their steps"
         _warn_if_nothing_fitted(out["status"].values, given.name, METHODS["gev"], {block_maxima.TOO_FEW: hint})
@@ -292,15 +292,18 @@ def _ci_text(request: Request | None) -> str:
 def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.ndarray, ...]],
             kwargs: dict[str, Any], described: Mapping[str, Mapping[str, object]], periods: list[float], call: str,
             options: Mapping[str, object], ci: Request | None, declustered: bool = False,
-            trend: tuple[np.ndarray, Mapping[str, object]] | None = None) -> xr.Dataset:
+            trend: tuple[np.ndarray, Mapping[str, object]] | None = None, seasons: tuple[str, ...] = ()
+            ) -> xr.Dataset:
     """The method's results as a CF Dataset: ``fit_block`` over the cells (lazily for dask input); with ``ci``
     the intervals and standard errors too; with ``trend`` (the covariate's values and attributes), the return
-    levels on ("covariate", "period", ...)."""
+    levels on ("covariate", "period", ...); with several ``seasons``, every result on ("season", ...)."""
     array, time_dim = given.array, given.time_dim
     results = method.outputs(ci, declustered, trend is not None)
     fields = list(results)
-    leading = ["period"] if trend is None else ["covariate", "period"]
-    sizes = {"period": len(periods)} if trend is None else {"period": len(periods), "covariate": len(trend[0])}
+    per_cell = ["season"] if seasons else []
+    leading = [*per_cell, *(["period"] if trend is None else ["covariate", "period"])]
+    sizes = {"period": len(periods), **({} if trend is None else {"covariate": len(trend[0])}),
+             **({"season": len(seasons)} if seasons else {})}
     if ci is not None:
         parameters = gev_trend.PARAMETERS if trend is not None else distributions.get(method.distribution).PARAMETERS
         described = {**described, **cf.interval_attributes(described, method.distribution, parameters, ci.level,
@@ -308,7 +311,7 @@ def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.nda
         options = {**options, "climio_ci_level": ci.level, "climio_ci_method": ci.method}
     outputs = xr.apply_ufunc(
         fit_block, array, input_core_dims=[[time_dim]],
-        output_core_dims=[leading if f in PER_PERIOD else [] for f in fields],
+        output_core_dims=[leading if f in PER_PERIOD else per_cell for f in fields],
         kwargs={**kwargs, "missing": given.missing, "fields": results, "ci": ci},
         dask="parallelized", output_dtypes=[np.dtype(results[f]) for f in fields],
         dask_gufunc_kwargs={"output_sizes": sizes})
@@ -319,10 +322,12 @@ def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.nda
         result.attrs = dict(described[field])
         if grid_mapping is not None:  # every result is on the input's grid, as in the command's file
             result.attrs["grid_mapping"] = grid_mapping
-        out[field] = result.transpose(*leading, *others) if field in PER_PERIOD else result
+        out[field] = result.transpose(*(leading if field in PER_PERIOD else per_cell), *others)
     out = out.assign_coords(period=("period", np.asarray(periods, dtype=np.float64), dict(cf.PERIOD_ATTRS)))
     if trend is not None:
         out = out.assign_coords(covariate=("covariate", np.asarray(trend[0], dtype=np.float64), dict(trend[1])))
+    if seasons:
+        out = out.assign_coords(season_name=("season", list(seasons), dict(cf.SEASON_ATTRS)))
     for key, variable in given.grid_mapping_vars.items():
         if key not in out.variables:
             out[key] = variable
@@ -439,13 +444,9 @@ def _series(block: np.ndarray) -> np.ndarray:
 def _fields(result: Any, fields: Mapping[str, str], shape: tuple[int, ...]) -> tuple[np.ndarray, ...]:
     out = []
     for field, dtype in fields.items():
-        values = getattr(result, field)
-        if field in PER_PERIOD:  # (periods, cells) or (values, periods, cells): cells first
-            lead = values.shape[:-1]
-            values = np.moveaxis(values.reshape(*lead, *shape), tuple(range(len(lead))),
-                                 tuple(range(-len(lead), 0)))
-        else:
-            values = values.reshape(shape)
+        values = getattr(result, field)  # ([seasons,] [values, periods,] cells): the cells first
+        lead = values.shape[:-1]
+        values = np.moveaxis(values.reshape(*lead, *shape), tuple(range(len(lead))), tuple(range(-len(lead), 0)))
         out.append(values.astype(dtype, copy=False))
     return tuple(out)
 

@@ -68,7 +68,9 @@ def trend(cov: Covariate, cuts: Blocks, max_missing: float, at: Sequence[float] 
     if not needed.any():
         raise ClimioError(f"{where}: no {cuts.name} block of the analysed period is complete enough to fit (at most "
                           f"{max_missing:g} of its time steps missing)", collective=True)
-    return Trend(cov.of_years(cuts.years, needed), covariate.at_values(cov, cuts.years[needed], at))
+    needed_years = cuts.years[needed]
+    return Trend(cov.of_years(cuts.years, needed), covariate.at_values(cov, needed_years.min(), needed_years.max(),
+                                                                       at))
 
 
 @dataclass
@@ -137,18 +139,25 @@ def analyse(scanner: Scanner, *, periods: Sequence[float], max_missing: float, m
     """Complete blocks, statuses, GEV fits and return levels (with ``ci``, their confidence intervals and the
     parameters' standard errors; with ``trend``, the fit of a location linear in a covariate and its effective
     return levels) of the cells a scanner has seen, in chunks of ``CHUNK_CELLS`` cells, calling
-    ``progress(cells_done)`` after each."""
+    ``progress(cells_done)`` after each. With several seasons, every result has a leading season axis."""
     cells = scanner.maxima.shape[1]
+    cuts = scanner.blocks
+    kind = Result if trend is None else TrendResult
     parts = []
     for c0 in range(0, max(cells, 1), CHUNK_CELLS):
         chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
-        maxima, counts = scanner.maxima[:, chunk], scanner.counts[:, chunk]
-        sample = _complete(maxima, counts, scanner.blocks.expected, max_missing, min_blocks)
-        parts.append(_analyse(sample, periods, blocks_per_year, ci) if trend is None
-                     else _analyse_trend(sample, trend, periods, blocks_per_year, ci))
+        seasons = []
+        for s in range(len(cuts.seasons)):  # each season fitted on its own blocks
+            rows = cuts.of_season(s)
+            sample = _complete(scanner.maxima[rows, chunk], scanner.counts[rows, chunk], cuts.expected[rows],
+                               max_missing, min_blocks)
+            seasons.append(_analyse(sample, periods, blocks_per_year, ci) if trend is None else
+                           _analyse_trend(sample, Trend(trend.block_values[rows], trend.at), periods,
+                                          blocks_per_year, ci))
+        parts.append(seasons[0] if len(seasons) == 1 else methods.stack(seasons, kind))
         if progress is not None:
             progress(chunk.stop - chunk.start)
-    return methods.concatenate(parts, Result if trend is None else TrendResult)  # type: ignore[return-value]
+    return methods.concatenate(parts, kind)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, m
     if "standard_name" in attrs:
         quantity["standard_name"] = _text(attrs["standard_name"])
     before = _text(attrs.get("cell_methods", "")).strip()
-    blocks = "annual" if block == "year" else f"{block} seasonal"
+    blocks = "annual" if block == "year" else f"{block} seasonal" if "," not in block else "seasonal"
     fit = f"{blocks} maxima, GEV maximum likelihood"
 
     def over_time(comment: str) -> dict[str, object]:
@@ -174,3 +174,4 @@ def interval_attributes(results: Mapping[str, Mapping[str, object]], distributio
 
 
 PERIOD_ATTRS = {"long_name": "return period", "units": "years"}
+SEASON_ATTRS = {"long_name": "season whose block maxima were fitted (month initials)"}

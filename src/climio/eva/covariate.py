@@ -6,7 +6,7 @@
   series does not cover is refused, naming the years, rather than filled in.
 
 The values at which the effective return levels are given (``--covariate-at``) default to the covariate of the
-first and of the last block.
+first and of the last year with a block.
 """
 
 from __future__ import annotations
@@ -111,8 +111,9 @@ def annual_means(spec: str, long_name: str, units: str, year: np.ndarray, values
     return Covariate(spec, long_name, units, years, sums / counts)
 
 
-def at_values(covariate: Covariate, block_years: np.ndarray, given: Sequence[float] | None) -> np.ndarray:
-    """The covariate values of the effective return levels: ``given``, or those of the first and last block."""
+def at_values(covariate: Covariate, first: int, last: int, given: Sequence[float] | None) -> np.ndarray:
+    """The covariate values of the effective return levels: ``given``, or those of the first and last blocks'
+    years."""
     if given:
         return np.asarray(given, dtype=np.float64)
-    return np.unique(covariate.of_years(np.asarray([block_years[0], block_years[-1]])))
+    return np.unique(covariate.of_years(np.asarray([first, last])))

@@ -99,7 +99,7 @@ class Options:
         if self.method not in METHODS:
             raise ClimioError(f"--method '{self.method}': choose one of {', '.join(METHODS)}", collective=True)
         if self.method == "gev":
-            blocks.months_of(self.block)
+            blocks.seasons_of(self.block)
             if not 0.0 <= self.max_missing < 1.0:
                 raise ClimioError(f"--max-missing must be in [0, 1), got {self.max_missing}", collective=True)
             if self.min_blocks < 2:
@@ -278,7 +278,8 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
                                        {**_options_record(opts, npy), "climio_inputs": "\n".join(paths)},
                                        "\n".join(h for h in history_lines if h),
                                        None if trend is None or cov is None else
-                                       (trend.at, cf.covariate_attributes(cov.long_name, cov.units)))
+                                       (trend.at, cf.covariate_attributes(cov.long_name, cov.units)),
+                                       cuts.seasons if cuts is not None and len(cuts.seasons) > 1 else ())
         period, extra_axes = series.period(), _extra_axes(series)
     result = _analyse_cells(scanner, opts, npy, rank == 0, trend)
 
@@ -287,7 +288,7 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
             _plot(opts, comm, decomp, result, where, values)
 
     _write(out, schema, values, series, owned, result, method, opts, comm, draw)
-    counts = np.bincount(result.status, minlength=len(method.statuses)).astype(np.int64)
+    counts = np.bincount(result.status.ravel(), minlength=len(method.statuses)).astype(np.int64)
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
     seconds = MPI.Wtime() - started
     notes += [f"{a} fitted as a cell axis" for a in extra_axes]
@@ -298,8 +299,8 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
 def _attributes(series: Series, opts: Options, cov: covariate.Covariate | None) -> dict[str, dict[str, object]]:
     """CF attributes of the method's result variables (and, with --ci, of the intervals)."""
     if opts.method == "gev":
-        attrs = cf.block_maxima_attributes(series.name, series.var.attrs, opts.block, opts.max_missing,
-                                           None if cov is None else (cov.long_name, cov.units))
+        attrs = cf.block_maxima_attributes(series.name, series.var.attrs, blocks.canonical(opts.block),
+                                           opts.max_missing, None if cov is None else (cov.long_name, cov.units))
     else:
         attrs = cf.result_attributes(series.name, series.var.attrs, opts.tail, opts.decluster)
     if opts.ci is not None:
@@ -322,7 +323,7 @@ def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
     ci = {} if opts.ci is None else {"climio_ci_level": opts.ci.level, "climio_ci_method": opts.ci.method}
     if opts.method == "gev":
         trend = {} if opts.covariate is None else {"climio_covariate": opts.covariate}
-        return {"climio_block": opts.block, "climio_max_missing": opts.max_missing,
+        return {"climio_block": blocks.canonical(opts.block), "climio_max_missing": opts.max_missing,
                 "climio_min_blocks": np.int32(opts.min_blocks), **trend, **ci}
     runs = {} if opts.decluster is None else {"climio_decluster": f"runs:{opts.decluster}"}
     return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed), **runs, **ci}
@@ -363,7 +364,7 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
         cells = Hyperslab(owned.start[1:], block)
         for name in names:
             data = getattr(result, name)
-            lead = data.shape[:-1] if name in PER_PERIOD else ()  # (periods,) or (values, periods)
+            lead = data.shape[:-1]  # ([seasons,] [values,] periods) or ([seasons])
             items.append((name, data.reshape(*lead, *block),
                           Hyperslab((*(0 for _ in lead), *cells.start), (*lead, *block))))
     else:  # one series: rank 0 has it
@@ -392,23 +393,29 @@ def _check_plot_path(path: str, overwrite: bool) -> None:
 
 def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: Result, where: Map,
           values: dict[str, np.ndarray]) -> None:
-    """Gather the shape and the return level (100 years, or the longest period; with a trend, the effective level
-    at the last covariate value) on rank 0 and draw them."""
+    """Gather the shape and the return level (100 years, or the longest period; of the first of several seasons;
+    with a trend, the effective level at the last covariate value) on rank 0 and draw them."""
     assert opts.plot is not None
     which = opts.periods.index(100.0) if 100.0 in opts.periods else int(np.argmax(opts.periods))
-    level, at = result.return_level[..., which, :], ""
-    if level.ndim == 2:
-        level, at = level[-1], f" at covariate {values['covariate'][-1]:g}"
-    pieces = comm.gather((level, result.shape), root=0)
+    level, shape, notes = result.return_level[..., which, :], result.shape, []
+    seasons = blocks.seasons_of(opts.block) if opts.method == "gev" else ()
+    if len(seasons) > 1:
+        level, shape = level[0], shape[0]
+        notes.append(seasons[0])
+    if opts.covariate is not None:
+        level = level[-1]
+        notes.append(f"covariate {values['covariate'][-1]:g}")
+    pieces = comm.gather((level, shape), root=0)
     if pieces is None:
         return
     grid = decomp.shape[1:]
-    level, shape = np.full(grid, np.nan), np.full(grid, np.nan)
+    grid_level, grid_shape = np.full(grid, np.nan), np.full(grid, np.nan)
     for rank, (rl, xi) in enumerate(pieces):
         owned = decomp.owned(rank)
-        level[owned.slices[1:]] = rl.reshape(owned.count[1:])
-        shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
-    draw(opts.plot, where, values, level, opts.periods[which], shape, METHODS[opts.method].distribution.upper(), at)
+        grid_level[owned.slices[1:]] = rl.reshape(owned.count[1:])
+        grid_shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
+    draw(opts.plot, where, values, grid_level, opts.periods[which], grid_shape,
+         METHODS[opts.method].distribution.upper(), f" ({', '.join(notes)})" if notes else "")
 
 
 def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float], comm: MPI.Comm,

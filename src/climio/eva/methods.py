@@ -67,6 +67,13 @@ def concatenate(parts: Sequence[object], kind: type) -> object:
                   else np.concatenate([getattr(p, f.name) for p in parts], axis=-1) for f in fields(kind)))
 
 
+def stack(parts: Sequence[object], kind: type) -> object:
+    """One result of dataclass ``kind`` from the results of several seasons, each field gaining a leading season
+    axis (fields that are None stay None)."""
+    return kind(*(None if getattr(parts[0], f.name) is None
+                  else np.stack([getattr(p, f.name) for p in parts]) for f in fields(kind)))
+
+
 def attach(result: object, ends: Intervals, fitted: np.ndarray) -> None:
     """Put the intervals and standard errors computed for the ``fitted`` cells into ``result`` (NaN for the
     others): ``return_level_lower``/``_upper`` and ``<parameter>_se``."""

@@ -13,7 +13,7 @@ surface pressure) are dropped from the copies' attributes, never left dangling.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,11 +163,13 @@ def global_attributes(attrs: Mapping[str, object], extra: Mapping[str, object], 
 
 def schema(layout: Layout, results: Mapping[str, str], method: Method, attrs: Mapping[str, Mapping[str, object]],
            periods: tuple[float, ...], extra: Mapping[str, object], history: str,
-           covariate: tuple[np.ndarray, Mapping[str, object]] | None = None) -> tuple[Schema, dict[str, np.ndarray]]:
+           covariate: tuple[np.ndarray, Mapping[str, object]] | None = None, seasons: Sequence[str] = ()
+           ) -> tuple[Schema, dict[str, np.ndarray]]:
     """The output's schema, and the values of its small variables (collective: they are read here): the
     ``results`` (name -> type) with their CF attributes ``attrs``, and ``extra`` global attributes. With
     ``covariate`` (values and attributes), the return levels are on ("covariate", "period", cells): effective
-    levels at each value."""
+    levels at each value. With several ``seasons``, every result has a leading "season" dimension, named by the
+    char coordinate ``season_name``."""
     series = layout.series
     inputs = series.inputs
     cells = series.cell_dims
@@ -195,7 +197,14 @@ def schema(layout: Layout, results: Mapping[str, str], method: Method, attrs: Ma
         variables.append(Variable("covariate", "f8", ("covariate",), dict(covariate[1])))
         values["covariate"] = np.asarray(covariate[0], dtype=float)
         leading = ("covariate", "period")
-    coordinates = " ".join([*layout.coordinates, *(v.name for v in time_vars if v.dims == ())])
+    per_cell: tuple[str, ...] = ()
+    if seasons:
+        dims["season"], dims["season_strlen"] = len(seasons), max(len(n) for n in seasons)
+        variables.append(Variable("season_name", "S1", ("season", "season_strlen"), dict(cf.SEASON_ATTRS)))
+        values["season_name"] = np.array([list(n.ljust(dims["season_strlen"])) for n in seasons], dtype="S1")
+        per_cell = ("season",)
+    coordinates = " ".join([*layout.coordinates, *(v.name for v in time_vars if v.dims == ()),
+                            *(["season_name"] if seasons else [])])
     for name, dtype in results.items():
         if name in {v.name for v in variables}:
             raise ClimioError(f"the input has a variable '{name}', which is also the name of a result: rename it "
@@ -206,7 +215,7 @@ def schema(layout: Layout, results: Mapping[str, str], method: Method, attrs: Ma
         if layout.grid_mapping:
             extra_attrs["grid_mapping"] = layout.grid_mapping
         fill = {"_FillValue": np.nan} if dtype == "f8" else {}
-        out_dims = (*leading, *cells) if name in PER_PERIOD else cells
+        out_dims = (*per_cell, *leading, *cells) if name in PER_PERIOD else (*per_cell, *cells)
         variables.append(Variable(name, dtype, out_dims, {**fill, **attrs[name], **extra_attrs}))
     described = {"title": f"{method.title} of {series.name}", "method": method.description}
     return Schema(dims, tuple(variables), global_attributes(inputs.attrs, {**described, **extra}, history)), values

@@ -78,8 +78,8 @@ class Map:
 
 def draw(path: str, where: Map, values: dict[str, np.ndarray], level: np.ndarray, period: float,
          shape: np.ndarray, distribution: str = "GPD", at: str = "") -> None:
-    """Two panels, the ``period``-year return level (``at``: where a covariate takes which value) and the shape,
-    written atomically to ``path``."""
+    """Two panels, the ``period``-year return level (``at``: which season, where a covariate takes which value)
+    and the shape, written atomically to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
