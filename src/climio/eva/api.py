@@ -161,7 +161,9 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
         As in :func:`fit_pot` (the standard errors: ``location_se``, ``scale_se``, ``shape_se``).
     block
         ``"year"`` (default), or a season of each year as consecutive month initials: ``"DJF"`` (December
-        counts with the next year's January and February), ``"MAM"``, ``"JJA"``, ``"SON"``, ``"JJAS"``...
+        counts with the next year's January and February), ``"MAM"``, ``"JJA"``, ``"SON"``, ``"JJAS"``...;
+        several with no month in common, ``"DJF,JJA"``, or ``"season"`` for all four: each fitted on its own,
+        every result on a leading ``season`` dimension (coordinate ``season_name``).
     max_missing
         A block missing more than this fraction of its time steps (NaN, ``_FillValue``, or steps absent
         from the axis, such as the partial years at its ends) is left out, in [0, 1).
