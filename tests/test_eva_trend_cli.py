@@ -1,4 +1,5 @@
-"""``climio eva --method gev --covariate year|FILE:VAR`` end to end: a GEV location linear in a covariate.
+"""``climio eva --covariate year|FILE:VAR`` end to end: a GEV location (``--method gev``) or a GPD log scale
+(``--method pot``) linear in a covariate.
 
 * the same results at 1, 2 and 3 ranks over every scheme and split, and from ``fit_gev(covariate=)`` (eager
   and dask-chunked);
@@ -8,6 +9,8 @@
 * real model output: 20 years of ECHO-G daily precipitation (360-day calendar) with a trend in years, and
   three EC-EARTH decades of monthly temperature (joined, time units rebased) against their own global mean
   made with NCO's ``ncwa``/``ncrcat``;
+* peaks over threshold: the threshold, excesses and their years (or, declustered, each cluster's largest
+  and its year) found in the test from the file, then the same checks against scipy and the formulas;
 * bad options refused in one line, nothing written.
 """
 
@@ -25,7 +28,7 @@ import pytest
 from conftest import SHARED_DATA, climio, leftovers, one_error_line
 from scipy import optimize, stats
 
-from climio.eva import gev, gev_trend
+from climio.eva import gev, gev_trend, gpd, gpd_trend
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # scipy's inf - inf
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
@@ -234,7 +237,7 @@ def test_a_covariate_that_misses_years_is_refused(field: Path, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("args, needles", [
-    (("--covariate", "year", "--method", "pot"), ("--covariate", "--method gev")),
+    (("--covariate", "year", "--min-exceed", "4"), ("--min-exceed", "at least 5")),
     (("--method", "gev", "--covariate-at", "2000"), ("--covariate-at", "--covariate year")),
     (("--method", "gev", "--covariate", "nowhere.nc:tas"), ("--covariate", "no such file")),
     (("--method", "gev", "--covariate", "bad"), ("--covariate 'bad'", "FILE:VAR")),
@@ -293,3 +296,144 @@ def test_ec_earth_against_its_own_global_mean(tmp_path: Path) -> None:
     years = np.arange(1850, 1880)
     np.testing.assert_allclose(got["covariate"], covariate[[0, -1]], rtol=1e-12)
     check_against_references(got, years, maxima, covariate, cells=list(range(8)))
+
+
+# -- peaks over threshold: the GPD log scale linear in the covariate -------------------------------------------
+def pot_eva(inputs: Path, out: Path, *args: str, nranks: int | None = None) -> dict[str, np.ndarray]:
+    result = climio("eva", str(inputs), str(out), "--return-period", *PERIODS, "--covariate", "year", *args,
+                    nranks=nranks, timeout=TIMEOUT)
+    assert result.returncode == 0, result.stderr
+    with netCDF4.Dataset(out) as ds:
+        ds.set_auto_mask(False)
+        return {name: ds[name][...] for name in ds.variables}
+
+
+@pytest.fixture(scope="module")
+def pot_one(field: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    return pot_eva(field, tmp_path_factory.mktemp("pot") / "eva.nc", "--ci", "0.9", "--ci-method", "normal")
+
+
+@pytest.mark.parametrize("nranks, scheme, split", [(2, "slab", "lat"), (3, "transpose", "block"), (2, "root", "lon")])
+def test_pot_trend_at_every_rank_count(field: Path, tmp_path: Path, pot_one: dict[str, np.ndarray], nranks: int,
+                                       scheme: str, split: str) -> None:
+    got = pot_eva(field, tmp_path / "eva.nc", "--ci", "0.9", "--ci-method", "normal", "--scheme", scheme, "--split",
+                  split, nranks=nranks)
+    assert set(got) == set(pot_one)
+    for name, want in pot_one.items():
+        assert np.array_equal(got[name], want, equal_nan=True), name
+
+
+def test_pot_trend_from_the_api(field: Path, pot_one: dict[str, np.ndarray]) -> None:
+    import xarray as xr
+
+    from climio.eva import fit_pot
+
+    with xr.open_dataset(field) as ds:
+        eager = fit_pot(ds, var="pr", return_periods=[float(p) for p in PERIODS], covariate="year", ci=0.9,
+                        ci_method="normal")
+        lazy = fit_pot(ds.chunk({"lat": 4}), var="pr", return_periods=[float(p) for p in PERIODS],
+                       covariate="year", ci=0.9, ci_method="normal").compute()
+    assert "scale" not in eager and eager["return_level"].dims == ("covariate", "period", "lat", "lon")
+    for out in (eager, lazy):
+        for name in out.data_vars:
+            assert np.array_equal(out[name].values, pot_one[name], equal_nan=True), name
+
+
+def daily_cells(path: Path, var: str) -> tuple[np.ndarray, np.ndarray]:
+    """(the calendar year of each step, values (time, cells)) of a daily file, read plainly."""
+    with netCDF4.Dataset(path) as ds:
+        time = ds["time"]
+        dates = cftime.num2date(time[:], time.units, getattr(time, "calendar", "standard"))
+        data = np.ma.filled(ds[var][...].astype(np.float64), np.nan)
+    return np.array([d.year for d in dates]), data.reshape(data.shape[0], -1)
+
+
+def runs_maxima(steps: np.ndarray, excess: np.ndarray, run: int) -> tuple[np.ndarray, np.ndarray]:
+    """Runs declustering written plainly: (each cluster's largest excess, its time step)."""
+    order = np.argsort(steps, kind="stable")
+    steps, excess = steps[order], excess[order]
+    clusters: list[list[int]] = [[0]]
+    for i in range(1, steps.size):
+        if steps[i] - steps[i - 1] - 1 >= run:
+            clusters.append([i])
+        else:
+            clusters[-1].append(i)
+    tops = [c[int(np.argmax(excess[c]))] for c in clusters]
+    return excess[tops], steps[tops]
+
+
+def reference_pot_nll(e: np.ndarray, c: np.ndarray, start: np.ndarray) -> float:
+    """The least -log L scipy finds for the GPD with log scale linear in c (centred): Nelder-Mead from several
+    starts, then Powell; shapes >= -1."""
+    cbar = c.mean()
+
+    def nll(p: np.ndarray) -> float:
+        return gpd_trend.negative_log_likelihood(e, c - cbar, *p) if p[2] >= -1.0 else math.inf
+
+    starts = [start] + [np.array([math.log(e.mean()), 0.0, xi]) for xi in (-0.3, 0.0, 0.3, 0.8)]
+    best = min((optimize.minimize(nll, s, method="Nelder-Mead",
+                                  options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000})
+                for s in starts), key=lambda r: r.fun)
+    return min(best.fun, optimize.minimize(nll, best.x, method="Powell", options={"xtol": 1e-10, "ftol": 1e-13}).fun)
+
+
+def check_pot_against_references(got: dict[str, np.ndarray], path: Path, var: str, run: int | None,
+                                 cells: list[int]) -> None:
+    years, data = daily_cells(path, var)
+    flat = {k: v.reshape(*v.shape[:-2], -1) if v.ndim >= 2 else v for k, v in got.items()}
+    ok = flat["status"] == 0
+    assert ok.mean() > 0.9
+    for c in np.flatnonzero(ok):
+        valid = np.isfinite(data[:, c])
+        u = np.quantile(data[valid, c], 0.99)  # numpy's default is R's type 7
+        assert flat["threshold"][c] == pytest.approx(u, rel=1e-12, abs=1e-300)
+        steps = np.flatnonzero(valid & (data[:, c] > u))
+        e = data[steps, c] - u
+        if run is not None:
+            e, steps = runs_maxima(steps, e, run)
+        x = years[steps].astype(float)
+        p = [flat[k][c] for k in ("log_scale_intercept", "log_scale_slope", "shape")]
+        assert gpd_trend.negative_log_likelihood(e, x, *p) == pytest.approx(flat["nll"][c], rel=1e-9)
+        stationary = gpd.fit(e[None, :], np.array([e.size]))
+        assert flat["nll_stationary"][c] == pytest.approx(stationary.nll[0], rel=1e-9)
+        assert flat["nll"][c] <= flat["nll_stationary"][c] + 1e-9 * abs(flat["nll_stationary"][c])
+        deviance = max(2 * (flat["nll_stationary"][c] - flat["nll"][c]), 0)
+        assert flat["trend_p_value"][c] == pytest.approx(stats.chi2.sf(deviance, 1), rel=1e-9, abs=1e-15)
+        rate = e.size / valid.sum()
+        for i, value in enumerate(flat["covariate"]):
+            sigma = math.exp(p[0] + p[1] * value)
+            for k, period in enumerate(PERIODS):
+                m = float(period) * 365.25 * rate
+                want = u + sigma * (m ** p[2] - 1) / p[2] if p[2] != 0 else u + sigma * math.log(m)
+                assert flat["return_level"][i, k, c] == pytest.approx(want, rel=1e-9)
+        if c in cells:
+            start = np.array([p[0] + p[1] * x.mean(), p[1], p[2]])
+            assert flat["nll"][c] <= reference_pot_nll(e, x, start) + 1e-7 * abs(flat["nll"][c]), c
+
+
+def test_pot_trend_against_the_file_read_plainly(field: Path, pot_one: dict[str, np.ndarray]) -> None:
+    check_pot_against_references(pot_one, field, "pr", None, cells=[0, 9, 30, 47])
+    ok = pot_one["status"] == 0
+    lower, upper, z = pot_one["return_level_lower"], pot_one["return_level_upper"], pot_one["return_level"]
+    np.testing.assert_allclose((upper - z)[:, :, ok], (z - lower)[:, :, ok], rtol=1e-9)
+    for name in ("log_scale_intercept_se", "log_scale_slope_se", "shape_se"):
+        assert np.all(pot_one[name][ok] > 0), name
+
+
+def test_pot_trend_declustered(field: Path, tmp_path: Path) -> None:
+    got = pot_eva(field, tmp_path / "a.nc", "--decluster", "runs:2")
+    two = pot_eva(field, tmp_path / "b.nc", "--decluster", "runs:2", "--split", "block", nranks=2)
+    for name, want in got.items():
+        assert np.array_equal(two[name], want, equal_nan=True), name
+    assert np.all(got["n_clusters"] <= got["n_exceed"]) and np.any(got["n_clusters"] < got["n_exceed"])
+    check_pot_against_references(got, field, "pr", 2, cells=[5, 40])
+
+
+@pytest.mark.skipif(not ECHO_G.exists(), reason=f"real file not found: {ECHO_G}")
+def test_echo_g_pot_trend(tmp_path: Path) -> None:
+    got = pot_eva(ECHO_G, tmp_path / "a.nc", "--npy", "360")
+    three = pot_eva(ECHO_G, tmp_path / "b.nc", "--npy", "360", nranks=3)
+    for name, want in got.items():
+        assert np.array_equal(three[name], want, equal_nan=True), name
+    years, data = daily_cells(ECHO_G, "pr")
+    assert np.array_equal(got["covariate"], [years.min(), years.max()])

@@ -27,10 +27,10 @@ import numpy as np
 import xarray as xr
 
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, covariate, decluster, distributions, gev_trend, pot
+from climio.eva import block_maxima, blocks, cf, covariate, decluster, distributions, pot
 from climio.eva.block_maxima import TREND_MIN_BLOCKS
 from climio.eva.intervals import Request
-from climio.eva.methods import METHODS, PER_PERIOD, Method
+from climio.eva.methods import METHODS, PER_PERIOD, TRENDS, Method
 from climio.eva.output import grid_mappings, global_attributes
 from climio.eva.series import is_time_coordinate
 from climio.eva.timestep import step_days, values_per_year
@@ -49,7 +49,9 @@ class NoFitWarning(UserWarning):
 def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None, *, var: str | None = None,
             axis: int | None = None, tail: float = 0.01, return_periods: float | Iterable[float] = (100.0,),
             npy: float | str | None = None, min_exceed: int = 10, units: str | None = None,
-            ci: float | None = None, ci_method: str = "profile", decluster: str | None = None) -> xr.Dataset:
+            ci: float | None = None, ci_method: str = "profile", decluster: str | None = None,
+            covariate: str | xr.DataArray | None = None, covariate_at: float | Iterable[float] | None = None
+            ) -> xr.Dataset:
     """Threshold, GPD scale/shape, rate, return levels, -log L and status at every cell of ``data``.
 
     Parameters
@@ -92,6 +94,10 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         ``"runs:R"``: runs declustering as ``climio eva --decluster`` (only each cluster's largest excess is
         fitted, the rate is the clusters'), adding ``n_clusters`` and ``extremal_index``
         (:mod:`climio.eva.decluster`).
+    covariate, covariate_at
+        The GPD's log scale linear in a covariate (:mod:`climio.eva.gpd_trend`), as in :func:`fit_gev`: the
+        calendar year of each value (``"year"``), or a series' annual mean (``"FILE:VAR"`` or a DataArray);
+        ``log_scale_intercept`` and ``log_scale_slope`` replace ``scale``. Needs a time coordinate with dates.
 
     Returns
     -------
@@ -130,15 +136,31 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
 
     request = _request(ci, ci_method)
     run = None if decluster is None else _run_length(decluster)
-    runs = {} if run is None else {"climio_decluster": f"runs:{run}"}
+    options = {"climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed,
+               **({} if run is None else {"climio_decluster": f"runs:{run}"})}
+    trend, cov = None, None
+    if covariate is not None:
+        cov = _trend_covariate(covariate, covariate_at, request, min_exceed, "min_exceed")
+        numbers = _time_numbers(given.array, time_dim) if isinstance(data, (xr.Dataset, xr.DataArray)) else None
+        if numbers is None:
+            raise ClimioError(f"covariate: '{name}' has no time coordinate '{time_dim}' with dates, to find each "
+                              f"value's year")
+        import cftime
+
+        trend = pot.trend(cov, np.array([d.year for d in cftime.num2date(*numbers)]), _values(covariate_at))
+        options["climio_covariate"] = cov.spec
     call = (f"climio.eva.fit_pot({name}, tail={tail:g}, return_periods={[float(p) for p in periods]}, "
             f"npy={npy_value:g}, min_exceed={min_exceed}{_ci_text(request)}"
-            f"{'' if run is None else f', decluster={decluster!r}'})")
+            f"{'' if run is None else f', decluster={decluster!r}'}"
+            f"{'' if cov is None else f', covariate={cov.spec!r}'})")
     out = _fitted(given, METHODS["pot"], _fit_block,
-                  {"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed, "run": run},
-                  cf.result_attributes(name, given.attrs, tail, run), periods, call,
-                  {"climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed, **runs}, request,
-                  declustered=run is not None)
+                  {"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed, "run": run,
+                   "trend": trend},
+                  cf.result_attributes(name, given.attrs, tail, run,
+                                       None if cov is None else (cov.long_name, cov.units)),
+                  periods, call, options, request, declustered=run is not None,
+                  trend=None if trend is None or cov is None else
+                  (trend.at, cf.covariate_attributes(cov.long_name, cov.units)))
     if out["status"].chunks is None:
         hint = f"; a fit needs min_exceed={min_exceed} exceedances: a longer series or a larger tail gives more"
         _warn_if_nothing_fitted(out["status"].values, name, METHODS["pot"], {pot.TOO_FEW: hint})
@@ -209,15 +231,7 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
     trend, cov, options = None, None, {"climio_block": block, "climio_max_missing": max_missing,
                                        "climio_min_blocks": int(min_blocks)}
     if covariate is not None:
-        cov = _covariate(covariate)
-        if min_blocks < TREND_MIN_BLOCKS:
-            raise ClimioError(f"min_blocks must be at least {TREND_MIN_BLOCKS} with a covariate (four parameters), "
-                              f"got {min_blocks}")
-        if request is not None and request.method != "normal":
-            raise ClimioError("ci with a covariate: give ci_method='normal' (profile intervals of effective return "
-                              "levels are not available)")
-        if not all(np.isfinite(_values(covariate_at))):
-            raise ClimioError(f"covariate_at: give finite numbers, got {covariate_at!r}")
+        cov = _trend_covariate(covariate, covariate_at, request, min_blocks, "min_blocks")
         trend = block_maxima.trend(cov, cuts, max_missing, _values(covariate_at), repr(given.name))
         options["climio_covariate"] = cov.spec
     call = (f"climio.eva.fit_gev({given.name}, block={block!r}, max_missing={max_missing:g}, "
@@ -235,6 +249,19 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
         hint = f"; a fit needs min_blocks={min_blocks} blocks missing at most {max_missing:g} of their steps"
         _warn_if_nothing_fitted(out["status"].values, given.name, METHODS["gev"], {block_maxima.TOO_FEW: hint})
     return out
+
+
+def _trend_covariate(given: str | xr.DataArray, at: float | Iterable[float] | None, request: Request | None,
+                     fewest: int, fewest_name: str) -> covariate.Covariate:
+    """The checked covariate of a fit with a trend, with the options it needs."""
+    if fewest < TREND_MIN_BLOCKS:
+        raise ClimioError(f"{fewest_name} must be at least {TREND_MIN_BLOCKS} with a covariate, got {fewest}")
+    if request is not None and request.method != "normal":
+        raise ClimioError("ci with a covariate: give ci_method='normal' (profile intervals of effective return "
+                          "levels are not available)")
+    if not all(np.isfinite(_values(at))):
+        raise ClimioError(f"covariate_at: give finite numbers, got {at!r}")
+    return _covariate(given)
 
 
 def _covariate(given: str | xr.DataArray) -> covariate.Covariate:
@@ -307,7 +334,8 @@ def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.nda
     sizes = {"period": len(periods), **({} if trend is None else {"covariate": len(trend[0])}),
              **({"season": len(seasons)} if seasons else {})}
     if ci is not None:
-        parameters = gev_trend.PARAMETERS if trend is not None else distributions.get(method.distribution).PARAMETERS
+        parameters = (TRENDS[method.distribution] if trend is not None else
+                      distributions.get(method.distribution)).PARAMETERS
         described = {**described, **cf.interval_attributes(described, method.distribution, parameters, ci.level,
                                                            ci.method)}
         options = {**options, "climio_ci_level": ci.level, "climio_ci_method": ci.method}
@@ -415,18 +443,18 @@ def _prepare(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None, var:
 
 
 def _fit_block(block: np.ndarray, *, tail: float, periods: list[float], npy: float, min_exceed: int,
-               missing: list[float], fields: Mapping[str, str], ci: Request | None, run: int | None
-               ) -> tuple[np.ndarray, ...]:
+               missing: list[float], fields: Mapping[str, str], ci: Request | None, run: int | None,
+               trend: covariate.Trend | None) -> tuple[np.ndarray, ...]:
     """pot.analyse on a block of cells (..., time): one array per result field, return levels (..., period)."""
     series = _series(block)
     result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing, ci=ci,
-                         run=run)
+                         run=run, trend=trend)
     return _fields(result, fields, block.shape[:-1])
 
 
 def _fit_block_gev(block: np.ndarray, *, cuts: blocks.Blocks, periods: list[float], max_missing: float,
                    min_blocks: int, missing: list[float], fields: Mapping[str, str], ci: Request | None,
-                   trend: block_maxima.Trend | None) -> tuple[np.ndarray, ...]:
+                   trend: covariate.Trend | None) -> tuple[np.ndarray, ...]:
     """block_maxima.analyse on a block of cells (..., time), as :func:`_fit_block`."""
     series = _series(block)
     scanner = block_maxima.Scanner(cuts, series.shape[1], series.dtype, missing)

@@ -13,7 +13,6 @@ Per cell (a time series with missing values as NaN, ``_FillValue`` or ``missing_
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -23,7 +22,7 @@ import numpy as np
 from climio.errors import ClimioError
 from climio.eva import covariate, distributions, gev_trend, intervals, methods
 from climio.eva.blocks import Blocks
-from climio.eva.covariate import Covariate
+from climio.eva.covariate import Covariate, Trend
 from climio.eva.rows import kernel_rows, missing_slots, missing_value, native
 
 STATUS_OK, NO_VALID, CONSTANT, TOO_FEW, AT_BOUND, AT_UPPER = range(6)  # cf.BLOCK_STATUS_MEANINGS
@@ -48,15 +47,6 @@ class Result:
     location_se: np.ndarray | None = None
     scale_se: np.ndarray | None = None
     shape_se: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class Trend:
-    """A location linear in a covariate (:mod:`climio.eva.gev_trend`): the covariate of each block, and the
-    covariate values at which the effective return levels are given."""
-
-    block_values: np.ndarray  # (blocks,)
-    at: np.ndarray  # (values,)
 
 
 def trend(cov: Covariate, cuts: Blocks, max_missing: float, at: Sequence[float] | None, where: str) -> Trend:
@@ -152,7 +142,7 @@ def analyse(scanner: Scanner, *, periods: Sequence[float], max_missing: float, m
             sample = _complete(scanner.maxima[rows, chunk], scanner.counts[rows, chunk], cuts.expected[rows],
                                max_missing, min_blocks)
             seasons.append(_analyse(sample, periods, blocks_per_year, ci) if trend is None else
-                           _analyse_trend(sample, Trend(trend.block_values[rows], trend.at), periods,
+                           _analyse_trend(sample, Trend(trend.values[rows], trend.at), periods,
                                           blocks_per_year, ci))
         parts.append(seasons[0] if len(seasons) == 1 else methods.stack(seasons, kind))
         if progress is not None:
@@ -217,8 +207,8 @@ def _analyse_trend(sample: _Sample, trend: Trend, periods: Sequence[float], bloc
     (values, periods, cells) and, with ``ci`` (normal), their delta-method intervals."""
     packed, n_blocks, status, fitted = sample.packed, sample.n_blocks, sample.status.copy(), sample.fitted
     cells = status.size
-    covariate = trend.block_values[sample.order]
-    fit = gev_trend.fit(packed[fitted], covariate[fitted], n_blocks[fitted])
+    block_covariate = trend.values[sample.order]
+    fit = gev_trend.fit(packed[fitted], block_covariate[fitted], n_blocks[fitted])
     full = {name: np.full(cells, np.nan) for name in ("location_intercept", "location_slope", "scale", "shape", "nll",
                                                        "nll_stationary")}
     for name, values in full.items():
@@ -229,9 +219,7 @@ def _analyse_trend(sample: _Sample, trend: Trend, periods: Sequence[float], bloc
     status[bounded] = np.where(full["shape"][bounded] < 0, AT_BOUND, AT_UPPER)
     status[np.flatnonzero(fitted)[np.isnan(fit.nll)]] = CONSTANT  # one covariate value for all its blocks
     whole = gev_trend.Fit(**full, at_bound=np.zeros(cells, bool), covariance=covariance)
-    with np.errstate(invalid="ignore"):
-        deviance = np.maximum(2.0 * (full["nll_stationary"] - full["nll"]), 0.0)
-    p_value = _erfc(np.sqrt(deviance / 2.0)).astype(np.float64)  # NaN where not fitted
+    p_value = covariate.p_value(full["nll_stationary"], full["nll"])
     levels = np.full((trend.at.size, len(periods), cells), np.nan)
     lower, upper = np.full(levels.shape, np.nan), np.full(levels.shape, np.nan)
     for i, value in enumerate(trend.at):
@@ -246,5 +234,3 @@ def _analyse_trend(sample: _Sample, trend: Trend, periods: Sequence[float], bloc
                        return_level_lower=lower if ci is not None else None,
                        return_level_upper=upper if ci is not None else None)
 
-
-_erfc = np.frompyfunc(math.erfc, 1, 1)

@@ -31,10 +31,11 @@ def _text(value: object) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
-def result_attributes(var: str, attrs: Mapping[str, object], tail: float, run: int | None = None
-                      ) -> dict[str, dict[str, object]]:
+def result_attributes(var: str, attrs: Mapping[str, object], tail: float, run: int | None = None,
+                      covariate: tuple[str, str] | None = None) -> dict[str, dict[str, object]]:
     """CF attributes of each result variable of a POT/GPD analysis of variable ``var`` with attributes ``attrs``
-    (``run``: declustered by runs of that length)."""
+    (``run``: declustered by runs of that length; ``covariate``, its long name and units: the GPD's log scale
+    linear in it)."""
     units = _text(attrs.get("units", "1")) or "1"
     quantity = {"units": units}
     if "standard_name" in attrs:
@@ -58,7 +59,7 @@ def result_attributes(var: str, attrs: Mapping[str, object], tail: float, run: i
             "extremal_index": {"long_name": f"extremal index of the values of {var} over the threshold",
                                "units": "1", **over_time("Ferro and Segers intervals estimator")},
         }
-    return {
+    out = {
         "threshold": {"long_name": f"{quantile} of {var} over time", **quantity,
                       **over_time(f"{quantile} of the valid values, R type 7")},
         "scale": {"long_name": f"GPD scale of the excesses of {var} over the threshold", "units": units,
@@ -76,6 +77,19 @@ def result_attributes(var: str, attrs: Mapping[str, object], tail: float, run: i
                    "flag_meanings": " ".join(STATUS_MEANINGS)},
         **declustered,
     }
+    if covariate is None:
+        return out
+    name, cov_units = covariate
+    trend = f"{pot}, log scale linear in the covariate ({name})"
+    per = f"{cov_units}-1" if cov_units.isalpha() else f"1/({cov_units})"
+    coefficients = {
+        "log_scale_intercept": {"long_name": f"natural logarithm of the GPD scale (in {units}) of the excesses of {var} "
+                                             f"over the threshold where the covariate ({name}) is 0", "units": "1"},
+        "log_scale_slope": {"long_name": f"change of the natural logarithm of the GPD scale of the excesses of {var} "
+                                         f"per unit of the covariate ({name})", "units": per},
+    }
+    return _with_trend(out, "scale", coefficients, "gpd", var, over_time(trend), over_time(pot),
+                       "negative log-likelihood of the GPD fit to the excesses without the covariate")
 
 
 def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, max_missing: float,
@@ -112,24 +126,39 @@ def block_maxima_attributes(var: str, attrs: Mapping[str, object], block: str, m
     name, cov_units = covariate
     trend = f"{blocks} maxima, GEV maximum likelihood, location linear in the covariate ({name})"
     per = f"{units} {cov_units}-1" if cov_units.isalpha() and " " not in units else f"({units})/({cov_units})"
-    location = out.pop("location")
-    out = {
-        "location_intercept": {**location, "long_name": f"{location['long_name']} where the covariate ({name}) is 0",
-                               **over_time(trend)},
+    location = out["location"]
+    coefficients = {
+        "location_intercept": {**location, "long_name": f"{location['long_name']} where the covariate ({name}) is 0"},
         "location_slope": {"long_name": f"change of the GEV location of the {blocks} maxima of {var} per unit of the "
-                                        f"covariate ({name})", "units": per, **over_time(trend)},
-        **out,
-        "nll_stationary": {"long_name": "negative log-likelihood of the GEV fit to the block maxima without the "
-                                        "covariate", "units": "1", **over_time(fit)},
-        "trend_p_value": {"long_name": "p-value of the likelihood-ratio test of the location's slope (chi-square, "
-                                       "1 degree of freedom)", "units": "1", **over_time(trend)},
+                                        f"covariate ({name})", "units": per},
     }
+    return _with_trend(out, "location", coefficients, "gev", var, over_time(trend), over_time(fit),
+                       "negative log-likelihood of the GEV fit to the block maxima without the covariate")
+
+
+def _with_trend(out: dict[str, dict[str, object]], moves: str, coefficients: Mapping[str, dict[str, object]],
+                distribution: str, var: str, trend: Mapping[str, object], stationary: Mapping[str, object],
+                stationary_name: str) -> dict[str, dict[str, object]]:
+    """The attributes of a fit with a trend from the stationary fit's ``out``: the parameter that ``moves``
+    replaced by its ``coefficients``, the stationary fit's -log L, the p-value, effective return levels, and
+    the standard errors of every parameter; ``trend`` and ``stationary`` are each fit's cell_methods."""
+    new: dict[str, dict[str, object]] = {}
+    for key, attrs in out.items():
+        if key == moves:
+            new.update({k: {**v, **trend} for k, v in coefficients.items()})
+        else:
+            new[key] = attrs
     for key in ("scale", "shape", "nll"):
-        out[key] = {**out[key], **over_time(trend)}
-    out["return_level"] = {**out["return_level"], "long_name": f"effective return level of {var} at the covariate "
-                                                                f"value", **over_time(trend)}
-    out.update(standard_error_attributes(out, "gev", ("location_intercept", "location_slope", "scale", "shape")))
-    return out
+        if key in new:
+            new[key] = {**new[key], **trend}
+    new["return_level"] = {**new["return_level"], "long_name": f"effective return level of {var} at the covariate "
+                                                                f"value", **trend}
+    new["nll_stationary"] = {"long_name": stationary_name, "units": "1", **stationary}
+    new["trend_p_value"] = {"long_name": f"p-value of the likelihood-ratio test of the {moves}'s trend (chi-square, "
+                                         f"1 degree of freedom)", "units": "1", **trend}
+    parameters = tuple(k for k in new if k in coefficients or k in ("scale", "shape"))
+    new.update(standard_error_attributes(new, distribution, parameters))
+    return new
 
 
 def covariate_attributes(name: str, units: str) -> dict[str, object]:

@@ -11,6 +11,7 @@ first and of the last year with a block.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,6 +19,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from climio.errors import ClimioError
+
+
+@dataclass(frozen=True)
+class Trend:
+    """What a fit with a trend needs: the covariate of each block (GEV) or each time step (POT), and the values
+    at which the effective return levels are given."""
+
+    values: np.ndarray
+    at: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -62,7 +72,7 @@ def load(spec: str, option: str = "--covariate") -> Covariate:
     """The covariate of ``spec`` (every rank reads the small series itself)."""
     source = parse(spec, option)
     if source is None:
-        return Covariate("year", "year the block ends in", "year", np.empty(0, np.int64), np.empty(0))
+        return Covariate("year", "calendar year", "year", np.empty(0, np.int64), np.empty(0))
     path, var = source
     if not os.path.isfile(path):
         raise ClimioError(f"{option} {spec}: no such file '{path}'", collective=True)
@@ -117,3 +127,14 @@ def at_values(covariate: Covariate, first: int, last: int, given: Sequence[float
     if given:
         return np.asarray(given, dtype=np.float64)
     return np.unique(covariate.of_years(np.asarray([first, last])))
+
+
+def p_value(nll_stationary: np.ndarray, nll: np.ndarray) -> np.ndarray:
+    """The likelihood-ratio test of the trend (one more parameter than the stationary fit):
+    P(chi2_1 > 2 (nll_stationary - nll)) = erfc(sqrt(nll_stationary - nll)); NaN where either is."""
+    with np.errstate(invalid="ignore"):
+        deviance = np.maximum(2.0 * (np.asarray(nll_stationary) - np.asarray(nll)), 0.0)
+    return _erfc(np.sqrt(deviance / 2.0)).astype(np.float64)
+
+
+_erfc = np.frompyfunc(math.erfc, 1, 1)

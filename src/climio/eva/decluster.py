@@ -40,12 +40,14 @@ def parse(spec: str) -> int:
 
 
 @numba.njit(cache=True)
-def _cell(times: np.ndarray, excess: np.ndarray, n: int, run: int, maxima: np.ndarray) -> tuple[int, float]:
-    """One cell's ``n`` exceedances, sorted by time in place: the clusters' largest excesses (into ``maxima``,
-    in time order), their count and the intervals estimator."""
+def _cell(times: np.ndarray, excess: np.ndarray, n: int, run: int, maxima: np.ndarray, when: np.ndarray
+          ) -> tuple[int, float]:
+    """One cell's ``n`` exceedances (any order): the clusters' largest excesses and their time steps (into
+    ``maxima`` and ``when``, in time order), their count and the intervals estimator."""
     order = np.argsort(times[:n])
     clusters = 0
     top = -np.inf
+    top_time = -1
     sum1 = sum2 = sum1m = sum12 = 0.0
     widest = 0
     for q in range(n):
@@ -58,12 +60,13 @@ def _cell(times: np.ndarray, excess: np.ndarray, n: int, run: int, maxima: np.nd
             sum1m += gap - 1.0
             sum12 += (gap - 1.0) * (gap - 2.0)
             if gap - 1 >= run:  # at least ``run`` steps not above the threshold: a new cluster
-                maxima[clusters] = top
+                maxima[clusters], when[clusters] = top, top_time
                 clusters += 1
                 top = -np.inf
-        top = max(top, excess[i])
+        if excess[i] > top:
+            top, top_time = excess[i], times[i]
     if n > 0:
-        maxima[clusters] = top
+        maxima[clusters], when[clusters] = top, top_time
         clusters += 1
     if n < 2:
         theta = np.nan
@@ -76,40 +79,67 @@ def _cell(times: np.ndarray, excess: np.ndarray, n: int, run: int, maxima: np.nd
 
 @numba.njit(cache=True)
 def _clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int, maxima: np.ndarray,
-              n_clusters: np.ndarray, theta: np.ndarray) -> None:
+              when: np.ndarray, n_clusters: np.ndarray, theta: np.ndarray) -> None:
     """:func:`_cell` for every row's first ``count`` exceedances."""
     for c in range(times.shape[0]):
-        n_clusters[c], theta[c] = _cell(times[c], excess[c], count[c], run, maxima[c])
+        n_clusters[c], theta[c] = _cell(times[c], excess[c], count[c], run, maxima[c], when[c])
+
+
+@numba.njit(cache=True)
+def _exceedances(values: np.ndarray, times: np.ndarray, kept: int, u: float, excess: np.ndarray,
+                 when: np.ndarray) -> int:
+    """A cell's kept values above its threshold u: their excesses (float64) and time steps; their count."""
+    n = 0
+    for i in range(kept):
+        v = np.float64(values[i])
+        if v > u:
+            when[n] = times[i]
+            excess[n] = v - u
+            n += 1
+    return n
+
+
+@numba.njit(cache=True)
+def _timed(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray, excess: np.ndarray,
+           when: np.ndarray, count: np.ndarray) -> None:
+    for c in range(values.shape[0]):
+        count[c] = _exceedances(values[c], times[c], kept[c], threshold[c], excess[c], when[c])
+
+
+def timed_exceedances(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The exceedances among each cell's kept largest values over its ``threshold``: (excesses, their time
+    steps, their count per cell), in the scanner's order."""
+    cells, width = values.shape
+    excess, when = np.empty((cells, width)), np.zeros((cells, width), np.int64)
+    count = np.zeros(cells, np.int64)
+    _timed(values, times, kept, np.asarray(threshold, dtype=np.float64), excess, when, count)
+    return excess, when, count
 
 
 @numba.njit(cache=True)
 def _of_largest(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray, run: int,
-                maxima: np.ndarray, n_clusters: np.ndarray, theta: np.ndarray) -> None:
+                maxima: np.ndarray, maxima_when: np.ndarray, n_clusters: np.ndarray, theta: np.ndarray) -> None:
     """:func:`_cell` for each cell's kept values above its threshold (excesses in float64)."""
     when = np.empty(values.shape[1], np.int64)
     excess = np.empty(values.shape[1])
     for c in range(values.shape[0]):
-        n = 0
-        u = threshold[c]
-        for i in range(kept[c]):
-            v = np.float64(values[c, i])
-            if v > u:
-                when[n] = times[c, i]
-                excess[n] = v - u
-                n += 1
-        n_clusters[c], theta[c] = _cell(when, excess, n, run, maxima[c])
+        n = _exceedances(values[c], times[c], kept[c], threshold[c], excess, when)
+        n_clusters[c], theta[c] = _cell(when, excess, n, run, maxima[c], maxima_when[c])
 
 
 def of_largest(values: np.ndarray, times: np.ndarray, kept: np.ndarray, threshold: np.ndarray, run: int
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """:func:`clusters` of the exceedances among each cell's kept largest values (``largest.Scanner``'s
-    ``values``, ``times``, ``kept``) over its ``threshold`` (NaN: none)."""
+    ``values``, ``times``, ``kept``) over its ``threshold`` (NaN: none): (cluster maxima, their time steps,
+    n_clusters, the extremal index)."""
     cells, width = values.shape
     maxima = np.empty((cells, width))
+    when = np.zeros((cells, width), np.int64)
     n_clusters = np.zeros(cells, np.int64)
     theta = np.full(cells, np.nan)
-    _of_largest(values, times, kept, np.asarray(threshold, dtype=np.float64), run, maxima, n_clusters, theta)
-    return maxima, n_clusters, theta
+    _of_largest(values, times, kept, np.asarray(threshold, dtype=np.float64), run, maxima, when, n_clusters, theta)
+    return maxima, when, n_clusters, theta
 
 
 def clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int
@@ -119,8 +149,9 @@ def clusters(times: np.ndarray, excess: np.ndarray, count: np.ndarray, run: int
     extremal index)."""
     cells = times.shape[0]
     maxima = np.full(excess.shape, np.nan)
+    when = np.zeros(excess.shape, np.int64)
     n_clusters = np.zeros(cells, np.int64)
     theta = np.full(cells, np.nan)
     _clusters(np.ascontiguousarray(times, dtype=np.int64), np.ascontiguousarray(excess, dtype=np.float64),
-              np.ascontiguousarray(count, dtype=np.int64), run, maxima, n_clusters, theta)
+              np.ascontiguousarray(count, dtype=np.int64), run, maxima, when, n_clusters, theta)
     return maxima, n_clusters, theta

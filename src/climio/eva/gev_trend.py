@@ -24,10 +24,12 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import gev, intervals
+from climio.eva import gev, intervals, newton
 from climio.eva.gpd import VECTOR
 
 PARAMETERS = ("location_intercept", "location_slope", "scale", "shape")
+MOVES = "location"  # the stationary parameter the trend replaces ...
+COEFFICIENTS = ("location_intercept", "location_slope")  # ... by these
 XI_MIN, XI_MAX = gev.XI_MIN, gev.XI_MAX
 GRID_DECREMENT = 1e-6  # a grid point's Newton solve stops on this decrement (relative to |-log L| + n)
 POLISH_DECREMENT = 1e-16  # ... and the polish on this one (its last step is then below rounding)
@@ -108,49 +110,6 @@ def _derivatives(x: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, g: np.
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _newton_step(h: np.ndarray, g: np.ndarray, k: int, step: np.ndarray, lower: np.ndarray) -> float:
-    """Newton's step -H^-1 g in the first k parameters (Cholesky; H's diagonal shifted until positive definite
-    where it is not); returns the decrement -g'step."""
-    shift = 0.0
-    size = 0.0
-    for i in range(k):
-        size = max(size, abs(h[i, i]))
-    for _ in range(80):
-        ok = True
-        for i in range(k):
-            for j in range(i + 1):
-                v = h[i, j] + (shift if i == j else 0.0)
-                for m in range(j):
-                    v -= lower[i, m] * lower[j, m]
-                if i == j:
-                    if not v > 0.0:
-                        ok = False
-                        break
-                    lower[i, i] = math.sqrt(v)
-                else:
-                    lower[i, j] = v / lower[j, j]
-            if not ok:
-                break
-        if ok:
-            break
-        shift = max(2.0 * shift, 1e-6 * size + 1e-300)
-    for i in range(k):  # L u = -g, then L' step = u
-        v = -g[i]
-        for m in range(i):
-            v -= lower[i, m] * step[m]
-        step[i] = v / lower[i, i]
-    for i in range(k - 1, -1, -1):
-        v = step[i]
-        for m in range(i + 1, k):
-            v -= lower[m, i] * step[m]
-        step[i] = v / lower[i, i]
-    decrement = 0.0
-    for i in range(k):
-        decrement -= g[i] * step[i]
-    return decrement
-
-
-@numba.njit(cache=True, error_model="numpy")
 def _newton(x: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, free_shape: bool, tolerance: float,
             g: np.ndarray, h: np.ndarray, step: np.ndarray, lower: np.ndarray, trial: np.ndarray) -> float:
     """Minimise -log L from theta (moved in place) by Newton's method, in the locations and log sigma and, if
@@ -168,7 +127,7 @@ def _newton(x: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, free_shape:
     for _ in range(ITERATIONS):
         k = 4 if free_shape and not ((theta[3] <= XI_MIN and g[3] > 0.0) or (theta[3] >= XI_MAX and g[3] < 0.0)) \
             else 3
-        decrement = _newton_step(h, g, k, step, lower)
+        decrement = newton.step(h, g, k, step, lower)
         if not decrement > tolerance * (abs(f) + n):
             break
         cap = max(abs(step[0]) / STEP_LOCATION, abs(step[1]) / STEP_LOCATION, abs(step[2]) / STEP_LOG_SCALE, 1.0)

@@ -39,9 +39,9 @@ from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, covariate, distributions, gev_trend, largest, output, pot, timestep
+from climio.eva import block_maxima, blocks, cf, covariate, distributions, largest, output, pot, timestep
 from climio.eva.intervals import Request
-from climio.eva.methods import METHODS, PER_PERIOD, Method
+from climio.eva.methods import METHODS, PER_PERIOD, TRENDS, Method
 from climio.eva.plot import Map, draw
 from climio.eva.series import Series, time_rule
 from climio.subset.inputs import open_inputs
@@ -56,7 +56,8 @@ STREAM_BYTES = 4 << 20  # the slab scheme reads and scans this much at a time: i
 STRIDED_BYTES = 64 << 20  # ... unless time is not the slowest dimension: then each read is a piece per cell
 READAHEAD_BYTES = 64 << 20  # ... while the kernel reads this much of the rank's slab ahead (page cache, not ours)
 SCHEMES = ("slab", "transpose", "root")
-Result = pot.Result | block_maxima.Result | block_maxima.TrendResult
+Result = pot.Result | pot.TrendResult | block_maxima.Result | block_maxima.TrendResult
+TREND_RESULTS = (pot.TrendResult, block_maxima.TrendResult)
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,8 @@ class Options:
     min_blocks: int = 10  # gev: fewest complete blocks to fit
     ci: Request | None = None  # --ci/--ci-method: confidence intervals of the return levels, standard errors
     decluster: int | None = None  # pot: --decluster runs:R, the run length R (time steps)
-    covariate: str | None = None  # gev: --covariate year|FILE:VAR, a location linear in it (climio.eva.covariate)
-    covariate_at: tuple[float, ...] = ()  # gev: covariate values of the effective return levels
+    covariate: str | None = None  # --covariate year|FILE:VAR: the GEV location, the GPD log scale linear in it
+    covariate_at: tuple[float, ...] = ()  # covariate values of the effective return levels
 
     def check(self) -> None:
         """Reject bad options before any file is touched (the same verdict on every rank)."""
@@ -132,13 +133,11 @@ class Options:
                 raise ClimioError("--covariate-at: give the covariate too (--covariate year|FILE:VAR)",
                                   collective=True)
             return
-        if self.method != "gev":
-            raise ClimioError("--covariate: for block maxima only (--method gev); a trend in the GPD scale is not "
-                              "available yet", collective=True)
         covariate.parse(self.covariate)
-        if self.min_blocks < block_maxima.TREND_MIN_BLOCKS:
-            raise ClimioError(f"--min-blocks must be at least {block_maxima.TREND_MIN_BLOCKS} with --covariate (four "
-                              f"parameters), got {self.min_blocks}", collective=True)
+        fewest, option = (self.min_blocks, "--min-blocks") if self.method == "gev" else (self.min_exceed, "--min-exceed")
+        if fewest < block_maxima.TREND_MIN_BLOCKS:
+            raise ClimioError(f"{option} must be at least {block_maxima.TREND_MIN_BLOCKS} with --covariate, got "
+                              f"{fewest}", collective=True)
         if self.ci is not None and self.ci.method != "normal":
             raise ClimioError("--ci with --covariate: give --ci-method normal (profile intervals of effective "
                               "return levels are not available)", collective=True)
@@ -260,7 +259,7 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
         method = METHODS[opts.method]
         npy = _npy(series, paths, step, opts) if method.name == "pot" else None
         cuts = _blocks(series, paths, step, opts) if method.name == "gev" else None
-        trend, cov = _trend(cuts, series, opts) if cuts is not None and opts.covariate else (None, None)
+        trend, cov = _trend(cuts, series, paths, opts) if opts.covariate else (None, None)
         where = Map.of(series) if opts.plot else None  # refuse a layout that is no map before the analysis
         shape = series.shape
         decomp = decomposition(shape, opts.split, comm.Get_size())
@@ -268,7 +267,7 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
         missing = missing_values(series.var.attrs)
         if cuts is None:
             scanner = _scan(series, decomp, owned, pot.tail_capacity(shape[0], opts.tail), missing,
-                            opts.scheme, comm, times=opts.decluster is not None)
+                            opts.scheme, comm, times=opts.decluster is not None or trend is not None)
         else:
             scanner = _scan_blocks(series, decomp, owned, cuts, missing, opts.scheme, comm)
         layout = output.Layout(series)
@@ -302,20 +301,30 @@ def _attributes(series: Series, opts: Options, cov: covariate.Covariate | None) 
         attrs = cf.block_maxima_attributes(series.name, series.var.attrs, blocks.canonical(opts.block),
                                            opts.max_missing, None if cov is None else (cov.long_name, cov.units))
     else:
-        attrs = cf.result_attributes(series.name, series.var.attrs, opts.tail, opts.decluster)
+        attrs = cf.result_attributes(series.name, series.var.attrs, opts.tail, opts.decluster,
+                                     None if cov is None else (cov.long_name, cov.units))
     if opts.ci is not None:
         name = METHODS[opts.method].distribution
-        parameters = gev_trend.PARAMETERS if cov is not None else distributions.get(name).PARAMETERS
+        parameters = TRENDS[name].PARAMETERS if cov is not None else distributions.get(name).PARAMETERS
         attrs.update(cf.interval_attributes(attrs, name, parameters, opts.ci.level, opts.ci.method))
     return attrs
 
 
-def _trend(cuts: blocks.Blocks, series: Series, opts: Options
-           ) -> tuple[block_maxima.Trend, covariate.Covariate]:
-    """The covariate of each block and the values of the effective return levels."""
+def _trend(cuts: blocks.Blocks | None, series: Series, paths: Sequence[str], opts: Options
+           ) -> tuple[covariate.Trend, covariate.Covariate]:
+    """The covariate of each block (GEV) or time step (POT) and the values of the effective return levels."""
     assert opts.covariate is not None
     cov = covariate.load(opts.covariate)
-    return block_maxima.trend(cov, cuts, opts.max_missing, opts.covariate_at, series.where), cov
+    if cuts is not None:
+        return block_maxima.trend(cov, cuts, opts.max_missing, opts.covariate_at, series.where), cov
+    units, times = time_units(series.time_attrs), series.times()
+    if units is None or times is None:
+        raise ClimioError(f"{_where(paths)}: --covariate needs a time coordinate '{series.time_dim}' with CF units "
+                          f"('days since ...'), to find each value's year", collective=True)
+    import cftime
+
+    years = np.array([d.year for d in cftime.num2date(times, units, calendar_of(series.time_attrs))])
+    return pot.trend(cov, years, opts.covariate_at), cov
 
 
 def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
@@ -326,7 +335,9 @@ def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
         return {"climio_block": blocks.canonical(opts.block), "climio_max_missing": opts.max_missing,
                 "climio_min_blocks": np.int32(opts.min_blocks), **trend, **ci}
     runs = {} if opts.decluster is None else {"climio_decluster": f"runs:{opts.decluster}"}
-    return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed), **runs, **ci}
+    trend = {} if opts.covariate is None else {"climio_covariate": opts.covariate}
+    return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed), **runs,
+            **trend, **ci}
 
 
 def _scan(series: Series, decomp: Decomposition, owned: Hyperslab, k: int,
@@ -358,7 +369,7 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
     file is renamed into place (collective)."""
     items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
         (name, data, None) for name, data in values.items() if not schema.variable(name).is_text]
-    names = method.outputs(opts.ci, opts.decluster is not None, isinstance(result, block_maxima.TrendResult))
+    names = method.outputs(opts.ci, opts.decluster is not None, isinstance(result, TREND_RESULTS))
     if series.cell_dims:
         block = owned.count[1:]
         cells = Hyperslab(owned.start[1:], block)
@@ -504,7 +515,7 @@ def _scan_blocks(series: Series, decomp: Decomposition, owned: Hyperslab, cuts: 
 
 
 def _analyse_cells(scanner: largest.Scanner | block_maxima.Scanner, opts: Options, npy: float | None,
-                   show_progress: bool, trend: block_maxima.Trend | None = None) -> Result:
+                   show_progress: bool, trend: covariate.Trend | None = None) -> Result:
     """Fits and return levels of the cells a scanner has seen, with a progress bar on rank 0."""
     if isinstance(scanner, block_maxima.Scanner):
         with progress.bar(scanner.maxima.shape[1], "cell", "eva", show_progress) as bar, trace.phase("work"):
@@ -513,4 +524,4 @@ def _analyse_cells(scanner: largest.Scanner | block_maxima.Scanner, opts: Option
     assert npy is not None
     with progress.bar(scanner.values.shape[0], "cell", "eva", show_progress) as bar, trace.phase("work"):
         return pot.from_scanner(scanner, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
-                                progress=bar.update, ci=opts.ci, run=opts.decluster)
+                                progress=bar.update, ci=opts.ci, run=opts.decluster, trend=trend)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 
 import numpy as np
 
-from climio.eva import cf, distributions, gev_trend
+from climio.eva import cf, distributions, gev_trend, gpd_trend
 from climio.eva.intervals import Intervals, Request
 
 PER_PERIOD = ("return_level", "return_level_lower", "return_level_upper")  # results with the period dimension
@@ -31,16 +31,18 @@ class Method:
 
     def outputs(self, ci: Request | None, declustered: bool = False, trend: bool = False) -> dict[str, str]:
         """The result variables and their types; with ``--ci`` the interval ends and standard errors too, with
-        ``--decluster`` the clusters' count and the extremal index; with ``--covariate`` (a trend in the GEV
-        location) the location's intercept and slope for its location, the stationary fit's -log L, the
-        likelihood-ratio test's p-value and the standard errors (always)."""
+        ``--decluster`` the clusters' count and the extremal index; with ``--covariate`` (a trend: the GEV
+        location, the GPD log scale) the intercept and slope of the parameter that moves in its place, the
+        stationary fit's -log L, the likelihood-ratio test's p-value and the standard errors (always)."""
         out = dict(self.results)
         parameters = distributions.get(self.distribution).PARAMETERS
         if trend:
-            parameters = gev_trend.PARAMETERS
-            out = {"location_intercept": "f8", "location_slope": "f8",
-                   **{k: v for k, v in out.items() if k != "location"},
-                   "nll_stationary": "f8", "trend_p_value": "f8", **{f"{p}_se": "f8" for p in parameters}}
+            module = TRENDS[self.distribution]
+            parameters = module.PARAMETERS
+            out = {}
+            for name, dtype in self.results.items():  # the parameter that moves becomes its two coefficients
+                out.update({p: "f8" for p in module.COEFFICIENTS} if name == module.MOVES else {name: dtype})
+            out.update({"nll_stationary": "f8", "trend_p_value": "f8", **{f"{p}_se": "f8" for p in parameters}})
         if declustered:
             out.update({"n_clusters": "i4", "extremal_index": "f8"})
         if ci is not None:
@@ -48,6 +50,8 @@ class Method:
                         **{f"{p}_se": "f8" for p in parameters}})
         return out
 
+
+TRENDS = {"gev": gev_trend, "gpd": gpd_trend}  # each distribution's fit with a trend
 
 METHODS = {
     "pot": Method("pot", "gpd", "peaks-over-threshold GPD fits",

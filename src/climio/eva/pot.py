@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import decluster, distributions, intervals, largest, methods
+from climio.eva import covariate, decluster, distributions, gpd_trend, intervals, largest, methods
+from climio.eva.covariate import Covariate, Trend
 
 STATUS_OK = 0
 NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND = 1, 2, 3, 4, 5
@@ -51,6 +52,39 @@ class Result:
     # with --decluster: the clusters fitted, and Ferro and Segers' extremal index of the exceedances
     n_clusters: np.ndarray | None = None
     extremal_index: np.ndarray | None = None
+
+
+@dataclass
+class TrendResult:
+    """Per-cell results of the fit whose GPD scale moves with a covariate (:mod:`climio.eva.gpd_trend`), as
+    :class:`Result`; return levels (values, periods, cells)."""
+
+    threshold: np.ndarray
+    log_scale_intercept: np.ndarray
+    log_scale_slope: np.ndarray
+    shape: np.ndarray
+    rate: np.ndarray
+    n_exceed: np.ndarray
+    nll: np.ndarray
+    nll_stationary: np.ndarray
+    trend_p_value: np.ndarray
+    status: np.ndarray
+    return_level: np.ndarray
+    log_scale_intercept_se: np.ndarray
+    log_scale_slope_se: np.ndarray
+    shape_se: np.ndarray
+    return_level_lower: np.ndarray | None = None  # with --ci (normal)
+    return_level_upper: np.ndarray | None = None
+    n_clusters: np.ndarray | None = None  # with --decluster
+    extremal_index: np.ndarray | None = None
+
+
+def trend(cov: Covariate, step_years: np.ndarray, at: Sequence[float] | None) -> Trend:
+    """The covariate of each time step (from the calendar year of its date) and the values of the effective
+    return levels (``at``, or by default the covariate of the first and last years)."""
+    step_years = np.asarray(step_years, dtype=np.int64)
+    return Trend(cov.of_years(step_years, np.ones(step_years.size, bool)),
+                 covariate.at_values(cov, int(step_years.min()), int(step_years.max()), at))
 
 
 def type7_positions(n_valid: np.ndarray, p: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -101,7 +135,8 @@ def tail_capacity(length: int, tail: float) -> int:
 
 def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
             missing: Sequence[float] = (), progress: Callable[[int], None] | None = None,
-            ci: intervals.Request | None = None, run: int | None = None) -> Result:
+            ci: intervals.Request | None = None, run: int | None = None, trend: Trend | None = None
+            ) -> Result | TrendResult:
     """Everything for the cells in the columns of ``series`` (time, cells), read in place, never copied.
 
     Values that are NaN or equal to one of ``missing`` (``_FillValue``, ``missing_value``) are left out.
@@ -109,35 +144,38 @@ def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: f
     column chunk of them is not, and cost twice as much); the rest runs in chunks of ``CHUNK_CELLS``
     cells to bound the float64 temporaries, calling ``progress(cells_done)`` after each.
     """
-    scanner = largest.scan(series, tail_capacity(series.shape[0], tail), missing, times=run is not None)
+    scanner = largest.scan(series, tail_capacity(series.shape[0], tail), missing,
+                           times=run is not None or trend is not None)
     return from_scanner(scanner, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, progress=progress,
-                        ci=ci, run=run)
+                        ci=ci, run=run, trend=trend)
 
 
 def from_scanner(scanner: largest.Scanner, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
                  progress: Callable[[int], None] | None = None, ci: intervals.Request | None = None,
-                 run: int | None = None) -> Result:
+                 run: int | None = None, trend: Trend | None = None) -> Result | TrendResult:
     """Everything from a scanner that has seen every time step (its k from :func:`tail_capacity`); with ``ci``,
     the return levels' confidence intervals and the parameters' standard errors too; with ``run``, the fit of
-    the runs-declustered clusters' maxima (the scanner must have kept the times)."""
+    the runs-declustered clusters' maxima; with ``trend``, the fit whose scale moves with a covariate (for
+    either, the scanner must have kept the times)."""
     cells = scanner.values.shape[0]
     parts = []
     for c0 in range(0, max(cells, 1), CHUNK_CELLS):
         chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
-        times = None if run is None else scanner.times[chunk]  # type: ignore[index]
+        times = None if run is None and trend is None else scanner.times[chunk]  # type: ignore[index]
         parts.append(_from_largest(scanner.values[chunk], kept=scanner.kept[chunk], n_valid=scanner.n_valid[chunk],
                                    low=scanner.low[chunk], capacity=scanner.k, tail=tail, periods=periods, npy=npy,
-                                   min_exceed=min_exceed, ci=ci, times=times, run=run))
+                                   min_exceed=min_exceed, ci=ci, times=times, run=run, trend=trend))
         if progress is not None:
             progress(chunk.stop - chunk.start)
-    return methods.concatenate(parts, Result)  # type: ignore[return-value]
+    return methods.concatenate(parts, Result if trend is None else TrendResult)  # type: ignore[return-value]
 
 
 def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, low: np.ndarray, capacity: int,
                   tail: float, periods: Sequence[float], npy: float, min_exceed: int,
-                  ci: intervals.Request | None, times: np.ndarray | None, run: int | None) -> Result:
+                  ci: intervals.Request | None, times: np.ndarray | None, run: int | None,
+                  trend: Trend | None = None) -> Result | TrendResult:
     """Thresholds, exceedances, status, fits and return levels from each cell's largest values (and, to
-    decluster, their time steps)."""
+    decluster or fit a trend, their time steps)."""
     cells = values.shape[0]
     lo, hi, h = type7_positions(n_valid, 1.0 - tail)
     threshold, peak = np.empty(cells), np.empty(cells)
@@ -146,9 +184,11 @@ def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, 
     negated = _negated(values, kept)
     negated.sort(axis=1)
     _exceedances(negated, n_valid, lo, hi, h, threshold, peak, n_exceed, excess)
-    sample, count = excess, n_exceed  # what the GPD is fitted to
+    sample, count, when = excess, n_exceed, None  # what the GPD is fitted to, and when
     if times is not None and run is not None:
-        sample, count, theta = decluster.of_largest(values, times, kept, threshold, run)
+        sample, when, count, theta = decluster.of_largest(values, times, kept, threshold, run)
+    elif times is not None:
+        sample, when, count = decluster.timed_exceedances(values, times, kept, threshold)
     has = n_valid > 0
     with np.errstate(invalid="ignore", divide="ignore"):
         rate = np.where(has, count / np.maximum(n_valid, 1), np.nan)
@@ -158,6 +198,11 @@ def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, 
     status[has & (n_exceed == 0) & (low == peak)] = CONSTANT  # smallest valid value is the largest
     status[~has] = NO_VALID
     fitted = status == STATUS_OK
+    if trend is not None and when is not None:
+        result = _fit_trend(sample, when, count, trend, threshold, rate, n_exceed, status, fitted, periods, npy, ci)
+        if run is not None:
+            result.n_clusters, result.extremal_index = count.astype(np.int32), theta
+        return result
     gpd = distributions.get("gpd")
     result = gpd.fit(sample[fitted], count[fitted])
     scale, shape, nll = (np.full(cells, np.nan) for _ in range(3))
@@ -173,3 +218,35 @@ def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, 
     if run is not None:
         result.n_clusters, result.extremal_index = count.astype(np.int32), theta
     return result
+
+
+def _fit_trend(sample: np.ndarray, when: np.ndarray, count: np.ndarray, trend: Trend, threshold: np.ndarray,
+               rate: np.ndarray, n_exceed: np.ndarray, status: np.ndarray, fitted: np.ndarray,
+               periods: Sequence[float], npy: float, ci: intervals.Request | None) -> TrendResult:
+    """The fit whose log scale is linear in the covariate at each excess's time step; effective return levels
+    (values, periods, cells) and, with ``ci`` (normal), their delta-method intervals."""
+    cells = status.size
+    fit = gpd_trend.fit(sample[fitted], trend.values[when[fitted]], count[fitted])
+    full = {name: np.full(cells, np.nan) for name in ("log_scale_intercept", "log_scale_slope", "shape", "nll",
+                                                       "nll_stationary")}
+    for name, values in full.items():
+        values[fitted] = getattr(fit, name)
+    covariance = np.full((cells, 3, 3), np.nan)
+    covariance[fitted] = fit.covariance
+    status[np.flatnonzero(fitted)[fit.at_bound]] = AT_BOUND
+    status[np.flatnonzero(fitted)[np.isnan(fit.nll)]] = CONSTANT  # one covariate value for all its excesses
+    whole = gpd_trend.Fit(**full, at_bound=np.zeros(cells, bool), covariance=covariance)
+    levels = np.full((trend.at.size, len(periods), cells), np.nan)
+    lower, upper = np.full(levels.shape, np.nan), np.full(levels.shape, np.nan)
+    for i, value in enumerate(trend.at):
+        for k, period in enumerate(periods):
+            levels[i, k] = gpd_trend.return_level(whole, float(value), threshold, rate, period, npy)
+            if ci is not None:
+                lower[i, k], upper[i, k] = gpd_trend.normal_bounds(whole, float(value), threshold, rate, period, npy,
+                                                                   ci.normal_quantile)
+    se = intervals.standard_errors(covariance, gpd_trend.PARAMETERS)
+    return TrendResult(threshold=threshold, **full, rate=rate, n_exceed=n_exceed.astype(np.int32),
+                       trend_p_value=covariate.p_value(full["nll_stationary"], full["nll"]), status=status,
+                       return_level=levels, **{f"{p}_se": se[p] for p in gpd_trend.PARAMETERS},
+                       return_level_lower=lower if ci is not None else None,
+                       return_level_upper=upper if ci is not None else None)
