@@ -412,8 +412,8 @@ def build_parser() -> Parser:
     ev.add_argument("--schemes", default="slab,transpose,root", help="schemes to run (default all)")
     ev.add_argument("--splits", default="lat,block", help="splits to run (default lat,block)")
     ev.add_argument("--methods", default="pot", help="eva methods to run, interleaved: pot, gev, either with confidence "
-                    "intervals (pot+normal, pot+profile, gev+normal, gev+profile), pot+decluster and gev+trend "
-                    "(--covariate year) (default pot)")
+                    "intervals (pot+normal, pot+profile, gev+normal, gev+profile), pot+decluster, and pot+trend, "
+                    "gev+trend (--covariate year) (default pot)")
     ev.add_argument("--formats", default="cdf5,nc4z",
                     help="inputs: cdf5, and nc4z (zlib netCDF-4, one day per chunk) (default both)")
     ev.add_argument("--reps", type=int, default=3, help="repetitions; medians are reported (default 3)")

@@ -22,8 +22,8 @@ the table gives medians over repetitions of:
 
 ``--methods pot,gev`` runs each method on the same inputs, interleaved, so the two compare within a run; a
 method followed by ``+normal`` or ``+profile`` (``pot+profile``) runs it with ``--ci 0.95 --ci-method`` that
-method, ``pot+decluster`` with ``--decluster runs:1`` and ``gev+trend`` with ``--covariate year``, so the
-cost of each is measured against the plain fit in the same run.
+method, ``pot+decluster`` with ``--decluster runs:1`` and ``pot+trend``/``gev+trend`` with ``--covariate
+year``, so the cost of each is measured against the plain fit in the same run.
 
 With ``--cold`` the input's pages are dropped before every timed run instead (:mod:`climio.bench.cache`),
 and before each eva run ``dd`` reads the whole file from a cold cache: the disk's own speed in the same
@@ -117,12 +117,12 @@ def extra_arguments() -> dict[str, list[str]]:
             "trend": ["--covariate", "year"]}
 
 
-ONLY = {"decluster": "pot", "trend": "gev"}  # extras of one method only
+ONLY = {"decluster": "pot"}  # extras of one method only
 
 
 def variants() -> tuple[str, ...]:
     """The names ``--methods`` takes: each eva method, alone or with an interval method (``pot+profile``),
-    ``pot+decluster`` and ``gev+trend`` (a location linear in the year)."""
+    ``pot+decluster``, and ``pot+trend``/``gev+trend`` (``--covariate year``)."""
     from climio.eva.methods import METHODS
 
     return (*METHODS, *(f"{m}+{extra}" for m in METHODS for extra in extra_arguments()
