@@ -69,7 +69,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import intervals, vecmath
+from climio.eva import gpd, intervals, vecmath
 from climio.eva.gpd import VECTOR
 
 PARAMETERS = ("location", "scale", "shape")
@@ -516,7 +516,7 @@ def terms(x: float, mu: float, inverse_s: float, xi: float, inverse_xi: float
             -y * y * iw * iw + axx * (1.0 - t) + t * ax * ax, (1.0 - y * (1.0 - t)) * iw * iw + t * ax * iw)
 
 
-@numba.njit(**VECTOR)
+@numba.njit(**gpd.DETERMINISTIC)
 def _point(x: np.ndarray, n: int, mu: float, sigma: float, xi: float
            ) -> tuple[float, float, float, float, float, float, float, float, float, float]:
     r"""-log L of x[:n] at (mu, sigma, xi), its gradient and its Hessian, exactly:
@@ -561,7 +561,7 @@ def _point(x: np.ndarray, n: int, mu: float, sigma: float, xi: float
             (-n + syyhyy + 2.0 * syy) * s2, -syyx * inverse_s, sxx)
 
 
-@numba.njit(**VECTOR)
+@numba.njit(**gpd.DETERMINISTIC)
 def _point_location_scale(x: np.ndarray, n: int, mu: float, sigma: float, xi: float
                           ) -> tuple[float, float, float, float, float, float]:
     """-log L and its derivatives in (mu, sigma) only, as :func:`_point` (the grid's cheaper pass):

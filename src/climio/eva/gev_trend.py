@@ -24,8 +24,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import gev, intervals, newton
-from climio.eva.gpd import VECTOR
+from climio.eva import gev, gpd, intervals, newton
 
 PARAMETERS = ("location_intercept", "location_slope", "scale", "shape")
 MOVES = "location"  # the stationary parameter the trend replaces ...
@@ -57,7 +56,7 @@ class Fit:
     covariance: np.ndarray  # (cells, 4, 4): the inverse observed information in PARAMETERS; NaN at a bound
 
 
-@numba.njit(**VECTOR)
+@numba.njit(**gpd.DETERMINISTIC)
 def _derivatives(x: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, g: np.ndarray, h: np.ndarray) -> float:
     r"""-log L of maxima x[:n] with covariate c[:n] at theta = (mu_0, mu_1, log sigma, xi); its gradient into g
     and Hessian into h. inf (g, h untouched) outside the support.
@@ -199,6 +198,18 @@ def _fit_cell(x: np.ndarray, c: np.ndarray, n: int, grid: np.ndarray, fs: np.nda
         if f < f_best:
             f_best = f
             best[:] = theta
+    # the corner xi = -1: -log L = n log sigma + sum w_i, w_i = 1 - (x_i - mu_i)/sigma >= 0. For a given sigma the
+    # least has mu_0 + sigma = the lowest line above the points (c_i, x_i) at mean c = 0, G; then sigma = G - mean x
+    # (the polish only creeps up to this corner)
+    x_mean = 0.0
+    for i in range(n):
+        x_mean += x[i]
+    top, slope = newton.envelope_min(x, c, n)
+    gap = top - x_mean / n
+    corner = n * math.log(gap) + n if gap > 0.0 else math.inf
+    if corner <= f_best:
+        f_best = corner
+        best[0], best[1], best[2], best[3] = top - gap, slope, math.log(gap), XI_MIN
     return f_best, f0
 
 

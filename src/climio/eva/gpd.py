@@ -75,6 +75,11 @@ class Fit:
 # multiply-adds, no Python division checks) around the vectorizable log. Each cell's result depends only on
 # its own excesses, so it is the same whichever rank fits it.
 VECTOR = {"cache": True, "error_model": "numpy", "fastmath": {"reassoc", "contract"}}
+# ... but no fused multiply-adds where a search starts from the sums: whether LLVM fuses can depend on how a
+# function was compiled (in the process, or loaded from numba's cache: measured on the GEV profile and the
+# trend fits), and a search turns a last-bit difference into a different stopping point, so a cell would not
+# come out bit for bit the same on every rank.
+DETERMINISTIC = {"cache": True, "error_model": "numpy", "fastmath": {"reassoc"}}
 
 
 @numba.njit(inline="always", error_model="numpy")

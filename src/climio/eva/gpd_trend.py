@@ -25,7 +25,6 @@ import numba
 import numpy as np
 
 from climio.eva import gev, gpd, intervals, newton, vecmath
-from climio.eva.gpd import VECTOR
 
 PARAMETERS = ("log_scale_intercept", "log_scale_slope", "shape")
 MOVES = "scale"  # the stationary parameter the trend replaces ...
@@ -56,7 +55,7 @@ class Fit:
     covariance: np.ndarray  # (cells, 3, 3): the inverse observed information in PARAMETERS; NaN at the bound
 
 
-@numba.njit(**VECTOR)
+@numba.njit(**gpd.DETERMINISTIC)
 def _derivatives(e: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, g: np.ndarray, h: np.ndarray) -> float:
     r"""-log L of excesses e[:n] with covariate c[:n] at theta = (phi_0, phi_1, xi); its gradient into g and its
     Hessian into h. inf (g, h untouched) outside the support.
@@ -182,6 +181,18 @@ def _fit_cell(e: np.ndarray, c: np.ndarray, n: int, fs: np.ndarray, thetas: np.n
         if f < f_best:
             f_best = f
             best[:] = theta
+    # the corner xi = -1: uniform excesses on [0, sigma_i], -log L = sum log sigma_i with every log sigma_i at or
+    # above log e_i: the lowest line above the points (log e_i, c_i) (the polish only creeps up to it)
+    logs = np.empty(n)
+    for i in range(n):
+        logs[i] = math.log(e[i])
+    top, slope = newton.envelope_min(logs, c, n)
+    corner = 0.0
+    for i in range(n):
+        corner += top + slope * c[i]
+    if corner <= f_best:
+        f_best = corner
+        best[0], best[1], best[2] = top, slope, XI_MIN
     return f_best, f0
 
 
