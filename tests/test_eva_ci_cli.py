@@ -137,7 +137,8 @@ def test_cf_attributes_say_which_interval(field: Path, tmp_path: Path) -> None:
 
 
 def test_gev_intervals_at_one_and_two_ranks(field: Path, tmp_path: Path) -> None:
-    """GEV intervals on annual maxima: the same at one and two ranks and from the API, and around the level."""
+    """GEV intervals on annual maxima: the same at one, two and three ranks (two schemes and splits) and from
+    the API, and around the level."""
     import xarray as xr
 
     from climio.eva import fit_gev
@@ -146,10 +147,13 @@ def test_gev_intervals_at_one_and_two_ranks(field: Path, tmp_path: Path) -> None
         one = eva(field, tmp_path / "a.nc", "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O")
         two = eva(field, tmp_path / "b.nc", "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O",
                   "--split", "block", nranks=2)
+        three = eva(field, tmp_path / "c.nc", "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O",
+                    "--scheme", "transpose", "--split", "lon", nranks=3)
         with xr.open_dataset(field) as ds:
             api = fit_gev(ds, var="pr", return_periods=[float(p) for p in PERIODS], ci=0.95, ci_method=method)
         for name in (*INTERVALS, "location_se", "scale_se", "shape_se"):
             assert np.array_equal(one[name], two[name], equal_nan=True), (method, name)
+            assert np.array_equal(one[name], three[name], equal_nan=True), (method, name)
             assert np.array_equal(api[name].values, one[name], equal_nan=True), (method, name)
         ok = one["status"] == 0
         assert np.all(one["return_level_lower"][:, ok] < one["return_level"][:, ok])
