@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from climio.core.mpi import mpiexec_command
@@ -58,3 +60,21 @@ def one_error_line(result: subprocess.CompletedProcess[str], *needles: str, stat
         assert needle in errors[0], errors[0]
     assert "Traceback" not in result.stderr
     return errors[0]
+
+
+def richardson_hessian(f: Callable[[np.ndarray], float], p0: np.ndarray, h0: np.ndarray) -> np.ndarray:
+    """The Hessian of f at p0 by central differences at steps h0, h0/2, h0/4, Richardson-extrapolated twice
+    (error O(h^6)): an independent reference for the fits' exact Hessians."""
+    size = p0.size
+
+    def differences(h: np.ndarray) -> np.ndarray:
+        out = np.empty((size, size))
+        for i in range(size):
+            for j in range(size):
+                ei, ej = np.eye(size)[i] * h[i], np.eye(size)[j] * h[j]
+                out[i, j] = (f(p0 + ei + ej) - f(p0 + ei - ej) - f(p0 - ei + ej) + f(p0 - ei - ej)) / (4 * h[i] * h[j])
+        return out
+
+    d = [differences(h0 / 2**k) for k in range(3)]
+    r = [(4 * d[k + 1] - d[k]) / 3 for k in range(2)]
+    return (16 * r[1] - r[0]) / 15

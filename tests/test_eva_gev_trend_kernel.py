@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import richardson_hessian
 from scipy import optimize, stats
 
 from climio.eva import gev, gev_trend
@@ -107,26 +108,11 @@ def test_the_bounds_of_small_samples() -> None:
 
 
 def numerical_hessian(x: np.ndarray, c: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Central differences at h, h/2, h/4 in (mu at the mean covariate, mu1, sigma, xi), Richardson-extrapolated."""
+    """The Hessian of the plain -log L in (mu at the mean covariate, mu1, sigma, xi) (conftest's)."""
     cbar = c.mean()
-
-    def f(q: np.ndarray) -> float:
-        return gev_trend.negative_log_likelihood(x, c - cbar, *q)
-
-    p0 = np.array([p[0] + p[1] * cbar, p[1], p[2], p[3]])
-    h0 = 1e-2 * np.array([p[2], p[2] / c.std(), p[2], 1.0])
-
-    def differences(h: np.ndarray) -> np.ndarray:
-        out = np.empty((4, 4))
-        for i in range(4):
-            for j in range(4):
-                ei, ej = np.eye(4)[i] * h[i], np.eye(4)[j] * h[j]
-                out[i, j] = (f(p0 + ei + ej) - f(p0 + ei - ej) - f(p0 - ei + ej) + f(p0 - ei - ej)) / (4 * h[i] * h[j])
-        return out
-
-    d = [differences(h0 / 2**k) for k in range(3)]
-    r = [(4 * d[k + 1] - d[k]) / 3 for k in range(2)]
-    return (16 * r[1] - r[0]) / 15
+    return richardson_hessian(lambda q: gev_trend.negative_log_likelihood(x, c - cbar, *q),
+                              np.array([p[0] + p[1] * cbar, p[1], p[2], p[3]]),
+                              1e-2 * np.array([p[2], p[2] / c.std(), p[2], 1.0]))
 
 
 def test_covariance_is_the_inverse_information(cells) -> None:

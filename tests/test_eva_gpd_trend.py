@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import richardson_hessian
 from scipy import optimize
 
 from climio.eva import gpd, gpd_trend
@@ -91,26 +92,11 @@ def test_never_below_an_independent_search(cells) -> None:
 
 
 def numerical_hessian(e: np.ndarray, t: np.ndarray, p: np.ndarray) -> np.ndarray:
-    """Central differences at h, h/2, h/4 in (phi0 at the mean time, phi1, xi), Richardson-extrapolated."""
+    """The Hessian of the plain -log L in (phi0 at the mean time, phi1, xi) (conftest's)."""
     tbar = t.mean()
-
-    def f(q: np.ndarray) -> float:
-        return gpd_trend.negative_log_likelihood(e, t - tbar, *q)
-
-    p0 = np.array([p[0] + p[1] * tbar, p[1], p[2]])
-    h0 = np.array([1e-2, 1e-2 / max(t.std(), 1.0), 1e-2])
-
-    def differences(h: np.ndarray) -> np.ndarray:
-        out = np.empty((3, 3))
-        for i in range(3):
-            for j in range(3):
-                ei, ej = np.eye(3)[i] * h[i], np.eye(3)[j] * h[j]
-                out[i, j] = (f(p0 + ei + ej) - f(p0 + ei - ej) - f(p0 - ei + ej) + f(p0 - ei - ej)) / (4 * h[i] * h[j])
-        return out
-
-    d = [differences(h0 / 2**k) for k in range(3)]
-    r = [(4 * d[k + 1] - d[k]) / 3 for k in range(2)]
-    return (16 * r[1] - r[0]) / 15
+    return richardson_hessian(lambda q: gpd_trend.negative_log_likelihood(e, t - tbar, *q),
+                              np.array([p[0] + p[1] * tbar, p[1], p[2]]),
+                              np.array([1e-2, 1e-2 / max(t.std(), 1.0), 1e-2]))
 
 
 def test_covariance_is_the_inverse_information(cells) -> None:

@@ -64,16 +64,20 @@ def one_rank(field: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
 
 
 RUNS = [(2, "slab", "lat"), (2, "transpose", "block"), (2, "root", "lon"), (3, "slab", "block"), (3, "transpose", "lat")]
+BASELINES = {"gev": "one_rank", "pot": "pot_one"}  # each method's one-rank run
 
 
-@pytest.mark.parametrize("nranks, scheme, split", RUNS)
+@pytest.mark.parametrize("method, nranks, scheme, split", [("gev", *run) for run in RUNS] +
+                         [("pot", 2, "slab", "lat"), ("pot", 3, "transpose", "block"), ("pot", 2, "root", "lon")])
 def test_every_rank_count_scheme_and_split_gives_the_same_fit(field: Path, tmp_path: Path,
-                                                              one_rank: dict[str, np.ndarray], nranks: int,
-                                                              scheme: str, split: str) -> None:
-    got = eva(field, tmp_path / "eva.nc", "--covariate", "year", "--ci", "0.9", "--ci-method", "normal",
-              "--scheme", scheme, "--split", split, nranks=nranks)
-    assert set(got) == set(one_rank)
-    for name, want in one_rank.items():
+                                                              request: pytest.FixtureRequest, method: str,
+                                                              nranks: int, scheme: str, split: str) -> None:
+    want_all = request.getfixturevalue(BASELINES[method])
+    run = eva if method == "gev" else pot_eva
+    got = run(field, tmp_path / "eva.nc", *([] if method == "pot" else ["--covariate", "year"]), "--ci", "0.9",
+              "--ci-method", "normal", "--scheme", scheme, "--split", split, nranks=nranks)
+    assert set(got) == set(want_all)
+    for name, want in want_all.items():
         assert np.array_equal(got[name], want, equal_nan=True), name
 
 
@@ -311,16 +315,6 @@ def pot_eva(inputs: Path, out: Path, *args: str, nranks: int | None = None) -> d
 @pytest.fixture(scope="module")
 def pot_one(field: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
     return pot_eva(field, tmp_path_factory.mktemp("pot") / "eva.nc", "--ci", "0.9", "--ci-method", "normal")
-
-
-@pytest.mark.parametrize("nranks, scheme, split", [(2, "slab", "lat"), (3, "transpose", "block"), (2, "root", "lon")])
-def test_pot_trend_at_every_rank_count(field: Path, tmp_path: Path, pot_one: dict[str, np.ndarray], nranks: int,
-                                       scheme: str, split: str) -> None:
-    got = pot_eva(field, tmp_path / "eva.nc", "--ci", "0.9", "--ci-method", "normal", "--scheme", scheme, "--split",
-                  split, nranks=nranks)
-    assert set(got) == set(pot_one)
-    for name, want in pot_one.items():
-        assert np.array_equal(got[name], want, equal_nan=True), name
 
 
 def test_pot_trend_from_the_api(field: Path, pot_one: dict[str, np.ndarray]) -> None:

@@ -329,9 +329,10 @@ def _polish(x: np.ndarray, d: np.ndarray, n: int, a: float, b: float, xi: float,
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray, ss: np.ndarray
-              ) -> tuple[float, float, float, float, bool]:
-    """(location, scale, shape, -log L, at_bound) for maxima x[:n] scaled to [0, 1] (fs, ss: grid scratch)."""
+def _grid_profile(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray, ss: np.ndarray) -> None:
+    """fs, ss: the profile P and its log tau at each grid shape (-inf at XI_MIN, whose closed form the callers
+    take). Gumbel's moment estimate sigma = sqrt(6 var)/pi starts the search at xi = 0 (on every grid); each
+    further grid point starts from the line through its two neighbours' solutions, outwards in both directions."""
     k = grid.size
     zero = 0
     while grid[zero] < 0.0:
@@ -343,15 +344,25 @@ def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.nda
     spread = 0.0
     for i in range(n):
         spread += (x[i] - mean) ** 2
-    # Gumbel's moment estimate sigma = sqrt(6 var)/pi starts the search at xi = 0; each further grid point
-    # starts from the line through its two neighbours' solutions, outwards in both directions
-    fs[zero], ss[zero] = _profile(x, d, n, 0.0, math.log(math.pi / math.sqrt(6.0 * spread / n)), GRID_TOLERANCE)
+    fs[zero], ss[zero] = _profile(x, d, n, grid[zero], math.log(math.pi / math.sqrt(6.0 * spread / n)),
+                                  GRID_TOLERANCE)
     for first, last, way in ((zero + 1, k, 1), (zero - 1, -1, -1)):
         for j in range(first, last, way):
+            if grid[j] <= XI_MIN:
+                fs[j] = -math.inf
+                continue
             s = ss[j - way]
             if j - 2 * way != zero - way and 0 <= j - 2 * way < k:
                 s += (ss[j - way] - ss[j - 2 * way]) * (grid[j] - grid[j - way]) / (grid[j - way] - grid[j - 2 * way])
             fs[j], ss[j] = _profile(x, d, n, grid[j], s, GRID_TOLERANCE)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray, ss: np.ndarray
+              ) -> tuple[float, float, float, float, bool]:
+    """(location, scale, shape, -log L, at_bound) for maxima x[:n] scaled to [0, 1] (fs, ss: grid scratch)."""
+    k = grid.size
+    _grid_profile(x, d, n, grid, fs, ss)
     best = 0
     for j in range(k):
         if fs[j] < fs[best]:
@@ -801,35 +812,6 @@ def _best_sigma(x: np.ndarray, n: int, mean: float, top: float, z: float, big_l:
 
 
 @numba.njit(cache=True, error_model="numpy")
-def _bounds(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, bound: np.ndarray, ss: np.ndarray) -> None:
-    """bound: the fit's profile (min of -log L over location and scale, :func:`_profile`) at each grid shape, a
-    lower bound of the profile at any level there (-inf at XI_MIN, whose closed form costs nothing). Solved as
-    :func:`_fit_cell`'s grid: from Gumbel's moments at 0, outwards, each start on its neighbours' line."""
-    k = grid.size
-    zero = 0
-    while grid[zero] < 0.0:
-        zero += 1
-    mean = 0.0
-    for i in range(n):
-        mean += x[i]
-    mean /= n
-    spread = 0.0
-    for i in range(n):
-        spread += (x[i] - mean) ** 2
-    bound[zero], ss[zero] = _profile(x, d, n, grid[zero], math.log(math.pi / math.sqrt(6.0 * spread / n)),
-                                     GRID_TOLERANCE)
-    for first, last, way in ((zero + 1, k, 1), (zero - 1, -1, -1)):
-        for j in range(first, last, way):
-            if grid[j] <= XI_MIN:
-                bound[j] = -math.inf
-                continue
-            s = ss[j - way]
-            if j - 2 * way != zero - way and 0 <= j - 2 * way < k:
-                s += (ss[j - way] - ss[j - 2 * way]) * (grid[j] - grid[j - way]) / (grid[j - way] - grid[j - 2 * way])
-            bound[j], ss[j] = _profile(x, d, n, grid[j], s, GRID_TOLERANCE)
-
-
-@numba.njit(cache=True, error_model="numpy")
 def _grid(x: np.ndarray, n: int, mean: float, top: float, z: float, big_l: float, low_l: float, q: float,
           grid: np.ndarray, bound: np.ndarray, ceiling: float, fs: np.ndarray) -> None:
     """fs: the profile's least value over sigma at level z and each grid shape (a guide: see :func:`_best_sigma`),
@@ -1003,7 +985,7 @@ def _profile_all(maxima: np.ndarray, count: np.ndarray, location: np.ndarray, sc
         sigma, xi = scale[c] / spread, shape[c]
         mu = (location[c] - low) / spread
         p_hat = nll[c] - n * math.log(spread)
-        _bounds(x, d, n, grid, bound, ss)
+        _grid_profile(x, d, n, grid, bound, ss)  # the fit's profile: a lower bound of the level's
         for k in range(big_l.size):
             if not math.isfinite(big_l[k]):
                 continue

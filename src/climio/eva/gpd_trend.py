@@ -24,22 +24,13 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
-from climio.eva import gev, gpd, intervals, newton, vecmath
+from climio.eva import gev, gpd, intervals, trend
 
 PARAMETERS = ("log_scale_intercept", "log_scale_slope", "shape")
 MOVES = "scale"  # the stationary parameter the trend replaces ...
 COEFFICIENTS = ("log_scale_intercept", "log_scale_slope")  # ... by these
 XI_MIN = gpd.XI_MIN
 GRID = gev.GRID_XI  # shapes of the profile's grid
-GRID_DECREMENT = 1e-6  # a grid point's Newton solve stops on this decrement (relative to |-log L| + n)
-POLISH_DECREMENT = 1e-16  # ... and the polish on this one
-ITERATIONS = 100
-HALVINGS = 60
-GROWTH = 60  # doublings of the scale that bring an infeasible start inside the support
-STEP_LOG_SCALE = 2.0  # the largest Newton step in the log-scale coefficients ...
-STEP_SHAPE = 0.5  # ... and in the shape
-BASIN_MARGIN = 1.0  # grid minima within this of the best one are polished too
-XI_ZERO = 1e-100  # shapes closer to 0 are taken as this (the exponential limit to rounding)
 
 
 @dataclass(frozen=True)
@@ -55,98 +46,9 @@ class Fit:
     covariance: np.ndarray  # (cells, 3, 3): the inverse observed information in PARAMETERS; NaN at the bound
 
 
-@numba.njit(**gpd.DETERMINISTIC)
-def _derivatives(e: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, g: np.ndarray, h: np.ndarray) -> float:
-    r"""-log L of excesses e[:n] with covariate c[:n] at theta = (phi_0, phi_1, xi); its gradient into g and its
-    Hessian into h. inf (g, h untouched) outside the support.
-
-    Per excess, with s = phi_0 + phi_1 c, a = e e^-s, u = xi a, w = 1 + u, the term is
-    s + log w + a L(u), L(u) = log1p(u)/u (so log(w)/xi = a L without cancellation near xi = 0), and
-    d/ds = 1 - (1 + xi) a/w, d2/ds2 = (1 + xi) a/w^2, d/dxi = a/w + a^2 phi(u), d2/dxi2 = -a^2/w^2 - a^3 psi(u),
-    d2/ds dxi = -a/w + (1 + xi) a^2/w^2, with phi = L' and psi = -L'' (:func:`climio.eva.gev.terms`' series);
-    the derivatives in phi_1 weigh those in s by c.
-    """
-    xi = theta[2]
-    if abs(xi) < XI_ZERO:
-        xi = XI_ZERO
-    total = s_s = sc_s = s_x = s_ss = sc_ss = scc_ss = s_sx = sc_sx = s_xx = outside = 0.0
-    for i in range(n):
-        ci = c[i]
-        s = theta[0] + theta[1] * ci
-        a = e[i] * vecmath.exp(-s)
-        u = xi * a
-        w = 1.0 + u
-        lg = vecmath.log(w) + (u - (w - 1.0)) / w  # log1p(u)
-        phi, psi = gev._phi_psi_signed(u, w, lg)
-        iw = 1.0 / w
-        ls = 1.0 - (1.0 + xi) * a * iw
-        lss = (1.0 + xi) * a * iw * iw
-        lsx = -a * iw + (1.0 + xi) * a * a * iw * iw
-        total += s + lg + lg / xi
-        s_s += ls
-        sc_s += ci * ls
-        s_x += a * iw + a * a * phi
-        s_ss += lss
-        sc_ss += ci * lss
-        scc_ss += ci * ci * lss
-        s_sx += lsx
-        sc_sx += ci * lsx
-        s_xx += -a * a * iw * iw - a * a * a * psi
-        outside += 1.0 if w <= 0.0 else 0.0  # (a min over w would keep the loop from vectorizing)
-    if not (outside == 0.0 and total < math.inf):
-        return math.inf
-    g[0], g[1], g[2] = s_s, sc_s, s_x
-    h[0, 0], h[0, 1], h[1, 1] = s_ss, sc_ss, scc_ss
-    h[0, 2], h[1, 2], h[2, 2] = s_sx, sc_sx, s_xx
-    h[1, 0], h[2, 0], h[2, 1] = sc_ss, s_sx, sc_sx
-    return total
-
-
 @numba.njit(cache=True, error_model="numpy")
-def _newton(e: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, free_shape: bool, tolerance: float,
-            g: np.ndarray, h: np.ndarray, step: np.ndarray, lower: np.ndarray, trial: np.ndarray) -> float:
-    """Minimise -log L from theta (moved in place) by Newton's method in (phi_0, phi_1) and, if ``free_shape``,
-    the shape (kept at or above -1; held there while the gradient pushes it below). A start outside the support
-    moves inside by doubling the scale. Stops on a decrement below ``tolerance`` times |-log L| + n, or when no
-    step along Newton's direction descends. Returns -log L (inf: no feasible start)."""
-    f = _derivatives(e, c, n, theta, g, h)
-    for _ in range(GROWTH):
-        if f < math.inf:
-            break
-        theta[0] += math.log(2.0)
-        f = _derivatives(e, c, n, theta, g, h)
-    if not f < math.inf:
-        return math.inf
-    for _ in range(ITERATIONS):
-        k = 3 if free_shape and not (theta[2] <= XI_MIN and g[2] > 0.0) else 2
-        decrement = newton.step(h, g, k, step, lower)
-        if not decrement > tolerance * (abs(f) + n):
-            break
-        cap = max(abs(step[0]) / STEP_LOG_SCALE, abs(step[1]) / STEP_LOG_SCALE, 1.0)
-        if k == 3:
-            cap = max(cap, abs(step[2]) / STEP_SHAPE)
-        fraction = 1.0 / cap
-        accepted = False
-        for _ in range(HALVINGS):
-            for j in range(3):
-                trial[j] = theta[j] + fraction * step[j] if j < k else theta[j]
-            trial[2] = max(trial[2], XI_MIN)
-            f_new = _derivatives(e, c, n, trial, g, h)  # g, h: at the trial point once it is accepted
-            if f_new <= f:
-                accepted = True
-                break
-            fraction *= 0.5
-        if not accepted:
-            break
-        theta[:] = trial
-        f = f_new
-    return f
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _fit_cell(e: np.ndarray, c: np.ndarray, n: int, fs: np.ndarray, thetas: np.ndarray, theta: np.ndarray,
-              best: np.ndarray, g: np.ndarray, h: np.ndarray, step: np.ndarray, lower: np.ndarray,
-              trial: np.ndarray, grid_s: np.ndarray, fs0: np.ndarray) -> tuple[float, float]:
+def _fit_cell(e: np.ndarray, c: np.ndarray, n: int, best: np.ndarray, grid_s: np.ndarray, fs0: np.ndarray
+              ) -> tuple[float, float]:
     """The fit of excesses e[:n] scaled to a largest of 1 with covariate c[:n] of mean 0 (``best``: (phi_0,
     phi_1, xi) in those units); returns (-log L, the stationary fit's -log L)."""
     sigma0, xi0, f0, _ = gpd._fit_cell(e, n, grid_s, fs0)
@@ -154,39 +56,14 @@ def _fit_cell(e: np.ndarray, c: np.ndarray, n: int, fs: np.ndarray, thetas: np.n
     mean = 0.0
     for i in range(n):
         mean += e[i]
-    mean /= n
-    k = GRID.size
-    zero = 0
-    while GRID[zero] < 0.0:
-        zero += 1
-    for first, last, way in ((zero, k, 1), (zero - 1, -1, -1)):
-        for j in range(first, last, way):
-            if j == zero:
-                theta[0], theta[1] = math.log(mean), 0.0  # the exponential's estimate
-            else:
-                theta[:] = thetas[j - way]
-            theta[2] = GRID[j]
-            fs[j] = _newton(e, c, n, theta, False, GRID_DECREMENT, g, h, step, lower, trial)
-            thetas[j] = theta
-    best[0], best[1], best[2] = math.log(sigma0), 0.0, xi0
-    f_best = _newton(e, c, n, best, True, POLISH_DECREMENT, g, h, step, lower, trial)
-    low = math.inf
-    for j in range(k):
-        low = min(low, fs[j])
-    for j in range(k):
-        if not fs[j] <= low + BASIN_MARGIN or (j > 0 and fs[j - 1] < fs[j]) or (j < k - 1 and fs[j + 1] < fs[j]):
-            continue
-        theta[:] = thetas[j]
-        f = _newton(e, c, n, theta, True, POLISH_DECREMENT, g, h, step, lower, trial)
-        if f < f_best:
-            f_best = f
-            best[:] = theta
+    start = np.array([math.log(mean / n), 0.0, 0.0])  # the exponential's estimate
+    f_best = trend.search(trend.GPD, e, c, n, GRID, start, np.array([math.log(sigma0), 0.0, xi0]), best)
     # the corner xi = -1: uniform excesses on [0, sigma_i], -log L = sum log sigma_i with every log sigma_i at or
     # above log e_i: the lowest line above the points (log e_i, c_i) (the polish only creeps up to it)
     logs = np.empty(n)
     for i in range(n):
         logs[i] = math.log(e[i])
-    top, slope = newton.envelope_min(logs, c, n)
+    top, slope = trend.envelope_min(logs, c, n)
     corner = 0.0
     for i in range(n):
         corner += top + slope * c[i]
@@ -203,46 +80,27 @@ def _fit_all(excess: np.ndarray, covariate: np.ndarray, count: np.ndarray, grid_
     Hessian of -log L in (phi_0, phi_1, xi), data units."""
     width = excess.shape[1]
     e, c = np.empty(width), np.empty(width)
-    fs, fs0 = np.empty(GRID.size), np.empty(grid_s.size)
-    thetas = np.empty((GRID.size, 3))
-    theta, best, g, step, trial = np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3)
-    h, lower = np.empty((3, 3)), np.empty((3, 3))
+    fs0 = np.empty(grid_s.size)
+    best = np.empty(3)
     jacobian = np.zeros((3, 3))
     for r in range(excess.shape[0]):
         n = count[r]
         if n <= 2:
             continue
-        c_mean = 0.0
-        for i in range(n):
-            c_mean += covariate[r, i]
-        c_mean /= n
-        c_spread = 0.0
-        for i in range(n):
-            c_spread += (covariate[r, i] - c_mean) ** 2
-        c_spread = math.sqrt(c_spread / n)
+        c_mean, c_spread = trend.standardize(covariate[r], n, c)
         if not c_spread > 0.0:
             continue
         peak = gpd._scale_to_peak(excess[r], n, e)
-        for i in range(n):
-            c[i] = (covariate[r, i] - c_mean) / c_spread
-        f, f0 = _fit_cell(e, c, n, fs, thetas, theta, best, g, h, step, lower, trial, grid_s, fs0)
+        f, f0 = _fit_cell(e, c, n, best, grid_s, fs0)
         slope = best[1] / c_spread
         out[r, 0] = best[0] - slope * c_mean + math.log(peak)
         out[r, 1] = slope
         out[r, 2] = best[2]
         out[r, 3] = f + n * math.log(peak)
         out[r, 4] = f0 + n * math.log(peak)
-        if not _derivatives(e, c, n, best, g, h) < math.inf:
-            continue
-        # H = J' H_scaled J, J = d(scaled parameters)/d(data parameters): phi_0' = phi_0 + phi_1 c_mean - log peak
+        # J = d(scaled parameters)/d(data parameters): phi_0' = phi_0 + phi_1 c_mean - log peak, phi_1' = phi_1 c_spread
         jacobian[0, 0], jacobian[0, 1], jacobian[1, 1], jacobian[2, 2] = 1.0, c_mean, c_spread, 1.0
-        for i in range(3):
-            for j in range(3):
-                v = 0.0
-                for a in range(3):
-                    for b in range(3):
-                        v += jacobian[a, i] * h[a, b] * jacobian[b, j]
-                information[r, i, j] = v
+        trend.information(trend.GPD, e, c, n, best, jacobian, information[r])
 
 
 def fit(excess: np.ndarray, covariate: np.ndarray, count: np.ndarray) -> Fit:
