@@ -7,7 +7,11 @@ xarray DataArrays or Datasets) and :func:`fit_gev` (xarray with a time coordinat
 
 from typing import Any
 
+from climio.core.kernels import use_versioned_cache
+
 __all__ = ["fit_gev", "fit_pot"]
+
+use_versioned_cache()  # before any of eva's kernels is compiled or loaded
 
 
 def __getattr__(name: str) -> Any:

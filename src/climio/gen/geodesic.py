@@ -49,9 +49,12 @@ import numba
 import numpy as np
 
 from climio.core import collective, ncio, trace
+from climio.core.kernels import use_versioned_cache
 from climio.core.decomp import Hyperslab, block_range
 from climio.gen import cmip
 from climio.errors import ClimioError
+
+use_versioned_cache()  # before the kernels below are compiled or loaded
 
 if TYPE_CHECKING:
     from mpi4py import MPI

@@ -1,0 +1,60 @@
+"""Where numba keeps climio's compiled kernels: one cache directory per version of the package's sources.
+
+numba caches a compiled function beside its source and trusts it while that one file's time stamp is unchanged.
+It does not look at the functions it calls in other files, so a kernel that inlines another module's function
+(``gev.terms`` in the trend fits, ``vecmath.log`` almost everywhere) would keep running the old code after
+only that other file changed (a ``git pull`` on an editable install): a silent wrong answer. Keying the whole
+cache on a digest of every source file of the package makes any change start a fresh cache instead.
+
+Call :func:`use_versioned_cache` before the first ``@numba.njit(cache=True)`` of a module runs; it does not
+import numba itself when numba is not loaded yet (the command's start-up), and it respects ``NUMBA_CACHE_DIR``
+as the root under which the versions are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from functools import cache
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]  # src/climio
+
+
+@cache
+def source_digest() -> str:
+    """A digest of every ``.py`` file of the package (its path, size and modification time, as numba judges one
+    file; a few milliseconds, unlike reading them): the version numba's cache is for."""
+    digest = hashlib.sha256()
+    pending = [str(PACKAGE)]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for entry in sorted(entries, key=lambda e: e.name):
+                if entry.is_dir(follow_symlinks=False) and entry.name != "__pycache__":
+                    pending.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    stat = entry.stat()
+                    digest.update(f"{entry.path}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
+    return digest.hexdigest()[:16]
+
+
+def cache_root() -> Path:
+    """``$NUMBA_CACHE_DIR``, else ``$XDG_CACHE_HOME/climio/numba`` (``~/.cache/climio/numba``)."""
+    given = os.environ.get("CLIMIO_NUMBA_CACHE_ROOT") or os.environ.get("NUMBA_CACHE_DIR")
+    if given:
+        return Path(given)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "climio" / "numba"
+
+
+@cache
+def use_versioned_cache() -> Path:
+    """Point numba's cache at this version's directory (for numba loaded later too); returns it."""
+    root = cache_root()
+    os.environ.setdefault("CLIMIO_NUMBA_CACHE_ROOT", str(root))  # what NUMBA_CACHE_DIR said before we set it
+    directory = root / source_digest()
+    os.environ["NUMBA_CACHE_DIR"] = str(directory)
+    config = sys.modules.get("numba.core.config")
+    if config is not None:  # numba already read its environment: tell it directly
+        config.CACHE_DIR = str(directory)  # type: ignore[attr-defined]
+    return directory
