@@ -31,6 +31,8 @@ MOVES = "location"  # the stationary parameter the trend replaces ...
 COEFFICIENTS = ("location_intercept", "location_slope")  # ... by these
 XI_MIN, XI_MAX = gev.XI_MIN, gev.XI_MAX
 EULER = 0.5772156649015329  # the Gumbel mean is mu + EULER sigma
+LINE_TOLERANCE = 1e-12  # maxima within this (of their range) of a line in the covariate are not fitted
+LOG_SCALE_FLOOR = math.log(1e-8)  # nor are those whose fitted scale falls below this (of their range)
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,23 @@ def _fit_cell(x: np.ndarray, c: np.ndarray, n: int, best: np.ndarray, d: np.ndar
     return f_best, f0
 
 
+@numba.njit(cache=True, error_model="numpy")
+def _on_a_line(x: np.ndarray, c: np.ndarray, n: int) -> bool:
+    """Maxima (scaled to [0, 1]) exactly linear in the covariate (of mean 0): the trend model's constant series,
+    whose likelihood grows without bound as the scale goes to 0."""
+    mean = cx = cc = 0.0
+    for i in range(n):
+        mean += x[i]
+        cx += c[i] * x[i]
+        cc += c[i] * c[i]
+    mean /= n
+    slope = cx / cc
+    for i in range(n):
+        if abs(x[i] - mean - slope * c[i]) > LINE_TOLERANCE:
+            return False
+    return True
+
+
 @numba.njit(cache=True)
 def _fit_all(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray, out: np.ndarray,
              information: np.ndarray) -> None:
@@ -107,7 +126,11 @@ def _fit_all(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray, out: 
             continue
         for i in range(n):
             x[i] = (maxima[r, i] - low) / spread
+        if _on_a_line(x, c, n):
+            continue
         f, f0 = _fit_cell(x, c, n, best, d, fs0, ss0)
+        if not best[2] > LOG_SCALE_FLOOR:
+            continue  # the scale ran to 0: maxima on a line but for a few, a likelihood without a maximum
         sigma = spread * math.exp(best[2])
         slope = spread * best[1] / c_spread
         out[r, 0] = low + spread * best[0] - slope * c_mean
@@ -124,8 +147,9 @@ def _fit_all(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray, out: 
 
 def fit(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray) -> Fit:
     """Fit the trend GEV to each row of ``maxima`` (cells, k): its first ``count[i]`` values, with the covariate
-    of each in the same place of ``covariate``. Rows with fewer than three maxima, or whose maxima or covariate
-    values are all equal, stay NaN."""
+    of each in the same place of ``covariate``. Rows with fewer than three maxima, whose covariate values are all
+    equal, or whose maxima lie on a line in the covariate (all equal, among others) or all but a few of them do
+    (the scale runs to 0: the likelihood has no maximum) stay NaN."""
     maxima = np.ascontiguousarray(maxima, dtype=np.float64)
     covariate = np.ascontiguousarray(np.broadcast_to(covariate, maxima.shape), dtype=np.float64)
     count = np.ascontiguousarray(count, dtype=np.int64)
