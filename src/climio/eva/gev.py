@@ -398,6 +398,21 @@ def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.nda
     return ref - sigma * log_mean * ratio, sigma, xi, f, xi == XI_MAX
 
 
+@numba.njit(inline="always")
+def scale_to_range(maxima: np.ndarray, n: int, x: np.ndarray) -> tuple[float, float]:
+    """x[:n] = maxima[:n] scaled to [0, 1] (the kernels' units; untouched when they are all equal); (the least
+    maximum, their range)."""
+    low = high = maxima[0]
+    for i in range(n):
+        low = min(low, maxima[i])
+        high = max(high, maxima[i])
+    spread = high - low
+    if spread > 0.0:
+        for i in range(n):
+            x[i] = (maxima[i] - low) / spread
+    return low, spread
+
+
 @numba.njit(cache=True)
 def _fit_all(maxima: np.ndarray, count: np.ndarray, grid: np.ndarray, location: np.ndarray, scale: np.ndarray,
              shape: np.ndarray, nll: np.ndarray, at_bound: np.ndarray) -> None:
@@ -409,15 +424,9 @@ def _fit_all(maxima: np.ndarray, count: np.ndarray, grid: np.ndarray, location: 
         n = count[c]
         if n <= 0:
             continue
-        low = high = maxima[c, 0]
-        for i in range(n):
-            low = min(low, maxima[c, i])
-            high = max(high, maxima[c, i])
-        spread = high - low
+        low, spread = scale_to_range(maxima[c], n, x)
         if not spread > 0.0:
             continue
-        for i in range(n):
-            x[i] = (maxima[c, i] - low) / spread
         mu, sigma, xi, f, bound = _fit_cell(x, d, n, grid, fs, ss)
         location[c] = low + spread * mu
         scale[c] = spread * sigma
@@ -970,16 +979,11 @@ def _profile_all(maxima: np.ndarray, count: np.ndarray, location: np.ndarray, sc
         if n <= 0 or not (scale[c] > 0.0 and math.isfinite(location[c]) and math.isfinite(nll[c])
                           and XI_MIN < shape[c] <= XI_MAX):
             continue
-        low = high = maxima[c, 0]
-        for i in range(n):
-            low = min(low, maxima[c, i])
-            high = max(high, maxima[c, i])
-        spread = high - low
+        low, spread = scale_to_range(maxima[c], n, x)
         if not spread > 0.0:
             continue
         mean = 0.0
         for i in range(n):
-            x[i] = (maxima[c, i] - low) / spread
             mean += x[i]
         mean /= n
         sigma, xi = scale[c] / spread, shape[c]

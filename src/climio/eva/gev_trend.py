@@ -116,17 +116,9 @@ def _fit_all(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray, out: 
         n = count[r]
         if n <= 2:
             continue
-        low = high = maxima[r, 0]
-        for i in range(n):
-            low = min(low, maxima[r, i])
-            high = max(high, maxima[r, i])
-        spread = high - low
+        low, spread = gev.scale_to_range(maxima[r], n, x)
         c_mean, c_spread = trend.standardize(covariate[r], n, c)
-        if not (spread > 0.0 and c_spread > 0.0):
-            continue
-        for i in range(n):
-            x[i] = (maxima[r, i] - low) / spread
-        if _on_a_line(x, c, n):
+        if not (spread > 0.0 and c_spread > 0.0) or _on_a_line(x, c, n):
             continue
         f, f0 = _fit_cell(x, c, n, best, d, fs0, ss0)
         if not best[2] > LOG_SCALE_FLOOR:
