@@ -260,6 +260,15 @@ def test_a_covariate_that_is_not_a_series_is_refused(field: Path, tmp_path: Path
     result = climio("eva", str(field), str(out), "--method", "gev", "--covariate", f"{field}:pr", timeout=TIMEOUT)
     one_error_line(result, "--covariate", "1-D series")
     assert not out.exists()
+    with netCDF4.Dataset(tmp_path / "bad.nc", "w") as ds:  # a time axis whose units are no dates
+        ds.createDimension("time", 3)
+        time = ds.createVariable("time", "f8", ("time",))
+        time.units = "days since garbage"
+        ds.createVariable("g", "f4", ("time",))[:] = [1.0, 2.0, 3.0]
+    result = climio("eva", str(field), str(out), "--method", "gev", "--covariate", f"{tmp_path / 'bad.nc'}:g",
+                    nranks=2, timeout=TIMEOUT)
+    one_error_line(result, "--covariate", "'time'", "days since garbage", "cannot be read as dates")
+    assert not out.exists()
 
 
 # -- real model output --------------------------------------------------------------------------------------------

@@ -95,8 +95,14 @@ def load(spec: str, option: str = "--covariate") -> Covariate:
                 raise ClimioError(f"{option} {spec}: '{var}' is along '{dim}', which has no coordinate with CF time "
                                   f"units ('days since ...')", collective=True)
             calendar = str(getattr(time, "calendar", "standard"))
+            if variable.dtype.kind not in "iuf":
+                raise ClimioError(f"{option} {spec}: '{var}' is not numeric ({variable.dtype})", collective=True)
             values = np.ma.filled(np.ma.asarray(variable[...], dtype=np.float64), np.nan)
-            dates = cftime.num2date(np.asarray(time[...], dtype=np.float64), str(units), calendar)
+            try:
+                dates = cftime.num2date(np.asarray(time[...], dtype=np.float64), str(units), calendar)
+            except ValueError as err:
+                raise ClimioError(f"{option} {spec}: the time coordinate '{dim}' (units '{units}', calendar "
+                                  f"'{calendar}') cannot be read as dates: {err}", collective=True) from None
             attrs = {k: variable.getncattr(k) for k in variable.ncattrs()}
     except OSError as err:
         raise ClimioError(f"{option} {spec}: cannot read '{path}': {err}", collective=True) from None
