@@ -7,6 +7,7 @@ and every run has a timeout: a hang fails the test instead of hanging CI.
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -78,3 +79,15 @@ def richardson_hessian(f: Callable[[np.ndarray], float], p0: np.ndarray, h0: np.
     d = [differences(h0 / 2**k) for k in range(3)]
     r = [(4 * d[k + 1] - d[k]) / 3 for k in range(2)]
     return (16 * r[1] - r[0]) / 15
+
+
+def level_factor(xi: float, big_l: float) -> tuple[float, float]:
+    """The return level's factor g(xi) = (exp(xi L) - 1)/xi and g'(xi), written out independently of the
+    kernels (series for g' where |xi L| is small)."""
+    x = xi * big_l
+    g = big_l if x == 0 else math.expm1(x) / xi
+    if abs(x) < 1e-2:  # g' = L^2 sum_k k x^(k-1)/(k+1)!
+        g1 = big_l**2 * sum(k * x ** (k - 1) / math.factorial(k + 1) for k in range(1, 9))
+    else:
+        g1 = big_l**2 * (x * math.exp(x) - math.expm1(x)) / x**2
+    return g, g1

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import level_factor
 from scipy import optimize, stats
 
 from climio.eva import gev, intervals
@@ -35,17 +36,6 @@ PAD = 1e6  # what rows hold past their count: any use of it shows
 # -- independent references ---------------------------------------------------------------------------------------
 def big_l_of(period: float) -> float:
     return -math.log(-math.log1p(-1.0 / period))
-
-
-def level_factor(xi: float, big_l: float) -> tuple[float, float]:
-    """g(xi) = (exp(xi L) - 1)/xi and g'(xi), written out (series for g' where |xi L| is small)."""
-    x = xi * big_l
-    g = big_l if x == 0 else math.expm1(x) / xi
-    if abs(x) < 1e-2:  # g' = L^2 sum_k k x^(k-1)/(k+1)!
-        g1 = big_l**2 * sum(k * x ** (k - 1) / math.factorial(k + 1) for k in range(1, 9))
-    else:
-        g1 = big_l**2 * (x * math.exp(x) - math.expm1(x)) / x**2
-    return g, g1
 
 
 def numerical_hessian(x: np.ndarray, mu: float, sigma: float, xi: float, rel: float = 0.01) -> np.ndarray:

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 import pytest
+from conftest import level_factor
 from scipy import optimize, stats
 
 from climio.eva import gpd, intervals, pot
@@ -56,17 +57,6 @@ def numerical_hessian(e: np.ndarray, sigma: float, xi: float, rel: float = 0.01)
     d = [differences(h_sigma / 2**k, h_xi / 2**k) for k in range(3)]
     r1 = [(4 * d[k + 1] - d[k]) / 3 for k in range(2)]
     return (16 * r1[1] - r1[0]) / 15
-
-
-def level_factor(xi: float, big_l: float) -> tuple[float, float]:
-    """g(xi) = (exp(xi L) - 1)/xi and g'(xi), written out (series for g' where |xi L| is small)."""
-    x = xi * big_l
-    g = big_l if x == 0 else math.expm1(x) / xi
-    if abs(x) < 1e-2:  # g' = L^2 sum_k k x^(k-1)/(k+1)!
-        g1 = big_l**2 * sum(k * x ** (k - 1) / math.factorial(k + 1) for k in range(1, 9))
-    else:
-        g1 = big_l**2 * (x * math.exp(x) - math.expm1(x)) / x**2
-    return g, g1
 
 
 def delta_method(e: np.ndarray, u: float, sigma: float, xi: float, big_l: float

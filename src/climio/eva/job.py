@@ -41,7 +41,7 @@ from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
 from climio.eva import block_maxima, blocks, cf, covariate, distributions, largest, output, pot, timestep
 from climio.eva.intervals import Request
-from climio.eva.methods import METHODS, PER_PERIOD, TRENDS, Method
+from climio.eva.methods import METHODS, TRENDS, Method
 from climio.eva.plot import Map, draw
 from climio.eva.series import Series, time_rule
 from climio.subset.inputs import open_inputs
