@@ -57,6 +57,11 @@ chain, as NCO's ``--cmp``) need mode ``hdf5``; a
     deflate: int = 0
     quantize: tuple[str, int] | None = None
     codecs: str | None = None  # NCO's --cmp chain instead of deflate/quantize, e.g. "gbr,3|shf|bz2,5"
+    level_dim: str | None = None  # the level dimension's name in the file (default lev<levels>)
+
+    @property
+    def level_name(self) -> str | None:
+        return None if self.levels is None else (self.level_dim or f"lev{self.levels}")
 
     @property
     def compression(self) -> ncio.Compression:
@@ -98,7 +103,8 @@ class ModelOutput:
                  comm: MPI.Comm, *, mode: str = "cdf5", strategy: str = "direct", gather: str | None = None,
                  hints: Mapping[str, str] | None = None, overwrite: bool = False,
                  attrs: Mapping[str, object] | None = None, stripe_count: int | None = None,
-                 stripe_size: int | None = None, dims: Sequence[str] | None = None) -> None:
+                 stripe_size: int | None = None, dims: Sequence[str] | None = None, time_name: str = "time",
+                 time_attrs: Mapping[str, object] | None = None) -> None:
         self.grid, self.comm, self.rank = as_grid(decomp, comm), comm, comm.Get_rank()
         self.strategy = Strategy.choose(strategy, mode, comm, self.grid, hints=hints, stripe_count=stripe_count,
                                         stripe_size=stripe_size)
@@ -112,15 +118,20 @@ class ModelOutput:
         if len(names) != len(self.grid.grid):
             raise ClimioError(f"dims {tuple(names)} do not name the {len(self.grid.grid)} dimensions of the grid "
                               f"{self.grid.grid}", collective=True)
-        levels = sorted({f.levels for f in fields if f.levels is not None})
-        dims: dict[str, int | None] = {"time": None, **{f"lev{n}": n for n in levels},
-                                       **dict(zip(names, self.grid.grid))}
-        variables = [ncio.Variable("time", "f8", ("time",), {"long_name": "time", "units": "s"})]
+        self.time_name = time_name
+        dims: dict[str, int | None] = {time_name: None}
+        for f in sorted((f for f in fields if f.levels is not None), key=lambda f: f.levels):
+            if dims.setdefault(f.level_name, f.levels) != f.levels:
+                raise ClimioError(f"field '{f.name}': level dimension '{f.level_name}' has {dims[f.level_name]} "
+                                  f"levels in another field, not {f.levels}", collective=True)
+        dims.update(zip(names, self.grid.grid))
+        variables = [ncio.Variable(time_name, "f8", (time_name,),
+                                   dict(time_attrs) if time_attrs is not None else {"long_name": "time", "units": "s"})]
         for f in fields:
             var_attrs = dict(f.attrs)
             if holes:
                 var_attrs["_FillValue"] = np.array(fill_value(f), dtype=f.dtype)
-            var_dims = ("time", *((f"lev{f.levels}",) if f.levels else ()), *names)
+            var_dims = (time_name, *((f.level_name,) if f.levels else ()), *names)
             chunks = self._chunks(f) if f.compression.active else None
             variables.append(ncio.Variable(f.name, f.dtype, var_dims, var_attrs, chunks, f.compression))
         schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
@@ -169,22 +180,42 @@ class ModelOutput:
         if missing:
             raise ClimioError(f"output step {step}: no data for field(s) {', '.join(sorted(missing))}")
         arrays = {name: np.asarray(fields[name]) for name in self.fields}
-        problems = [p for p in self.comm.allgather(self._shape_problem(arrays)) if p]  # every rank raises, none waits
+        self._check_shapes(arrays)
+        self.write_time(step, time)
+        for name, local in arrays.items():
+            self._write_checked(step, name, local)
+
+    def write_time(self, step: int, time: float) -> None:
+        """Set record ``step``'s time coordinate (collective; rank 0's value is written)."""
+        mine = 1 if self.rank == 0 else 0
+        self._store.write_many([(self.time_name, np.array([time]) if mine else None, Hyperslab((step,), (mine,)))])
+
+    def write_field(self, step: int, name: str, local: np.ndarray) -> None:
+        """Write record ``step`` of one field from this rank's local array (collective; read in place)."""
+        if name not in self.fields:
+            raise ClimioError(f"no field '{name}' in this output (it has {', '.join(self.fields)})", collective=True)
+        local = np.asarray(local)
+        self._check_shapes({name: local})
+        self._write_checked(step, name, local)
+
+    def _write_checked(self, step: int, name: str, local: np.ndarray) -> None:
+        self._store.write_many([(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
+                                for data, slab in self._pieces(name, self.fields[name], step, local)])
+
+    def _check_shapes(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Raise on every rank if one rank's local array does not fit the decomposition (no rank waits)."""
+        problems = [p for p in self.comm.allgather(self._shape_problem(arrays)) if p]
         if problems:
             raise ClimioError(problems[0], collective=True)
-        mine = 1 if self.rank == 0 else 0
-        self._store.write_many([("time", np.array([time]) if mine else None, Hyperslab((step,), (mine,)))])
-        for name, f in self.fields.items():
-            self._store.write_many([(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
-                                    for data, slab in self._pieces(name, f, step, arrays[name])])
 
     def _shape_problem(self, arrays: Mapping[str, np.ndarray]) -> str:
         """Why one of this rank's local arrays does not fit the decomposition, or ''."""
-        for name, f in self.fields.items():
+        for name, array in arrays.items():
+            f = self.fields[name]
             expected = self.grid.local_shape(f.levels)
             plain = self.grid.layout(f.levels).local_shape
-            if arrays[name].shape not in (expected, plain):
-                return (f"field '{name}': local array of shape {arrays[name].shape} on rank {self.rank} does not "
+            if array.shape not in (expected, plain):
+                return (f"field '{name}': local array of shape {array.shape} on rank {self.rank} does not "
                         f"match its decomposition: expected {expected}"
                         + (f" (or {plain} without halo)" if plain != expected else ""))
         return ""

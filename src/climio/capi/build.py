@@ -1,0 +1,73 @@
+"""Build ``libclimio`` (cffi's embedding mode) and install it with its header and ``climio.pc``.
+
+    python -m climio.capi.build PREFIX        # PREFIX/lib/libclimio.so, PREFIX/include/climio.h, PREFIX/lib/pkgconfig
+
+The C API is declared once, in ``include/climio.h``. Every function there is implemented in Python
+(:mod:`climio.capi.bridge`) except the few in ``glue.c`` that need no interpreter. The library starts the
+interpreter on its first call and adds this environment's site-packages (baked in at build time), so a
+model needs no PYTHONPATH. The compiler is ``$MPICC`` (default ``mpicc``): the header includes ``mpi.h``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import site
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).parent
+HEADER = HERE / "include" / "climio.h"
+IN_C = ("climio_init_intracomm", "climio_strerror")  # glue.c's
+
+
+def python_api(header: str) -> str:
+    """The header's prototypes that Python implements, as cffi's ``embedding_api`` wants them."""
+    prototypes = re.findall(r"^\w[\w ]*\bclimio_\w+\([^;]*\);", header, flags=re.M)
+    return "\n".join(" ".join(p.split()) for p in prototypes if not p.split("(")[0].split()[-1] in IN_C)
+
+
+def init_code() -> str:
+    """What the embedded interpreter runs once: find this environment's packages, then bind the entry points."""
+    sites = [p for p in site.getsitepackages() if os.path.isdir(p)]
+    return (f"import sys, site\n"
+            f"for path in {sites!r}:\n"
+            f"    site.addsitedir(path)\n"
+            f"if not getattr(sys, 'argv', None):\n"
+            f"    sys.argv = ['libclimio']\n"
+            f"from _climio_capi import ffi\n"
+            f"from climio.capi import bridge\n"
+            f"bridge.attach(ffi)\n")
+
+
+def build(prefix: Path) -> Path:
+    import cffi
+
+    header = HEADER.read_text()
+    builder = cffi.FFI()
+    builder.embedding_api(python_api(header))
+    libdir = sysconfig.get_config_var("LIBDIR")
+    builder.set_source("_climio_capi", f'#include "climio.h"\n{(HERE / "glue.c").read_text()}',
+                       include_dirs=[str(HEADER.parent)], extra_link_args=[f"-Wl,-rpath,{libdir}"])
+    builder.embedding_init_code(init_code())
+    os.environ.setdefault("CC", os.environ.get("MPICC", "mpicc"))
+    os.environ.setdefault("LDSHARED", f"{os.environ['CC']} -shared")
+    (prefix / "lib" / "pkgconfig").mkdir(parents=True, exist_ok=True)
+    (prefix / "include").mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work:
+        built = builder.compile(tmpdir=work, target="libclimio.*")
+        shutil.copy(built, prefix / "lib" / "libclimio.so")
+    shutil.copy(HEADER, prefix / "include" / "climio.h")
+    return prefix / "lib" / "libclimio.so"
+
+
+def main() -> None:
+    prefix = Path(sys.argv[1] if len(sys.argv) > 1 else sys.prefix).resolve()
+    print(f"climio install: built {build(prefix)}")
+
+
+if __name__ == "__main__":
+    main()

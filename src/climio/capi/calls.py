@@ -1,0 +1,632 @@
+"""The calls of climio's C API and Fortran module, in Python: I/O systems, decompositions and files by id,
+netCDF-style definitions turned into a :class:`ModelOutput`, and errors agreed over the ranks.
+
+Every call is collective over its I/O system's communicator, as in PIO2. Each runs in two phases: a local
+phase checks the arguments and prepares the work (no communication), the ranks then agree on the first
+rank's error, if any (one ``allgather``), and only when none has one does the collective phase run. So a bad
+id, type or array length on one rank returns the same code on every rank, and no rank is left waiting.
+An error raised by one rank alone *inside* a collective phase cannot be returned (the others may be inside
+an MPI call): the job is aborted with its message, as the command line does.
+
+After an error on a file being written, that file is abandoned: its temporary file is removed, nothing is
+left at its path (an older file there is untouched), and later calls with its id fail with ``EBADID``
+(``closefile`` releases it quietly).
+
+Ids carry their I/O system (``system << 16 | n``) so that even a bad file or decomposition id finds the
+communicator to agree on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from climio.core import mpi, ncio
+from climio.core.decomp import Hyperslab
+from climio.errors import ClimioError, IOFault
+from climio.model.decomposition import BlockDecomposition, GridDecomposition, from_compmap
+from climio.model.input import ModelInput
+from climio.model.output import Field, ModelOutput
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+T = TypeVar("T")
+
+NOERR, EBADID, EINVAL, ESTATE, EIO, EINTERNAL = 0, -1, -2, -3, -4, -5
+EXIT_STATUS = {EBADID: 2, EINVAL: 2, ESTATE: 2, EIO: 1, EINTERNAL: 1}
+
+UNLIMITED = 0
+GLOBAL = -1
+RETURN_ERROR, ABORT_ON_ERROR = 0, 1
+CLOBBER, NOCLOBBER = 0, 1
+TYPES = {1: np.dtype("i1"), 3: np.dtype("i2"), 4: np.dtype("i4"), 5: np.dtype("f4"), 6: np.dtype("f8"),
+         10: np.dtype("i8")}  # netCDF's NC_BYTE, NC_SHORT, NC_INT, NC_FLOAT, NC_DOUBLE, NC_INT64
+SHIFT = 16
+
+
+class CallError(ClimioError):
+    """An error of one call, with its C API code."""
+
+    def __init__(self, message: str, code: int = EINVAL) -> None:
+        super().__init__(message, collective=True)
+        self.code = code
+
+
+def code_of(err: BaseException) -> int:
+    if isinstance(err, CallError):
+        return err.code
+    if isinstance(err, IOFault):
+        return EIO
+    return EINVAL if isinstance(err, ClimioError) else EINTERNAL
+
+
+# ------------------------------------------------------------------------------------------------ the tables
+
+
+@dataclass
+class Variable:
+    name: str
+    dtype: np.dtype
+    dimids: tuple[int, ...]
+    attrs: dict[str, object] = field(default_factory=dict)
+    deflate: int = 0
+    quantize: tuple[str, int] | None = None
+
+
+@dataclass
+class File:
+    """An open file: being defined (``output`` None), written (``output``) or read (``input``)."""
+
+    system: System
+    path: str
+    decomp: GridDecomposition
+    mode: str = ""
+    strategy: str = ""
+    overwrite: bool = False
+    dims: list[tuple[str, int]] = field(default_factory=list)
+    variables: list[Variable] = field(default_factory=list)
+    attrs: dict[str, object] = field(default_factory=dict)
+    output: ModelOutput | None = None
+    input: ModelInput | None = None
+    abandoned: str = ""
+
+    @property
+    def defining(self) -> bool:
+        return self.input is None and self.output is None
+
+    def variable(self, varid: int) -> Variable:
+        if not 0 <= varid < len(self.variables):
+            raise CallError(f"{self.path}: no variable id {varid} (it has {len(self.variables)}: 0.."
+                            f"{len(self.variables) - 1})", EBADID)
+        return self.variables[varid]
+
+
+@dataclass
+class System:
+    """An I/O system: a communicator, an error policy, and the decompositions and files opened on it."""
+
+    id: int
+    comm: MPI.Comm
+    abort: bool = False
+    decomps: dict[int, GridDecomposition] = field(default_factory=dict)
+    files: dict[int, File] = field(default_factory=dict)
+    count: int = 0
+
+    def new_id(self) -> int:
+        self.count += 1
+        if self.count >= 1 << SHIFT:
+            raise CallError(f"I/O system {self.id}: more than {(1 << SHIFT) - 1} decompositions and files")
+        return self.id << SHIFT | self.count
+
+
+SYSTEMS: dict[int, System] = {}
+LAST_ERROR = [""]
+
+
+def system_of(handle: int, kind: str) -> System:
+    """The I/O system of an id; an id of no system cannot be agreed on, so the job is aborted."""
+    system = SYSTEMS.get(handle if kind == "system" else handle >> SHIFT)
+    if system is None:
+        from mpi4py import MPI
+
+        mpi.abort(MPI.COMM_WORLD, f"climio: no I/O system holds {kind} id {handle} on rank "
+                  f"{MPI.COMM_WORLD.Get_rank()}: the ranks cannot agree on the error, so the job is aborted", 2)
+    return system  # type: ignore[return-value]
+
+
+def file_of(ncid: int) -> File:
+    f = system_of(ncid, "file").files.get(ncid)
+    if f is None:
+        raise CallError(f"no open file with id {ncid}", EBADID)
+    if f.abandoned:
+        raise CallError(f"{f.path}: abandoned after an earlier error ({f.abandoned})", EBADID)
+    return f
+
+
+# ------------------------------------------------------------------------------------------------ running
+
+
+def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | None = None) -> tuple[int, T | None]:
+    """One call: ``prepare`` (local) returns the collective phase; the ranks agree on errors between the two.
+
+    Returns ``(code, result)``. On an error the message is kept for :func:`last_error`, a file being written is
+    abandoned, and with ``ABORT_ON_ERROR`` the job ends.
+    """
+    body: Callable[[], T] | None = None
+    try:
+        body = prepare()
+        problem: tuple[int, str] | None = None
+    except ClimioError as err:
+        problem = (code_of(err), str(err))
+    reports = system.comm.allgather(problem) if system.comm.Get_size() > 1 else [problem]
+    first = next((r for r in reports if r is not None), None)
+    if first is None and body is not None:
+        try:
+            return NOERR, body()
+        except ClimioError as err:
+            if not err.collective:
+                _abort_alone(system, str(err), code_of(err))
+            first = (code_of(err), str(err))
+        except Exception as err:  # a bug: one rank only, perhaps
+            _abort_alone(system, f"climio internal error: {type(err).__name__}: {err}", EINTERNAL)
+    code, message = first  # type: ignore[misc]
+    LAST_ERROR[0] = message
+    if file is not None and file.input is None:
+        _abandon(file, message)
+    if system.abort:
+        from climio.core.ncio.store import discard_pending_outputs
+
+        discard_pending_outputs()
+        if system.comm.Get_rank() == 0:
+            sys.stderr.write(f"climio: {message}\n")
+            sys.stderr.flush()
+        system.comm.Barrier()  # the message is out before any rank ends the job
+        system.comm.Abort(EXIT_STATUS[code])
+    return code, None
+
+
+def _abort_alone(system: System, message: str, code: int) -> None:
+    mpi.abort(system.comm, f"climio: {message} (rank {system.comm.Get_rank()} alone, inside a collective "
+              f"call: the job is aborted)", EXIT_STATUS.get(code, 1))
+
+
+def _abandon(f: File, message: str) -> None:
+    """Give up a file being written after an agreed error: every rank is here, so closing is collective."""
+    f.abandoned = message
+    if f.output is not None:
+        out, f.output = f.output, None
+        err = CallError(message)
+        out.__exit__(CallError, err, None)
+
+
+def on_file(ncid: int, prepare: Callable[[File], Callable[[], T]]) -> tuple[int, T | None]:
+    """:func:`run` for a call on file ``ncid``; a bad id is agreed over the system its id names."""
+    system = system_of(ncid, "file")
+    return run(system, lambda: prepare(file_of(ncid)), system.files.get(ncid))
+
+
+def last_error() -> str:
+    return LAST_ERROR[0]
+
+
+# ------------------------------------------------------------------------------------------------ checks
+
+
+def _dtype(xtype: int, what: str) -> np.dtype:
+    if xtype not in TYPES:
+        raise CallError(f"{what}: type {xtype} is none of CLIMIO_BYTE (1), SHORT (3), INT (4), FLOAT (5), "
+                        f"DOUBLE (6), INT64 (10)")
+    return TYPES[xtype]
+
+
+def _name(text: str, what: str) -> str:
+    if not text or len(text) > 256 or "/" in text or text != text.strip():
+        raise CallError(f"{what} name '{text}': give 1 to 256 characters, no '/' and no edge spaces")
+    return text
+
+
+def _defining(f: File, call: str) -> None:
+    if not f.defining:
+        raise CallError(f"{f.path}: {call} after climio_enddef (or on a file opened for reading)", ESTATE)
+
+
+# ------------------------------------------------------------------------------------------------ the calls
+
+
+def init_intracomm(comm: MPI.Comm) -> tuple[int, int]:
+    """A new I/O system over ``comm`` (the model's communicator, used as is: climio never duplicates or frees it,
+    nor calls MPI_Init or MPI_Finalize)."""
+    system = System(max(SYSTEMS, default=0) + 1, comm)
+    SYSTEMS[system.id] = system
+    code, _ = run(system, lambda: lambda: None)
+    return code, system.id
+
+
+def set_error_handling(iosysid: int, method: int) -> int:
+    system = system_of(iosysid, "system")
+
+    def prepare() -> Callable[[], None]:
+        if method not in (RETURN_ERROR, ABORT_ON_ERROR):
+            raise CallError(f"error handling {method}: use CLIMIO_RETURN_ERROR (0) or CLIMIO_ABORT_ON_ERROR (1)")
+        return lambda: setattr(system, "abort", method == ABORT_ON_ERROR)
+
+    return run(system, prepare)[0]
+
+
+def finalize(iosysid: int) -> int:
+    """Close what is still open on the system (files being written are published) and forget it."""
+    system = system_of(iosysid, "system")
+
+    def body() -> None:
+        for ncid in list(system.files):
+            f = system.files.pop(ncid)
+            for handle in (f.output, f.input):
+                if handle is not None:
+                    handle.close()
+        del SYSTEMS[system.id]
+
+    return run(system, lambda: body)[0]
+
+
+def init_decomp_blocks(iosysid: int, grid: list[int], start: list[int], count: list[int],
+                       halo: int) -> tuple[int, int]:
+    """Each rank's box of the grid (0-based, C order), with ``halo`` ghost cells on each side of its local array
+    along the last two grid axes (the only one for a 1-D grid)."""
+    system = system_of(iosysid, "system")
+
+    def prepare() -> Callable[[], int]:
+        ndims = len(grid)
+        if ndims < 1 or len(start) != ndims or len(count) != ndims or min(grid) < 1:
+            raise CallError(f"climio_init_decomp_blocks: a grid of {ndims} dimensions {tuple(grid)} needs as many "
+                            f"positive lengths, starts and counts")
+        bad = [a for a in range(ndims) if count[a] < 0 or start[a] < 0 or start[a] + count[a] > grid[a]]
+        if bad:
+            raise CallError(f"climio_init_decomp_blocks: box start {tuple(start)} count {tuple(count)} on rank "
+                            f"{system.comm.Get_rank()} lies outside the grid {tuple(grid)} (0-based, C order)")
+        if halo < 0:
+            raise CallError(f"climio_init_decomp_blocks: halo {halo} must be >= 0")
+        mine = Hyperslab(tuple(start), tuple(count))
+
+        def body() -> int:
+            boxes = tuple(system.comm.allgather(mine))
+            axes = tuple(range(max(0, ndims - 2), ndims))
+            d = BlockDecomposition(tuple(grid), system.comm.Get_size(), system.comm.Get_rank(), boxes, halo, axes)
+            ioid = system.new_id()
+            system.decomps[ioid] = d
+            return ioid
+        return body
+
+    code, ioid = run(system, prepare)
+    return code, ioid or 0
+
+
+def init_decomp(iosysid: int, grid: list[int], compmap: np.ndarray) -> tuple[int, int]:
+    """PIO's decomposition: each local element's 1-based offset into the C-order grid, 0 for a hole."""
+    system = system_of(iosysid, "system")
+
+    def prepare() -> Callable[[], int]:
+        if not grid or min(grid) < 1:
+            raise CallError(f"climio_init_decomp: grid {tuple(grid)} needs positive lengths")
+        size = math.prod(grid)
+        bad = compmap[(compmap < 0) | (compmap > size)]
+        if bad.size:
+            raise CallError(f"climio_init_decomp: compmap entry {int(bad[0])} on rank {system.comm.Get_rank()} is "
+                            f"outside 1..{size} (0 for a hole)")
+        d = from_compmap(grid, compmap, system.comm.Get_size(), system.comm.Get_rank())
+
+        def body() -> int:
+            ioid = system.new_id()
+            system.decomps[ioid] = d
+            return ioid
+        return body
+
+    code, ioid = run(system, prepare)
+    return code, ioid or 0
+
+
+def free_decomp(iosysid: int, ioid: int) -> int:
+    system = system_of(iosysid, "system")
+
+    def prepare() -> Callable[[], None]:
+        if ioid not in system.decomps:
+            raise CallError(f"no decomposition with id {ioid} in I/O system {iosysid}", EBADID)
+        return lambda: system.decomps.pop(ioid) and None
+
+    return run(system, prepare)[0]
+
+
+def _decomp(system: System, ioid: int) -> GridDecomposition:
+    if ioid not in system.decomps:
+        raise CallError(f"no decomposition with id {ioid} in I/O system {system.id}", EBADID)
+    return system.decomps[ioid]
+
+
+def createfile(iosysid: int, ioid: int, mode: str, strategy: str, path: str, flags: int) -> tuple[int, int]:
+    """A new file for ``path`` in define mode; it is created at ``enddef`` and appears at ``path`` only when
+    closed whole."""
+    system = system_of(iosysid, "system")
+
+    def prepare() -> Callable[[], int]:
+        d = _decomp(system, ioid)
+        if mode not in ncio.MODES:
+            raise CallError(f"{path}: mode '{mode}': choose one of {', '.join(ncio.MODES)}")
+        if flags not in (CLOBBER, NOCLOBBER):
+            raise CallError(f"{path}: flags {flags}: use CLIMIO_CLOBBER (0) or CLIMIO_NOCLOBBER (1)")
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise CallError(f"{path}: cannot write in directory {parent} (missing or not writable)", EIO)
+        if flags == NOCLOBBER and os.path.exists(path):
+            raise CallError(f"{path} exists: remove it or create with CLIMIO_CLOBBER")
+        f = File(system, path, d, mode, strategy, flags == CLOBBER)
+
+        def body() -> int:
+            ncid = system.new_id()
+            system.files[ncid] = f
+            return ncid
+        return body
+
+    code, ncid = run(system, prepare)
+    return code, ncid or 0
+
+
+def def_dim(ncid: int, name: str, length: int) -> tuple[int, int]:
+    def prepare(f: File) -> Callable[[], int]:
+        _defining(f, "climio_def_dim")
+        _name(name, f"{f.path}: dimension")
+        if any(n == name for n, _ in f.dims):
+            raise CallError(f"{f.path}: dimension '{name}' is already defined")
+        if length < 0 or (length == UNLIMITED and any(n == UNLIMITED for _, n in f.dims)):
+            raise CallError(f"{f.path}: dimension '{name}': length {length} (one CLIMIO_UNLIMITED at most)")
+        return lambda: f.dims.append((name, length)) or len(f.dims) - 1
+
+    code, dimid = on_file(ncid, prepare)
+    return code, dimid or 0
+
+
+def def_var(ncid: int, name: str, xtype: int, dimids: list[int]) -> tuple[int, int]:
+    def prepare(f: File) -> Callable[[], int]:
+        _defining(f, "climio_def_var")
+        _name(name, f"{f.path}: variable")
+        if any(v.name == name for v in f.variables):
+            raise CallError(f"{f.path}: variable '{name}' is already defined")
+        dtype = _dtype(xtype, f"{f.path}: variable '{name}'")
+        bad = [d for d in dimids if not 0 <= d < len(f.dims)]
+        if bad:
+            raise CallError(f"{f.path}: variable '{name}': no dimension id {bad[0]} (0..{len(f.dims) - 1})", EBADID)
+        v = Variable(name, dtype, tuple(dimids))
+        return lambda: f.variables.append(v) or len(f.variables) - 1
+
+    code, varid = on_file(ncid, prepare)
+    return code, varid if varid is not None else 0
+
+
+def def_var_deflate(ncid: int, varid: int, shuffle: int, deflate: int, level: int) -> int:
+    def prepare(f: File) -> Callable[[], None]:
+        _defining(f, "climio_def_var_deflate")
+        v = f.variable(varid)
+        if f.mode not in ("hdf5", "hdf5-classic"):
+            raise CallError(f"{f.path}: variable '{v.name}': compression needs mode hdf5, not '{f.mode}'")
+        if deflate and not 1 <= level <= 9:
+            raise CallError(f"{f.path}: variable '{v.name}': deflate level {level} is not 1..9")
+        if deflate and not shuffle:
+            raise CallError(f"{f.path}: variable '{v.name}': climio deflates with the shuffle filter: pass "
+                            f"shuffle 1")
+        return lambda: setattr(v, "deflate", level if deflate else 0)
+
+    return on_file(ncid, prepare)[0]
+
+
+QUANTIZE = {1: "BitGroom", 2: "GranularBR", 3: "BitRound"}  # netCDF's NC_QUANTIZE_* numbers
+
+
+def def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int:
+    def prepare(f: File) -> Callable[[], None]:
+        _defining(f, "climio_def_var_quantize")
+        v = f.variable(varid)
+        if quantize_mode not in QUANTIZE or nsd < 1 or v.dtype.kind != "f":
+            raise CallError(f"{f.path}: variable '{v.name}': quantize mode {quantize_mode} (1 BitGroom, "
+                            f"2 GranularBR, 3 BitRound) with {nsd} digits/bits needs a float variable")
+        return lambda: setattr(v, "quantize", (QUANTIZE[quantize_mode], nsd))
+
+    return on_file(ncid, prepare)[0]
+
+
+def put_att(ncid: int, varid: int, name: str, value: str | np.ndarray, xtype: int | None = None) -> int:
+    """A text attribute (``value`` a str) or numbers stored as netCDF type ``xtype``."""
+
+    def prepare(f: File) -> Callable[[], None]:
+        _defining(f, "climio_put_att")
+        target = f.attrs if varid == GLOBAL else f.variable(varid).attrs
+        _name(name, f"{f.path}: attribute")
+        stored = value if xtype is None else np.asarray(value).astype(_dtype(xtype, f"{f.path}: attribute '{name}'"))
+        return lambda: target.__setitem__(name, stored)
+
+    return on_file(ncid, prepare)[0]
+
+
+def enddef(ncid: int) -> int:
+    """Create the file: the record dimension, its coordinate and every variable over ``(record, [level,] grid)``."""
+
+    def prepare(f: File) -> Callable[[], None]:
+        _defining(f, "climio_enddef")
+        fields, time_attrs, grid_names, record = _fields(f)
+
+        def body() -> None:
+            f.output = ModelOutput(f.path, f.decomp, fields, f.system.comm, mode=f.mode, strategy=f.strategy,
+                                   overwrite=f.overwrite, attrs=f.attrs, dims=grid_names, time_name=record,
+                                   time_attrs=time_attrs)
+        return body
+
+    return on_file(ncid, prepare)[0]
+
+
+def _fields(f: File) -> tuple[list[Field], dict[str, object] | None, tuple[str, ...], str]:
+    """The definitions as ModelOutput's fields, the record coordinate's attributes, the grid's dimension names
+    and the record dimension's name."""
+    records = [n for n, length in f.dims if length == UNLIMITED]
+    if not records:
+        raise CallError(f"{f.path}: define the record dimension (length CLIMIO_UNLIMITED): climio writes records")
+    record = records[0]
+    grid = f.decomp.grid
+    fields: list[Field] = []
+    time_attrs: dict[str, object] | None = None
+    grid_names: tuple[str, ...] | None = None
+    for v in f.variables:
+        names = tuple(f.dims[d][0] for d in v.dimids)
+        lengths = tuple(f.dims[d][1] for d in v.dimids)
+        if names == (record,) and v.name == record:
+            if v.dtype != np.dtype("f8"):
+                raise CallError(f"{f.path}: the record coordinate '{v.name}' is CLIMIO_DOUBLE")
+            time_attrs = v.attrs
+            continue
+        tail = lengths[len(lengths) - len(grid):]
+        extra = len(lengths) - 1 - len(grid)
+        if not names or names[0] != record or tail != grid or extra not in (0, 1):
+            raise CallError(f"{f.path}: variable '{v.name}' {names} is not ({record}, [level,] grid) over the "
+                            f"decomposition's grid {grid}; climio writes decomposed records only")
+        if grid_names is not None and names[len(names) - len(grid):] != grid_names:
+            raise CallError(f"{f.path}: variable '{v.name}' names the grid {names[len(names) - len(grid):]}, "
+                            f"others {grid_names}: use one set of grid dimensions")
+        grid_names = names[len(names) - len(grid):]
+        levels = lengths[1] if extra else None
+        fields.append(Field(v.name, levels, v.dtype.str, dict(v.attrs), v.deflate, v.quantize,
+                            level_dim=names[1] if extra else None))
+    if grid_names is None:
+        raise CallError(f"{f.path}: no variable over ({record}, [level,] grid) is defined")
+    return fields, time_attrs, grid_names, record
+
+
+def put_time(ncid: int, frame: int, time: float) -> int:
+    def prepare(f: File) -> Callable[[], None]:
+        out = _writing(f, "climio_put_time")
+        if frame < 0:
+            raise CallError(f"{f.path}: frame {frame} must be >= 0")
+        return lambda: out.write_time(frame, time)
+
+    return on_file(ncid, prepare)[0]
+
+
+def _writing(f: File, call: str) -> ModelOutput:
+    if f.output is None:
+        raise CallError(f"{f.path}: {call} before climio_enddef (or on a file opened for reading)", ESTATE)
+    return f.output
+
+
+def _local(f: File, v: Variable, levels: int | None, memory: np.ndarray) -> np.ndarray:
+    """The caller's flat array as the decomposition's local shape (with the halo or without), else as is."""
+    for shape in (f.decomp.local_shape(levels), f.decomp.layout(levels).local_shape):
+        if math.prod(shape) == memory.size:
+            return memory.reshape(shape)
+    return memory
+
+
+def _memory(f: File, memtype: int, memory: np.ndarray | None) -> np.ndarray:
+    if memory is None:
+        raise CallError(f"{f.path}: memory type {memtype} is none of CLIMIO_BYTE (1), SHORT (3), INT (4), "
+                        f"FLOAT (5), DOUBLE (6), INT64 (10)")
+    return memory
+
+
+def write_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarray | None) -> int:
+    """Record ``frame`` of a variable from this rank's local array (read in place when its type is the
+    variable's)."""
+
+    def prepare(f: File) -> Callable[[], None]:
+        out = _writing(f, "climio_write_darray")
+        v = f.variable(varid)
+        memory = _memory(f, memtype, given)
+        if v.name not in out.fields:
+            raise CallError(f"{f.path}: '{v.name}' is the record coordinate: set it with climio_put_time")
+        if frame < 0:
+            raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0")
+        if memory.dtype.kind == "f" and v.dtype.kind != "f":
+            raise CallError(f"{f.path}: variable '{v.name}' is {v.dtype.name}: write it from an integer array, "
+                            f"not {memory.dtype.name} (climio does not round)")
+        local = _local(f, v, out.fields[v.name].levels, memory)
+        return lambda: out.write_field(frame, v.name, local)
+
+    return on_file(ncid, prepare)[0]
+
+
+def openfile(iosysid: int, ioid: int, strategy: str, path: str) -> tuple[int, int]:
+    """``path`` opened for reading into decomposition ``ioid``."""
+    system = system_of(iosysid, "system")
+
+    def prepare() -> Callable[[], int]:
+        d = _decomp(system, ioid)
+
+        def body() -> int:
+            reader = ModelInput(path, d, system.comm, strategy=strategy)
+            names = [v.name for v in reader._store.schema.variables]
+            f = File(system, path, d, strategy=strategy, input=reader,
+                     variables=[Variable(n, np.dtype("f8"), ()) for n in names])
+            ncid = system.new_id()
+            system.files[ncid] = f
+            return ncid
+        return body
+
+    code, ncid = run(system, prepare)
+    return code, ncid or 0
+
+
+def inq_varid(ncid: int, name: str) -> tuple[int, int]:
+    def prepare(f: File) -> Callable[[], int]:
+        found = [i for i, v in enumerate(f.variables) if v.name == name]
+        if not found:
+            raise CallError(f"{f.path}: no variable '{name}'", EBADID)
+        return lambda: found[0]
+
+    code, varid = on_file(ncid, prepare)
+    return code, varid if varid is not None else 0
+
+
+def read_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarray | None) -> int:
+    """Record ``frame`` (-1: a variable without records) of a variable into this rank's local array, as stored
+    (no unpacking; fill values stay), converted to the array's type."""
+
+    def prepare(f: File) -> Callable[[], None]:
+        if f.input is None:
+            raise CallError(f"{f.path}: climio_read_darray on a file opened for writing", ESTATE)
+        reader = f.input
+        v = f.variable(varid)
+        memory = _memory(f, memtype, given)
+        levels, records = reader.levels(v.name)
+        stored = reader._store.schema.variable(v.name).numpy_dtype
+        if memory.dtype.kind != "f" and stored.kind == "f":
+            raise CallError(f"{f.path}: variable '{v.name}' is {stored.name}: read it into a float array, not "
+                            f"{memory.dtype.name} (climio does not round)")
+        shape = f.decomp.local_shape(levels)
+        if memory.size != math.prod(shape):
+            raise CallError(f"{f.path}: variable '{v.name}': local array of {memory.size} elements on rank "
+                            f"{f.system.comm.Get_rank()}, expected {math.prod(shape)} {shape}")
+        local = memory.reshape(shape)
+        record = frame if records else None
+        return lambda: reader.read(v.name, record, out=local, cf=False) and None
+
+    return on_file(ncid, prepare)[0]
+
+
+def closefile(ncid: int) -> int:
+    """Close a file: one being written is published at its path (a file abandoned earlier is just released)."""
+    system = system_of(ncid, "file")
+    f = system.files.get(ncid)
+    if f is not None and f.abandoned:
+        system.files.pop(ncid)
+        return NOERR
+
+    def prepare(f: File) -> Callable[[], None]:
+        def body() -> None:
+            system.files.pop(ncid)
+            if f.defining:
+                raise CallError(f"{f.path}: closed before climio_enddef: nothing was written", ESTATE)
+            (f.output or f.input).close()  # type: ignore[union-attr]
+        return body
+
+    return on_file(ncid, prepare)[0]
