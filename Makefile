@@ -9,16 +9,24 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 
 .PHONY: install test demo bench clean
 
-install: $(STAMP)
+CAPI   := $(VENV)/lib/libclimio.so
+CAPI_SOURCES := $(wildcard src/climio/capi/*.py src/climio/capi/*.c src/climio/capi/*.F90 src/climio/capi/include/*.h)
+
+install: $(STAMP) $(CAPI)
 
 $(STAMP): pyproject.toml scripts/install.sh
 	bash scripts/install.sh
 	touch $@
 
-test: $(STAMP)
+# The C API and Fortran module again when their sources change (scripts/install.sh builds them first).
+$(CAPI): $(STAMP) $(CAPI_SOURCES)
+	$(PY) -m climio.capi.build $(VENV)
+	touch $@
+
+test: $(STAMP) $(CAPI)
 	$(PY) -m pytest -q tests
 
-demo: $(STAMP)
+demo: $(STAMP) $(CAPI)
 	bash scripts/demo.sh
 
 bench: $(STAMP)

@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs what climio needs and is missing; safe to run again (idempotent).
 #
-#   1. Debian packages (Open MPI, PnetCDF, parallel HDF5, netCDF-C with both, NCO)
+#   1. Debian packages (Open MPI, PnetCDF, parallel HDF5, netCDF-C with both, NCO, gfortran)
 #      unless CLIMIO_SKIP_APT=1 (clusters: load modules instead, see docs/install.md);
-#   2. a virtual environment .venv with pinned numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, dask, matplotlib;
+#   2. a virtual environment .venv with pinned numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, dask, matplotlib, cffi;
 #   3. netCDF4-python 1.6.5 compiled with mpicc against the parallel netCDF-C,
 #      cached as a wheel in $CLIMIO_WHEELHOUSE so later installs take seconds;
 #   4. climio itself, editable, with its test dependencies, among them the CF checker
 #      cfchecks (cfchecker, which needs Debian's udunits2) and the CF tables it reads,
-#      kept in $venv/share/cf-tables so the tests never fetch them from the network.
+#      kept in $venv/share/cf-tables so the tests never fetch them from the network;
+#   5. the C API and Fortran module, in $venv/lib and $venv/include, with $venv/lib/pkgconfig/climio.pc.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,7 +22,7 @@ say() { printf 'climio install: %s\n' "$*"; }
 
 debian_packages=(openmpi-bin libopenmpi-dev libpnetcdf-dev pnetcdf-bin
                  libhdf5-openmpi-dev libnetcdf-pnetcdf-dev netcdf-bin nco
-                 hdf5-filter-plugin python3-dev python3-venv libudunits2-0 libudunits2-data)
+                 hdf5-filter-plugin python3-dev python3-venv libudunits2-0 libudunits2-data gfortran)
 
 install_debian_packages() {
     [[ ${CLIMIO_SKIP_APT:-0} == 1 ]] && { say "CLIMIO_SKIP_APT=1: not touching system packages"; return; }
@@ -62,7 +63,8 @@ make_venv() {
         pip install --only-binary :all: mpi4py==4.1.1
     fi
     pip install --only-binary :all: numpy==1.26.4 cftime==1.6.4.post1 numba==0.60.0 llvmlite==0.43.0 \
-        tqdm==4.67.1 scipy==1.13.1 xarray==2024.6.0 pandas==2.2.3 dask==2024.6.2 matplotlib==3.9.2
+        tqdm==4.67.1 scipy==1.13.1 xarray==2024.6.0 pandas==2.2.3 dask==2024.6.2 matplotlib==3.9.2 \
+        cffi==1.17.1 pycparser==3.12
 }
 
 build_netcdf4() {
@@ -92,6 +94,12 @@ install_climio() {
     # cfunits comes only as a (pure Python) source package: built with the venv's setuptools.
     "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation \
         pytest==8.3.4 pytest-timeout==2.3.1 cfchecker==4.1.0 cfunits==3.3.7 future==1.0.0
+}
+
+# The C API and Fortran module (libclimio, climio.h, climio_io.mod, climio.pc) in $venv/lib and
+# $venv/include, built with mpicc/mpifort (MPICC/MPIFC override them; docs/model-api.md).
+build_capi() {
+    "$venv/bin/python" -m climio.capi.build "$venv"
 }
 
 # cfchecks reads three XML tables (standard names, area types, standardized regions) and by
@@ -132,4 +140,5 @@ make_venv
 build_netcdf4
 install_climio
 install_cf_tables
+build_capi
 say "ready: $venv/bin/climio"

@@ -1,11 +1,16 @@
 """Build ``libclimio`` (cffi's embedding mode) and install it with its header and ``climio.pc``.
 
-    python -m climio.capi.build PREFIX        # PREFIX/lib/libclimio.so, PREFIX/include/climio.h, PREFIX/lib/pkgconfig
+    python -m climio.capi.build PREFIX
+
+installs ``PREFIX/lib/libclimio.so`` and ``PREFIX/include/climio.h`` (C), ``PREFIX/lib/libclimiof.so`` and
+``PREFIX/include/climio_io.mod`` (Fortran) and ``PREFIX/lib/pkgconfig/climio.pc``.
 
 The C API is declared once, in ``include/climio.h``. Every function there is implemented in Python
 (:mod:`climio.capi.bridge`) except the few in ``glue.c`` that need no interpreter. The library starts the
 interpreter on its first call and adds this environment's site-packages (baked in at build time), so a
-model needs no PYTHONPATH. The compiler is ``$MPICC`` (default ``mpicc``): the header includes ``mpi.h``.
+model needs no PYTHONPATH. The compilers are ``$MPICC`` and ``$MPIFC`` (default ``mpicc``, ``mpifort``):
+the header includes ``mpi.h``, and a ``.mod`` file is only read by the compiler that wrote it, so build with
+the model's own. Without a Fortran compiler only the C API is installed.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import os
 import re
 import shutil
 import site
+import subprocess
 import sys
 import sysconfig
 import tempfile
@@ -61,7 +67,36 @@ def build(prefix: Path) -> Path:
         built = builder.compile(tmpdir=work, target="libclimio.*")
         shutil.copy(built, prefix / "lib" / "libclimio.so")
     shutil.copy(HEADER, prefix / "include" / "climio.h")
+    fortran = build_fortran(prefix)
+    (prefix / "lib" / "pkgconfig" / "climio.pc").write_text(pkg_config(prefix, fortran))
     return prefix / "lib" / "libclimio.so"
+
+
+def build_fortran(prefix: Path) -> bool:
+    """The ``climio_io`` module and ``libclimiof``, or False when there is no Fortran compiler."""
+    compiler = os.environ.get("MPIFC", "mpifort")
+    if shutil.which(compiler) is None:
+        print(f"climio install: no Fortran compiler {compiler} (set MPIFC): the Fortran module is not built")
+        return False
+    lib, include = prefix / "lib", prefix / "include"
+    with tempfile.TemporaryDirectory() as work:
+        obj = os.path.join(work, "climio_io.o")
+        subprocess.run([compiler, "-c", "-fPIC", "-O2", str(HERE / "climio_io.F90"), "-J", str(include), "-o", obj],
+                       check=True)
+        subprocess.run([compiler, "-shared", "-o", str(lib / "libclimiof.so"), obj, f"-L{lib}", "-lclimio",
+                        f"-Wl,-rpath,{lib}"], check=True)
+    return True
+
+
+def pkg_config(prefix: Path, fortran: bool) -> str:
+    """``climio.pc``: the include directory (climio.h, climio_io.mod) and the libraries, with their run path."""
+    from climio import __version__
+
+    libs = "-lclimiof -lclimio" if fortran else "-lclimio"
+    return (f"prefix={prefix}\nlibdir=${{prefix}}/lib\nincludedir=${{prefix}}/include\n\n"
+            f"Name: climio\nDescription: climio's model I/O for C and Fortran (climio.h, use climio_io)\n"
+            f"Version: {__version__}\nCflags: -I${{includedir}}\n"
+            f"Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} {libs}\n")
 
 
 def main() -> None:

@@ -1,0 +1,181 @@
+! The CMAQ mock-up of seed 003 as a Fortran model that writes through climio: a domain of columns x rows
+! x layers x species, decomposed on a px x py process grid with a halo of 2, each species a (column, row,
+! layer) real(4) array; every step does an artificial workload over every species and writes them all.
+!
+!   mpiexec -n 4 cmaq_mockup OUT.nc [domain=CA|EUS|CONUS|NXxNYxNLAYxNSPEC] [grid=PXxPY] [strategy=agg]
+!                                   [mode=cdf5] [steps=3] [timing=FILE.json]
+!
+! The values are those of `climio bench model` (climio.bench.model.value): species s at the C-order
+! record offset f = (lay*NY + row)*NX + col is mod(7 f + 13 s, 1000003), exact in real(4), so the file
+! can be compared element by element with the same fields written through the Python API. The halo
+! holds -1, which must never reach the file. With timing=, rank 0 writes the I/O time (create, define,
+! every write, close; the slowest rank) and the number of climio calls as JSON.
+program cmaq_mockup
+  use mpi
+  use climio_io
+  implicit none
+
+  integer, parameter :: HALO = 2
+  character(len=512) :: path, timing
+  character(len=64) :: domain, grid, strategy, mode
+  integer :: nx, ny, nlay, nspec, px, py, steps, ierr, rank, nranks, row, col
+  integer :: start(2), count(2), iosys, ioid, ncid, dims(4), step, s, status, calls, lay, j, i
+  integer, allocatable :: varids(:)
+  real(4), allocatable :: conc(:, :, :, :), scratch(:, :, :, :)
+  real(8) :: started, io, slowest
+  character(len=16) :: name
+  integer(8) :: f
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+  call arguments()
+
+  row = rank / px
+  col = mod(rank, px)
+  call block_range(ny, py, row, start(2), count(2))
+  call block_range(nx, px, col, start(1), count(1))
+  allocate (conc(1 - HALO:count(1) + HALO, 1 - HALO:count(2) + HALO, nlay, nspec), source=-1.0)
+  allocate (scratch, mold=conc)
+  do s = 1, nspec
+     do lay = 1, nlay
+        do j = 1, count(2)
+           do i = 1, count(1)
+              f = (int(lay - 1, 8) * ny + (start(2) - 1 + j - 1)) * nx + (start(1) - 1 + i - 1)
+              conc(i, j, lay, s) = real(mod(f * 7 + int(s - 1, 8) * 13, 1000003_8), 4)
+           end do
+        end do
+     end do
+  end do
+  allocate (varids(nspec))
+
+  calls = 0
+  io = 0
+  started = MPI_Wtime()
+  call check(climio_init_intracomm(MPI_COMM_WORLD, iosys))
+  call check(climio_init_decomp_blocks(iosys, [nx, ny], start, count, HALO, ioid))
+  call check(climio_createfile(iosys, ioid, ncid, mode, strategy, path))
+  call check(climio_def_dim(ncid, "COL", nx, dims(1)))
+  call check(climio_def_dim(ncid, "ROW", ny, dims(2)))
+  call check(climio_def_dim(ncid, "LAY", nlay, dims(3)))
+  call check(climio_def_dim(ncid, "time", CLIMIO_UNLIMITED, dims(4)))
+  call check(climio_def_var(ncid, "time", CLIMIO_DOUBLE, [dims(4)], i))
+  call check(climio_put_att(ncid, i, "units", "s"))
+  do s = 1, nspec
+     write (name, '(a, i3.3)') "SPEC", s - 1
+     call check(climio_def_var(ncid, trim(name), CLIMIO_FLOAT, dims, varids(s)))
+     call check(climio_put_att(ncid, varids(s), "units", "ppmV"))
+  end do
+  call check(climio_put_att(ncid, CLIMIO_GLOBAL, "title", "CMAQ mock-up (Fortran)"))
+  call check(climio_enddef(ncid))
+  io = io + MPI_Wtime() - started
+
+  do step = 1, steps
+     scratch = conc * 1.0001  ! the artificial workload
+     started = MPI_Wtime()
+     call check(climio_put_time(ncid, step, 3600d0 * (step - 1)))
+     do s = 1, nspec
+        call check(climio_write_darray(ncid, varids(s), step, conc(:, :, :, s)))
+     end do
+     io = io + MPI_Wtime() - started
+  end do
+
+  started = MPI_Wtime()
+  call check(climio_closefile(ncid))
+  call check(climio_free_decomp(iosys, ioid))
+  call check(climio_finalize(iosys))
+  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  io = io + MPI_Wtime() - started
+  call MPI_Reduce(io, slowest, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
+  if (rank == 0 .and. len_trim(timing) > 0) then
+     open (newunit=i, file=trim(timing), status="replace", action="write")
+     write (i, '(a, es24.16, a, i0, a)') '{"io_s": ', slowest, ', "calls": ', calls, '}'
+     close (i)
+  end if
+  call MPI_Finalize(ierr)
+
+contains
+
+  subroutine check(code)
+    integer, intent(in) :: code
+    calls = calls + 1
+    if (code /= CLIMIO_NOERR) then
+       if (rank == 0) write (0, '(a)') "cmaq_mockup: " // climio_errmsg()
+       call MPI_Finalize(ierr)
+       stop 1
+    end if
+  end subroutine check
+
+  !> Block `index` (0-based) of `n` points split into `parts`: 1-based start, count (climio.core.decomp).
+  subroutine block_range(n, parts, index, first, length)
+    integer, intent(in) :: n, parts, index
+    integer, intent(out) :: first, length
+    first = index * (n / parts) + min(index, mod(n, parts)) + 1
+    length = n / parts
+    if (index < mod(n, parts)) length = length + 1
+  end subroutine block_range
+
+  subroutine arguments()
+    character(len=512) :: arg
+    integer :: k, x
+    call get_command_argument(1, path)
+    domain = "CA"
+    grid = ""
+    strategy = "agg"
+    mode = "cdf5"
+    steps = 3
+    timing = ""
+    do k = 2, command_argument_count()
+       call get_command_argument(k, arg)
+       x = index(arg, "=")
+       select case (arg(:x - 1))
+       case ("domain")
+          domain = arg(x + 1:)
+       case ("grid")
+          grid = arg(x + 1:)
+       case ("strategy")
+          strategy = arg(x + 1:)
+       case ("mode")
+          mode = arg(x + 1:)
+       case ("steps")
+          read (arg(x + 1:), *) steps
+       case ("timing")
+          timing = arg(x + 1:)
+       case default
+          if (rank == 0) write (0, '(a)') "cmaq_mockup: unknown argument '" // trim(arg) // "'"
+          call MPI_Abort(MPI_COMM_WORLD, 2, ierr)
+       end select
+    end do
+    if (len_trim(path) == 0) then
+       if (rank == 0) write (0, '(a)') "usage: cmaq_mockup OUT.nc [domain=CA] [grid=PXxPY] [strategy=agg] " // &
+            "[mode=cdf5] [steps=3] [timing=FILE]"
+       call MPI_Abort(MPI_COMM_WORLD, 2, ierr)
+    end if
+    select case (domain)
+    case ("CA")
+       nx = 89; ny = 134; nlay = 35; nspec = 146
+    case ("EUS")
+       nx = 279; ny = 299; nlay = 35; nspec = 146
+    case ("CONUS")
+       nx = 459; ny = 299; nlay = 35; nspec = 146
+    case default
+       do k = 1, len_trim(domain)
+          if (domain(k:k) == "x") domain(k:k) = " "
+       end do
+       read (domain, *) nx, ny, nlay, nspec
+    end select
+    if (len_trim(grid) == 0) then
+       px = nranks
+       py = 1
+    else
+       x = index(grid, "x")
+       read (grid(:x - 1), *) px
+       read (grid(x + 1:), *) py
+    end if
+    if (px * py /= nranks) then
+       if (rank == 0) write (0, '(a)') "cmaq_mockup: grid= does not match the number of ranks"
+       call MPI_Abort(MPI_COMM_WORLD, 2, ierr)
+    end if
+  end subroutine arguments
+
+end program cmaq_mockup
