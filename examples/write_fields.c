@@ -4,12 +4,22 @@
  *   mpiexec -n 4 write_fields OUT.nc [MODE [STRATEGY [NSTEPS]]]      (default cdf5 agg 3)
  *
  * Every value tells where it belongs: T = step*1e4 + lev*1e3 + y*NX + x (ps: the same, level 0, plus 0.5),
- * so the file can be checked point by point; the halo holds -999, which must never reach the file. */
+ * so the file can be checked point by point; the halo holds -999, which must never reach the file.
+ * The last record of T is then read back through the same decomposition and checked. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <climio.h>
 
 enum { NY = 24, NX = 36, NLEV = 4, HALO = 2 };
+
+/* Block `index` of n points split into `parts`, the first n % parts one point longer (climio's own split:
+ * with it, a process grid of blocks also gets the rows and cols strategies). */
+static void block_range(long long n, int parts, int index, long long *start, long long *count)
+{
+    long long base = n / parts, extra = n % parts;
+    *start = index * base + (index < extra ? index : extra);
+    *count = base + (index < extra);
+}
 
 #define CHECK(call)                                                                 \
     do {                                                                            \
@@ -47,10 +57,8 @@ int main(int argc, char **argv)
     MPI_Dims_create(size, 2, dims);              /* dims[0] rows of ranks along y, dims[1] along x */
     int row = rank / dims[1], col = rank % dims[1];
     long long grid[2] = {NY, NX}, start[2], count[2];
-    start[0] = (long long)NY * row / dims[0];
-    count[0] = (long long)NY * (row + 1) / dims[0] - start[0];
-    start[1] = (long long)NX * col / dims[1];
-    count[1] = (long long)NX * (col + 1) / dims[1] - start[1];
+    block_range(NY, dims[0], row, &start[0], &count[0]);
+    block_range(NX, dims[1], col, &start[1], &count[1]);
     long long ly = count[0] + 2 * HALO, lx = count[1] + 2 * HALO;
 
     float *t = malloc(sizeof(float) * NLEV * ly * lx);
@@ -89,10 +97,26 @@ int main(int argc, char **argv)
         CHECK(climio_write_darray(ncid, ps_id, step, CLIMIO_DOUBLE, ly * lx, ps));
     }
     CHECK(climio_closefile(ncid));
+
+    /* Read the last record of T back into the halo'd local array, through the same decomposition. */
+    int in, t_in;
+    long long wrong = 0;
+    CHECK(climio_openfile(iosys, ioid, &in, "auto", path));
+    CHECK(climio_inq_varid(in, "T", &t_in));
+    CHECK(climio_read_darray(in, t_in, nsteps - 1, CLIMIO_FLOAT, NLEV * ly * lx, t));
+    for (int k = 0; k < NLEV; k++)
+        for (long long j = HALO; j < ly - HALO; j++)
+            for (long long i = HALO; i < lx - HALO; i++)
+                wrong += t[(k * ly + j) * lx + i] != (float)value(nsteps - 1, k, start[0] + j - HALO,
+                                                                  start[1] + i - HALO);
+    CHECK(climio_closefile(in));
+    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("write_fields: %s written and read back, %lld values differ\n", path, wrong);
     CHECK(climio_free_decomp(iosys, ioid));
     CHECK(climio_finalize(iosys));
     free(t);
     free(ps);
     MPI_Finalize();
-    return 0;
+    return wrong != 0;
 }

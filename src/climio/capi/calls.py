@@ -12,8 +12,9 @@ After an error on a file being written, that file is abandoned: its temporary fi
 left at its path (an older file there is untouched), and later calls with its id fail with ``EBADID``
 (``closefile`` releases it quietly).
 
-Ids carry their I/O system (``system << 16 | n``) so that even a bad file or decomposition id finds the
-communicator to agree on.
+Ids carry their I/O system (``system << 16 | n``, n > 0) so that even a bad file or decomposition id finds the
+communicator to agree on; a call that fails to make a file or decomposition returns its system's id with
+n = 0, which no call accepts, so closing a file that was never created is an agreed ``EBADID``, not an abort.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from climio.core import mpi, ncio
-from climio.core.decomp import Hyperslab
+from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError, IOFault
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, from_compmap
 from climio.model.input import ModelInput
@@ -297,14 +298,28 @@ def init_decomp_blocks(iosysid: int, grid: list[int], start: list[int], count: l
         def body() -> int:
             boxes = tuple(system.comm.allgather(mine))
             axes = tuple(range(max(0, ndims - 2), ndims))
-            d = BlockDecomposition(tuple(grid), system.comm.Get_size(), system.comm.Get_rank(), boxes, halo, axes)
+            d = BlockDecomposition(tuple(grid), len(boxes), system.comm.Get_rank(), boxes, halo, axes,
+                                   process_grid_of(tuple(grid), boxes, halo))
             ioid = system.new_id()
             system.decomps[ioid] = d
             return ioid
         return body
 
     code, ioid = run(system, prepare)
-    return code, ioid or 0
+    return code, ioid or system.id << SHIFT
+
+
+def process_grid_of(grid: tuple[int, ...], boxes: tuple[Hyperslab, ...], halo: int) -> Decomposition | None:
+    """The px x py process grid whose blocks (climio's split, ranks row-major) are exactly ``boxes``, if there is
+    one: it lets the ``rows``/``cols`` strategies and seed 004's gathers serve a decomposition given box by box."""
+    if len(grid) != 2:
+        return None
+    for py in range(1, len(boxes) + 1):
+        if len(boxes) % py == 0:
+            process = Decomposition.block2d(grid, len(boxes) // py, py, halo=halo)
+            if all(process.owned(r) == box for r, box in enumerate(boxes)):
+                return process
+    return None
 
 
 def init_decomp(iosysid: int, grid: list[int], compmap: np.ndarray) -> tuple[int, int]:
@@ -328,7 +343,7 @@ def init_decomp(iosysid: int, grid: list[int], compmap: np.ndarray) -> tuple[int
         return body
 
     code, ioid = run(system, prepare)
-    return code, ioid or 0
+    return code, ioid or system.id << SHIFT
 
 
 def free_decomp(iosysid: int, ioid: int) -> int:
@@ -373,7 +388,7 @@ def createfile(iosysid: int, ioid: int, mode: str, strategy: str, path: str, fla
         return body
 
     code, ncid = run(system, prepare)
-    return code, ncid or 0
+    return code, ncid or system.id << SHIFT
 
 
 def def_dim(ncid: int, name: str, length: int) -> tuple[int, int]:
@@ -507,7 +522,7 @@ def put_time(ncid: int, frame: int, time: float) -> int:
     def prepare(f: File) -> Callable[[], None]:
         out = _writing(f, "climio_put_time")
         if frame < 0:
-            raise CallError(f"{f.path}: frame {frame} must be >= 0")
+            raise CallError(f"{f.path}: frame {frame} must be >= 0 (0-based from C, 1-based from Fortran)")
         return lambda: out.write_time(frame, time)
 
     return on_file(ncid, prepare)[0]
@@ -545,7 +560,7 @@ def write_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndar
         if v.name not in out.fields:
             raise CallError(f"{f.path}: '{v.name}' is the record coordinate: set it with climio_put_time")
         if frame < 0:
-            raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0")
+            raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0 (0-based from C, 1-based from Fortran)")
         if memory.dtype.kind == "f" and v.dtype.kind != "f":
             raise CallError(f"{f.path}: variable '{v.name}' is {v.dtype.name}: write it from an integer array, "
                             f"not {memory.dtype.name} (climio does not round)")
@@ -573,7 +588,7 @@ def openfile(iosysid: int, ioid: int, strategy: str, path: str) -> tuple[int, in
         return body
 
     code, ncid = run(system, prepare)
-    return code, ncid or 0
+    return code, ncid or system.id << SHIFT
 
 
 def inq_varid(ncid: int, name: str) -> tuple[int, int]:
@@ -608,7 +623,10 @@ def read_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarr
                             f"{f.system.comm.Get_rank()}, expected {math.prod(shape)} {shape}")
         local = memory.reshape(shape)
         record = frame if records else None
-        return lambda: reader.read(v.name, record, out=local, cf=False) and None
+
+        def body() -> None:
+            reader.read(v.name, record, out=local, cf=False)
+        return body
 
     return on_file(ncid, prepare)[0]
 

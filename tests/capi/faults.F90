@@ -1,0 +1,73 @@
+! One bad call on one rank, from Fortran: every rank must get the same error code (or the job must be
+! aborted with CLIMIO_ABORT_ON_ERROR), and no file may be left at OUT.
+!
+!   mpiexec -n N faults KIND FAULTY_RANK ABORT OUT       KIND: varid | shape | path | frame
+!
+! Each rank prints "rank R code C" and, once, rank 0 the message; then every rank closes the file and
+! finalizes (calls on an abandoned file are released quietly).
+program faults
+  use mpi
+  use climio_io
+  implicit none
+  integer, parameter :: NX = 10, NY = 6
+  character(len=512) :: kind, arg, out, path
+  integer :: faulty, abort, ierr, rank, nranks, iosys, ioid, ncid, dims(3), varid, code, wrong, after
+  real(8), allocatable :: field(:, :)
+  integer :: start(2), count(2)
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+  call get_command_argument(1, kind)
+  call get_command_argument(2, arg)
+  read (arg, *) faulty
+  call get_command_argument(3, arg)
+  read (arg, *) abort
+  call get_command_argument(4, out)
+
+  ! rows split over the ranks (rank r owns rows start(2)..start(2)+count(2)-1; some may own none)
+  start = [1, rank * NY / nranks + 1]
+  count = [NX, (rank + 1) * NY / nranks - rank * NY / nranks]
+  allocate (field(count(1), count(2)), source=1d0 * rank)
+
+  call expect(climio_init_intracomm(MPI_COMM_WORLD, iosys))
+  if (abort == 1) call expect(climio_set_error_handling(iosys, CLIMIO_ABORT_ON_ERROR))
+  call expect(climio_init_decomp_blocks(iosys, [NX, NY], start, count, 0, ioid))
+  path = out
+  if (kind == "path" .and. rank == faulty) path = "/nonexistent-climio-dir/out.nc"
+  code = climio_createfile(iosys, ioid, ncid, "cdf5", "agg", path)
+  if (code == CLIMIO_NOERR) then
+     call expect(climio_def_dim(ncid, "x", NX, dims(1)))
+     call expect(climio_def_dim(ncid, "y", NY, dims(2)))
+     call expect(climio_def_dim(ncid, "time", CLIMIO_UNLIMITED, dims(3)))
+     call expect(climio_def_var(ncid, "v", CLIMIO_DOUBLE, dims, varid))
+     call expect(climio_enddef(ncid))
+     call expect(climio_write_darray(ncid, varid, 1, field))  ! a good first record
+     wrong = varid
+     if (kind == "varid" .and. rank == faulty) wrong = varid + 99
+     if (kind == "shape" .and. rank == faulty) then
+        code = climio_write_darray(ncid, wrong, 2, field(:, 1:max(0, count(2) - 1)))
+     else if (kind == "frame" .and. rank == faulty) then
+        code = climio_write_darray(ncid, wrong, 0, field)  ! frames are 1-based
+     else
+        code = climio_write_darray(ncid, wrong, 2, field)
+     end if
+  end if
+  write (*, '(a, i0, a, i0)') "rank ", rank, " code ", code
+  if (rank == 0) write (*, '(a)') "message " // climio_errmsg()
+  after = climio_closefile(ncid)
+  write (*, '(a, i0, a, i0)') "rank ", rank, " close ", after
+  call expect(climio_finalize(iosys))
+  call MPI_Finalize(ierr)
+
+contains
+
+  subroutine expect(status)
+    integer, intent(in) :: status
+    if (status /= CLIMIO_NOERR) then
+       write (*, '(a, i0, a)') "rank ", rank, " unexpected " // climio_errmsg()
+       call MPI_Abort(MPI_COMM_WORLD, 3, ierr)
+    end if
+  end subroutine expect
+
+end program faults
