@@ -8,8 +8,9 @@
 ! The values are those of `climio bench model` (climio.bench.model.value): species s at the C-order
 ! record offset f = (lay*NY + row)*NX + col is mod(7 f + 13 s, 1000003), exact in real(4), so the file
 ! can be compared element by element with the same fields written through the Python API. The halo
-! holds -1, which must never reach the file. With timing=, rank 0 writes the I/O time (create, define,
-! every write, close; the slowest rank) and the number of climio calls as JSON.
+! holds -1, which must never reach the file. With timing=, rank 0 writes as JSON the time of the first
+! call (climio_init_intracomm starts the library's Python), the I/O time after it (decomposition, create,
+! define, every write, close; the slowest rank's) and the number of climio calls.
 program cmaq_mockup
   use mpi
   use climio_io
@@ -19,10 +20,10 @@ program cmaq_mockup
   character(len=512) :: path, timing
   character(len=64) :: domain, grid, strategy, mode
   integer :: nx, ny, nlay, nspec, px, py, steps, ierr, rank, nranks, row, col
-  integer :: start(2), count(2), iosys, ioid, ncid, dims(4), step, s, status, calls, lay, j, i
+  integer :: start(2), count(2), iosys, ioid, ncid, dims(4), step, s, calls, lay, j, i
   integer, allocatable :: varids(:)
   real(4), allocatable :: conc(:, :, :, :), scratch(:, :, :, :)
-  real(8) :: started, io, slowest
+  real(8) :: started, io, slowest, start_s, first
   character(len=16) :: name
   integer(8) :: f
 
@@ -53,6 +54,8 @@ program cmaq_mockup
   io = 0
   started = MPI_Wtime()
   call check(climio_init_intracomm(MPI_COMM_WORLD, iosys))
+  first = MPI_Wtime() - started
+  started = MPI_Wtime()
   call check(climio_init_decomp_blocks(iosys, [nx, ny], start, count, HALO, ioid))
   call check(climio_createfile(iosys, ioid, ncid, mode, strategy, path))
   call check(climio_def_dim(ncid, "COL", nx, dims(1)))
@@ -87,9 +90,11 @@ program cmaq_mockup
   call MPI_Barrier(MPI_COMM_WORLD, ierr)
   io = io + MPI_Wtime() - started
   call MPI_Reduce(io, slowest, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Reduce(first, start_s, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
   if (rank == 0 .and. len_trim(timing) > 0) then
      open (newunit=i, file=trim(timing), status="replace", action="write")
-     write (i, '(a, es24.16, a, i0, a)') '{"io_s": ', slowest, ', "calls": ', calls, '}'
+     write (i, '(a, es24.16, a, es24.16, a, i0, a)') '{"start_s": ', start_s, ', "io_s": ', slowest, &
+          ', "calls": ', calls, '}'
      close (i)
   end if
   call MPI_Finalize(ierr)

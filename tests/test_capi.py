@@ -1,0 +1,170 @@
+"""The C API and the Fortran module from compiled programs: examples/write_fields.c and examples/cmaq_mockup.F90
+built against the installed library with pkg-config, run under mpiexec at 1, 2 and 4 ranks, their files
+compared element by element with the same fields written through the Python API (tests/helpers/
+capi_reference.py) and with the values worked out here; tests/capi/faults.F90 makes one call fail on one
+rank and checks that every rank gets the same code (or that the job is aborted when asked) and that no file
+is left behind."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+from conftest import run
+
+ROOT = Path(__file__).parent.parent
+EXAMPLES = ROOT / "examples"
+REFERENCE = Path(__file__).parent / "helpers" / "capi_reference.py"
+PKG_CONFIG_PATH = Path(sys.prefix) / "lib" / "pkgconfig"
+EBADID, EINVAL, EIO = -1, -2, -4
+
+
+def pkg_config() -> list[str]:
+    env = {**os.environ, "PKG_CONFIG_PATH": str(PKG_CONFIG_PATH)}
+    out = subprocess.run(["pkg-config", "--cflags", "--libs", "climio"], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, f"climio.pc not installed in {PKG_CONFIG_PATH} (make install): {out.stderr}"
+    return out.stdout.split()
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The examples and the fault program, compiled as a model would be: the system's MPI compilers and
+    ``pkg-config --cflags --libs climio``."""
+    out = tmp_path_factory.mktemp("capi-bin")
+    flags = pkg_config()
+    built = {}
+    for name, compiler, source in (("write_fields", "mpicc", EXAMPLES / "write_fields.c"),
+                                   ("cmaq_mockup", "mpifort", EXAMPLES / "cmaq_mockup.F90"),
+                                   ("faults", "mpifort", ROOT / "tests" / "capi" / "faults.F90")):
+        result = subprocess.run([compiler, "-Wall", str(source), "-o", str(out / name), *flags], cwd=out,
+                                capture_output=True, text=True)
+        assert result.returncode == 0, f"{compiler} {source.name}: {result.stderr}"
+        built[name] = out / name
+    return built
+
+
+def test_pkg_config_names_the_installed_library() -> None:
+    flags = pkg_config()
+    includes = [Path(f[2:]) for f in flags if f.startswith("-I")]
+    assert any((d / "climio.h").is_file() and (d / "climio_io.mod").is_file() for d in includes)
+    assert "-lclimio" in flags and "-lclimiof" in flags
+
+
+def same_file(path: Path, reference: Path, skip_attrs: tuple[str, ...] = ()) -> None:
+    """Every variable, dimension and attribute of ``reference`` is in ``path`` with the same values and type."""
+    with netCDF4.Dataset(path) as got, netCDF4.Dataset(reference) as want:
+        assert {n: len(d) for n, d in got.dimensions.items()} == {n: len(d) for n, d in want.dimensions.items()}
+        assert set(got.variables) == set(want.variables)
+        for name, var in want.variables.items():
+            mine = got.variables[name]
+            assert mine.dimensions == var.dimensions and mine.dtype == var.dtype, name
+            assert np.array_equal(np.ma.filled(mine[:], -1), np.ma.filled(var[:], -1)), name
+            assert {k: str(mine.getncattr(k)) for k in mine.ncattrs()} == \
+                {k: str(var.getncattr(k)) for k in var.ncattrs()}, name
+        for key in set(want.ncattrs()) - set(skip_attrs):
+            assert str(got.getncattr(key)) == str(want.getncattr(key))
+
+
+WRITE_FIELDS = [(1, "serial", "root"), (1, "cdf5", "direct"), (2, "cdf5", "agg"), (2, "hdf5", "direct"),
+                (4, "cdf5", "agg:2"), (4, "hdf5", "agg"), (4, "cdf2", "rows"), (4, "cdf5", "stripe")]
+
+
+@pytest.mark.parametrize("nranks, mode, strategy", WRITE_FIELDS)
+def test_write_fields_c_equals_python(programs: dict[str, Path], tmp_path: Path, nranks: int, mode: str,
+                                      strategy: str) -> None:
+    c_file, py_file = tmp_path / "c.nc", tmp_path / "python.nc"
+    result = run([str(programs["write_fields"]), str(c_file), mode, strategy, "3"], nranks=nranks, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "written and read back, 0 values differ" in result.stdout
+    result = run([sys.executable, str(REFERENCE), "write_fields", str(py_file), mode, strategy, "3"], nranks=nranks,
+                 timeout=120)
+    assert result.returncode == 0, result.stderr
+    same_file(c_file, py_file)
+    with netCDF4.Dataset(c_file) as ds:  # and the values the C program meant, worked out independently
+        step, lev, y, x = np.meshgrid(np.arange(3), np.arange(4), np.arange(24), np.arange(36), indexing="ij")
+        assert np.array_equal(ds["T"][:], (step * 1e4 + lev * 1e3 + y * 36 + x).astype(np.float32))
+        assert np.array_equal(ds["ps"][:], step[:, 0] * 1e4 + y[:, 0] * 36 + x[:, 0] + 0.5)
+        assert list(ds["time"][:]) == [0.0, 3.0, 6.0]
+        assert ds["time"].units == "hours since 2016-07-01 00:00:00" and ds.title == "climio C API example"
+        assert list(ds["ps"].valid_range) == [0.0, 1e6]
+    assert sorted(os.listdir(tmp_path)) == ["c.nc", "python.nc"]
+
+
+# ranks, grid, domain (NXxNYxNLAYxNSPEC), strategy, mode; 4x1 over 3 columns leaves one rank owning nothing
+CMAQ = [(1, "1x1", "20x16x3x4", "direct", "cdf5"), (2, "2x1", "20x16x3x4", "agg", "cdf5"),
+        (2, "1x2", "20x16x3x4", "root", "serial"), (4, "2x2", "20x16x3x4", "agg:2", "hdf5"),
+        (4, "4x1", "3x16x2x3", "direct", "cdf5"), (4, "2x2", "20x16x3x4", "cols", "cdf2")]
+
+
+@pytest.mark.parametrize("nranks, grid, domain, strategy, mode", CMAQ)
+def test_cmaq_mockup_fortran_equals_python(programs: dict[str, Path], tmp_path: Path, nranks: int, grid: str,
+                                           domain: str, strategy: str, mode: str) -> None:
+    f_file, py_file, timing = tmp_path / "fortran.nc", tmp_path / "python.nc", tmp_path / "timing.json"
+    result = run([str(programs["cmaq_mockup"]), str(f_file), f"domain={domain}", f"grid={grid}",
+                  f"strategy={strategy}", f"mode={mode}", "steps=3", f"timing={timing}"], nranks=nranks, timeout=120)
+    assert result.returncode == 0, result.stderr
+    result = run([sys.executable, str(REFERENCE), "cmaq", str(py_file), domain, grid, strategy, mode, "3"],
+                 nranks=nranks, timeout=120)
+    assert result.returncode == 0, result.stderr
+    same_file(f_file, py_file, skip_attrs=("title",))
+    nx, ny, nlay, nspec = (int(n) for n in domain.split("x"))
+    flat = np.arange(nlay * ny * nx, dtype=np.int64).reshape(nlay, ny, nx)
+    with netCDF4.Dataset(f_file) as ds:
+        assert ds.title == "CMAQ mock-up (Fortran)" and ds["SPEC000"].dimensions == ("time", "LAY", "ROW", "COL")
+        for s in range(nspec):
+            expected = ((flat * 7 + s * 13) % 1000003).astype(np.float32)
+            assert all(np.array_equal(ds[f"SPEC{s:03d}"][step], expected) for step in range(3))
+        assert list(ds["time"][:]) == [0.0, 3600.0, 7200.0]
+    assert re.fullmatch(r'\{"start_s": +\S+, "io_s": +\S+, "calls": 1?\d+\}\s*', timing.read_text())
+
+
+@pytest.mark.parametrize("kind, code", [("varid", EBADID), ("shape", EINVAL), ("path", EIO), ("frame", EINVAL)])
+@pytest.mark.parametrize("nranks", [2, 3])
+def test_fortran_fault_on_one_rank_returns_one_code_everywhere(programs: dict[str, Path], tmp_path: Path, kind: str,
+                                                               code: int, nranks: int) -> None:
+    out = tmp_path / "out.nc"
+    result = run([str(programs["faults"]), kind, str(nranks - 1), "0", str(out)], nranks=nranks, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    codes = dict(re.findall(r"^rank (\d+) code (-?\d+)$", result.stdout, flags=re.M))
+    assert codes == {str(r): str(code) for r in range(nranks)}, result.stdout
+    message = re.search(r"^message (.*)$", result.stdout, flags=re.M)[1]
+    assert {"varid": "no variable id 99", "shape": "local array of shape", "path": "/nonexistent-climio-dir",
+            "frame": "frame -1 must be >= 0"}[kind] in message
+    closes = set(re.findall(r"^rank \d+ close (-?\d+)$", result.stdout, flags=re.M))
+    assert closes == ({str(EBADID)} if kind == "path" else {"0"})  # never created / abandoned: released
+    assert os.listdir(tmp_path) == []  # nothing at the path, no temporary file
+
+
+@pytest.mark.parametrize("kind, status", [("varid", 2), ("shape", 2), ("path", 1)])
+def test_fortran_fault_aborts_every_rank_when_asked(programs: dict[str, Path], tmp_path: Path, kind: str,
+                                                    status: int) -> None:
+    out = tmp_path / "out.nc"
+    result = run([str(programs["faults"]), kind, "1", "1", str(out)], nranks=3, timeout=120)
+    assert result.returncode == status, result.stdout + result.stderr
+    said = [line for line in result.stderr.splitlines() if line.startswith("climio: ")]
+    assert len(said) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "code" not in result.stdout  # no rank went on after the failing call
+    assert os.listdir(tmp_path) == []
+
+
+def test_old_output_survives_a_failed_run(programs: dict[str, Path], tmp_path: Path) -> None:
+    out = tmp_path / "out.nc"
+    out.write_bytes(b"an older file")
+    result = run([str(programs["faults"]), "shape", "0", "0", str(out)], nranks=2, timeout=120)
+    assert result.returncode == 0 and "code -2" in result.stdout
+    assert out.read_bytes() == b"an older file" and os.listdir(tmp_path) == ["out.nc"]
+
+
+def test_examples_need_no_python_environment(programs: dict[str, Path], tmp_path: Path) -> None:
+    """A model started without the venv on PATH or PYTHONPATH still finds climio (baked into the library)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(sys.prefix))
+    result = subprocess.run([str(programs["write_fields"]), str(tmp_path / "a.nc"), "cdf5", "direct", "1"], env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
