@@ -214,6 +214,14 @@ def cmd_bench_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
 def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import model
 
+    if args.driver == "fortran":
+        from climio.bench import capi
+
+        capi.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=args.strategy.split(","),
+                  modes=name_list(args.mode, "--mode", MODE_NAMES), out=args.out, reps=args.reps,
+                  call_steps=args.call_steps)
+        return
+
     model.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=args.strategy.split(","),
                modes=name_list(args.mode, "--mode", MODE_NAMES), out=args.out, keep=args.keep, reps=args.reps,
                hints=hints(args.hint), decomp=args.decomp, deflate=args.deflate, quantize=args.quantize,
@@ -451,6 +459,12 @@ def build_parser() -> Parser:
     mo.add_argument("--quantize", metavar="ALG:NSD", help="quantize every species, e.g. GranularBR:3 (hdf5 only)")
     mo.add_argument("--hint", action="append", metavar="KEY=VALUE",
                     help="MPI-IO hint for every file (repeatable), e.g. romio_ds_write=disable")
+    mo.add_argument("--driver", choices=("python", "fortran"), default="python",
+                    help="fortran: run examples/cmaq_mockup.F90 through the C API against the same loop in Python, "
+                    "interleaved, and report both I/O times and the cost per call (default python)")
+    mo.add_argument("--call-steps", type=int, default=200, metavar="N",
+                    help="with --driver fortran: steps of the tiny runs that measure the cost per call (default "
+                    "200; 0 skips them)")
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
     mo.set_defaults(func=cmd_bench_model, auto_mpi_io="romio")  # ROMIO writes aggregated output faster here
 
