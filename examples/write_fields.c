@@ -1,5 +1,7 @@
-/* Write two decomposed fields through climio's C API: a 3-D temperature T(time, lev, y, x) in float and
- * a 2-D surface pressure ps(time, y, x) in double, from halo'd local arrays on a 2-D process grid.
+/* Write decomposed fields through climio's C API from halo'd local arrays on a 2-D process grid: a 3-D
+ * temperature T(time, lev, y, x) in float, a 2-D surface pressure ps(time, y, x) in double and the cell
+ * areas area(y, x) without records; and the undistributed coordinates lat(y), lon(x), lev(lev) and the
+ * time bounds time_bnds(time, nv), given whole on every rank (rank 0's are written).
  *
  *   mpiexec -n 4 write_fields OUT.nc [MODE [STRATEGY [NSTEPS]]]      (default cdf5 agg 3)
  *
@@ -64,7 +66,7 @@ int main(int argc, char **argv)
     float *t = malloc(sizeof(float) * NLEV * ly * lx);
     double *ps = malloc(sizeof(double) * ly * lx);
 
-    int iosys, ioid, ncid, dimids[4], t_id, ps_id, time_id;
+    int iosys, ioid, ncid, dimids[4], nv, t_id, ps_id, time_id, area_id, lat_id, lon_id, lev_id, bnds_id;
     CHECK(climio_init_intracomm(MPI_COMM_WORLD, &iosys));
     CHECK(climio_init_decomp_blocks(iosys, 2, grid, start, count, HALO, &ioid));
     CHECK(climio_createfile(iosys, ioid, &ncid, mode, strategy, path, CLIMIO_CLOBBER));
@@ -72,6 +74,7 @@ int main(int argc, char **argv)
     CHECK(climio_def_dim(ncid, "lev", NLEV, &dimids[1]));
     CHECK(climio_def_dim(ncid, "y", NY, &dimids[2]));
     CHECK(climio_def_dim(ncid, "x", NX, &dimids[3]));
+    CHECK(climio_def_dim(ncid, "nv", 2, &nv));
     CHECK(climio_def_var(ncid, "time", CLIMIO_DOUBLE, 1, dimids, &time_id));
     CHECK(climio_put_att_text(ncid, time_id, "units", "hours since 2016-07-01 00:00:00"));
     CHECK(climio_def_var(ncid, "T", CLIMIO_FLOAT, 4, dimids, &t_id));
@@ -80,8 +83,33 @@ int main(int argc, char **argv)
     CHECK(climio_def_var(ncid, "ps", CLIMIO_DOUBLE, 3, ps_dims, &ps_id));
     double valid[2] = {0.0, 1e6};
     CHECK(climio_put_att_double(ncid, ps_id, "valid_range", CLIMIO_DOUBLE, 2, valid));
+    CHECK(climio_def_var(ncid, "area", CLIMIO_DOUBLE, 2, &dimids[2], &area_id));
+    CHECK(climio_put_att_text(ncid, area_id, "units", "m2"));
+    CHECK(climio_def_var(ncid, "lat", CLIMIO_DOUBLE, 1, &dimids[2], &lat_id));
+    CHECK(climio_put_att_text(ncid, lat_id, "units", "degrees_north"));
+    CHECK(climio_def_var(ncid, "lon", CLIMIO_DOUBLE, 1, &dimids[3], &lon_id));
+    CHECK(climio_put_att_text(ncid, lon_id, "units", "degrees_east"));
+    CHECK(climio_def_var(ncid, "lev", CLIMIO_INT, 1, &dimids[1], &lev_id));
+    int bnds_dims[2] = {dimids[0], nv};
+    CHECK(climio_def_var(ncid, "time_bnds", CLIMIO_DOUBLE, 2, bnds_dims, &bnds_id));
+    CHECK(climio_put_att_text(ncid, time_id, "bounds", "time_bnds"));
     CHECK(climio_put_att_text(ncid, CLIMIO_GLOBAL, "title", "climio C API example"));
     CHECK(climio_enddef(ncid));
+
+    double lat[NY], lon[NX];
+    int lev[NLEV];
+    for (int j = 0; j < NY; j++) lat[j] = -90.0 + 180.0 * (j + 0.5) / NY;
+    for (int i = 0; i < NX; i++) lon[i] = 360.0 * i / NX;
+    for (int k = 0; k < NLEV; k++) lev[k] = 1000 - 250 * k;
+    CHECK(climio_put_var(ncid, lat_id, CLIMIO_NOFRAME, CLIMIO_DOUBLE, NY, lat));
+    CHECK(climio_put_var(ncid, lon_id, CLIMIO_NOFRAME, CLIMIO_DOUBLE, NX, lon));
+    CHECK(climio_put_var(ncid, lev_id, CLIMIO_NOFRAME, CLIMIO_INT, NLEV, lev));
+    for (long long j = 0; j < ly; j++)     /* the areas: any value tells its cell, the halo -999 */
+        for (long long i = 0; i < lx; i++) {
+            int inside = j >= HALO && j < ly - HALO && i >= HALO && i < lx - HALO;
+            ps[j * lx + i] = inside ? 1e6 + (double)((start[0] + j - HALO) * NX + start[1] + i - HALO) : -999.0;
+        }
+    CHECK(climio_write_darray(ncid, area_id, CLIMIO_NOFRAME, CLIMIO_DOUBLE, ly * lx, ps));
 
     for (int step = 0; step < nsteps; step++) {
         for (long long j = 0; j < ly; j++)
@@ -92,7 +120,9 @@ int main(int argc, char **argv)
                     t[(k * ly + j) * lx + i] = inside ? (float)value(step, k, y, x) : -999.0f;
                 ps[j * lx + i] = inside ? value(step, 0, y, x) + 0.5 : -999.0;
             }
+        double bounds[2] = {3.0 * step - 1.5, 3.0 * step + 1.5};
         CHECK(climio_put_time(ncid, step, 3.0 * step));
+        CHECK(climio_put_var(ncid, bnds_id, step, CLIMIO_DOUBLE, 2, bounds));
         CHECK(climio_write_darray(ncid, t_id, step, CLIMIO_FLOAT, NLEV * ly * lx, t));
         CHECK(climio_write_darray(ncid, ps_id, step, CLIMIO_DOUBLE, ly * lx, ps));
     }

@@ -93,6 +93,11 @@ def test_write_fields_c_equals_python(programs: dict[str, Path], tmp_path: Path,
         assert list(ds["time"][:]) == [0.0, 3.0, 6.0]
         assert ds["time"].units == "hours since 2016-07-01 00:00:00" and ds.title == "climio C API example"
         assert list(ds["ps"].valid_range) == [0.0, 1e6]
+        assert np.array_equal(ds["area"][:], 1e6 + y[0, 0] * 36 + x[0, 0]) and ds["area"].dimensions == ("y", "x")
+        assert np.array_equal(ds["lat"][:], -90.0 + 180.0 * (np.arange(24) + 0.5) / 24)
+        assert np.array_equal(ds["lon"][:], 360.0 * np.arange(36) / 36) and list(ds["lev"][:]) == [1000, 750, 500, 250]
+        assert ds["lev"].dtype == np.int32 and ds["time"].bounds == "time_bnds"
+        assert np.array_equal(ds["time_bnds"][:], [[-1.5, 1.5], [1.5, 4.5], [4.5, 7.5]])
     assert sorted(os.listdir(tmp_path)) == ["c.nc", "python.nc"]
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from mpi4py import MPI
 
 from climio.bench.model import local_species
+from climio.core import ncio
 from climio.model import decomposition as dec
 from climio.model.output import Field, ModelOutput
 
@@ -27,11 +28,22 @@ def write_fields(path: str, mode: str, strategy: str, nsteps: int) -> None:
     y = np.arange(mine.start[0], mine.start[0] + mine.count[0])[:, None]
     x = np.arange(mine.start[1], mine.start[1] + mine.count[1])[None, :]
     fields = [Field("T", levels=nlev, dtype="f4", attrs={"units": "K"}, level_dim="lev"),
-              Field("ps", dtype="f8", attrs={"valid_range": np.array([0.0, 1e6])})]
+              Field("ps", dtype="f8", attrs={"valid_range": np.array([0.0, 1e6])}),
+              Field("area", dtype="f8", attrs={"units": "m2"}, records=False)]
+    variables = [ncio.Variable("lat", "f8", ("y",), {"units": "degrees_north"}),
+                 ncio.Variable("lon", "f8", ("x",), {"units": "degrees_east"}),
+                 ncio.Variable("lev", "i4", ("lev",)), ncio.Variable("time_bnds", "f8", ("time", "nv"))]
     with ModelOutput(path, d, fields, comm, mode=mode, strategy=strategy, overwrite=True, dims=("y", "x"),
-                     attrs={"title": "climio C API example"},
-                     time_attrs={"units": "hours since 2016-07-01 00:00:00"}) as out:
+                     attrs={"title": "climio C API example"}, variables=variables, extra_dims={"nv": 2},
+                     time_attrs={"units": "hours since 2016-07-01 00:00:00", "bounds": "time_bnds"}) as out:
+        out.write_variable("lat", -90.0 + 180.0 * (np.arange(ny) + 0.5) / ny)
+        out.write_variable("lon", 360.0 * np.arange(nx) / nx)
+        out.write_variable("lev", 1000 - 250 * np.arange(nlev, dtype="i4"))
+        area = np.full(d.local_shape(), -999.0)
+        area[d.interior()] = 1e6 + y * nx + x
+        out.write_field(None, "area", area)
         for step in range(nsteps):
+            out.write_variable("time_bnds", np.array([3.0 * step - 1.5, 3.0 * step + 1.5]), step=step)
             t = np.full(d.local_shape(nlev), -999.0, np.float32)
             ps = np.full(d.local_shape(), -999.0)
             base = step * 1e4 + (y * nx + x)

@@ -131,6 +131,10 @@ def attach(ffi: Any) -> None:
         return calls.write_darray(ncid, varid, frame, memtype, memory(memtype, arraylen, array))
 
     @extern
+    def climio_put_var(ncid: int, varid: int, frame: int, memtype: int, length: int, values: Any) -> int:
+        return calls.put_var(ncid, varid, frame, memtype, memory(memtype, length, values))
+
+    @extern
     def climio_read_darray(ncid: int, varid: int, frame: int, memtype: int, arraylen: int, array: Any) -> int:
         return calls.read_darray(ncid, varid, frame, memtype, memory(memtype, arraylen, array))
 
@@ -140,7 +144,7 @@ def attach(ffi: Any) -> None:
 
     @extern
     def climio_errmsg(buffer: Any, length: int) -> int:
-        message = calls.last_error().encode()[:max(0, length - 1)]
+        message = calls.last_error().encode()[:max(0, length - 1)].decode("utf-8", "ignore").encode()  # whole chars
         if length > 0:
             ffi.memmove(buffer, message + b"\0", len(message) + 1)
         return len(message)

@@ -33,7 +33,7 @@ from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError, IOFault
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, from_compmap
 from climio.model.input import ModelInput
-from climio.model.output import Field, ModelOutput
+from climio.model.output import Field, ModelOutput, applicable_modes
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -45,6 +45,7 @@ EXIT_STATUS = {EBADID: 2, EINVAL: 2, ESTATE: 2, EIO: 1, EINTERNAL: 1}
 
 UNLIMITED = 0
 GLOBAL = -1
+NOFRAME = -1
 RETURN_ERROR, ABORT_ON_ERROR = 0, 1
 CLOBBER, NOCLOBBER = 0, 1
 TYPES = {1: np.dtype("i1"), 3: np.dtype("i2"), 4: np.dtype("i4"), 5: np.dtype("f4"), 6: np.dtype("f8"),
@@ -119,6 +120,7 @@ class System:
     decomps: dict[int, GridDecomposition] = field(default_factory=dict)
     files: dict[int, File] = field(default_factory=dict)
     count: int = 0
+    finalized: bool = False  # kept, so that a call after climio_finalize is an agreed EBADID
 
     def new_id(self) -> int:
         self.count += 1
@@ -162,6 +164,8 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
     """
     body: Callable[[], T] | None = None
     try:
+        if system.finalized:
+            raise CallError(f"I/O system {system.id} was finalized", EBADID)
         body = prepare()
         problem: tuple[int, str] | None = None
     except ClimioError as err:
@@ -271,7 +275,8 @@ def finalize(iosysid: int) -> int:
             for handle in (f.output, f.input):
                 if handle is not None:
                     handle.close()
-        del SYSTEMS[system.id]
+        system.decomps.clear()
+        system.finalized = True
 
     return run(system, lambda: body)[0]
 
@@ -374,6 +379,9 @@ def createfile(iosysid: int, ioid: int, mode: str, strategy: str, path: str, fla
             raise CallError(f"{path}: mode '{mode}': choose one of {', '.join(ncio.MODES)}")
         if flags not in (CLOBBER, NOCLOBBER):
             raise CallError(f"{path}: flags {flags}: use CLIMIO_CLOBBER (0) or CLIMIO_NOCLOBBER (1)")
+        if mode not in applicable_modes(strategy):  # an unknown strategy raises here too
+            raise CallError(f"{path}: strategy '{strategy}' does not apply to mode '{mode}': it works with "
+                            f"{', '.join(applicable_modes(strategy))}")
         parent = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
             raise CallError(f"{path}: cannot write in directory {parent} (missing or not writable)", EIO)
@@ -445,6 +453,8 @@ def def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int
     def prepare(f: File) -> Callable[[], None]:
         _defining(f, "climio_def_var_quantize")
         v = f.variable(varid)
+        if f.mode not in ("hdf5", "hdf5-classic"):
+            raise CallError(f"{f.path}: variable '{v.name}': quantization needs mode hdf5, not '{f.mode}'")
         if quantize_mode not in QUANTIZE or nsd < 1 or v.dtype.kind != "f":
             raise CallError(f"{f.path}: variable '{v.name}': quantize mode {quantize_mode} (1 BitGroom, "
                             f"2 GranularBR, 3 BitRound) with {nsd} digits/bits needs a float variable")
@@ -466,56 +476,75 @@ def put_att(ncid: int, varid: int, name: str, value: str | np.ndarray, xtype: in
     return on_file(ncid, prepare)[0]
 
 
+@dataclass
+class Layout:
+    """A file's definitions sorted for :class:`ModelOutput`."""
+
+    record: str
+    time_attrs: dict[str, object] | None = None
+    fields: list[Field] = field(default_factory=list)
+    variables: list[ncio.Variable] = field(default_factory=list)
+    grid_names: tuple[str, ...] | None = None
+
+
 def enddef(ncid: int) -> int:
-    """Create the file: the record dimension, its coordinate and every variable over ``(record, [level,] grid)``."""
+    """Create the file (it appears at its path when closed whole)."""
 
     def prepare(f: File) -> Callable[[], None]:
         _defining(f, "climio_enddef")
-        fields, time_attrs, grid_names, record = _fields(f)
+        layout = _layout(f)
+        extra = {name: length for name, length in f.dims if name != layout.record}
 
         def body() -> None:
-            f.output = ModelOutput(f.path, f.decomp, fields, f.system.comm, mode=f.mode, strategy=f.strategy,
-                                   overwrite=f.overwrite, attrs=f.attrs, dims=grid_names, time_name=record,
-                                   time_attrs=time_attrs)
+            f.output = ModelOutput(f.path, f.decomp, layout.fields, f.system.comm, mode=f.mode,
+                                   strategy=f.strategy, overwrite=f.overwrite, attrs=f.attrs,
+                                   dims=layout.grid_names, time_name=layout.record, time_attrs=layout.time_attrs,
+                                   variables=layout.variables, extra_dims=extra)
         return body
 
     return on_file(ncid, prepare)[0]
 
 
-def _fields(f: File) -> tuple[list[Field], dict[str, object] | None, tuple[str, ...], str]:
-    """The definitions as ModelOutput's fields, the record coordinate's attributes, the grid's dimension names
-    and the record dimension's name."""
+def _layout(f: File) -> Layout:
+    """Sort the variables: the record coordinate (the record dimension's own variable), decomposed fields (their
+    last dimensions have the lengths of the decomposition's grid; before them at most one level dimension, and
+    the record dimension first or not at all) and undistributed variables (everything else: coordinates,
+    bounds)."""
     records = [n for n, length in f.dims if length == UNLIMITED]
     if not records:
         raise CallError(f"{f.path}: define the record dimension (length CLIMIO_UNLIMITED): climio writes records")
-    record = records[0]
+    layout = Layout(records[0])
     grid = f.decomp.grid
-    fields: list[Field] = []
-    time_attrs: dict[str, object] | None = None
-    grid_names: tuple[str, ...] | None = None
     for v in f.variables:
         names = tuple(f.dims[d][0] for d in v.dimids)
         lengths = tuple(f.dims[d][1] for d in v.dimids)
-        if names == (record,) and v.name == record:
+        if names == (layout.record,) and v.name == layout.record:
             if v.dtype != np.dtype("f8"):
                 raise CallError(f"{f.path}: the record coordinate '{v.name}' is CLIMIO_DOUBLE")
-            time_attrs = v.attrs
+            layout.time_attrs = v.attrs
             continue
-        tail = lengths[len(lengths) - len(grid):]
-        extra = len(lengths) - 1 - len(grid)
-        if not names or names[0] != record or tail != grid or extra not in (0, 1):
-            raise CallError(f"{f.path}: variable '{v.name}' {names} is not ({record}, [level,] grid) over the "
-                            f"decomposition's grid {grid}; climio writes decomposed records only")
-        if grid_names is not None and names[len(names) - len(grid):] != grid_names:
-            raise CallError(f"{f.path}: variable '{v.name}' names the grid {names[len(names) - len(grid):]}, "
-                            f"others {grid_names}: use one set of grid dimensions")
-        grid_names = names[len(names) - len(grid):]
-        levels = lengths[1] if extra else None
-        fields.append(Field(v.name, levels, v.dtype.str, dict(v.attrs), v.deflate, v.quantize,
-                            level_dim=names[1] if extra else None))
-    if grid_names is None:
-        raise CallError(f"{f.path}: no variable over ({record}, [level,] grid) is defined")
-    return fields, time_attrs, grid_names, record
+        has_records = bool(names) and names[0] == layout.record
+        inner, inner_lengths = names[has_records:], lengths[has_records:]
+        if layout.record in inner:
+            raise CallError(f"{f.path}: variable '{v.name}' {names}: the record dimension comes first")
+        if len(inner) < len(grid) or inner_lengths[len(inner) - len(grid):] != grid or len(inner) > len(grid) + 1:
+            if v.deflate or v.quantize:
+                raise CallError(f"{f.path}: variable '{v.name}' is not decomposed: climio compresses decomposed "
+                                f"fields only")
+            layout.variables.append(ncio.Variable(v.name, v.dtype, names, dict(v.attrs)))
+            continue
+        grid_names = inner[len(inner) - len(grid):]
+        if layout.grid_names not in (None, grid_names):
+            raise CallError(f"{f.path}: variable '{v.name}' names the grid {grid_names}, others "
+                            f"{layout.grid_names}: use one set of grid dimensions")
+        layout.grid_names = grid_names
+        level = len(inner) > len(grid)
+        layout.fields.append(Field(v.name, inner_lengths[0] if level else None, v.dtype.str, dict(v.attrs),
+                                   v.deflate, v.quantize, level_dim=inner[0] if level else None,
+                                   records=has_records))
+    if layout.grid_names is None:
+        raise CallError(f"{f.path}: no variable has the decomposition's grid {grid} as its last dimensions")
+    return layout
 
 
 def put_time(ncid: int, frame: int, time: float) -> int:
@@ -550,24 +579,75 @@ def _memory(f: File, memtype: int, memory: np.ndarray | None) -> np.ndarray:
 
 
 def write_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarray | None) -> int:
-    """Record ``frame`` of a variable from this rank's local array (read in place when its type is the
-    variable's)."""
+    """Record ``frame`` of a decomposed variable (``NOFRAME`` for one without records) from this rank's local
+    array (read in place when its type is the variable's)."""
 
     def prepare(f: File) -> Callable[[], None]:
         out = _writing(f, "climio_write_darray")
         v = f.variable(varid)
         memory = _memory(f, memtype, given)
-        if v.name not in out.fields:
-            raise CallError(f"{f.path}: '{v.name}' is the record coordinate: set it with climio_put_time")
-        if frame < 0:
-            raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0 (0-based from C, 1-based from Fortran)")
-        if memory.dtype.kind == "f" and v.dtype.kind != "f":
-            raise CallError(f"{f.path}: variable '{v.name}' is {v.dtype.name}: write it from an integer array, "
-                            f"not {memory.dtype.name} (climio does not round)")
-        local = _local(f, v, out.fields[v.name].levels, memory)
-        return lambda: out.write_field(frame, v.name, local)
+        target = out.fields.get(v.name)
+        if target is None:
+            raise CallError(f"{f.path}: '{v.name}' is not decomposed: write it with "
+                            + ("climio_put_time" if v.name == out.time_name else "climio_put_var"))
+        step = _step(f, v, frame, target.records)
+        _convertible(f, v, memory)
+        local = _local(f, v, target.levels, memory)
+        return lambda: out.write_field(step, v.name, local)
 
     return on_file(ncid, prepare)[0]
+
+
+def put_var(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarray | None) -> int:
+    """An undistributed variable whole (or its record ``frame``), from rank 0's values."""
+
+    def prepare(f: File) -> Callable[[], None]:
+        out = _writing(f, "climio_put_var")
+        v = f.variable(varid)
+        memory = _memory(f, memtype, given)
+        if v.name not in out.variables:
+            raise CallError(f"{f.path}: '{v.name}' is " + ("the record coordinate: set it with climio_put_time"
+                                                           if v.name == out.time_name else
+                                                           "decomposed: write it with climio_write_darray"))
+        dims = out.variables[v.name].dims
+        step = _step(f, v, frame, bool(dims) and dims[0] == out.time_name)
+        _convertible(f, v, memory)
+        shape = tuple(dict(f.dims)[name] for name in dims[step is not None:])
+        values = memory.reshape(shape) if memory.size == math.prod(shape) else memory
+        return lambda: out.write_variable(v.name, values.astype(v.dtype, copy=False), step)
+
+    return on_file(ncid, prepare)[0]
+
+
+def _step(f: File, v: Variable, frame: int, records: bool) -> int | None:
+    """The record of ``frame`` (None for NOFRAME), checked against whether the variable has records."""
+    if records and frame < 0:
+        raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0 (0-based from C, 1-based from "
+                        f"Fortran)")
+    if not records and frame != NOFRAME:
+        raise CallError(f"{f.path}: variable '{v.name}' has no record dimension: pass CLIMIO_NOFRAME, not {frame}")
+    return frame if records else None
+
+
+def _convertible(f: File, v: Variable, memory: np.ndarray) -> None:
+    """Refuse values the variable's type cannot hold, as netCDF's NC_ERANGE: floats into integers (climio does not
+    round), integers beyond the type's range, doubles beyond float's."""
+    problem = _out_of_range(memory, v.dtype)
+    if problem:
+        raise CallError(f"{f.path}: variable '{v.name}' is {v.dtype.name}: {problem}")
+
+
+def _out_of_range(values: np.ndarray, target: np.dtype) -> str:
+    """Why ``values`` cannot be converted to ``target`` without altering them, or ''."""
+    if values.dtype.kind == "f" and target.kind != "f":
+        return f"write or read it through an integer array, not {values.dtype.name} (climio does not round)"
+    if np.can_cast(values.dtype, target) or not values.size:
+        return ""
+    info = np.iinfo(target) if target.kind in "iu" else np.finfo(target)
+    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+    if finite.size and (finite.min() < info.min or finite.max() > info.max):
+        return (f"values from {finite.min()} to {finite.max()} do not fit in {target.name} ({info.min} to {info.max})")
+    return ""
 
 
 def openfile(iosysid: int, ioid: int, strategy: str, path: str) -> tuple[int, int]:
@@ -622,10 +702,17 @@ def read_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarr
             raise CallError(f"{f.path}: variable '{v.name}': local array of {memory.size} elements on rank "
                             f"{f.system.comm.Get_rank()}, expected {math.prod(shape)} {shape}")
         local = memory.reshape(shape)
-        record = frame if records else None
+        record = _step(f, v, frame, records)
 
         def body() -> None:
-            reader.read(v.name, record, out=local, cf=False)
+            if np.can_cast(stored, memory.dtype):
+                reader.read(v.name, record, out=local, cf=False)
+                return
+            values = reader.read(v.name, record, cf=False)  # narrower memory: every value checked first
+            problems = [p for p in f.system.comm.allgather(_out_of_range(values, memory.dtype)) if p]
+            if problems:
+                raise CallError(f"{f.path}: variable '{v.name}' read into {memory.dtype.name}: {problems[0]}")
+            local[...] = values
         return body
 
     return on_file(ncid, prepare)[0]

@@ -22,12 +22,16 @@ module climio_io
   public :: climio_init_intracomm, climio_set_error_handling, climio_finalize, climio_init_decomp_blocks, &
        climio_init_decomp, climio_free_decomp, climio_createfile, climio_openfile, climio_closefile, &
        climio_def_dim, climio_def_var, climio_def_var_deflate, climio_def_var_quantize, climio_put_att, &
-       climio_enddef, climio_inq_varid, climio_put_time, climio_write_darray, climio_read_darray, &
+       climio_enddef, climio_inq_varid, climio_put_time, climio_write_darray, climio_read_darray, climio_put_var, &
        climio_errmsg, climio_strerror
 
   interface climio_write_darray
      module procedure write_real4, write_real8, write_int4
   end interface climio_write_darray
+
+  interface climio_put_var
+     module procedure put_var_real4, put_var_real8, put_var_int4
+  end interface climio_put_var
 
   interface climio_read_darray
      module procedure read_real4, read_real8, read_int4
@@ -147,6 +151,12 @@ module climio_io
        integer(c_long_long), value :: frame, arraylen
        type(c_ptr), value :: array
      end function c_write_darray
+     integer(c_int) function c_put_var(ncid, varid, frame, memtype, length, values) bind(C, name="climio_put_var")
+       import :: c_int, c_long_long, c_ptr
+       integer(c_int), value :: ncid, varid, memtype
+       integer(c_long_long), value :: frame, length
+       type(c_ptr), value :: values
+     end function c_put_var
      integer(c_int) function c_read_darray(ncid, varid, frame, memtype, arraylen, array) &
           bind(C, name="climio_read_darray")
        import :: c_int, c_long_long, c_ptr
@@ -358,6 +368,35 @@ contains
     status = c_write_darray(ncid, varid, int(frame - 1, c_long_long), CLIMIO_INT, &
          size(array, kind=c_long_long), c_loc(array))
   end function write_int4
+
+  !> An undistributed variable (coordinates, bounds) from rank 0's values: whole, or its record `frame`.
+  integer function put_var_real4(ncid, varid, values, frame) result(status)
+    integer, intent(in) :: ncid, varid
+    real(c_float), intent(in), target, contiguous :: values(..)
+    integer, intent(in), optional :: frame
+    status = c_put_var(ncid, varid, frame0(frame), CLIMIO_FLOAT, size(values, kind=c_long_long), c_loc(values))
+  end function put_var_real4
+
+  integer function put_var_real8(ncid, varid, values, frame) result(status)
+    integer, intent(in) :: ncid, varid
+    real(c_double), intent(in), target, contiguous :: values(..)
+    integer, intent(in), optional :: frame
+    status = c_put_var(ncid, varid, frame0(frame), CLIMIO_DOUBLE, size(values, kind=c_long_long), c_loc(values))
+  end function put_var_real8
+
+  integer function put_var_int4(ncid, varid, values, frame) result(status)
+    integer, intent(in) :: ncid, varid
+    integer(c_int), intent(in), target, contiguous :: values(..)
+    integer, intent(in), optional :: frame
+    status = c_put_var(ncid, varid, frame0(frame), CLIMIO_INT, size(values, kind=c_long_long), c_loc(values))
+  end function put_var_int4
+
+  !> A 1-based Fortran frame as the C API's 0-based one; absent: CLIMIO_NOFRAME.
+  pure integer(c_long_long) function frame0(frame)
+    integer, intent(in), optional :: frame
+    frame0 = -1
+    if (present(frame)) frame0 = frame - 1
+  end function frame0
 
   !> Frame `frame` (1-based; CLIMIO_NOFRAME for a variable without records) into this rank's array.
   integer function read_real4(ncid, varid, frame, array) result(status)

@@ -58,6 +58,7 @@ chain, as NCO's ``--cmp``) need mode ``hdf5``; a
     quantize: tuple[str, int] | None = None
     codecs: str | None = None  # NCO's --cmp chain instead of deflate/quantize, e.g. "gbr,3|shf|bz2,5"
     level_dim: str | None = None  # the level dimension's name in the file (default lev<levels>)
+    records: bool = True  # False: one value per point for the whole run (cell areas, masks), written once
 
     @property
     def level_name(self) -> str | None:
@@ -104,7 +105,8 @@ class ModelOutput:
                  hints: Mapping[str, str] | None = None, overwrite: bool = False,
                  attrs: Mapping[str, object] | None = None, stripe_count: int | None = None,
                  stripe_size: int | None = None, dims: Sequence[str] | None = None, time_name: str = "time",
-                 time_attrs: Mapping[str, object] | None = None) -> None:
+                 time_attrs: Mapping[str, object] | None = None, variables: Sequence[ncio.Variable] = (),
+                 extra_dims: Mapping[str, int] | None = None) -> None:
         self.grid, self.comm, self.rank = as_grid(decomp, comm), comm, comm.Get_rank()
         self.strategy = Strategy.choose(strategy, mode, comm, self.grid, hints=hints, stripe_count=stripe_count,
                                         stripe_size=stripe_size)
@@ -125,16 +127,25 @@ class ModelOutput:
                 raise ClimioError(f"field '{f.name}': level dimension '{f.level_name}' has {dims[f.level_name]} "
                                   f"levels in another field, not {f.levels}", collective=True)
         dims.update(zip(names, self.grid.grid))
-        variables = [ncio.Variable(time_name, "f8", (time_name,),
-                                   dict(time_attrs) if time_attrs is not None else {"long_name": "time", "units": "s"})]
+        for name, length in (extra_dims or {}).items():
+            if dims.setdefault(name, length) != length:
+                raise ClimioError(f"dimension '{name}' of length {length} is already {dims[name]} long",
+                                  collective=True)
+        schema_variables = [ncio.Variable(time_name, "f8", (time_name,), dict(time_attrs) if time_attrs is not None
+                                          else {"long_name": "time", "units": "s"})]
         for f in fields:
             var_attrs = dict(f.attrs)
             if holes:
                 var_attrs["_FillValue"] = np.array(fill_value(f), dtype=f.dtype)
-            var_dims = (time_name, *((f.level_name,) if f.levels else ()), *names)
+            var_dims = ((time_name,) if f.records else ()) + ((f.level_name,) if f.levels else ()) + names
             chunks = self._chunks(f) if f.compression.active else None
-            variables.append(ncio.Variable(f.name, f.dtype, var_dims, var_attrs, chunks, f.compression))
-        schema = ncio.Schema(dims, tuple(variables), dict(attrs or {}))
+            schema_variables.append(ncio.Variable(f.name, f.dtype, var_dims, var_attrs, chunks, f.compression))
+        self.variables = {v.name: v for v in variables}
+        unknown = [d for v in variables for d in v.dims if d not in dims]
+        if unknown:
+            raise ClimioError(f"variable dimension '{unknown[0]}' is neither the grid's, a level's nor in extra_dims",
+                              collective=True)
+        schema = ncio.Schema(dims, (*schema_variables, *variables), dict(attrs or {}))
         shared: dict[tuple[int | None, str], Route | Gatherer] = {}  # fields of one shape and type share one
         self._routes: dict[str, Route | Gatherer] = {}
         self._stripe_routes: dict[tuple[int | None, str, int], Route] = {}
@@ -158,7 +169,8 @@ class ModelOutput:
     def _chunks(self, f: Field) -> tuple[int, ...]:
         """A compressed field's chunk shape: one piece of the record per aggregator (``agg``), else the record."""
         writers = len(self.strategy.aggregators) if self.strategy.name == "agg" else 1
-        return chunk_shape(self.grid.shape(f.levels), f.levels, writers)
+        chunks = chunk_shape(self.grid.shape(f.levels), f.levels, writers)
+        return chunks if f.records else chunks[1:]
 
     def _route(self, f: Field, gather: str | None) -> Route | Gatherer:
         """How field ``f``'s records reach the file (collective)."""
@@ -176,10 +188,13 @@ class ModelOutput:
         One field at a time: moved to the writers, then written, so that a writer
         holds one field's record rather than the whole step's.
         """
-        missing = set(self.fields) - set(fields)
-        if missing:
-            raise ClimioError(f"output step {step}: no data for field(s) {', '.join(sorted(missing))}")
-        arrays = {name: np.asarray(fields[name]) for name in self.fields}
+        recorded = [name for name, f in self.fields.items() if f.records]  # in order: the same on every rank
+        missing, fixed = set(recorded) - set(fields), set(fields) - set(recorded)
+        if missing or fixed:
+            raise ClimioError(f"output step {step}: no data for field(s) {', '.join(sorted(missing))}" if missing else
+                              f"output step {step}: field(s) {', '.join(sorted(fixed))} have no records: write them "
+                              f"once with write_field(None, name, local)")
+        arrays = {name: np.asarray(fields[name]) for name in recorded}
         self._check_shapes(arrays)
         self.write_time(step, time)
         for name, local in arrays.items():
@@ -190,17 +205,51 @@ class ModelOutput:
         mine = 1 if self.rank == 0 else 0
         self._store.write_many([(self.time_name, np.array([time]) if mine else None, Hyperslab((step,), (mine,)))])
 
-    def write_field(self, step: int, name: str, local: np.ndarray) -> None:
-        """Write record ``step`` of one field from this rank's local array (collective; read in place)."""
+    def write_field(self, step: int | None, name: str, local: np.ndarray) -> None:
+        """Write record ``step`` of one field (``None`` for a field without records) from this rank's local array
+        (collective; read in place)."""
         if name not in self.fields:
             raise ClimioError(f"no field '{name}' in this output (it has {', '.join(self.fields)})", collective=True)
+        if (step is None) == self.fields[name].records:
+            raise ClimioError(f"field '{name}' " + ("has records: give the step" if step is None else
+                                                   "has no records: write it with step None"), collective=True)
         local = np.asarray(local)
         self._check_shapes({name: local})
         self._write_checked(step, name, local)
 
-    def _write_checked(self, step: int, name: str, local: np.ndarray) -> None:
-        self._store.write_many([(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
-                                for data, slab in self._pieces(name, self.fields[name], step, local)])
+    def _write_checked(self, step: int | None, name: str, local: np.ndarray) -> None:
+        pieces = self._pieces(name, self.fields[name], step or 0, local)
+        if step is None:
+            self._store.write_many([(name, data, slab) for data, slab in pieces])
+        else:
+            self._store.write_many([(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
+                                    for data, slab in pieces])
+
+    def write_variable(self, name: str, data: np.ndarray | None, step: int | None = None) -> None:
+        """Write one of ``variables`` (not decomposed: coordinates, bounds, level values) from rank 0's ``data``
+        (collective; other ranks may pass None): whole, or record ``step`` of a variable over the record dimension
+        (``time_bnds``)."""
+        if name not in self.variables:
+            raise ClimioError(f"no undistributed variable '{name}' in this output (it has "
+                              f"{', '.join(self.variables) or 'none'})", collective=True)
+        var_dims = self.variables[name].dims
+        recorded = bool(var_dims) and var_dims[0] == self.time_name
+        if recorded != (step is not None):
+            raise ClimioError(f"variable '{name}' " + ("has records: give the step" if recorded else
+                                                      "has no records: leave the step out"), collective=True)
+        shape = tuple(self._store.schema.dims[d] for d in var_dims[1 if recorded else 0:])
+        mine = self.rank == 0
+        problem = "" if not mine or np.shape(data) == shape else \
+            f"variable '{name}': data of shape {np.shape(data)}, expected {shape}"
+        problem = self.comm.bcast(problem)
+        if problem:
+            raise ClimioError(problem, collective=True)
+        slab = Hyperslab.whole(shape) if mine else Hyperslab.empty(len(shape))
+        values = np.asarray(data) if mine else None
+        if recorded:
+            slab = Hyperslab((step, *slab.start), (1 if mine else 0, *slab.count))
+            values = values[None] if mine else None
+        self._store.write_many([(name, values, slab)])
 
     def _check_shapes(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Raise on every rank if one rank's local array does not fit the decomposition (no rank waits)."""
@@ -233,7 +282,7 @@ class ModelOutput:
     def _stripe_route(self, name: str, f: Field, step: int) -> Route:
         """The route for this record's position in the file; records of one shape at the same stripe phase
         share one."""
-        offset = self._offsets[name] + step * self._record_size
+        offset = self._offsets[name] + (step * self._record_size if f.records else 0)
         key = (f.levels, np.dtype(f.dtype).str, self.strategy.stripe_key(offset))
         if key not in self._stripe_routes:
             self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, f.dtype,

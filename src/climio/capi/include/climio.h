@@ -72,10 +72,14 @@ int climio_put_att_double(int ncid, int varid, const char *name, int xtype, long
 int climio_enddef(int ncid);
 int climio_inq_varid(int ncid, const char *name, int *varid);
 
-/* Data: one record (frame) of a variable from / into this rank's local array of memtype. */
+/* Data: one record (frame; CLIMIO_NOFRAME for a variable without the record dimension) of a variable
+ * from / into this rank's local array of memtype. climio_put_var writes an undistributed variable
+ * (coordinates, bounds: any variable whose last dimensions are not the decomposition's grid) from
+ * rank 0's values; the other ranks' are not read. */
 int climio_put_time(int ncid, long long frame, double time);
 int climio_write_darray(int ncid, int varid, long long frame, int memtype, long long arraylen,
                         const void *array);
+int climio_put_var(int ncid, int varid, long long frame, int memtype, long long len, const void *values);
 int climio_read_darray(int ncid, int varid, long long frame, int memtype, long long arraylen, void *array);
 
 /* Errors. */
