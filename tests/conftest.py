@@ -43,6 +43,15 @@ def run(argv: list[str], nranks: int | None = None, timeout: float = RUN_TIMEOUT
         pytest.fail(f"timed out after {timeout} s (hang?): {' '.join(argv)}\n{err.stderr}")
 
 
+def climio_pkg_config() -> list[str]:
+    """``pkg-config --cflags --libs climio`` of this environment's C API (``make install`` builds it)."""
+    where = Path(sys.prefix) / "lib" / "pkgconfig"
+    out = subprocess.run(["pkg-config", "--cflags", "--libs", "climio"], env={**os.environ, "PKG_CONFIG_PATH": str(where)},
+                         capture_output=True, text=True)
+    assert out.returncode == 0, f"climio.pc not installed in {where} (make install): {out.stderr}"
+    return out.stdout.split()
+
+
 def climio(*args: str, nranks: int | None = None, timeout: float = RUN_TIMEOUT) -> subprocess.CompletedProcess[str]:
     return run(climio_argv(*args), nranks, timeout)
 

@@ -16,20 +16,12 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import run
+from conftest import climio_pkg_config, run
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
 REFERENCE = Path(__file__).parent / "helpers" / "capi_reference.py"
-PKG_CONFIG_PATH = Path(sys.prefix) / "lib" / "pkgconfig"
 EBADID, EINVAL, EIO = -1, -2, -4
-
-
-def pkg_config() -> list[str]:
-    env = {**os.environ, "PKG_CONFIG_PATH": str(PKG_CONFIG_PATH)}
-    out = subprocess.run(["pkg-config", "--cflags", "--libs", "climio"], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, f"climio.pc not installed in {PKG_CONFIG_PATH} (make install): {out.stderr}"
-    return out.stdout.split()
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +29,7 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The examples and the fault program, compiled as a model would be: the system's MPI compilers and
     ``pkg-config --cflags --libs climio``."""
     out = tmp_path_factory.mktemp("capi-bin")
-    flags = pkg_config()
+    flags = climio_pkg_config()
     built = {}
     for name, compiler, source in (("write_fields", "mpicc", EXAMPLES / "write_fields.c"),
                                    ("cmaq_mockup", "mpifort", EXAMPLES / "cmaq_mockup.F90"),
@@ -50,7 +42,7 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_pkg_config_names_the_installed_library() -> None:
-    flags = pkg_config()
+    flags = climio_pkg_config()
     includes = [Path(f[2:]) for f in flags if f.startswith("-I")]
     assert any((d / "climio.h").is_file() and (d / "climio_io.mod").is_file() for d in includes)
     assert "-lclimio" in flags and "-lclimiof" in flags

@@ -17,7 +17,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -26,9 +25,8 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import run
+from conftest import climio_pkg_config, run
 
-PKG_CONFIG_PATH = Path(sys.prefix) / "lib" / "pkgconfig"
 NOERR, EBADID, EINVAL, ESTATE, EIO, EINTERNAL = 0, -1, -2, -3, -4, -5
 F4_FILL = np.float32(netCDF4.default_fillvals["f4"])
 F8_FILL = np.float64(netCDF4.default_fillvals["f8"])
@@ -968,19 +966,12 @@ SOURCES = {"compmap": COMPMAP, "read": READ, "sequence": SEQUENCE, "convert": CO
 # ------------------------------------------------------------------------------------------------ the Python side
 
 
-def pkg_config() -> list[str]:
-    env = {**os.environ, "PKG_CONFIG_PATH": str(PKG_CONFIG_PATH)}
-    out = subprocess.run(["pkg-config", "--cflags", "--libs", "climio"], env=env, capture_output=True, text=True)
-    assert out.returncode == 0, f"climio.pc not installed in {PKG_CONFIG_PATH} (make install): {out.stderr}"
-    return out.stdout.split()
-
-
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Every program, compiled once as a model would be (mpicc, -ffp-contract=off so that the doubles the C
     side works out are the ones worked out here)."""
     out = tmp_path_factory.mktemp("capi-calls-bin")
-    flags = pkg_config()
+    flags = climio_pkg_config()
     jobs = {}
     for name, body in SOURCES.items():  # compiled side by side
         source = out / f"{name}.c"

@@ -39,7 +39,8 @@ def python_api(header: str) -> str:
 def init_code() -> str:
     """What the embedded interpreter runs once: find this environment's packages, then bind the entry points."""
     sites = [p for p in site.getsitepackages() if os.path.isdir(p)]
-    return (f"import sys, site\n"
+    return (f"import os, sys, site\n"
+            f"os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')  # no BLAS thread pool beside the model's ranks\n"
             f"for path in {sites!r}:\n"
             f"    site.addsitedir(path)\n"
             f"if not getattr(sys, 'argv', None):\n"

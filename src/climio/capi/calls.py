@@ -122,11 +122,19 @@ class System:
     count: int = 0
     finalized: bool = False  # kept, so that a call after climio_finalize is an agreed EBADID
 
-    def new_id(self) -> int:
+    def add(self, table: dict[int, T], item: T) -> int:
+        """Keep ``item`` (a decomposition or a file) under a new id of this system."""
         self.count += 1
         if self.count >= 1 << SHIFT:
             raise CallError(f"I/O system {self.id}: more than {(1 << SHIFT) - 1} decompositions and files")
+        table[self.id << SHIFT | self.count] = item
         return self.id << SHIFT | self.count
+
+    @property
+    def no_id(self) -> int:
+        """What a call that fails to make a decomposition or file returns: an id of this system that no call
+        accepts."""
+        return self.id << SHIFT
 
 
 SYSTEMS: dict[int, System] = {}
@@ -303,15 +311,13 @@ def init_decomp_blocks(iosysid: int, grid: list[int], start: list[int], count: l
         def body() -> int:
             boxes = tuple(system.comm.allgather(mine))
             axes = tuple(range(max(0, ndims - 2), ndims))
-            d = BlockDecomposition(tuple(grid), len(boxes), system.comm.Get_rank(), boxes, halo, axes,
-                                   process_grid_of(tuple(grid), boxes, halo))
-            ioid = system.new_id()
-            system.decomps[ioid] = d
-            return ioid
+            return system.add(system.decomps, BlockDecomposition(tuple(grid), len(boxes), system.comm.Get_rank(),
+                                                                 boxes, halo, axes,
+                                                                 process_grid_of(tuple(grid), boxes, halo)))
         return body
 
     code, ioid = run(system, prepare)
-    return code, ioid or system.id << SHIFT
+    return code, ioid or system.no_id
 
 
 def process_grid_of(grid: tuple[int, ...], boxes: tuple[Hyperslab, ...], halo: int) -> Decomposition | None:
@@ -341,22 +347,17 @@ def init_decomp(iosysid: int, grid: list[int], compmap: np.ndarray) -> tuple[int
                             f"outside 1..{size} (0 for a hole)")
         d = from_compmap(grid, compmap, system.comm.Get_size(), system.comm.Get_rank())
 
-        def body() -> int:
-            ioid = system.new_id()
-            system.decomps[ioid] = d
-            return ioid
-        return body
+        return lambda: system.add(system.decomps, d)
 
     code, ioid = run(system, prepare)
-    return code, ioid or system.id << SHIFT
+    return code, ioid or system.no_id
 
 
 def free_decomp(iosysid: int, ioid: int) -> int:
     system = system_of(iosysid, "system")
 
     def prepare() -> Callable[[], None]:
-        if ioid not in system.decomps:
-            raise CallError(f"no decomposition with id {ioid} in I/O system {iosysid}", EBADID)
+        _decomp(system, ioid)
         return lambda: system.decomps.pop(ioid) and None
 
     return run(system, prepare)[0]
@@ -388,15 +389,10 @@ def createfile(iosysid: int, ioid: int, mode: str, strategy: str, path: str, fla
         if flags == NOCLOBBER and os.path.exists(path):
             raise CallError(f"{path} exists: remove it or create with CLIMIO_CLOBBER")
         f = File(system, path, d, mode, strategy, flags == CLOBBER)
-
-        def body() -> int:
-            ncid = system.new_id()
-            system.files[ncid] = f
-            return ncid
-        return body
+        return lambda: system.add(system.files, f)
 
     code, ncid = run(system, prepare)
-    return code, ncid or system.id << SHIFT
+    return code, ncid or system.no_id
 
 
 def def_dim(ncid: int, name: str, length: int) -> tuple[int, int]:
@@ -660,15 +656,12 @@ def openfile(iosysid: int, ioid: int, strategy: str, path: str) -> tuple[int, in
         def body() -> int:
             reader = ModelInput(path, d, system.comm, strategy=strategy)
             names = [v.name for v in reader._store.schema.variables]
-            f = File(system, path, d, strategy=strategy, input=reader,
-                     variables=[Variable(n, np.dtype("f8"), ()) for n in names])
-            ncid = system.new_id()
-            system.files[ncid] = f
-            return ncid
+            return system.add(system.files, File(system, path, d, strategy=strategy, input=reader,
+                                                  variables=[Variable(n, np.dtype("f8"), ()) for n in names]))
         return body
 
     code, ncid = run(system, prepare)
-    return code, ncid or system.id << SHIFT
+    return code, ncid or system.no_id
 
 
 def inq_varid(ncid: int, name: str) -> tuple[int, int]:
