@@ -10,7 +10,8 @@
 ! can be compared element by element with the same fields written through the Python API. The halo
 ! holds -1, which must never reach the file. With timing=, rank 0 writes as JSON the time of the first
 ! call (climio_init_intracomm starts the library's Python), the I/O time after it (decomposition, create,
-! define, every write, close; the slowest rank's) and the number of climio calls.
+! define, every write, close; the slowest rank's), the number of climio calls, and rank 0's own time in
+! the steps' calls (climio_put_time and climio_write_darray) with their number.
 program cmaq_mockup
   use mpi
   use climio_io
@@ -23,7 +24,7 @@ program cmaq_mockup
   integer :: start(2), count(2), iosys, ioid, ncid, dims(4), step, s, calls, lay, j, i
   integer, allocatable :: varids(:)
   real(4), allocatable :: conc(:, :, :, :), scratch(:, :, :, :)
-  real(8) :: started, io, slowest, start_s, first
+  real(8) :: started, io, slowest, start_s, first, steps_s
   character(len=16) :: name
   integer(8) :: f
 
@@ -73,6 +74,7 @@ program cmaq_mockup
   call check(climio_enddef(ncid))
   io = io + MPI_Wtime() - started
 
+  steps_s = 0
   do step = 1, steps
      scratch = conc * 1.0001  ! the artificial workload
      started = MPI_Wtime()
@@ -80,8 +82,9 @@ program cmaq_mockup
      do s = 1, nspec
         call check(climio_write_darray(ncid, varids(s), step, conc(:, :, :, s)))
      end do
-     io = io + MPI_Wtime() - started
+     steps_s = steps_s + MPI_Wtime() - started
   end do
+  io = io + steps_s
 
   started = MPI_Wtime()
   call check(climio_closefile(ncid))
@@ -93,8 +96,9 @@ program cmaq_mockup
   call MPI_Reduce(first, start_s, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
   if (rank == 0 .and. len_trim(timing) > 0) then
      open (newunit=i, file=trim(timing), status="replace", action="write")
-     write (i, '(a, es24.16, a, es24.16, a, i0, a)') '{"start_s": ', start_s, ', "io_s": ', slowest, &
-          ', "calls": ', calls, '}'
+     write (i, '(a, es24.16, a, es24.16, a, i0, a, es24.16, a, i0, a)') '{"start_s": ', start_s, &
+          ', "io_s": ', slowest, ', "calls": ', calls, ', "steps_s": ', steps_s, ', "step_calls": ', &
+          steps * (nspec + 1), '}'
      close (i)
   end if
   call MPI_Finalize(ierr)

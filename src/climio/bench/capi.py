@@ -4,8 +4,11 @@ process grid, strategy, mode and rank count, interleaved in one run.
 
 Both drivers time the same span (the decomposition, create and definitions, every step's writes, close) and
 write it as JSON; the Fortran program's first call, which starts the library's Python, is timed apart
-(``start_s``). A second pair of runs on a tiny domain with many steps gives the C entry points' cost per call:
-``(fortran io_s - python io_s) / calls``. The Fortran file is compared with the Python one after each pair.
+(``start_s``). The C entry points' cost per call is measured two ways: within each Fortran run (the time the
+program measured around its steps' calls less the time the library's trace spent in their collective phases,
+``entry_us``), and as the difference of the two drivers' I/O times over the number of calls in a second pair of
+runs on a tiny domain with many steps (``per_call_us``: the issue's "many small writes", but noisier, as two
+runs are subtracted). The Fortran file is compared with the Python one after each pair.
 
     climio bench model --driver fortran --domain CA --grid 2x1 --strategy agg --mode cdf5 --reps 5
 
@@ -50,15 +53,25 @@ def compile_mockup(directory: str) -> str:
     return binary
 
 
-def run_driver(argv: list[str], nranks: int, timing: str) -> dict[str, float]:
-    """One mpiexec of a driver; its timing JSON."""
+def run_driver(argv: list[str], nranks: int, timing: str, trace_path: str | None = None) -> dict[str, float]:
+    """One mpiexec of a driver; its timing JSON. With ``trace_path`` (the Fortran driver), the library's trace
+    gives the time rank 0 spent inside the steps' calls' collective phases: the rest of the time the program
+    measured around those calls is what the C entry points cost (``entry_us`` per call)."""
     command, env = mpi.mpiexec_command(nranks, argv)
+    if trace_path:
+        env = {**env, "CLIMIO_TRACE": trace_path}
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     if result.returncode != 0:
         raise IOFault(f"bench model --driver fortran: {os.path.basename(argv[0])} on {nranks} ranks failed "
                       f"(exit {result.returncode}): {result.stderr.strip()[-400:]}")
     with open(timing) as f:
-        return json.load(f)
+        measured = json.load(f)
+    if trace_path:
+        with open(trace_path) as f:
+            phases = json.load(f)["ranks"][0]["phases"]
+        inside = sum(phases.get(f"capi:{call}", {}).get("seconds", 0.0) for call in ("put_time", "write_darray"))
+        measured["entry_us"] = (measured["steps_s"] - inside) / measured["step_calls"] * 1e6
+    return measured
 
 
 def same_values(a: str, b: str) -> bool:
@@ -109,7 +122,8 @@ def pair(binary: str, out: str, kind: str, size: str, steps: int, px: int, py: i
         args = [path, f"domain={size}", f"grid={px}x{py}", f"strategy={strategy}", f"mode={mode}", f"steps={steps}",
                 f"timing={timing}"]
         argv = [binary, *args] if driver == "fortran" else [sys.executable, "-m", "climio.bench.capi", *args]
-        measured = run_driver(argv, px * py, timing)
+        measured = run_driver(argv, px * py, timing, os.path.join(out, "capi-trace.json") if driver == "fortran"
+                              else None)
         rows.append({"kind": kind, "driver": driver, "domain": size, "steps": steps, "grid": f"{px}x{py}",
                      "ranks": px * py, "strategy": strategy, "mode": mode, "rep": rep, **measured})
         files[driver] = path
@@ -134,24 +148,27 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         python, fortran = median("io", "python", "io_s"), median("io", "fortran", "io_s")
         entry = {"grid": grid, "strategy": strategy, "mode": mode, "python_io_s": python, "fortran_io_s": fortran,
                  "ratio": fortran / python, "fortran_start_s": median("io", "fortran", "start_s")}
+        entry["entry_us"] = median("io", "fortran", "entry_us")
         small_python, small_fortran = median("calls", "python", "io_s"), median("calls", "fortran", "io_s")
         if small_python is not None and small_fortran is not None:
             calls = next(r["calls"] for r in rows if r["kind"] == "calls" and r["driver"] == "fortran")
             entry.update(call_python_s=small_python, call_fortran_s=small_fortran, calls=calls,
-                         per_call_us=(small_fortran - small_python) / calls * 1e6)
+                         per_call_us=(small_fortran - small_python) / calls * 1e6,
+                         small_entry_us=median("calls", "fortran", "entry_us"))
         table.append(entry)
     return table
 
 
 def format_table(table: list[dict[str, Any]]) -> str:
     def cells(r: dict[str, Any]) -> list[str]:
-        per_call = f"{r['per_call_us']:.0f}" if "per_call_us" in r else "-"
+        small = [f"{r[k]:.0f}" if k in r else "-" for k in ("small_entry_us", "per_call_us")]
         return [r["grid"], r["strategy"], r["mode"], f"{r['python_io_s']:.3f}", f"{r['fortran_io_s']:.3f}",
-                f"{r['ratio']:.2f}", f"{r['fortran_start_s']:.2f}", per_call]
+                f"{r['ratio']:.2f}", f"{r['fortran_start_s']:.2f}", f"{r['entry_us']:.0f}", *small]
 
     return markdown_table([("grid", "l"), ("strategy", "l"), ("mode", "l"), ("Python I/O s", "r"),
                            ("Fortran I/O s", "r"), ("Fortran / Python", "r"), ("Fortran start s", "r"),
-                           ("per call us", "r")], (cells(r) for r in table))
+                           ("entry us/call", "r"), ("entry us/call, tiny", "r"), ("difference us/call, tiny", "r")],
+                          (cells(r) for r in table))
 
 
 # ------------------------------------------------------------------------------------------------ the worker

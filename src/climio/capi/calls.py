@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from climio.core import mpi, ncio
+from climio.core import mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError, IOFault
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, from_compmap
@@ -98,6 +98,7 @@ class File:
     output: ModelOutput | None = None
     input: ModelInput | None = None
     abandoned: str = ""
+    shapes: dict[int | None, tuple[tuple[int, ...], ...]] = field(default_factory=dict)  # local, with/without halo
 
     @property
     def defining(self) -> bool:
@@ -164,11 +165,14 @@ def file_of(ncid: int) -> File:
 # ------------------------------------------------------------------------------------------------ running
 
 
-def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | None = None) -> tuple[int, T | None]:
+def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | None = None,
+        name: str = "") -> tuple[int, T | None]:
     """One call: ``prepare`` (local) returns the collective phase; the ranks agree on errors between the two.
 
     Returns ``(code, result)``. On an error the message is kept for :func:`last_error`, a file being written is
-    abandoned, and with ``ABORT_ON_ERROR`` the job ends.
+    abandoned, and with ``ABORT_ON_ERROR`` the job ends. The collective phase is traced as ``capi:<call>``, so
+    that what a call costs beyond its work can be measured in the same run (``climio bench model --driver
+    fortran``).
     """
     body: Callable[[], T] | None = None
     try:
@@ -178,11 +182,13 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
         problem: tuple[int, str] | None = None
     except ClimioError as err:
         problem = (code_of(err), str(err))
-    reports = system.comm.allgather(problem) if system.comm.Get_size() > 1 else [problem]
-    first = next((r for r in reports if r is not None), None)
+    first = problem if system.comm.Get_size() == 1 or problem is not None else None
+    if system.comm.Get_size() > 1 and not mpi.all_true(system.comm, problem is None):  # the first rank's, on all
+        first = next(r for r in system.comm.allgather(problem) if r is not None)
     if first is None and body is not None:
         try:
-            return NOERR, body()
+            with trace.phase(f"capi:{name or prepare.__qualname__.split('.')[0]}"):
+                return NOERR, body()
         except ClimioError as err:
             if not err.collective:
                 _abort_alone(system, str(err), code_of(err))
@@ -222,7 +228,7 @@ def _abandon(f: File, message: str) -> None:
 def on_file(ncid: int, prepare: Callable[[File], Callable[[], T]]) -> tuple[int, T | None]:
     """:func:`run` for a call on file ``ncid``; a bad id is agreed over the system its id names."""
     system = system_of(ncid, "file")
-    return run(system, lambda: prepare(file_of(ncid)), system.files.get(ncid))
+    return run(system, lambda: prepare(file_of(ncid)), system.files.get(ncid), prepare.__qualname__.split(".")[0])
 
 
 def last_error() -> str:
@@ -274,7 +280,8 @@ def set_error_handling(iosysid: int, method: int) -> int:
 
 
 def finalize(iosysid: int) -> int:
-    """Close what is still open on the system (files being written are published) and forget it."""
+    """Close what is still open on the system (files being written are published) and forget it; with
+    ``CLIMIO_TRACE=FILE`` in the environment, write the trace of every call (as ``climio --trace``)."""
     system = system_of(iosysid, "system")
 
     def body() -> None:
@@ -285,6 +292,8 @@ def finalize(iosysid: int) -> int:
                     handle.close()
         system.decomps.clear()
         system.finalized = True
+        if os.environ.get("CLIMIO_TRACE"):
+            trace.tracer().write(os.environ["CLIMIO_TRACE"], system.comm)
 
     return run(system, lambda: body)[0]
 
@@ -559,9 +568,11 @@ def _writing(f: File, call: str) -> ModelOutput:
     return f.output
 
 
-def _local(f: File, v: Variable, levels: int | None, memory: np.ndarray) -> np.ndarray:
+def _local(f: File, levels: int | None, memory: np.ndarray) -> np.ndarray:
     """The caller's flat array as the decomposition's local shape (with the halo or without), else as is."""
-    for shape in (f.decomp.local_shape(levels), f.decomp.layout(levels).local_shape):
+    if levels not in f.shapes:
+        f.shapes[levels] = (f.decomp.local_shape(levels), f.decomp.layout(levels).local_shape)
+    for shape in f.shapes[levels]:
         if math.prod(shape) == memory.size:
             return memory.reshape(shape)
     return memory
@@ -588,7 +599,7 @@ def write_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndar
                             + ("climio_put_time" if v.name == out.time_name else "climio_put_var"))
         step = _step(f, v, frame, target.records)
         _convertible(f, v, memory)
-        local = _local(f, v, target.levels, memory)
+        local = _local(f, target.levels, memory)
         return lambda: out.write_field(step, v.name, local)
 
     return on_file(ncid, prepare)[0]
@@ -635,6 +646,8 @@ def _convertible(f: File, v: Variable, memory: np.ndarray) -> None:
 
 def _out_of_range(values: np.ndarray, target: np.dtype) -> str:
     """Why ``values`` cannot be converted to ``target`` without altering them, or ''."""
+    if values.dtype == target:
+        return ""
     if values.dtype.kind == "f" and target.kind != "f":
         return f"write or read it through an integer array, not {values.dtype.name} (climio does not round)"
     if np.can_cast(values.dtype, target) or not values.size:
