@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml scripts/install.sh
 	touch $@
 
 # The C API and Fortran module again when their sources change (scripts/install.sh builds them first).
-$(CAPI): $(STAMP) $(CAPI_SOURCES)
+$(CAPI): $(CAPI_SOURCES) | $(STAMP)
 	$(PY) -m climio.capi.build $(VENV)
 	touch $@
 
