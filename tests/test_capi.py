@@ -17,7 +17,7 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import climio_pkg_config, run
+from conftest import SHARED_DATA, climio_pkg_config, run
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
@@ -34,7 +34,8 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     built = {}
     for name, compiler, source in (("write_fields", "mpicc", EXAMPLES / "write_fields.c"),
                                    ("cmaq_mockup", "mpifort", EXAMPLES / "cmaq_mockup.F90"),
-                                   ("faults", "mpifort", ROOT / "tests" / "capi" / "faults.F90")):
+                                   ("faults", "mpifort", ROOT / "tests" / "capi" / "faults.F90"),
+                                   ("read_real", "mpicc", ROOT / "tests" / "capi" / "read_real.c")):
         result = subprocess.run([compiler, "-Wall", str(source), "-o", str(out / name), *flags], cwd=out,
                                 capture_output=True, text=True)
         assert result.returncode == 0, f"{compiler} {source.name}: {result.stderr}"
@@ -168,3 +169,47 @@ def test_examples_need_no_python_environment(programs: dict[str, Path], tmp_path
     result = subprocess.run([str(programs["write_fields"]), str(tmp_path / "a.nc"), "cdf5", "direct", "1"], env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+REAL = SHARED_DATA / "real"
+# file, variable, levels, decomposition arguments: CORDEX's rotated pole (netCDF-4), CMIP6 ozone on levels,
+# ICON's unstructured cells read by a PIO compmap (round-robin points)
+REAL_READS = [("tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc", "tas", 0, ["blocks"]),
+              ("o3_AERmon_MPI-ESM1-2-LR_historical_r1i1p1f1_gn_185001.nc", "o3", 3, ["blocks"]),
+              ("tas_Amon_ICON-ESM-LR_historical_r1i1p1f1_gn_185001.nc", "tas", 0, ["compmap"])]
+
+
+def block_range(n: int, parts: int, index: int) -> tuple[int, int]:
+    base, extra = divmod(n, parts)
+    return index * base + min(index, extra), base + (1 if index < extra else 0)
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+@pytest.mark.parametrize("name, var, levels, how", REAL_READS)
+def test_c_reads_real_files_into_any_decomposition(programs: dict[str, Path], tmp_path: Path, nranks: int, name: str,
+                                                   var: str, levels: int, how: list[str]) -> None:
+    """climio_read_darray of a real CMIP/CORDEX file equals netCDF4-python's values at every owned point; the halo
+    holds the variable's fill value."""
+    path = REAL / name
+    with netCDF4.Dataset(path) as ds:
+        ds.set_auto_maskandscale(False)
+        values = ds[var][0].astype(np.float64)
+        fill = float(np.float32(ds[var]._FillValue))
+    grid = values.shape[1:] if levels else values.shape
+    argv = [str(programs["read_real"]), str(path), var, str(levels), str(tmp_path), *how, *map(str, grid)]
+    result = run(argv, nranks=nranks, timeout=120)
+    assert result.returncode == 0, result.stderr
+    field = values if levels else values[None]
+    for rank in range(nranks):
+        local = np.fromfile(tmp_path / f"rank{rank}.bin")
+        if how == ["compmap"]:
+            assert np.array_equal(local, field[:, rank::nranks].ravel()), rank
+            continue
+        cols = max(d for d in range(1, int(nranks ** 0.5) + 1) if nranks % d == 0)  # as MPI_Dims_create(n, 2)
+        rows = nranks // cols
+        (y0, ny), (x0, nx) = block_range(grid[0], rows, rank // cols), block_range(grid[1], cols, rank % cols)
+        local = local.reshape(field.shape[0], ny + 2, nx + 2)
+        assert np.array_equal(local[:, 1:-1, 1:-1], field[:, y0:y0 + ny, x0:x0 + nx]), rank
+        halo = np.ones(local.shape, bool)
+        halo[:, 1:-1, 1:-1] = False
+        assert np.all(local[halo] == fill), rank
