@@ -58,3 +58,25 @@ def test_the_cache_directory_and_children(tmp_path: Path) -> None:
     want = str(tmp_path / "root" / kernels.source_digest())
     assert lines == [want, want, want]
     assert any(p.suffix == ".nbi" for p in Path(want).rglob("*"))  # the kernel was cached there
+
+
+def test_a_cache_that_cannot_be_written_is_skipped(tmp_path: Path) -> None:
+    """Under a file-size limit (as on a full disk) a kernel whose compiled code cannot be saved still runs and
+    gives its answer; numba's temporary cache file is removed. Without climio's guard numba raises EFBIG."""
+    import resource
+
+    (tmp_path / "kernel.py").write_text("import numba\n\n\n@numba.njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
+    program = ("from climio.core.kernels import use_versioned_cache\n"
+               "use_versioned_cache()\n"
+               "import kernel\n"
+               "print(kernel.twice(21))\n")
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))  # numba's cache files are larger
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(tmp_path)}
+    env.pop("CLIMIO_NUMBA_CACHE_ROOT", None)
+    result = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120,
+                            preexec_fn=limited, cwd=tmp_path)
+    assert result.returncode == 0 and result.stdout.strip() == "42", result.stderr
+    assert not [p for p in (tmp_path / "cache").rglob("*") if ".tmp." in p.name]

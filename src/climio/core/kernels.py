@@ -6,9 +6,8 @@ It does not look at the functions it calls in other files, so a kernel that inli
 only that other file changed (a ``git pull`` on an editable install): a silent wrong answer. Keying the whole
 cache on a digest of every source file of the package makes any change start a fresh cache instead.
 
-Call :func:`use_versioned_cache` before the first ``@numba.njit(cache=True)`` of a module runs; it does not
-import numba itself when numba is not loaded yet (the command's start-up), and it respects ``NUMBA_CACHE_DIR``
-as the root under which the versions are kept.
+Call :func:`use_versioned_cache` before the first ``@numba.njit(cache=True)`` of a module runs (the modules that
+call it import numba next anyway); it respects ``NUMBA_CACHE_DIR`` as the root under which the versions are kept.
 """
 
 from __future__ import annotations
@@ -49,7 +48,9 @@ def cache_root() -> Path:
 
 @cache
 def use_versioned_cache() -> Path:
-    """Point numba's cache at this version's directory (for numba loaded later too); returns it."""
+    """Point numba's cache at this version's directory (for numba loaded later too), and let a cache that cannot
+    be written be skipped (:func:`tolerate_unwritable_cache`); returns the directory."""
+    tolerate_unwritable_cache()
     root = cache_root()
     os.environ.setdefault("CLIMIO_NUMBA_CACHE_ROOT", str(root))  # what NUMBA_CACHE_DIR said before we set it
     directory = root / source_digest()
@@ -58,3 +59,24 @@ def use_versioned_cache() -> Path:
     if config is not None:  # numba already read its environment: tell it directly
         config.CACHE_DIR = str(directory)  # type: ignore[attr-defined]
     return directory
+
+
+def tolerate_unwritable_cache() -> None:
+    """Make numba's saving of a compiled kernel best-effort: on a full disk, under a file-size limit or with a
+    read-only home, the kernel still runs, compiled in memory, and the job goes on. numba itself lets the
+    ``OSError`` of its cache file end the job (after removing its temporary file), over what is only an
+    optimisation; it has no setting for this, so its one saving method is wrapped once."""
+    from numba.core import caching
+
+    if getattr(caching.Cache.save_overload, "skips_unwritable", False):
+        return
+    save = caching.Cache.save_overload
+
+    def save_overload(self: caching.Cache, sig: object, data: object) -> None:
+        try:
+            save(self, sig, data)
+        except OSError:
+            pass
+
+    save_overload.skips_unwritable = True  # type: ignore[attr-defined]
+    caching.Cache.save_overload = save_overload  # type: ignore[method-assign]
