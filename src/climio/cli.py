@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource  # imported up front: with memory gone, importing it fails too
 import shlex
 import signal
 import sys
@@ -25,6 +26,8 @@ from climio.errors import ClimioError, IOFault
 
 if TYPE_CHECKING:
     from mpi4py import MPI
+
+    from climio.core.targets import Target
 
     from climio.core.ncio.compression import Settings
 
@@ -259,6 +262,44 @@ def cmd_bench_startup(args: argparse.Namespace, comm: MPI.Comm) -> None:
     startup.main(comm, reps=args.reps, directory=args.dir, out=args.out)
 
 
+# -- what each command reads and writes: checked together, with --trace, before any work (core/targets.py) --
+
+Paths = tuple[list["Target"], list[str]]
+
+
+def written_by_gen(args: argparse.Namespace) -> Paths:
+    from climio.core.targets import Target
+
+    return [Target(args.out)], []
+
+
+def written_by_eva(args: argparse.Namespace) -> Paths:
+    from climio.eva import job
+
+    if len(args.files) < 2:
+        return [], []
+    return job.written(args.files[-1], args.plot), [*args.files[:-1], *job.read_besides(args.covariate)]
+
+
+def written_by_subset(args: argparse.Namespace) -> Paths:
+    from climio.core.targets import Target
+
+    return ([Target(args.files[-1])], args.files[:-1]) if len(args.files) >= 2 else ([], [])
+
+
+def check_paths(args: argparse.Namespace) -> None:
+    """On one rank: the command's outputs and its trace, against its inputs and each other."""
+    from climio.core import targets
+
+    declared = getattr(args, "paths", None)  # commands that write no file of their own declare nothing
+    written, read = declared(args) if declared else ([], [])
+    if args.trace:
+        written = [*written, targets.Target(args.trace, "--trace")]
+    overwrite = getattr(args, "overwrite", None)
+    targets.check(written, read, bool(overwrite),
+                  "pass --overwrite (-O) to replace it" if overwrite is not None else "remove it or choose another path")
+
+
 # -- parser -----------------------------------------------------------------------------
 
 def build_parser() -> Parser:
@@ -303,7 +344,7 @@ def build_parser() -> Parser:
     cmip.add_argument("--var", default="pr", help="variable name (default pr)")
     cmip.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
     cmip.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
-    cmip.set_defaults(func=cmd_gen_cmip)
+    cmip.set_defaults(func=cmd_gen_cmip, paths=written_by_gen)
 
     geo = kinds.add_parser("geodesic", parents=[common, compressing], help="GCRM-style icosahedral geodesic grid with cell, "
                            "corner and edge data (seed 001)")
@@ -315,7 +356,7 @@ def build_parser() -> Parser:
     geo.add_argument("--mode", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5; hdf5 with -L/--ppc)")
     geo.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
     geo.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
-    geo.set_defaults(func=cmd_gen_geodesic)
+    geo.set_defaults(func=cmd_gen_geodesic, paths=written_by_gen)
 
     eva = commands.add_parser("eva", parents=[common, compressing],
                               help="extreme value fits and return levels at every grid cell: peaks over threshold "
@@ -370,7 +411,7 @@ def build_parser() -> Parser:
     eva.add_argument("--mode", help="output storage mode (default: the first input's format, as NCO keeps it)")
     eva.add_argument("--plot", metavar="MAP.png", help="also draw maps of the 100-year return level and the shape")
     eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT (and MAP.png) if it exists")
-    eva.set_defaults(func=cmd_eva)
+    eva.set_defaults(func=cmd_eva, paths=written_by_eva)
 
     sub = commands.add_parser("subset", parents=[common, compressing], help="cut variables, ranges and lat/lon boxes out of "
                               "files on regular grids and unstructured meshes (geodesic, MPAS, UGRID)")
@@ -397,7 +438,7 @@ def build_parser() -> Parser:
                      "ones (default 0.1)")
     sub.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
     sub.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
-    sub.set_defaults(func=cmd_subset)
+    sub.set_defaults(func=cmd_subset, paths=written_by_subset)
 
     bench = commands.add_parser("bench", help="benchmarks")
     suites = bench.add_subparsers(dest="suite", required=True, metavar="SUITE", parser_class=Parser)
@@ -545,11 +586,10 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
         layer = getattr(args, "mpi_io", "auto")
         mpi.choose_mpi_io(getattr(args, "auto_mpi_io", "ompio") if layer == "auto" else layer)
         comm = mpi.world()
-        if args.trace:
-            mpi.agree(comm, lambda: check_trace_path(args.trace))
+        mpi.agree(comm, lambda: check_paths(args))
         func(args, comm)
         if args.trace:
-            write_trace(args.trace, comm)
+            trace.tracer().write(args.trace, comm)
         return 0
     except ClimioError as err:  # bad input (2) or a run-time fault of the machine (IOFault, 1)
         ncio.discard_pending_outputs()
@@ -567,28 +607,12 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
     except Exception as err:  # noqa: BLE001 - any failure must end every rank
         ncio.discard_pending_outputs()
         rank = comm.Get_rank() if comm is not None else mpi.launcher_rank()
+        if out_of_memory(err):
+            mpi.abort(comm, f"climio: error (rank {rank}): {out_of_memory(err)}", 1)
         debug = traceback.format_exc() if os.environ.get("CLIMIO_DEBUG") else ""
         mpi.abort(comm, f"{debug}climio: rank {rank} failed: {type(err).__name__}: {err} (a bug: please report it "
                   f"with CLIMIO_DEBUG=1 set, which prints the traceback)", 1)
     return 1
-
-
-def check_trace_path(path: str) -> None:
-    """Before any work: the trace can be written where asked (it is written last, after the outputs)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise ClimioError(f"--trace: directory '{directory}' does not exist")
-    if os.path.isdir(path) or not os.access(directory, os.W_OK | os.X_OK) or (
-            os.path.exists(path) and not os.access(path, os.W_OK)):
-        raise ClimioError(f"--trace: '{path}' cannot be written: choose another path")
-
-
-def write_trace(path: str, comm: MPI.Comm) -> None:
-    try:
-        trace.tracer().write(path, comm)
-    except OSError as err:
-        raise IOFault(f"--trace: cannot write '{path}': {(err.strerror or str(err)).lower()} (the command's "
-                      f"outputs are complete)") from err
 
 
 VALUE_OPTIONS = ("-b", "-X", "-d")
@@ -605,6 +629,23 @@ def attach_negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+def out_of_memory(err: BaseException) -> str:
+    """The one line for a failure that is the machine's memory running out (not a bug), or ""."""
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    limited = limit != resource.RLIM_INFINITY
+    # Under an address-space limit the interpreter's own allocations fail too (some as SystemError), and so
+    # does the loader's mapping of a library (ENOMEM: "failed to map segment from shared object")
+    if not (isinstance(err, MemoryError) or isinstance(err.__context__, MemoryError)
+            or (limited and isinstance(err, SystemError))
+            or (isinstance(err, ImportError) and "failed to map segment" in str(err))):
+        return ""
+    what = str(err) if isinstance(err, MemoryError) and str(err) else ""
+    detail = f": {what[0].lower()}{what[1:]}" if what else ""
+    under = f" under the address-space limit of {limit / 2**20:.0f} MiB (ulimit -v)" if limited else ""
+    return (f"out of memory{under}{detail}; run on more ranks or nodes (each then holds less), select less "
+            f"(-v, -d), or raise the limit")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
@@ -615,4 +656,12 @@ def main(argv: list[str] | None = None) -> None:
         args.files += extra
     args.argv = argv
     args.trace = getattr(args, "trace", None)  # SUPPRESS: a subcommand must not reset the global option
-    sys.exit(run(args.func, args))
+    try:
+        status = run(args.func, args)
+    except (MemoryError, SystemError) as err:  # raised where run's handler could not run for want of memory
+        line = out_of_memory(err)
+        if not line:
+            raise
+        os.write(2, f"climio: error: {line}\n".encode())
+        os._exit(1)
+    sys.exit(status)

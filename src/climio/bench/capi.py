@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from climio.bench.runner import markdown_table, require_plain_process
+from climio.bench.runner import make_directory, markdown_table, require_plain_process
 from climio.core import mpi
 from climio.errors import ClimioError, IOFault
 
@@ -89,7 +89,7 @@ def main(comm: Any, *, domain: str, grids: str, steps: int, strategies: list[str
     nx, ny, nlay, nspec = parse_domain(domain)
     if steps < 1 or reps < 1 or call_steps < 0:
         raise ClimioError("--steps and --reps must be at least 1, --call-steps at least 0")
-    os.makedirs(out, exist_ok=True)
+    make_directory(out)
     binary = compile_mockup(out)
     rows: list[dict[str, Any]] = []
     for px, py in parse_grids(grids):

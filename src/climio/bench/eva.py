@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from climio.bench import cache
-from climio.bench.runner import check_directory, markdown_table, rows_from_ranks, run_ranks, save_rows
+from climio.bench.runner import check_directory, make_directory, markdown_table, rows_from_ranks, run_ranks, save_rows
 from climio.core import ncio
 from climio.errors import ClimioError
 
@@ -213,7 +213,7 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
     print(f"climio bench eva: pr{tuple(shape)} float32 ({variable_bytes / 1e6:.0f} MB), median of {reps} rep(s)")
     print(format_table(table))
     if out:
-        os.makedirs(out, exist_ok=True)
+        make_directory(out)
         with open(os.path.join(out, "eva.json"), "w") as f:
             json.dump({"shape": list(shape), "cold": cold, "scipy_seconds_per_cell": per_cell, "rows": rows,
                        "table": table}, f, indent=1)

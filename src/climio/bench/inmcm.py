@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from climio.bench.model import value
-from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
+from climio.bench.runner import make_directory, markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import ncio
 from climio.core.decomp import Decomposition, process_grid
 from climio.errors import ClimioError, IOFault
@@ -158,7 +158,7 @@ def main(comm: MPI.Comm, *, model: str, ranks: Sequence[int], gathers: Sequence[
         if ratio:
             print(f"{n} ranks: p2p / gatherv gather time for the daily 3-D groups (dxyz, dxys): {ratio:.2f}x")
     if out:
-        os.makedirs(out, exist_ok=True)
+        make_directory(out)
         with open(os.path.join(out, "inmcm.json"), "w") as f:
             json.dump({"model": model, "reps": reps, "rows": rows, "table": table}, f, indent=1)
         with open(os.path.join(out, "inmcm.csv"), "w", newline="") as f:

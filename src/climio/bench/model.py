@@ -28,7 +28,7 @@ import numpy as np
 
 from climio.bench.cache import evict
 from climio.bench.io import sequential_write
-from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
+from climio.bench.runner import make_directory, markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import mpi, trace
 from climio.errors import ClimioError, IOFault
 from climio.model import decomposition as dec
@@ -333,7 +333,9 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
                               f"{'--decomp' if decomp else '--grid'}", collective=True)
     if steps < 1 or reps < 1:
         raise ClimioError("--steps and --reps must be at least 1", collective=True)
-    mpi.agree(comm, lambda: os.makedirs(out, exist_ok=True))
+    if not rows_json:
+        require_plain_process(comm, "model")  # before anything is made: a refused run leaves no directory
+    mpi.agree(comm, lambda: make_directory(out))
     if rows_json:  # one case, inside its own mpiexec
         rows = []
         for rep in range(reps):
@@ -342,7 +344,6 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
                                                         verify_all=verify or keep)]
         save_rows(comm, rows, rows_json)
         return
-    require_plain_process(comm, "model")
     rows = []
     for case in runs:
         print(f"bench model: {case.label} on {case.ranks} ranks ...", flush=True)

@@ -22,7 +22,7 @@ import numpy as np
 from climio.bench.cache import evict
 from climio.bench.io import sequential_read
 from climio.bench.model import Case, cases, local_species, parse_domain, parse_grids
-from climio.bench.runner import markdown_table, require_plain_process, rows_from_ranks, save_rows
+from climio.bench.runner import make_directory, markdown_table, require_plain_process, rows_from_ranks, save_rows
 from climio.core import mpi, trace
 from climio.errors import ClimioError, IOFault
 from climio.model import decomposition as dec
@@ -144,7 +144,7 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, strategies: Sequence[str], 
         save_rows(comm, measure(comm, runs[0], strategies, modes, reps, directory), rows_json)
         return
     require_plain_process(comm, "restart")
-    os.makedirs(out, exist_ok=True)
+    make_directory(out)
     rows = []
     for case in runs:
         print(f"bench restart: {case.label} on {case.ranks} ranks ...", flush=True)

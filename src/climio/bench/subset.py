@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from climio.bench import cache
 from climio.bench.eva import warm
-from climio.bench.runner import check_directory, markdown_table, require_plain_process, run_ranks
+from climio.bench.runner import check_directory, make_directory, markdown_table, require_plain_process, run_ranks
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -136,7 +136,7 @@ def main(comm: MPI.Comm, *, level: int, layers: int, times: int, ranks: Sequence
     print(f"\nregular grid pr{tuple(cmip_shape)}, wall time of the command; median of {reps} rep(s)")
     print(format_regular(regular))
     if out:
-        os.makedirs(out, exist_ok=True)
+        make_directory(out)
         with open(os.path.join(out, "subset.json"), "w") as f:
             json.dump({"level": level, "layers": layers, "times": times, "cmip_shape": list(cmip_shape), "cold": cold,
                        "rows": rows, "geodesic": geodesic, "regular": regular}, f, indent=1)

@@ -62,15 +62,18 @@ def use_versioned_cache() -> Path:
 
 
 def tolerate_unwritable_cache() -> None:
-    """Make numba's saving of a compiled kernel best-effort: on a full disk, under a file-size limit or with a
-    read-only home, the kernel still runs, compiled in memory, and the job goes on. numba itself lets the
-    ``OSError`` of its cache file end the job (after removing its temporary file), over what is only an
-    optimisation; it has no setting for this, so its one saving method is wrapped once."""
-    from numba.core import caching
+    """Make numba's cache best-effort: on a full disk, under a file-size limit, or with a read-only home and a
+    read-only install, the kernel still runs, compiled in memory, and the job goes on. numba itself lets the
+    ``OSError`` of its cache file end the job (after removing its temporary file), and refuses to define a
+    ``cache=True`` function for which no directory is writable (``RuntimeError: cannot cache function``), over
+    what is only an optimisation; it has no setting for either, so its saving method and its enabling of the
+    cache are wrapped once."""
+    from numba.core import caching, dispatcher
 
     if getattr(caching.Cache.save_overload, "skips_unwritable", False):
         return
     save = caching.Cache.save_overload
+    enable = dispatcher.Dispatcher.enable_caching
 
     def save_overload(self: caching.Cache, sig: object, data: object) -> None:
         try:
@@ -78,5 +81,12 @@ def tolerate_unwritable_cache() -> None:
         except OSError:
             pass
 
+    def enable_caching(self: dispatcher.Dispatcher) -> None:
+        try:
+            enable(self)
+        except RuntimeError:  # no writable cache directory anywhere: the dispatcher keeps its NullCache
+            pass
+
     save_overload.skips_unwritable = True  # type: ignore[attr-defined]
     caching.Cache.save_overload = save_overload  # type: ignore[method-assign]
+    dispatcher.Dispatcher.enable_caching = enable_caching  # type: ignore[method-assign]

@@ -82,11 +82,16 @@ class Tracer:
                                    "total": sum(r["peak_rss_bytes"] for r in per_rank)}}
 
     def write(self, path: str, comm: MPI.Comm) -> None:
-        """Flush the report to ``path`` as JSON (rank 0 writes; collective)."""
+        """Flush the report to ``path`` as JSON, atomically (rank 0 writes; collective)."""
+        from climio.core.targets import write_atomically
+
         report = self.report(comm)
         if report is not None:
-            with open(path, "w") as f:
-                json.dump(report, f, indent=1)
+            def dump(temp: str) -> None:
+                with open(temp, "w") as f:
+                    json.dump(report, f, indent=1)
+
+            write_atomically(path, "--trace", dump, " (the command's outputs are complete)")
 
 
 _active = Tracer()

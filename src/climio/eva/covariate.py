@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from climio.core import targets
 from climio.errors import ClimioError
 
 
@@ -74,8 +75,7 @@ def load(spec: str, option: str = "--covariate") -> Covariate:
     if source is None:
         return Covariate("year", "calendar year", "year", np.empty(0, np.int64), np.empty(0))
     path, var = source
-    if not os.path.isfile(path):
-        raise ClimioError(f"{option} {spec}: no such file '{path}'", collective=True)
+    targets.check_input(path, f"{option} {spec}: file", collective=True)
     import cftime
     import netCDF4
 

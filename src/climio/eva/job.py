@@ -27,14 +27,13 @@ ranks write their blocks of the result in parallel to one CF netCDF file
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import collective, mpi, ncio, progress, trace
+from climio.core import collective, mpi, ncio, progress, targets, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
@@ -233,13 +232,23 @@ def _extra_axes(series: Series) -> list[str]:
     return [f"{a.dim} ({a.count})" for a in extra]
 
 
+def written(out: str, plot: str | None) -> list[targets.Target]:
+    """The paths an analysis writes: its output and, with ``--plot``, the map."""
+    return [targets.Target(out), *([targets.Target(plot, "--plot")] if plot else [])]
+
+
+def read_besides(spec: str | None) -> list[str]:
+    """Files an analysis reads besides its inputs: the covariate's (``--covariate FILE:VAR``)."""
+    source = covariate.parse(spec) if spec else None
+    return [source[0]] if source else []
+
+
 def run(paths: Sequence[str] | str, out: str, comm: MPI.Comm, opts: Options, history: str = "") -> Summary:
     """The whole analysis (collective)."""
     paths = [paths] if isinstance(paths, str) else list(paths)
     opts.check()
-    mpi.agree(comm, lambda: ncio.check_output(out, opts.overwrite, paths))  # before the analysis, not after it
-    if opts.plot:
-        mpi.agree(comm, lambda: _check_plot_path(opts.plot, opts.overwrite))
+    mpi.agree(comm, lambda: targets.check(written(out, opts.plot), [*paths, *read_besides(opts.covariate)],
+                                          opts.overwrite))  # before the analysis, not after it
     largest.load_kernels()
     ncio.load_library()
     comm.Barrier()
@@ -390,16 +399,6 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
             if schema.variable(name).is_text:
                 ds.write_text(name, data)
         before_publish()  # a plot that cannot be written publishes nothing
-
-
-def _check_plot_path(path: str, overwrite: bool) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise ClimioError(f"--plot: directory '{directory}' does not exist")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise ClimioError(f"--plot: directory '{directory}' is not writable: choose another path")
-    if os.path.exists(path) and not overwrite:
-        raise ClimioError(f"--plot: '{path}' exists: pass --overwrite to replace it")
 
 
 def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: Result, where: Map,

@@ -8,13 +8,13 @@ CMIP6 stores it) as points.
 
 from __future__ import annotations
 
-import os
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
-from climio.errors import ClimioError, IOFault
+from climio.core import targets
+from climio.errors import ClimioError
 from climio.eva.series import Series
 
 PER_SECOND_TO_PER_DAY = {"kg m-2 s-1": ("mm/day", 86400.0)}  # show fluxes as people read them
@@ -106,15 +106,8 @@ def draw(path: str, where: Map, values: dict[str, np.ndarray], level: np.ndarray
         ax.set_title(f"{title}\n{where.period}", fontsize=10)
         ax.set_xlabel(where.xlabel)
         ax.set_ylabel(where.ylabel)
-    directory = os.path.dirname(os.path.abspath(path))
-    temp = os.path.join(directory, f".{os.path.basename(path)}.climio-tmp.png")
     try:
-        figure.savefig(temp, dpi=110)
-        os.replace(temp, path)
-    except OSError as err:
-        if os.path.exists(temp):
-            os.unlink(temp)
-        raise IOFault(f"--plot: cannot write '{path}': {(err.strerror or str(err)).lower()}; the analysis "
-                      f"was not published either") from err
+        targets.write_atomically(path, "--plot", lambda temp: figure.savefig(temp, dpi=110, format="png"),
+                                 "; the analysis was not published either")
     finally:
         plt.close(figure)

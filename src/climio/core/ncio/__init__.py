@@ -27,8 +27,8 @@ from climio.core.ncio.classic import HeaderError, required_size
 from climio.core.ncio.compression import Compression, Settings
 from climio.core.ncio.modes import FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode
 from climio.core.ncio.schema import Schema, Variable, compressed
-from climio.core.ncio.store import (PENDING_OUTPUTS, Store, check_output, check_schema_fits, discard_pending_outputs,
-                                   reserve_output, skipped_of, text_of)
+from climio.core.ncio.store import Store, check_output, check_schema_fits, reserve_output, skipped_of, text_of
+from climio.core.targets import PENDING_OUTPUTS, check_input, discard_pending_outputs
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -101,10 +101,7 @@ def _inspect(path: str) -> tuple[str, dict[str, np.ndarray], list[str]]:
     and what climio leaves out of it."""
     import netCDF4
 
-    if not os.path.exists(path):
-        raise ClimioError(f"input file '{path}' does not exist")
-    if os.path.isdir(path):
-        raise ClimioError(f"input '{path}' is a directory, not a netCDF file")
+    check_input(path)
     _check_classic_header(path)  # before netCDF-C reads it: a corrupt header can crash or balloon the library
     try:
         with netCDF4.Dataset(path, "r") as dataset:

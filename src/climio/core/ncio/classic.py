@@ -45,7 +45,11 @@ class _Header:
         return struct.unpack(">i", self._read(4))[0]
 
     def count(self) -> int:
-        return struct.unpack(">q", self._read(8))[0] if self.big else struct.unpack(">I", self._read(4))[0]
+        at = self.f.tell()
+        value = struct.unpack(">q", self._read(8))[0] if self.big else struct.unpack(">I", self._read(4))[0]
+        if value < 0:  # CDF-5's counts are signed 64-bit: a negative one would index from the end
+            raise HeaderError(f"negative count {value} at byte {at}")
+        return value
 
     def offset(self, version: int) -> int:
         return struct.unpack(">q", self._read(8))[0] if version != 1 else struct.unpack(">i", self._read(4))[0]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.core import collective, mpi, readahead, trace
+from climio.core import collective, mpi, readahead, targets, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.classic import required_size, variable_offsets
@@ -32,14 +32,11 @@ from climio.core.ncio.compression import (DEFLATE_FILTER, FILTER_NAMES, FLETCHER
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import (NUMERIC_KINDS, AttrValue, NCString, Schema, Variable, attribute_array,
                                     typed_attribute)
+from climio.core.targets import PENDING_OUTPUTS, discard_pending_outputs
 from climio.errors import ClimioError, IOFault
 
 if TYPE_CHECKING:
     from mpi4py import MPI
-
-# Temporary outputs of this process not yet renamed: removed if the job aborts.
-PENDING_OUTPUTS: set[str] = set()
-
 
 def _synced(path: str, name: str) -> str:
     """fsync a written file on this rank: "" or the one-line fault (a full disk can first show here)."""
@@ -52,16 +49,6 @@ def _synced(path: str, name: str) -> str:
     except OSError as err:
         return f"{name}: {(err.strerror or str(err)).lower()} (while flushing it to disk); nothing was published"
     return ""
-
-
-def discard_pending_outputs() -> None:
-    """Best-effort removal of unfinished temporary outputs (called before an abort)."""
-    for path in list(PENDING_OUTPUTS):
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
-        PENDING_OUTPUTS.discard(path)
 
 
 @dataclass(frozen=True)
@@ -138,20 +125,8 @@ def _running(pid: int) -> bool:
 
 
 def check_output(path: str, overwrite: bool, inputs: Iterable[str] = ()) -> None:
-    """On one rank, before any work: the output's directory exists and is writable, an existing output is only
-    replaced with ``overwrite``, and the output is none of ``inputs`` (a job must not replace what it reads)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise ClimioError(f"output directory '{directory}' does not exist (for '{path}'): create it first")
-    if os.path.isdir(path):
-        raise ClimioError(f"output '{path}' is a directory: give a file name")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise ClimioError(f"output directory '{directory}' is not writable (for '{path}'): choose another output path")
-    for source in inputs:
-        if os.path.exists(path) and os.path.exists(source) and os.path.samefile(path, source):
-            raise ClimioError(f"output '{path}' is the input '{source}': give another output path")
-    if os.path.exists(path) and not overwrite:
-        raise ClimioError(f"output '{path}' exists: pass --overwrite to replace it")
+    """On one rank, before any work: the one rule for written paths (:func:`climio.core.targets.check`)."""
+    targets.check([targets.Target(path)], inputs, overwrite)
 
 
 def reserve_output(path: str, overwrite: bool) -> str:

@@ -1,0 +1,133 @@
+"""The one rule for every path a command writes (its output, ``--trace``, ``--plot``, a benchmark's results).
+
+A command checks all its targets at once, before any work: a target that names an input (by resolved path, or
+by device and inode, so links and ``./`` spellings are caught), two targets that are one file, and a target
+that exists without ``--overwrite`` are refused in one line. Each target is then written under a temporary
+name beside it and renamed when complete, so a failed run leaves neither a half-written file nor a changed one.
+Inputs that are not regular files (FIFOs, devices, sockets) are refused before anything opens them: reading
+one blocks until a writer comes, which would hang every rank.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from climio.errors import ClimioError, IOFault
+
+
+# Temporary copies of targets this process has not renamed yet: removed if the job fails or is stopped.
+PENDING_OUTPUTS: set[str] = set()
+
+
+def discard_pending_outputs() -> None:
+    """Best-effort removal of unfinished temporary outputs (called before an abort or on a signal)."""
+    for path in list(PENDING_OUTPUTS):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        PENDING_OUTPUTS.discard(path)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A path a command writes, and how the user named it (``output``, ``--trace``, ``--plot``)."""
+
+    path: str
+    option: str = "output"
+
+    def label(self) -> str:
+        return f"{self.option} '{self.path}'"
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """(device, inode) of an existing path, None where there is nothing (or nothing readable) there."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _same(first: str, second: str) -> bool:
+    """One file under two spellings: the same resolved path, or (both existing) the same device and inode."""
+    if os.path.realpath(first) == os.path.realpath(second):
+        return True
+    one = _identity(first)
+    return one is not None and one == _identity(second)
+
+
+def check_input(path: str, what: str = "input file", collective: bool = False) -> None:
+    """An input exists and is a regular file (a FIFO or device would block or never end); ``collective``: every
+    rank checks it alike."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise ClimioError(f"{what} '{path}' does not exist", collective=collective) from None
+    except OSError as err:
+        raise ClimioError(f"{what} '{path}' cannot be read: {(err.strerror or str(err)).lower()}",
+                          collective=collective) from err
+    if stat.S_ISDIR(mode):
+        raise ClimioError(f"{what} '{path}' is a directory, not a netCDF file", collective=collective)
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
+        raise ClimioError(f"{what} '{path}' is {kind}: climio reads regular files only; copy the data to a file "
+                          f"first", collective=collective)
+
+
+def check(targets: Sequence[Target], inputs: Iterable[str] = (), overwrite: bool = False,
+          overwrite_hint: str = "pass --overwrite (-O) to replace it") -> None:
+    """On one rank, before any work: every target can be written, is none of ``inputs`` nor another target, and
+    exists only if ``overwrite`` (``overwrite_hint`` says how to allow it, for commands without ``-O``)."""
+    sources = list(inputs)
+    for k, target in enumerate(targets):
+        _check_writable(target)
+        for source in sources:
+            if _same(target.path, source):
+                raise ClimioError(f"{target.label()} is the input '{source}': give another {target.option} path")
+        for other in targets[:k]:
+            if _same(target.path, other.path):
+                raise ClimioError(f"{target.label()} is also the {other.label()}: give them different paths")
+    for target in targets:
+        if os.path.lexists(target.path) and not overwrite:
+            raise ClimioError(f"{target.label()} exists: {overwrite_hint}")
+
+
+def _check_writable(target: Target) -> None:
+    directory = os.path.dirname(os.path.abspath(target.path))
+    if not os.path.isdir(directory):
+        raise ClimioError(f"{target.option} directory '{directory}' does not exist (for '{target.path}'): "
+                          f"create it first")
+    if os.path.isdir(target.path):
+        raise ClimioError(f"{target.label()} is a directory: give a file name")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        raise ClimioError(f"{target.option} directory '{directory}' is not writable (for '{target.path}'): "
+                          f"choose another path")
+    if os.path.exists(target.path) and not os.path.isfile(target.path):
+        raise ClimioError(f"{target.label()} exists and is not a regular file: choose another path")
+
+
+def temporary_name(path: str) -> str:
+    """A hidden name beside ``path`` for this process's unfinished copy of it."""
+    directory, name = os.path.split(os.path.abspath(path))
+    return os.path.join(directory, f".{name}.{os.getpid()}.climio-tmp")
+
+
+def write_atomically(path: str, option: str, write: Callable[[str], None], consequence: str = "") -> None:
+    """``write(temporary)`` then rename it to ``path``: a failure leaves ``path`` as it was and no temporary;
+    ``consequence`` ends the fault's line (what else was not done)."""
+    temp = temporary_name(path)
+    PENDING_OUTPUTS.add(temp)
+    try:
+        write(temp)
+        os.replace(temp, path)
+    except OSError as err:
+        raise IOFault(f"{option}: cannot write '{path}': {(err.strerror or str(err)).lower()}{consequence}") from err
+    finally:
+        PENDING_OUTPUTS.discard(temp)
+        if os.path.exists(temp):
+            os.unlink(temp)
