@@ -83,7 +83,7 @@ echo
 echo "== subset: the same box out of a level-6 geodesic grid (40962 cells) and the MPAS QU 1920-km mesh"
 mpiexec -n "$ranks" "$climio" gen geodesic "$out/geodesic6.nc" --level 6 --layers 25 --times 4 --overwrite
 mpiexec -n "$ranks" "$climio" subset -b 20,-20,160,90 "$out/geodesic6.nc" "$out/geodesic6_mjo.nc" --overwrite
-mpiexec -n "$ranks" "$climio" subset -b 20,-20,160,90 "${CLIMIO_SHARED_DATA:-../shared/data}/meshes/mesh.QU.1920km.151026.nc" \
+mpiexec -n "$ranks" "$climio" subset -b 20,-20,160,90 tests/data/meshes/mesh.QU.1920km.151026.nc \
     "$out/mpas_mjo.nc" --overwrite
 echo
 echo "demo done: files in $out/, phase trace in $out/gen-trace.json"

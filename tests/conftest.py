@@ -21,9 +21,8 @@ from climio.core.mpi import mpiexec_command
 
 RUN_TIMEOUT = 180
 
-# The real GCM files live in the project's shared/ folder beside the repository (as in CI), or where
-# CLIMIO_SHARED_DATA points.
-SHARED_DATA = Path(os.environ.get("CLIMIO_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+# Real model output, meshes and daily records (tests/data/README.md gives each file's source and licence).
+DATA = Path(__file__).resolve().parent / "data"
 
 
 def climio_argv(*args: str) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, climio_pkg_config, run
+from conftest import DATA, climio_pkg_config, run
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
@@ -171,7 +171,7 @@ def test_examples_need_no_python_environment(programs: dict[str, Path], tmp_path
     assert result.returncode == 0, result.stderr
 
 
-REAL = SHARED_DATA / "real"
+REAL = DATA / "real"
 # file, variable, levels, decomposition arguments: CORDEX's rotated pole (netCDF-4), CMIP6 ozone on levels,
 # ICON's unstructured cells read by a PIO compmap (round-robin points)
 REAL_READS = [("tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc", "tas", 0, ["blocks"]),

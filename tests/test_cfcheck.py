@@ -3,7 +3,7 @@ known CF errors in a file written to have them, finds nothing in a clean file, a
 cannot check.
 
 What cfchecker 4.1.0 (-v 1.8, standard-name table v93, area-type table v13, region list v5) says about
-the real files in shared/data/real, recorded in ``REAL_ERRORS`` (their ERRORs, checked exactly) and
+the real files in tests/data/real, recorded in ``REAL_ERRORS`` (their ERRORs, checked exactly) and
 ``REAL_WARNINGS`` (their WARNs, checked exactly):
 
 * ERRORs of their own:
@@ -30,12 +30,12 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA
+from conftest import DATA
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 import cfcheck  # noqa: E402
 
-REAL = SHARED_DATA / "real"
+REAL = DATA / "real"
 
 OLD_CF = "(2.6.1): Inconsistency - This netCDF file appears to contain CF-{}, but you've requested a validity check against CF-1.8"
 REAL_ERRORS = {
@@ -136,7 +136,6 @@ def write(path: Path, *, bounds: str = "time_bnds", bounds_units: bool = False, 
     return path
 
 
-@pytest.mark.skipif(not REAL.is_dir(), reason=f"no real test files at {REAL}")
 def test_real_files():
     files = sorted(REAL.glob("*.nc"))  # outCSne30.ug (a mesh, not named .nc) is not a cfchecks input
     assert files
@@ -146,7 +145,7 @@ def test_real_files():
         report = reports[str(f)]
         assert report.versions == TABLE_VERSIONS, report.versions
         assert all(m.category == "ERROR" for m in report.errors) and all(m.category == "WARN" for m in report.warnings)
-        if f.name in REAL_WARNINGS:  # a file added to shared/ later is only required to be checked
+        if f.name in REAL_WARNINGS:  # a file added to tests/data later is only required to be checked
             assert [str(m) for m in report.errors] == REAL_ERRORS.get(f.name, []), report
             assert [str(m) for m in report.warnings] == REAL_WARNINGS[f.name], report
 

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from conftest import SHARED_DATA, climio
+from conftest import DATA, climio
 
 from climio.errors import ClimioError
 from climio.eva import cf, fit_gev, fit_pot, gev, pot
@@ -23,13 +23,10 @@ from climio.eva.api import NoFitWarning, UnitsWarning
 from climio.eva.cf import PERIOD_ATTRS
 from climio.gen import cmip
 
-REAL = SHARED_DATA / "real"
+REAL = DATA / "real"
 CORDEX = REAL / "pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc"
 CESM = REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
 MONTHLY = REAL / "tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc"
-real_files = pytest.mark.skipif(not REAL.is_dir(), reason=f"no real test files at {REAL}")
-
-
 def gamma_field(ndays: int = 2000, shape: tuple[int, ...] = (3, 4), seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).gamma(0.6, 5.0, size=(ndays, *shape))
 
@@ -310,7 +307,6 @@ def read_raw(path: object, name: str) -> tuple[np.ndarray, list[float]]:
         return var[:], markers
 
 
-@real_files
 def test_real_cordex_rotated_pole() -> None:
     values, missing = read_raw(CORDEX, "pr")
     expected = pot.analyse(values.reshape(values.shape[0], -1), tail=0.02, periods=[5.0, 20.0], npy=365.0,
@@ -334,7 +330,6 @@ def test_real_cordex_rotated_pole() -> None:
     assert result.attrs["CORDEX_domain"] == "NAM-22" and result.attrs["driving_experiment_name"] == "rcp45"
 
 
-@real_files
 def test_real_noleap_daily_in_every_time_decoding() -> None:
     values, missing = read_raw(CESM, "tas")
     expected = pot.analyse(values.reshape(values.shape[0], -1), tail=0.01, periods=[100.0], npy=365.0,
@@ -349,7 +344,6 @@ def test_real_noleap_daily_in_every_time_decoding() -> None:
         assert result["threshold"].attrs["units"] == "K"
 
 
-@real_files
 def test_real_monthly_file_needs_npy() -> None:
     values, missing = read_raw(MONTHLY, "tas")
     for options in ({}, {"use_cftime": True}, {"decode_times": False}):
@@ -382,7 +376,6 @@ def test_api_errors() -> None:
 GEV_FIELDS = ("location", "scale", "shape", "n_blocks", "return_level", "nll", "status")
 
 
-@real_files
 def test_fit_gev_matches_the_command_bit_for_bit(tmp_path) -> None:
     """fit_gev on a real noleap file (xarray's cftime decoding, and raw numbers with CF units) gives the
     command's results bit for bit, eager and dask-backed."""

@@ -11,14 +11,14 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, climio, leftovers, one_error_line
+from conftest import DATA, climio, leftovers, one_error_line
 from scipy import optimize
 
 from climio.eva import gpd
 
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
 PERIODS = ("20", "100")
-CESM2 = SHARED_DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
+CESM2 = DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
 INTERVALS = ("return_level_lower", "return_level_upper")
 
 
@@ -160,10 +160,6 @@ def test_gev_intervals_at_one_and_two_ranks(field: Path, tmp_path: Path) -> None
         assert np.all(one["return_level"][:, ok] < one["return_level_upper"][:, ok])
 
 
-real = pytest.mark.skipif(not CESM2.exists(), reason=f"real CMIP6 file not found: {CESM2}")
-
-
-@real
 def test_cesm2_tas_profile_intervals_one_and_two_ranks(tmp_path: Path) -> None:
     args = ("-v", "tas", "--npy", "calendar", "--ci", "0.95")
     one = eva(CESM2, tmp_path / "a.nc", *args)

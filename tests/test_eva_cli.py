@@ -9,11 +9,11 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, climio, leftovers
+from conftest import DATA, climio, leftovers
 
-from climio.eva import pot
+from climio.eva import cf, pot
 
-DATA = SHARED_DATA / "cmip"
+CMIP = DATA / "cmip"
 # file -> (days per year of its calendar, ranks: 4 ranks on CanESM2's 3 latitude rows leaves one rank without cells)
 REAL = {"tiny_daily_pr.nc": (365.0, 4), "pr.sresa2.miub_echo_g.run1.atm.da.nc": (360.0, 2)}
 FIELDS = ("threshold", "scale", "shape", "rate", "n_exceed", "return_level", "nll", "status")
@@ -72,7 +72,7 @@ def test_output_is_cf_with_coordinates_units_and_flags(tmp_path: Path, cmip_file
         assert ds["return_level"].dimensions == ("period", "lat", "lon")
         assert ds["threshold"].units == ds["return_level"].units == "kg m-2 s-1"
         assert ds["lat"].units == "degrees_north" and ds["lat"].shape == (5,)
-        assert list(ds["status"].flag_values) == list(range(6))
+        assert list(ds["status"].flag_values) == list(range(len(cf.STATUS_MEANINGS)))
         assert ds["status"].flag_meanings.split()[0] == "ok"
         assert ds["period"][:].tolist() == [100.0] and "climio" in ds.history and "gen cmip" in ds.history
 
@@ -81,7 +81,7 @@ def test_output_is_cf_with_coordinates_units_and_flags(tmp_path: Path, cmip_file
 def test_real_gcm_output_with_its_own_calendar(tmp_path: Path, name: str) -> None:
     out = tmp_path / "eva.nc"
     days_per_year, nranks = REAL[name]
-    result = climio("eva", str(DATA / name), str(out), "--npy", "calendar", "--return-period", "20", "100",
+    result = climio("eva", str(CMIP / name), str(out), "--npy", "calendar", "--return-period", "20", "100",
                     nranks=nranks)
     assert result.returncode == 0, result.stderr
     with netCDF4.Dataset(out) as ds:
@@ -159,7 +159,7 @@ def test_output_checks_come_before_the_analysis(tmp_path: Path, cmip_file: Path)
 
 def test_a_time_axis_that_is_not_daily_needs_npy(tmp_path: Path) -> None:
     """Monthly means (EC-EARTH, CDF-1) would otherwise get daily return-level arithmetic without a word."""
-    monthly = SHARED_DATA / "real" / "tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc"
+    monthly = DATA / "real" / "tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc"
     out = tmp_path / "eva.nc"
     for extra in ((), ("--npy", "calendar")):
         result = climio("eva", str(monthly), str(out), "--var", "tas", *extra, nranks=2)

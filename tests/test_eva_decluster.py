@@ -11,12 +11,12 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, climio, leftovers, one_error_line
+from conftest import DATA, climio, leftovers, one_error_line
 
 from climio.eva import decluster, gpd, pot
 
 TIMEOUT = 120
-CESM2 = SHARED_DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
+CESM2 = DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
 
 
 def type7(values: np.ndarray, p: float) -> float:
@@ -178,10 +178,6 @@ def test_command_against_the_reference_and_the_api(field: Path, tmp_path: Path) 
             assert np.array_equal(api[name].values, got[name], equal_nan=True), name
 
 
-real = pytest.mark.skipif(not CESM2.exists(), reason=f"real CMIP6 file not found: {CESM2}")
-
-
-@real
 @pytest.mark.filterwarnings("ignore:WARNING. missing_value not used:UserWarning")  # CESM2's double missing_value
 @pytest.mark.parametrize("run", [1, 3])
 def test_cesm2_tas_against_the_reference(tmp_path: Path, run: int) -> None:

@@ -15,7 +15,7 @@ import cftime
 import netCDF4
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, climio, leftovers, one_error_line
+from conftest import DATA, climio, leftovers, one_error_line
 from scipy import stats
 
 from climio.eva import gev
@@ -32,7 +32,7 @@ ALL_MISSING, CONSTANT, NAN_GAPS, FILL_GAPS, MISSING_VALUE_GAPS, YEAR_MISSING, DE
     (0, 0), (0, 1), (0, 2), (0, 3), (1, 1), (1, 2), (2, 0), (2, 3), (3, 0)
 MIN_BLOCKS = 6  # FEW_YEARS keeps 5 complete years: too_few_blocks
 
-REAL = SHARED_DATA / "real"
+REAL = DATA / "real"
 CESM2 = REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
 CORDEX = [REAL / f"pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_{span}.nc"
           for span in ("20510101-20551231", "20560101-20601231")]
@@ -330,10 +330,6 @@ def test_djf_blocks_belong_to_the_year_of_january(synthetic: Path, tmp_path: Pat
 # 3: real model output.
 # ---------------------------------------------------------------------------------------------------------
 
-real = pytest.mark.skipif(not all(p.exists() for p in [CESM2, *CORDEX]), reason=f"real files not in {REAL}")
-
-
-@real
 def test_cesm2_tas_one_and_two_ranks(tmp_path: Path) -> None:
     """CESM2 daily tas (noleap, 2000-2009): 10 annual maxima per cell, the same values at 1 and 2 ranks, each
     fit's nll the plain -log L at its parameters and never above scipy's."""
@@ -348,7 +344,6 @@ def test_cesm2_tas_one_and_two_ranks(tmp_path: Path) -> None:
     assert sum(name == "ok" for name in statuses.values()) >= len(statuses) // 2, statuses
 
 
-@real
 def test_cordex_pr_two_files_joined(tmp_path: Path) -> None:
     """Two CORDEX files (2051-2055, 2056-2060, 365_day) joined along time on 2 ranks: 10 annual maxima per cell,
     fits checked as above, CF attributes copied from pr and the options recorded as global attributes."""

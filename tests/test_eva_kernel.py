@@ -172,13 +172,13 @@ def test_status_codes_for_every_edge_case() -> None:
 def cells_of_real_looking_data() -> list[np.ndarray]:
     """Excess series of cells from the generated CMIP field and from real CanESM2 output."""
     import netCDF4
-    from conftest import SHARED_DATA
+    from conftest import DATA
 
     from climio.gen import cmip
 
     out = []
     pr = cmip.field(11, 0, 5000, cmip.climatology(6, 8))  # (days, cells)
-    real = SHARED_DATA / "cmip" / "tiny_daily_pr.nc"
+    real = DATA / "cmip" / "tiny_daily_pr.nc"
     with netCDF4.Dataset(real) as ds:
         canesm = ds["pr"][:].filled(np.nan).reshape(ds["pr"].shape[0], -1)
     for data in (pr, canesm):

@@ -1,4 +1,4 @@
-"""``climio eva`` on real model output (shared/data/real): CORDEX daily precipitation in two files joined
+"""``climio eva`` on real model output (tests/data/real): CORDEX daily precipitation in two files joined
 along time, CESM2 daily tas, EC-EARTH monthly decades, ICON's unstructured grid, 4-D ozone, the overturning
 streamfunction with its char basin names, and a EURO-CORDEX field with a scalar height.
 
@@ -13,11 +13,11 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, climio, leftovers, one_error_line
+from conftest import DATA, climio, leftovers, one_error_line
 
 from climio.eva import pot
 
-REAL = SHARED_DATA / "real"
+REAL = DATA / "real"
 CORDEX = [REAL / f"pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_{span}.nc"
           for span in ("20510101-20551231", "20560101-20601231")]
 CESM2 = REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
@@ -35,10 +35,6 @@ IDENTIFYING = {
     "cmip6": ("source_id", "experiment_id", "variant_label", "institution_id", "activity_id", "grid_label"),
 }
 DROPPED = ("tracking_id", "creation_date", "frequency")
-
-pytestmark = pytest.mark.skipif(not all(p.exists() for p in [*CORDEX, CESM2, *EC_EARTH, ICON, O3]),
-                                reason=f"real files not in {REAL}")
-
 
 def eva(*args: object, nranks: int | None = None) -> subprocess.CompletedProcess[str]:
     result = climio("eva", *map(str, args), nranks=nranks)

@@ -13,10 +13,10 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, climio, leftovers, one_error_line
+from conftest import DATA, climio, leftovers, one_error_line
 
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
-CESM2 = SHARED_DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
+CESM2 = DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
 SEASONS = ("DJF", "MAM", "JJA", "SON")
 
 
@@ -117,7 +117,6 @@ def test_overlapping_or_unknown_seasons_are_refused(field: Path, tmp_path: Path,
     assert not out.exists() and not leftovers(str(tmp_path))
 
 
-@pytest.mark.skipif(not CESM2.exists(), reason=f"real CMIP6 file not found: {CESM2}")
 def test_cesm2_seasonal_maxima(tmp_path: Path) -> None:
     """10 years of daily tas (noleap): each season's maxima against numpy, and 1 rank against 2."""
     import cftime

@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import math
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -25,7 +24,7 @@ import cftime
 import netCDF4
 import numpy as np
 import pytest
-from conftest import SHARED_DATA, climio, leftovers, one_error_line
+from conftest import DATA, climio, leftovers, one_error_line
 from scipy import optimize, stats
 
 from climio.eva import gev, gev_trend, gpd, gpd_trend
@@ -33,8 +32,8 @@ from climio.eva import gev, gev_trend, gpd, gpd_trend
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # scipy's inf - inf
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
 PERIODS = ("20", "100")
-ECHO_G = SHARED_DATA / "cmip" / "pr.sresa2.miub_echo_g.run1.atm.da.nc"
-EC_EARTH = [SHARED_DATA / "real" / f"tas_Amon_EC-EARTH_historical_r1i1p1_{d}01-{d + 9}12.nc"
+ECHO_G = DATA / "cmip" / "pr.sresa2.miub_echo_g.run1.atm.da.nc"
+EC_EARTH = [DATA / "real" / f"tas_Amon_EC-EARTH_historical_r1i1p1_{d}01-{d + 9}12.nc"
             for d in (1850, 1860, 1870)]
 
 
@@ -272,7 +271,6 @@ def test_a_covariate_that_is_not_a_series_is_refused(field: Path, tmp_path: Path
 
 
 # -- real model output --------------------------------------------------------------------------------------------
-@pytest.mark.skipif(not ECHO_G.exists(), reason=f"real file not found: {ECHO_G}")
 def test_echo_g_precipitation_trend_in_years(tmp_path: Path) -> None:
     one = eva(ECHO_G, tmp_path / "a.nc", "--covariate", "year")
     two = eva(ECHO_G, tmp_path / "b.nc", "--covariate", "year", "--split", "block", nranks=2)
@@ -283,8 +281,6 @@ def test_echo_g_precipitation_trend_in_years(tmp_path: Path) -> None:
     check_against_references(one, years, maxima, years.astype(float), cells=[0, 11, 25, 41])
 
 
-@pytest.mark.skipif(not all(p.exists() for p in EC_EARTH) or shutil.which("ncwa") is None,
-                    reason="EC-EARTH files or NCO not found")
 def test_ec_earth_against_its_own_global_mean(tmp_path: Path) -> None:
     """30 years of monthly tas in three files with different time units; the covariate is their global (plain)
     mean made by NCO, joined by ncrcat: each block is a year, its maximum the warmest month."""
@@ -432,7 +428,6 @@ def test_pot_trend_declustered(field: Path, tmp_path: Path) -> None:
     check_pot_against_references(got, field, "pr", 2, cells=[5, 40])
 
 
-@pytest.mark.skipif(not ECHO_G.exists(), reason=f"real file not found: {ECHO_G}")
 def test_echo_g_pot_trend(tmp_path: Path) -> None:
     got = pot_eva(ECHO_G, tmp_path / "a.nc", "--npy", "360")
     three = pot_eva(ECHO_G, tmp_path / "b.nc", "--npy", "360", nranks=3)

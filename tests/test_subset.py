@@ -17,9 +17,9 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA, climio, leftovers
+from conftest import DATA, climio, leftovers
 
-MESHES = SHARED_DATA / "meshes"
+MESHES = DATA / "meshes"
 MPAS = MESHES / "mesh.QU.1920km.151026.nc"
 UGRID = MESHES / "gradient_grid_subset.nc"
 RANKS = (1, 2, 3, 4)

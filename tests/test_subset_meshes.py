@@ -22,9 +22,9 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA, climio, leftovers, one_error_line
+from conftest import DATA, climio, leftovers, one_error_line
 
-REAL = SHARED_DATA / "real"
+REAL = DATA / "real"
 FESOM = REAL / "fesom.mesh.diag.nc"
 NE30 = REAL / "outCSne30.ug"
 NE30_DATA = REAL / "outCSne30_vortex.nc"

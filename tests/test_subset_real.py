@@ -48,19 +48,16 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA, climio, leftovers
+from conftest import DATA, climio, leftovers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 import ncdiff  # noqa: E402
 
-REAL = SHARED_DATA / "real"
-CMIP = SHARED_DATA / "cmip"
-MESHES = SHARED_DATA / "meshes"
+REAL = DATA / "real"
+CMIP = DATA / "cmip"
+MESHES = DATA / "meshes"
 RANKS = (1, 2, 3)
 TIMEOUT = float(os.environ.get("CLIMIO_REAL_TIMEOUT", "60"))
-
-pytestmark = pytest.mark.skipif(not REAL.is_dir(), reason=f"no real test files at {REAL}")
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # The files, classified by hand
@@ -397,7 +394,7 @@ def test_synthetic_format_equals_ncks(key: str, case: Case, nranks: int, tmp_pat
 
 
 def test_every_file_is_classified() -> None:
-    """Every real file has a row above, so a file added to shared/data is not silently left out."""
+    """Every real file has a row above, so a file added to tests/data is not silently left out."""
     present = {p.resolve() for p in [*REAL.glob("*.nc"), *REAL.glob("*.ug"), *CMIP.glob("*.nc"), *MESHES.glob("*.nc")]}
     classified = {p.resolve() for p, _ in FILES.values()} | {p.resolve() for p, _ in MESH_FILES.values()}
     assert present - classified == set(), "files without a row in FILES or MESH_FILES"

@@ -15,9 +15,9 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import SHARED_DATA, climio, leftovers
+from conftest import DATA, climio, leftovers
 
-REAL = SHARED_DATA / "real"
+REAL = DATA / "real"
 EC_EARTH = [REAL / f"tas_Amon_EC-EARTH_historical_r1i1p1_{y}01-{y + 9}12.nc" for y in (1850, 1860, 1870)]
 CORDEX = [REAL / f"pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_{span}.nc"
           for span in ("20510101-20551231", "20560101-20601231")]

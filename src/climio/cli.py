@@ -21,13 +21,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from climio import __version__
 from climio.core import mpi, trace
+from climio.core.targets import Target, check as check_targets
 from climio.core.ncio.modes import MODES
 from climio.errors import ClimioError, IOFault
 
 if TYPE_CHECKING:
     from mpi4py import MPI
-
-    from climio.core.targets import Target
 
     from climio.core.ncio.compression import Settings
 
@@ -264,12 +263,10 @@ def cmd_bench_startup(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
 # -- what each command reads and writes: checked together, with --trace, before any work (core/targets.py) --
 
-Paths = tuple[list["Target"], list[str]]
+Paths = tuple[list[Target], list[str]]
 
 
 def written_by_gen(args: argparse.Namespace) -> Paths:
-    from climio.core.targets import Target
-
     return [Target(args.out)], []
 
 
@@ -282,21 +279,17 @@ def written_by_eva(args: argparse.Namespace) -> Paths:
 
 
 def written_by_subset(args: argparse.Namespace) -> Paths:
-    from climio.core.targets import Target
-
     return ([Target(args.files[-1])], args.files[:-1]) if len(args.files) >= 2 else ([], [])
 
 
 def check_paths(args: argparse.Namespace) -> None:
     """On one rank: the command's outputs and its trace, against its inputs and each other."""
-    from climio.core import targets
-
     declared = getattr(args, "paths", None)  # commands that write no file of their own declare nothing
     written, read = declared(args) if declared else ([], [])
     if args.trace:
-        written = [*written, targets.Target(args.trace, "--trace")]
+        written = [*written, Target(args.trace, "--trace")]
     overwrite = getattr(args, "overwrite", None)
-    targets.check(written, read, bool(overwrite),
+    check_targets(written, read, bool(overwrite),
                   "pass --overwrite (-O) to replace it" if overwrite is not None else "remove it or choose another path")
 
 

@@ -200,7 +200,7 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
     if file is not None and file.input is None:
         _abandon(file, message)
     if system.abort:
-        from climio.core.ncio.store import discard_pending_outputs
+        from climio.core.targets import discard_pending_outputs
 
         discard_pending_outputs()
         if system.comm.Get_rank() == 0:

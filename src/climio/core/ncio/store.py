@@ -32,7 +32,7 @@ from climio.core.ncio.compression import (DEFLATE_FILTER, FILTER_NAMES, FLETCHER
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import (NUMERIC_KINDS, AttrValue, NCString, Schema, Variable, attribute_array,
                                     typed_attribute)
-from climio.core.targets import PENDING_OUTPUTS, discard_pending_outputs
+from climio.core.targets import PENDING_OUTPUTS
 from climio.errors import ClimioError, IOFault
 
 if TYPE_CHECKING:
