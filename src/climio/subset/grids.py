@@ -19,7 +19,10 @@
 Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): GEOS
 cubed-sphere native files, SCRIP grid files, ESMF mesh files, Exodus meshes, HEALPix, CF
 ragged-array discrete sampling geometries, 3-D and 1-D UGRID meshes, curvilinear 2-D
-latitude/longitude. ``-b``/``-X`` is refused on them by name; ``-v`` and ``-d`` still work.
+latitude/longitude, and grids whose 1-D axes are their own rather than latitude/longitude (a rotated pole's
+``grid_latitude``, a projection's ``projection_x_coordinate``, a tripolar ocean's nominal ``rlat``/``rlon`` whose
+data name their true 2-D latitude/longitude in ``coordinates``). ``-b``/``-X`` is refused on them by name; ``-v``
+and ``-d`` still work.
 
 On a mesh a cell (face) is kept when its centre is inside the box; the ``closure``
 connectivities then keep every corner and edge of the kept cells (and, on UGRID, every node of
@@ -127,6 +130,36 @@ def _radians(var: Variable | None) -> bool:
     return "rad" in _units(var)
 
 
+# A grid's own axes, never latitude/longitude, however their units or names read (CF standard names).
+NOMINAL_STANDARD_NAMES = ("grid_latitude", "grid_longitude", "projection_x_coordinate", "projection_y_coordinate")
+# CF's spellings of latitude's and longitude's units, lower-cased ("degrees" alone is a rotated grid's).
+GEOGRAPHIC_UNITS = frozenset(("degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn",
+                              "degrees_east", "degree_east", "degree_e", "degrees_e", "degreee", "degreese"))
+
+
+def _nominal_axes(variables: Mapping[str, Variable], coords: list[Variable]) -> dict[str, str]:
+    """1-D axes that a box must not read as latitude/longitude, each with the attribute that says so: their
+    standard name or units say they are a grid's own, or a variable's ``coordinates`` names the true 2-D
+    latitude/longitude over them (a tripolar ocean grid's nominal ``rlat`` may be in degrees_north, yet its rows
+    bend away from any latitude). In the file's order."""
+    why: dict[str, str] = {}
+    for var in coords:
+        standard, units = str(var.attrs.get("standard_name", "")), _units(var)
+        if standard in NOMINAL_STANDARD_NAMES:
+            why[var.name] = f"{var.name}:standard_name = {standard}"
+        elif (is_latitude(var) or is_longitude(var)) and units and units not in GEOGRAPHIC_UNITS and "rad" not in units:
+            why[var.name] = f"{var.name}:units = {var.attrs['units']}"
+    axes = {var.name for var in coords}
+    for var in variables.values():
+        for name in str(var.attrs.get("coordinates", "")).split():
+            aux = variables.get(name)
+            if aux is None or len(aux.dims) < 2 or not (is_latitude(aux) or is_longitude(aux)):
+                continue
+            for dim in set(aux.dims) & axes:
+                why.setdefault(dim, f"{var.name}:coordinates names the 2-D {aux.name}({','.join(aux.dims)})")
+    return {var.name: why[var.name] for var in coords if var.name in why}
+
+
 def detect(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Mapping[str, object]) -> Grid | None:
     """The grid of a file, or None when it has no recognisable one."""
     for finder in (_ugrid, _mpas, _geodesic, _unsupported, _regular, _points, _curvilinear):
@@ -136,10 +169,18 @@ def detect(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Ma
     return None
 
 
-def _regular(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Mapping[str, object]) -> Regular | None:
+def _regular(dims: Mapping[str, int], variables: Mapping[str, Variable],
+             attrs: Mapping[str, object]) -> Regular | Unsupported | None:
+    """1-D latitude and longitude coordinate variables; a grid whose only such axes are nominal is refused."""
     coords = [v for name, v in variables.items() if v.dims == (name,)]
-    lat = next((v.name for v in coords if is_latitude(v)), None)
-    lon = next((v.name for v in coords if is_longitude(v)), None)
+    nominal = _nominal_axes(variables, coords)
+    lat = next((v.name for v in coords if is_latitude(v) and v.name not in nominal), None)
+    lon = next((v.name for v in coords if is_longitude(v) and v.name not in nominal), None)
+    if nominal and (lat is None or lon is None):
+        axes = list(nominal)
+        return Unsupported("curvilinear", f"a grid whose axes {', '.join(axes)} are not latitude/longitude "
+                           f"({'; '.join(dict.fromkeys(nominal.values()))})", axes[0],
+                           " ".join(f"-d {axis},MIN,MAX" for axis in axes) + " cuts the grid's own axes")
     if lat is None and lon is None:
         return None
     return Regular(lat, lon, radians=_radians(variables.get(lat or lon or "")))
