@@ -31,6 +31,9 @@ NUMERIC_KINDS = "iuf"
 # Text: netCDF's NC_CHAR as numpy ``S1`` (one byte per element, strings along the last dimension) and
 # netCDF-4's NC_STRING as numpy ``object`` (one Python str per element). Text is read and written whole.
 TEXT_TYPES = (np.dtype("S1"), np.dtype("O"))
+# netCDF-C filters and quantizes fixed-size types only: it refuses any filter on a variable-length one (NC_STRING,
+# numpy ``object``) with NC_EFILTER, though some writers stored them deflated.
+UNFILTERABLE_KINDS = "O"
 
 
 def name_problem(name: str) -> str | None:
@@ -63,6 +66,12 @@ class Variable:
     attrs: Mapping[str, AttrValue] = field(default_factory=dict)
     chunks: tuple[int, ...] | None = None
     compression: Compression = NONE
+
+    def __post_init__(self) -> None:
+        # Whatever asked for it (an input's own filters, -L, --ppc, --cmp), a type netCDF-C cannot filter is stored
+        # unfiltered, as NCO writes it.
+        if self.numpy_dtype.kind in UNFILTERABLE_KINDS:
+            object.__setattr__(self, "compression", NONE)
 
     @property
     def numpy_dtype(self) -> np.dtype:
