@@ -12,21 +12,29 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 CAPI   := $(VENV)/lib/libclimio.so
 CAPI_SOURCES := $(wildcard src/climio/capi/*.py src/climio/capi/*.c src/climio/capi/*.F90 src/climio/capi/include/*.h)
 
-install: $(STAMP) $(CAPI)
+KERNELS := $(VENV)/.climio-kernels
+SOURCES := $(shell find src/climio -name '*.py')
+
+install: $(STAMP) $(CAPI) $(KERNELS)
 
 $(STAMP): pyproject.toml scripts/install.sh
 	bash scripts/install.sh
-	touch $@
+	touch $@ $(KERNELS)
 
 # The C API and Fortran module again when their sources change (scripts/install.sh builds them first).
 $(CAPI): $(CAPI_SOURCES) | $(STAMP)
 	$(PY) -m climio.capi.build $(VENV)
 	touch $@
 
-test: $(STAMP) $(CAPI)
+# numba's cache is kept per version of the sources: after an edit, compile eva's kernels again up front.
+$(KERNELS): $(SOURCES) | $(STAMP)
+	$(PY) -m climio.eva.warmup
+	touch $@
+
+test: $(STAMP) $(CAPI) $(KERNELS)
 	$(PY) -m pytest -q tests
 
-demo: $(STAMP) $(CAPI)
+demo: $(STAMP) $(CAPI) $(KERNELS)
 	bash scripts/demo.sh
 
 bench: $(STAMP)

@@ -9,7 +9,8 @@
 #   4. climio itself, editable, with its test dependencies, among them the CF checker
 #      cfchecks (cfchecker, which needs Debian's udunits2) and the CF tables it reads,
 #      kept in $venv/share/cf-tables so the tests never fetch them from the network;
-#   5. the C API and Fortran module, in $venv/lib and $venv/include, with $venv/lib/pkgconfig/climio.pc.
+#   5. the C API and Fortran module, in $venv/lib and $venv/include, with $venv/lib/pkgconfig/climio.pc;
+#   6. eva's numba kernels, compiled into the cache of this version of the sources (climio info --compile).
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -135,10 +136,18 @@ PY
     echo "$cf_tables_wheel $cf_tables_sha256" > "$cf_tables/SOURCE"
 }
 
+# numba compiles a kernel at its first use: without this an installation's first analyses wait minutes.
+# Compiled once per version of the sources, on up to four cores (the Makefile runs it again after an edit).
+compile_kernels() {
+    say "compiling eva's kernels (a few minutes, once per version of the sources)"
+    "$venv/bin/python" -m climio.eva.warmup
+}
+
 install_debian_packages
 make_venv
 build_netcdf4
 install_climio
 install_cf_tables
 build_capi
+compile_kernels
 say "ready: $venv/bin/climio"

@@ -85,6 +85,16 @@ def history(argv: list[str]) -> str:
 def cmd_info(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.info import report
 
+    if args.compile:
+        from climio.core.kernels import use_versioned_cache
+        from climio.eva import warmup
+
+        runs, seconds = warmup.compile_kernels(comm)
+        if comm.Get_rank() == 0:
+            print(f"compiled eva's kernels for {runs} option sets in {seconds:.1f} s, cached in "
+                  f"{use_versioned_cache()}")
+        return
+
     lines = report(comm, args.dir)
     if comm.Get_rank() == 0:
         print("\n".join(lines))
@@ -158,6 +168,8 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
         statuses = ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
         files = f"{summary.files} files, " if summary.files > 1 else ""
         notes = "".join(f"; {note}" for note in summary.notes)
+        if summary.compiled:
+            notes += f"; {summary.compiled:.1f} s compiling kernels, not counted"
         fits = "GEV fits of block maxima" if args.method == "gev" else "GPD fits"
         print(f"wrote {out}: {fits} of {args.var} at {summary.cells} cells ({files}{summary.steps} steps, "
               f"{summary.period}{notes}) on {comm.Get_size()} rank(s) in {summary.seconds:.2f} s "
@@ -324,6 +336,9 @@ def build_parser() -> Parser:
 
     info = commands.add_parser("info", parents=[common], help="library versions and the storage modes that work here")
     info.add_argument("--dir", help="directory for the probe files (default: the system temporary directory)")
+    info.add_argument("--compile", action="store_true",
+                      help="compile every kernel climio eva uses into numba's cache now, so that no analysis "
+                           "waits for it (make install does this; a few minutes, once per installation)")
     info.set_defaults(func=cmd_info)
 
     gen = commands.add_parser("gen", help="generate synthetic test data")

@@ -15,6 +15,10 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -90,3 +94,39 @@ def tolerate_unwritable_cache() -> None:
     save_overload.skips_unwritable = True  # type: ignore[attr-defined]
     caching.Cache.save_overload = save_overload  # type: ignore[method-assign]
     dispatcher.Dispatcher.enable_caching = enable_caching  # type: ignore[method-assign]
+
+
+@dataclass
+class CompileClock:
+    """Seconds this process spent compiling kernels numba's cache did not have (nested compilations once)."""
+
+    seconds: float = 0.0
+    depth: int = 0
+    started: float = 0.0
+    announced: bool = False
+
+
+@contextmanager
+def compile_clock(announce: Callable[[], None]) -> Iterator[CompileClock]:
+    """Time every compilation inside the block; ``announce()`` runs at the first one, so a run that must compile
+    says so while it waits rather than looking stuck. numba reports a compilation only on a cache miss."""
+    from numba.core import event
+
+    clock = CompileClock()
+
+    class Listener(event.Listener):
+        def on_start(self, _: event.Event) -> None:
+            if clock.depth == 0:
+                if not clock.announced:
+                    clock.announced = True
+                    announce()
+                clock.started = time.perf_counter()
+            clock.depth += 1
+
+        def on_end(self, _: event.Event) -> None:
+            clock.depth -= 1
+            if clock.depth == 0:
+                clock.seconds += time.perf_counter() - clock.started
+
+    with event.install_listener("numba:compile", Listener()):
+        yield clock

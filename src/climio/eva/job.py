@@ -27,13 +27,14 @@ ranks write their blocks of the result in parallel to one CF netCDF file
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import collective, mpi, ncio, progress, targets, trace
+from climio.core import collective, kernels, mpi, ncio, progress, targets, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
@@ -153,6 +154,7 @@ class Summary:
     files: int = 1
     period: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)  # extra cell axes, allowed gaps
+    compiled: float = 0.0  # seconds spent compiling kernels numba had not cached (left out of ``seconds``)
 
 
 def decomposition(shape: tuple[int, ...], split: str, nranks: int) -> Decomposition:
@@ -243,17 +245,30 @@ def read_besides(spec: str | None) -> list[str]:
     return [source[0]] if source else []
 
 
-def run(paths: Sequence[str] | str, out: str, comm: MPI.Comm, opts: Options, history: str = "") -> Summary:
-    """The whole analysis (collective)."""
+def run(paths: Sequence[str] | str, out: str, comm: MPI.Comm, opts: Options, history: str = "",
+        quiet: bool = False) -> Summary:
+    """The whole analysis (collective); ``quiet``: no line when kernels must be compiled first."""
     paths = [paths] if isinstance(paths, str) else list(paths)
     opts.check()
     mpi.agree(comm, lambda: targets.check(written(out, opts.plot), [*paths, *read_besides(opts.covariate)],
                                           opts.overwrite))  # before the analysis, not after it
-    largest.load_kernels()
-    ncio.load_library()
-    comm.Barrier()
-    with trace.phase("job"):  # the job's time from a barrier, for benchmarks
-        return _run(paths, out, comm, opts, history)
+    from mpi4py import MPI
+
+    def announce() -> None:
+        if comm.Get_rank() == 0 and not quiet:
+            print("climio: compiling eva's kernels for these options (once: numba caches them; up to a minute; "
+                  "'climio info --compile' does it ahead)", file=sys.stderr, flush=True)
+
+    with kernels.compile_clock(announce) as clock:
+        largest.load_kernels()
+        ncio.load_library()
+        comm.Barrier()
+        before = clock.seconds
+        with trace.phase("job"):  # the job's time from a barrier, for benchmarks
+            summary = _run(paths, out, comm, opts, history)
+        inside = comm.allreduce(clock.seconds - before, op=MPI.MAX)
+    return replace(summary, seconds=max(summary.seconds - inside, 1e-9),
+                   compiled=comm.allreduce(clock.seconds, op=MPI.MAX))
 
 
 def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str) -> Summary:
