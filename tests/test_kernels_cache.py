@@ -80,3 +80,26 @@ def test_a_cache_that_cannot_be_written_is_skipped(tmp_path: Path) -> None:
                             preexec_fn=limited, cwd=tmp_path)
     assert result.returncode == 0 and result.stdout.strip() == "42", result.stderr
     assert not [p for p in (tmp_path / "cache").rglob("*") if ".tmp." in p.name]
+
+
+def test_compilations_are_announced_once_and_timed() -> None:
+    """A kernel numba has not cached is compiled inside the clock: announced at the first compilation only
+    (nested ones included), its time counted once; a second call compiles nothing."""
+    import numba
+
+    @numba.njit
+    def inner(x: float) -> float:
+        return x + 1.0
+
+    @numba.njit
+    def outer(x: float) -> float:
+        return inner(x) * 2.0
+
+    said: list[str] = []
+    with kernels.compile_clock(lambda: said.append("compiling")) as clock:
+        assert outer(1.0) == 4.0
+        assert outer(2.0) == 6.0
+    assert said == ["compiling"] and clock.depth == 0 and clock.seconds > 0.0
+    with kernels.compile_clock(lambda: said.append("again")) as again:
+        assert outer(3.0) == 8.0
+    assert said == ["compiling"] and again.seconds == 0.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -200,6 +201,9 @@ def test_kernels_run_with_no_writable_cache_anywhere(files: dict[str, Path], tmp
                             env=env)
     assert result.returncode == 0, result.stderr
     assert "GPD fits of pr at 12 cells" in result.stdout
+    # nothing cached: every kernel is compiled, which the run says up front and leaves out of its cells/s
+    assert result.stderr.count("climio: compiling eva's kernels") == 1
+    assert re.search(r"; \d+\.\d s compiling kernels, not counted\) on 1 rank", result.stdout), result.stdout
 
 
 def test_a_refused_benchmark_makes_no_results_directory(tmp_path: Path) -> None:
