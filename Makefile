@@ -17,7 +17,7 @@ SOURCES := $(shell find src/climio -name '*.py')
 
 install: $(STAMP) $(CAPI) $(KERNELS)
 
-$(STAMP): pyproject.toml scripts/install.sh
+$(STAMP): pyproject.toml constraints.txt scripts/install.sh
 	bash scripts/install.sh
 	touch $@ $(KERNELS)
 

@@ -3,8 +3,9 @@
 #
 #   1. Debian packages (Open MPI, PnetCDF, parallel HDF5, netCDF-C with both, NCO, gfortran)
 #      unless CLIMIO_SKIP_APT=1 (clusters: load modules instead, see docs/install.md);
-#   2. a virtual environment .venv with pinned numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, dask, matplotlib, cffi;
-#   3. netCDF4-python 1.6.5 compiled with mpicc against the parallel netCDF-C,
+#   2. a virtual environment .venv with numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, dask, matplotlib, cffi
+#      at the exact versions of constraints.txt;
+#   3. netCDF4-python (constraints.txt's version) compiled with mpicc against the parallel netCDF-C,
 #      cached as a wheel in $CLIMIO_WHEELHOUSE so later installs take seconds;
 #   4. climio itself, editable, with its test dependencies, among them the CF checker
 #      cfchecks (cfchecker, which needs Debian's udunits2) and the CF tables it reads,
@@ -17,7 +18,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${CLIMIO_VENV:-$root/.venv}
 python=${PYTHON:-python3}
 wheelhouse=${CLIMIO_WHEELHOUSE:-${XDG_CACHE_HOME:-$HOME/.cache}/climio/wheelhouse}
-netcdf4_version=1.6.5
+lock=$root/constraints.txt  # the exact versions of every Python package (pyproject.toml has the ranges)
+netcdf4_version=$(sed -n 's/^netCDF4==//p' "$lock")
 
 say() { printf 'climio install: %s\n' "$*"; }
 
@@ -54,18 +56,16 @@ find_libraries() {
 
 make_venv() {
     [[ -x $venv/bin/python ]] || { say "creating $venv"; "$python" -m venv "$venv"; }
-    pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@"; }
-    pip install pip==24.3.1 setuptools==75.8.0 wheel==0.45.1 cython==3.0.12
+    pip() { "$venv/bin/python" -m pip --disable-pip-version-check -q "$@" -c "$lock"; }
+    pip install pip setuptools wheel cython
     # Binary wheels only: an isolated source build of mpi4py takes >10 minutes on 2 cores.
     # On a cluster, MPI4PY_FROM_SOURCE=1 builds it against the site MPI (MPICC=...).
     if [[ ${MPI4PY_FROM_SOURCE:-0} == 1 ]]; then
-        pip install --no-binary mpi4py --no-build-isolation mpi4py==4.1.1
+        pip install --no-binary mpi4py --no-build-isolation mpi4py
     else
-        pip install --only-binary :all: mpi4py==4.1.1
+        pip install --only-binary :all: mpi4py
     fi
-    pip install --only-binary :all: numpy==1.26.4 cftime==1.6.4.post1 numba==0.60.0 llvmlite==0.43.0 \
-        tqdm==4.67.1 scipy==1.13.1 xarray==2024.6.0 pandas==2.2.3 dask==2024.6.2 matplotlib==3.9.2 \
-        cffi==1.17.1 pycparser==3.12
+    pip install --only-binary :all: numpy cftime numba llvmlite tqdm scipy xarray pandas dask matplotlib cffi pycparser
 }
 
 build_netcdf4() {
@@ -93,8 +93,8 @@ install_climio() {
     # under PYTHONDONTWRITEBYTECODE: every command would compile climio again (0.05 s of a small job).
     "$venv/bin/python" -m compileall -q "$root/src/climio" >/dev/null
     # cfunits comes only as a (pure Python) source package: built with the venv's setuptools.
-    "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation \
-        pytest==8.3.4 pytest-timeout==2.3.1 cfchecker==4.1.0 cfunits==3.3.7 future==1.0.0
+    "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation -c "$lock" \
+        pytest pytest-timeout cfchecker cfunits future
 }
 
 # The C API and Fortran module (libclimio, climio.h, climio_io.mod, climio.pc) in $venv/lib and
