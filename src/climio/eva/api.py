@@ -43,7 +43,7 @@ class UnitsWarning(UserWarning):
 
 
 class NoFitWarning(UserWarning):
-    """Not one cell could be fitted (every status is neither ok nor shape_at_lower_bound)."""
+    """Not one cell could be fitted (every status is neither ok nor at a bound of the shape)."""
 
 
 def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None, *, var: str | None = None,

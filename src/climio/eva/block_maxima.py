@@ -32,7 +32,7 @@ TREND_MIN_BLOCKS = 5  # fewest complete blocks for a fit with a trend (four para
 
 @dataclass
 class Result:
-    """Per-cell results; fit results are NaN unless status is ok or shape_at_lower_bound."""
+    """Per-cell results; fit results are NaN unless status is ok or shape_at_lower_bound/_upper_bound."""
 
     location: np.ndarray
     scale: np.ndarray

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 
 STATUS_MEANINGS = ("ok", "no_valid_data", "constant_series", "no_exceedances", "too_few_exceedances",
-                   "shape_at_lower_bound")
+                   "shape_at_lower_bound", "shape_at_upper_bound")
 BLOCK_STATUS_MEANINGS = ("ok", "no_valid_data", "constant_maxima", "too_few_blocks", "shape_at_lower_bound",
                          "shape_at_upper_bound")
 RESULT_TYPES = {"threshold": "f8", "scale": "f8", "shape": "f8", "rate": "f8", "n_exceed": "i4",

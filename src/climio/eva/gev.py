@@ -41,7 +41,9 @@ maximum, upper end point at the largest maximum). At the other end, for large sh
 :math:`n - 1` at the latest) the likelihood of a small sample is unbounded too, as the lower end
 point meets the smallest maximum. Fits are restricted to :math:`-1 \le \xi \le` ``XI_MAX`` (3:
 no block maxima of climate data have a heavier tail), and an estimate on either boundary is
-returned, flagged ``at_bound``, when it beats every interior point.
+returned, flagged ``at_bound``, when it beats every interior point. Brent never evaluates its bracket's ends,
+so where the profile falls all the way to a bound it stops just short of it: an estimate within
+``BOUND_TOLERANCE`` of a bound is flagged too, and the bound itself taken when it is at least as good.
 
 **Confidence intervals** (:func:`return_level_intervals`, :mod:`climio.eva.intervals`) of the return
 level :math:`z = \mu + \sigma g(\xi)`, :math:`g = (e^{\xi L} - 1)/\xi`, :math:`L = -\log(-\log(1 - 1/T))`.
@@ -78,6 +80,10 @@ GRID_XI = np.array([-0.9, -0.75, -0.6, -0.45, -0.3, -0.15, 0.0, 0.15, 0.3, 0.45,
 XI_MAX = 3.0  # the largest shape searched: beyond some shape (below n - 1) the likelihood has no maximum
 XI_ZERO = 1e-100  # shapes closer to 0 are taken as this: the Gumbel limit to rounding
 XI_TOLERANCE = 1e-10  # Brent's absolute tolerance on the shape
+# Brent stops once its bracket is at most 4 tol wide (tol = XI_TOLERANCE + 1e-12 |xi|, |xi| <= XI_MAX) and never
+# evaluates its bracket's ends: where the profile falls all the way to a bound of the region, it stops up to 4 tol
+# short of it. An estimate this near XI_MIN or XI_MAX is on that bound to the search's precision.
+BOUND_TOLERANCE = 4.0 * (XI_TOLERANCE + 1e-12 * XI_MAX)
 S_TOLERANCE = 1e-9  # Newton's relative step on log(tau) at convergence (the last step is quadratic: 1e-18)
 POLISH_STEP = 1e-9  # Newton's last step in (log tau, xi) at convergence (the next would be ~1e-18)
 GRID_TOLERANCE = 1e-3  # ... on the grid, which only chooses the bracket (its value from Newton's model)
@@ -94,7 +100,7 @@ class Fit:
     scale: np.ndarray
     shape: np.ndarray
     nll: np.ndarray  # negative log-likelihood of the maxima at the estimate
-    at_bound: np.ndarray  # the estimate sits on a boundary of the region: shape -1 or XI_MAX
+    at_bound: np.ndarray  # the estimate is on a bound of the region, -1 or XI_MAX, to within BOUND_TOLERANCE
 
 
 @numba.njit(**VECTOR)
@@ -377,8 +383,11 @@ def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.nda
         xi, f, s = _brent(x, d, n, a, b, xis[best], fs[best], ss[best])
     if not f <= fs[best]:
         xi, f, s = xis[best], fs[best], ss[best]
-    if best == k - 1 and xi >= XI_MAX - XI_TOLERANCE:  # still falling at the top of the region
-        xi, (f, s) = XI_MAX, _profile(x, d, n, XI_MAX, s)
+    at_bound = XI_MAX - xi <= BOUND_TOLERANCE or xi - XI_MIN <= BOUND_TOLERANCE
+    if XI_MAX - xi <= BOUND_TOLERANCE:  # still falling at the top of the region: the top itself, if as good
+        f_top, s_top = _profile(x, d, n, XI_MAX, s)
+        if f_top <= f or xi == XI_MAX:  # (at XI_MAX already: its value to full precision, not the grid's)
+            xi, f, s = XI_MAX, f_top, s_top
     mean_gap = 0.0
     for i in range(n):
         mean_gap += 1.0 - x[i]
@@ -395,7 +404,7 @@ def _fit_cell(x: np.ndarray, d: np.ndarray, n: int, grid: np.ndarray, fs: np.nda
     sigma = 1.0 / (tau * c)
     h = xi * log_mean
     ratio = math.expm1(h) / h if h != 0.0 else 1.0  # (c - 1)/xi = log_mean * expm1(h)/h
-    return ref - sigma * log_mean * ratio, sigma, xi, f, xi == XI_MAX
+    return ref - sigma * log_mean * ratio, sigma, xi, f, at_bound
 
 
 @numba.njit(inline="always")
@@ -977,7 +986,7 @@ def _profile_all(maxima: np.ndarray, count: np.ndarray, location: np.ndarray, sc
     for c in range(maxima.shape[0]):
         n = count[c]
         if n <= 0 or not (scale[c] > 0.0 and math.isfinite(location[c]) and math.isfinite(nll[c])
-                          and XI_MIN < shape[c] <= XI_MAX):
+                          and shape[c] - XI_MIN > BOUND_TOLERANCE and shape[c] <= XI_MAX):
             continue
         low, spread = scale_to_range(maxima[c], n, x)
         if not spread > 0.0:
@@ -1025,7 +1034,8 @@ def _normal(maxima: np.ndarray, count: np.ndarray, location: np.ndarray, scale: 
     cells = maxima.shape[0]
     big_l = _big_l(period_blocks)
     with np.errstate(invalid="ignore"):
-        regular = np.isfinite(location) & (scale > 0.0) & (shape > XI_MIN) & (shape < XI_MAX)
+        regular = (np.isfinite(location) & (scale > 0.0) & (shape - XI_MIN > BOUND_TOLERANCE)
+                   & (XI_MAX - shape > BOUND_TOLERANCE))
     covariance = intervals.invert(np.where(regular[:, None, None], information(maxima, count, location, scale, shape),
                                            np.nan))
     levels = np.full((big_l.size, cells), np.nan)
@@ -1075,11 +1085,11 @@ def return_level_intervals(maxima: np.ndarray, count: np.ndarray, location: np.n
     shape from the inverse observed information (whichever the method).
 
     Rows as for :func:`fit`, with its estimates. ``normal``: NaN for rows without an estimate, at a bound of the
-    shape (-1 or XI_MAX) or whose information is not positive definite. ``profile``: NaN for rows without an
-    estimate or at xi = -1 (no regular maximum); computed at xi = XI_MAX (the maximum over the region, shapes
-    held to it), and where the information is not positive definite. An end the profile does not reach within
-    PROFILE_SPAN ranges of the maxima from the level is +inf (upper) or -inf (lower): the data do not bound the
-    level there. Periods of at most one block have no level: NaN.
+    shape (-1 or XI_MAX, to within BOUND_TOLERANCE) or whose information is not positive definite. ``profile``:
+    NaN for rows without an estimate or at xi = -1 (no regular maximum); computed at xi = XI_MAX (the maximum over
+    the region, shapes held to it), and where the information is not positive definite. An end the profile does
+    not reach within PROFILE_SPAN ranges of the maxima from the level is +inf (upper) or -inf (lower): the data do
+    not bound the level there. Periods of at most one block have no level: NaN.
     """
     maxima = np.ascontiguousarray(maxima, dtype=np.float64)
     count = np.ascontiguousarray(count, dtype=np.int64)

@@ -30,6 +30,7 @@ PARAMETERS = ("location_intercept", "location_slope", "scale", "shape")
 MOVES = "location"  # the stationary parameter the trend replaces ...
 COEFFICIENTS = ("location_intercept", "location_slope")  # ... by these
 XI_MIN, XI_MAX = gev.XI_MIN, gev.XI_MAX
+BOUND_TOLERANCE = trend.BOUND_TOLERANCE  # the shared search's: its polish stops within about this of a bound
 EULER = 0.5772156649015329  # the Gumbel mean is mu + EULER sigma
 LINE_TOLERANCE = 1e-12  # maxima within this (of their range) of a line in the covariate are not fitted
 LOG_SCALE_FLOOR = math.log(1e-8)  # nor are those whose fitted scale falls below this (of their range)
@@ -45,15 +46,16 @@ class Fit:
     shape: np.ndarray
     nll: np.ndarray  # -log L at the estimate
     nll_stationary: np.ndarray  # -log L of the stationary fit (mu_1 = 0) of the same maxima
-    at_bound: np.ndarray  # the shape is at -1 or XI_MAX
+    at_bound: np.ndarray  # the shape is at -1 or XI_MAX, to within BOUND_TOLERANCE
     covariance: np.ndarray  # (cells, 4, 4): the inverse observed information in PARAMETERS; NaN at a bound
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _fit_cell(x: np.ndarray, c: np.ndarray, n: int, best: np.ndarray, d: np.ndarray, fs0: np.ndarray,
-              ss0: np.ndarray) -> tuple[float, float]:
+              ss0: np.ndarray) -> tuple[float, float, bool]:
     """The fit of maxima x[:n] scaled to [0, 1] with covariate c[:n] of mean 0 (``best``: (mu_0, mu_1,
-    log sigma, xi) in those units); returns (-log L, the stationary fit's -log L)."""
+    log sigma, xi) in those units); returns (-log L, the stationary fit's -log L, whether the shape is on a bound
+    of the region to within BOUND_TOLERANCE)."""
     mu0, sigma0, xi0, f0, _ = gev._fit_cell(x, d, n, gev.GRID_XI, fs0, ss0)
     # the grid starts at xi = 0 from Gumbel: the least-squares slope, the moments of what it leaves
     cx = cc = mean = spread = 0.0
@@ -70,6 +72,12 @@ def _fit_cell(x: np.ndarray, c: np.ndarray, n: int, best: np.ndarray, d: np.ndar
     start = np.array([mean - EULER * sigma, slope, math.log(sigma), 0.0])
     stationary = np.array([mu0, 0.0, math.log(sigma0), xi0])
     f_best = trend.search(trend.GEV, x, c, n, gev.GRID_XI, start, stationary, best)
+    if XI_MAX - best[3] <= BOUND_TOLERANCE and best[3] != XI_MAX:  # just short of the top: the top, if as good
+        held = best.copy()
+        f_held = trend.at_shape(trend.GEV, x, c, n, held, XI_MAX)
+        if f_held <= f_best:
+            f_best = f_held
+            best[:] = held
     # the corner xi = -1: -log L = n log sigma + sum w_i, w_i = 1 - (x_i - mu_i)/sigma >= 0. For a given sigma the
     # least has mu_0 + sigma = the lowest line above the points (c_i, x_i) at mean c = 0, G; then sigma = G - mean x
     # (the polish only creeps up to this corner)
@@ -82,7 +90,7 @@ def _fit_cell(x: np.ndarray, c: np.ndarray, n: int, best: np.ndarray, d: np.ndar
     if corner <= f_best:
         f_best = corner
         best[0], best[1], best[2], best[3] = top - gap, line_slope, math.log(gap), XI_MIN
-    return f_best, f0
+    return f_best, f0, XI_MAX - best[3] <= BOUND_TOLERANCE or best[3] - XI_MIN <= BOUND_TOLERANCE
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -104,9 +112,9 @@ def _on_a_line(x: np.ndarray, c: np.ndarray, n: int) -> bool:
 
 @numba.njit(cache=True)
 def _fit_all(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray, out: np.ndarray,
-             information: np.ndarray) -> None:
+             information: np.ndarray, at_bound: np.ndarray) -> None:
     """out[:, :] = (mu_0, mu_1, sigma, xi, nll, nll_stationary) per row (NaN where not fitted); information: the
-    Hessian of -log L in (mu_0, mu_1, sigma, xi), data units."""
+    Hessian of -log L in (mu_0, mu_1, sigma, xi), data units; at_bound: the shape on a bound of the region."""
     k = maxima.shape[1]
     x, c, d = np.empty(k), np.empty(k), np.empty(k)
     fs0, ss0 = np.empty(gev.GRID_XI.size), np.empty(gev.GRID_XI.size)
@@ -120,7 +128,7 @@ def _fit_all(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray, out: 
         c_mean, c_spread = trend.standardize(covariate[r], n, c)
         if not (spread > 0.0 and c_spread > 0.0) or _on_a_line(x, c, n):
             continue
-        f, f0 = _fit_cell(x, c, n, best, d, fs0, ss0)
+        f, f0, bound = _fit_cell(x, c, n, best, d, fs0, ss0)
         if not best[2] > LOG_SCALE_FLOOR:
             continue  # the scale ran to 0: maxima on a line but for a few, a likelihood without a maximum
         sigma = spread * math.exp(best[2])
@@ -131,6 +139,7 @@ def _fit_all(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray, out: 
         out[r, 3] = best[3]
         out[r, 4] = f + n * math.log(spread)
         out[r, 5] = f0 + n * math.log(spread)
+        at_bound[r] = bound
         # J = d(scaled parameters)/d(data parameters): mu_0' = (mu_0 + mu_1 c_mean - low)/spread, ...
         jacobian[0, 0], jacobian[0, 1], jacobian[1, 1] = 1.0 / spread, c_mean / spread, c_spread / spread
         jacobian[2, 2], jacobian[3, 3] = 1.0 / sigma, 1.0
@@ -148,10 +157,8 @@ def fit(maxima: np.ndarray, covariate: np.ndarray, count: np.ndarray) -> Fit:
     cells = maxima.shape[0]
     out = np.full((cells, 6), np.nan)
     information = np.full((cells, 4, 4), np.nan)
-    _fit_all(maxima, covariate, count, out, information)
-    shape = out[:, 3]
-    with np.errstate(invalid="ignore"):
-        at_bound = (shape <= XI_MIN) | (shape >= XI_MAX)
+    at_bound = np.zeros(cells, bool)
+    _fit_all(maxima, covariate, count, out, information, at_bound)
     covariance = intervals.invert(np.where(at_bound[:, None, None], np.nan, information))
     return Fit(*(out[:, j].copy() for j in range(6)), at_bound, covariance)
 

@@ -31,7 +31,10 @@ grid point.
 (:math:`\sigma \to -\xi\max e`), so fits are restricted to :math:`\xi \ge -1`.
 On that boundary the best scale is :math:`\max e` (a uniform density), with
 :math:`-\log L = n\log\max e`; it is returned, flagged ``at_bound``, when it beats
-every interior point.
+every interior point. The search in ``s`` ends ``S_REACH`` beyond the grid: the profile can
+still fall there only where several excesses are below about :math:`e^{-36}` of the largest
+(values a rounding error above the threshold), and an estimate on that end, not a maximum,
+is flagged ``at_bound`` too (the end itself taken when it is at least as good).
 
 The kernel is compiled with numba, one cell at a time with no temporaries (the
 numpy formulation spent ~90 ns per excess and grid point in temporaries). Its
@@ -59,6 +62,11 @@ G_SERIES = np.array([[(-1) ** (k + d) * math.prod(range(k + 1, k + 1 + d)) / (k 
 NEWTON_ITERATIONS = 80
 NEWTON_STEP = 1e-10  # relative step below which Newton has converged
 GRID_S = np.concatenate([np.linspace(-36.0, -1.0, 15), np.linspace(-0.6, 0.6, 5), np.linspace(1.0, 16.0, 11)])
+S_REACH = 20.0  # the search goes this far in s beyond the grid's ends
+# Newton bisects where its step leaves the bracket and stops on a relative step of NEWTON_STEP: where the profile
+# falls all the way to the top of the search (s = GRID_S[-1] + S_REACH) it stops up to one such step short of it.
+# An estimate within twice that (relative to s; to |xi| = 1 at xi = -1) of an end is on it to the search's precision.
+BOUND_TOLERANCE = 2.0 * NEWTON_STEP
 
 
 @dataclass(frozen=True)
@@ -68,7 +76,7 @@ class Fit:
     scale: np.ndarray
     shape: np.ndarray
     nll: np.ndarray  # negative log-likelihood of the excesses at the estimate
-    at_bound: np.ndarray  # the estimate sits on the xi = -1 boundary
+    at_bound: np.ndarray  # the estimate is on xi = -1 or the top of the search in s, to within BOUND_TOLERANCE
 
 
 # The sums over excesses are the whole cost of a fit: let LLVM vectorize them (reassociated sums, fused
@@ -192,8 +200,9 @@ def _fit_cell(e: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray) -> tuple[
             best_j = j
     if best_j < 0:
         return 1.0, XI_MIN, 0.0, True
-    lo = grid[best_j - 1] if best_j > 0 else grid[0] - 20.0
-    hi = grid[best_j + 1] if best_j < grid.size - 1 else grid[-1] + 20.0
+    top = grid[-1] + S_REACH
+    lo = grid[best_j - 1] if best_j > 0 else grid[0] - S_REACH
+    hi = grid[best_j + 1] if best_j < grid.size - 1 else top
     s = _start(grid, fs, best_j, lo, hi)
     for _ in range(NEWTON_ITERATIONS):
         _, _, _, df, d2f = _profile(s, e, n, True)
@@ -211,10 +220,16 @@ def _fit_cell(e: np.ndarray, n: int, grid: np.ndarray, fs: np.ndarray) -> tuple[
             break
     f, xi, sig, _, _ = _profile(s, e, n, False)
     if not (xi >= XI_MIN and f <= best_f):
-        f, xi, sig, _, _ = _profile(grid[best_j], e, n, False)
+        s = grid[best_j]
+        f, xi, sig, _, _ = _profile(s, e, n, False)
+    on_top = top - s <= BOUND_TOLERANCE * top
+    if on_top:  # still falling at the top of the search: the top itself, if as good
+        f_top, xi_top, sig_top, _, _ = _profile(top, e, n, False)
+        if f_top <= f:
+            f, xi, sig = f_top, xi_top, sig_top
     if not f < 0.0:  # the xi = -1 boundary (sigma = max e, f = 0) is better
         return 1.0, XI_MIN, 0.0, True
-    return sig, xi, f, False
+    return sig, xi, f, on_top or xi - XI_MIN <= BOUND_TOLERANCE
 
 
 @numba.njit(inline="always")

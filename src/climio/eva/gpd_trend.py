@@ -30,6 +30,7 @@ PARAMETERS = ("log_scale_intercept", "log_scale_slope", "shape")
 MOVES = "scale"  # the stationary parameter the trend replaces ...
 COEFFICIENTS = ("log_scale_intercept", "log_scale_slope")  # ... by these
 XI_MIN = gpd.XI_MIN
+BOUND_TOLERANCE = trend.BOUND_TOLERANCE  # the shared search's: its polish stops within about this of a bound
 GRID = gev.GRID_XI  # shapes of the profile's grid
 
 
@@ -42,15 +43,16 @@ class Fit:
     shape: np.ndarray
     nll: np.ndarray
     nll_stationary: np.ndarray  # -log L of the stationary fit of the same excesses
-    at_bound: np.ndarray  # the shape is at -1
+    at_bound: np.ndarray  # the shape is at -1, to within BOUND_TOLERANCE (no bound above: the shape is free)
     covariance: np.ndarray  # (cells, 3, 3): the inverse observed information in PARAMETERS; NaN at the bound
 
 
 @numba.njit(cache=True, error_model="numpy")
 def _fit_cell(e: np.ndarray, c: np.ndarray, n: int, best: np.ndarray, grid_s: np.ndarray, fs0: np.ndarray
-              ) -> tuple[float, float]:
+              ) -> tuple[float, float, bool]:
     """The fit of excesses e[:n] scaled to a largest of 1 with covariate c[:n] of mean 0 (``best``: (phi_0,
-    phi_1, xi) in those units); returns (-log L, the stationary fit's -log L)."""
+    phi_1, xi) in those units); returns (-log L, the stationary fit's -log L, whether the shape is on -1 to within
+    BOUND_TOLERANCE)."""
     sigma0, xi0, f0, _ = gpd._fit_cell(e, n, grid_s, fs0)
     f0 *= n  # gpd's kernel gives -log L per excess
     mean = 0.0
@@ -70,14 +72,14 @@ def _fit_cell(e: np.ndarray, c: np.ndarray, n: int, best: np.ndarray, grid_s: np
     if corner <= f_best:
         f_best = corner
         best[0], best[1], best[2] = top, slope, XI_MIN
-    return f_best, f0
+    return f_best, f0, best[2] - XI_MIN <= BOUND_TOLERANCE
 
 
 @numba.njit(cache=True)
 def _fit_all(excess: np.ndarray, covariate: np.ndarray, count: np.ndarray, grid_s: np.ndarray, out: np.ndarray,
-             information: np.ndarray) -> None:
+             information: np.ndarray, at_bound: np.ndarray) -> None:
     """out[:, :] = (phi_0, phi_1, xi, nll, nll_stationary) per row (NaN where not fitted); information: the
-    Hessian of -log L in (phi_0, phi_1, xi), data units."""
+    Hessian of -log L in (phi_0, phi_1, xi), data units; at_bound: the shape on -1."""
     width = excess.shape[1]
     e, c = np.empty(width), np.empty(width)
     fs0 = np.empty(grid_s.size)
@@ -91,7 +93,8 @@ def _fit_all(excess: np.ndarray, covariate: np.ndarray, count: np.ndarray, grid_
         if not c_spread > 0.0:
             continue
         peak = gpd._scale_to_peak(excess[r], n, e)
-        f, f0 = _fit_cell(e, c, n, best, grid_s, fs0)
+        f, f0, bound = _fit_cell(e, c, n, best, grid_s, fs0)
+        at_bound[r] = bound
         slope = best[1] / c_spread
         out[r, 0] = best[0] - slope * c_mean + math.log(peak)
         out[r, 1] = slope
@@ -113,9 +116,8 @@ def fit(excess: np.ndarray, covariate: np.ndarray, count: np.ndarray) -> Fit:
     cells = excess.shape[0]
     out = np.full((cells, 5), np.nan)
     information = np.full((cells, 3, 3), np.nan)
-    _fit_all(excess, covariate, count, gpd.GRID_S, out, information)
-    with np.errstate(invalid="ignore"):
-        at_bound = out[:, 2] <= XI_MIN
+    at_bound = np.zeros(cells, bool)
+    _fit_all(excess, covariate, count, gpd.GRID_S, out, information, at_bound)
     covariance = intervals.invert(np.where(at_bound[:, None, None], np.nan, information))
     return Fit(*(out[:, j].copy() for j in range(5)), at_bound, covariance)
 

@@ -28,13 +28,13 @@ from climio.eva import covariate, decluster, distributions, gpd_trend, intervals
 from climio.eva.covariate import Covariate, Trend
 
 STATUS_OK = 0
-NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND = 1, 2, 3, 4, 5
+NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND, AT_UPPER = 1, 2, 3, 4, 5, 6  # cf.STATUS_MEANINGS
 CHUNK_CELLS = 4096  # cells fitted at a time after the scan
 
 
 @dataclass
 class Result:
-    """Per-cell results; fit results are NaN unless status is ok or shape_at_lower_bound."""
+    """Per-cell results; fit results are NaN unless status is ok or shape_at_lower_bound/_upper_bound."""
 
     threshold: np.ndarray
     scale: np.ndarray
@@ -207,7 +207,8 @@ def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, 
     result = gpd.fit(sample[fitted], count[fitted])
     scale, shape, nll = (np.full(cells, np.nan) for _ in range(3))
     scale[fitted], shape[fitted], nll[fitted] = result.scale, result.shape, result.nll
-    status[np.flatnonzero(fitted)[result.at_bound]] = AT_BOUND
+    bounded = np.flatnonzero(fitted)[result.at_bound]
+    status[bounded] = np.where(shape[bounded] < 0, AT_BOUND, AT_UPPER)  # xi = -1, or the top of the search
     levels = np.stack([gpd.return_level(threshold, scale, shape, rate, period, npy) for period in periods]) \
         if len(periods) else np.empty((0, cells))
     result = Result(threshold, scale, shape, rate, n_exceed.astype(np.int32), nll, status, levels)

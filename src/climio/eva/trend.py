@@ -27,6 +27,10 @@ SHAPE_TOP = np.array([gev.XI_MAX, math.inf])  # the region's top shape (GEV's li
 XI_MIN = -1.0
 GRID_DECREMENT = 1e-6  # a grid point's Newton solve stops on this decrement (relative to |-log L| + n)
 POLISH_DECREMENT = 1e-16  # ... and the polish on this one (its last step is then below rounding)
+# The polish stops on that decrement, g'H^-1 g below POLISH_DECREMENT (|-log L| + n), or where no step descends:
+# the step it leaves untaken moves the shape (curvature of order n in the scaled units) by about
+# sqrt(POLISH_DECREMENT). An estimate within that of a bound of the region is on it to the search's precision.
+BOUND_TOLERANCE = math.sqrt(POLISH_DECREMENT)
 ITERATIONS = 100  # Newton steps of one solve
 HALVINGS = 60  # step halvings before a solve stops where it is (a step that does not descend is rounding)
 GROWTH = 60  # doublings of the scale that bring an infeasible start inside the support
@@ -225,6 +229,17 @@ def newton(model: int, x: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, 
         theta[:size] = trial[:size]
         f = f_new
     return f
+
+
+@numba.njit(cache=True, error_model="numpy")
+def at_shape(model: int, x: np.ndarray, c: np.ndarray, n: int, theta: np.ndarray, xi: float) -> float:
+    """The least -log L of ``model`` with the shape held at ``xi``, by the polish from theta (moved in place, its
+    shape set to xi): a bound's own value where the polish stopped just short of it."""
+    size = SIZE[model]
+    g, out, trial = np.empty(size), np.empty(size), np.empty(size)
+    h, lower = np.empty((size, size)), np.empty((size, size))
+    theta[size - 1] = xi
+    return newton(model, x, c, n, theta, False, POLISH_DECREMENT, g, h, out, lower, trial)
 
 
 @numba.njit(cache=True, error_model="numpy")
