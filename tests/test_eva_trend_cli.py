@@ -242,7 +242,7 @@ def test_a_covariate_that_misses_years_is_refused(field: Path, tmp_path: Path) -
 @pytest.mark.parametrize("args, needles", [
     (("--covariate", "year", "--min-exceed", "4"), ("--min-exceed", "at least 5")),
     (("--method", "gev", "--covariate-at", "2000"), ("--covariate-at", "--covariate year")),
-    (("--method", "gev", "--covariate", "nowhere.nc:tas"), ("--covariate", "no such file")),
+    (("--method", "gev", "--covariate", "nowhere.nc:tas"), ("--covariate", "nowhere.nc", "does not exist")),
     (("--method", "gev", "--covariate", "bad"), ("--covariate 'bad'", "FILE:VAR")),
     (("--method", "gev", "--covariate", "year", "--ci", "0.95"), ("--ci", "--ci-method normal")),
     (("--method", "gev", "--covariate", "year", "--min-blocks", "4"), ("--min-blocks", "at least 5")),
