@@ -579,6 +579,7 @@ def stop_on_signal(signum: int, frame: object) -> None:
     ncio.discard_pending_outputs()
     if mpi.launcher_rank() == 0:
         os.write(2, f"climio: stopped by {signal.Signals(signum).name}; unfinished output removed\n".encode())
+    mpi.remove_session_directory()
     os._exit(128 + signum)
 
 
@@ -671,5 +672,6 @@ def main(argv: list[str] | None = None) -> None:
         if not line:
             raise
         os.write(2, f"climio: error: {line}\n".encode())
+        mpi.remove_session_directory()
         os._exit(1)
     sys.exit(status)

@@ -61,9 +61,36 @@ def world() -> MPI.Comm:
     if not launched():
         for name, value in SINGLETON_DEFAULTS.items():
             os.environ.setdefault(name, value)
+        private_session_directory()
     from mpi4py import MPI
 
     return MPI.COMM_WORLD
+
+
+SESSION_BASE = "OMPI_MCA_orte_tmpdir_base"
+_session: list[str] = []  # this process's own session base, if it made one
+
+
+def private_session_directory() -> None:
+    """Give this singleton its own Open MPI session directory. Isolated singletons all share one (``jf.0``
+    under the system's temporary folder), which the first of them to end removes under the others: their next
+    file open then fails (OMPIO keeps a shared-file-pointer file there), so two climio commands run at once on
+    one machine could break each other. Removed at exit (and by :func:`remove_session_directory` on the
+    paths that skip it). A base the user set wins."""
+    if SESSION_BASE in os.environ or _session:
+        return
+    import atexit
+    import tempfile
+
+    _session.append(tempfile.mkdtemp(prefix="climio-ompi-"))
+    os.environ[SESSION_BASE] = _session[0]
+    atexit.register(remove_session_directory)
+
+
+def remove_session_directory() -> None:
+    """Remove this singleton's own session directory (before an exit that skips ``atexit``)."""
+    for path in _session:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def launcher_rank() -> int:
@@ -120,6 +147,7 @@ def abort(comm: MPI.Comm | None, message: str, status: int) -> None:
     sys.stderr.write(message.rstrip("\n") + "\n")
     sys.stderr.flush()
     if comm is None or comm.Get_size() == 1:
+        remove_session_directory()
         os._exit(status)
     comm.Abort(status)
 
