@@ -31,8 +31,9 @@ $(KERNELS): $(SOURCES) | $(STAMP)
 	$(PY) -m climio.eva.warmup
 	touch $@
 
+# Two workers, a test file each at a time (its fixtures built once): most tests wait on mpiexec and disks.
 test: $(STAMP) $(CAPI) $(KERNELS)
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 demo: $(STAMP) $(CAPI) $(KERNELS)
 	bash scripts/demo.sh

@@ -94,7 +94,7 @@ install_climio() {
     "$venv/bin/python" -m compileall -q "$root/src/climio" >/dev/null
     # cfunits comes only as a (pure Python) source package: built with the venv's setuptools.
     "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation -c "$lock" \
-        pytest pytest-timeout cfchecker cfunits future
+        pytest pytest-timeout pytest-xdist cfchecker cfunits future
 }
 
 # The C API and Fortran module (libclimio, climio.h, climio_io.mod, climio.pc) in $venv/lib and
