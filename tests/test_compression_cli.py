@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import climio, leftovers, one_error_line
 
-REAL = Path(__file__).parent.parent.parent / "shared" / "data" / "real"
+REAL = Path(__file__).parent / "data" / "real"
 TAS = REAL / "tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc"
 SHAPE = ("--shape", "40,12,16")
 

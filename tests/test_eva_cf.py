@@ -19,7 +19,7 @@ from conftest import climio, one_error_line
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "helpers"))
 import cfcheck  # noqa: E402
 
-REAL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "real")
+REAL = os.path.join(os.path.dirname(__file__), "data", "real")
 
 
 def real(pattern: str) -> list[str]:

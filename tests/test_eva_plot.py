@@ -22,7 +22,7 @@ from climio.eva.series import Series, time_rule
 from climio.subset.inputs import open_inputs
 from climio.subset.options import parse_dim_range
 
-REAL = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "real")
+REAL = os.path.join(os.path.dirname(__file__), "data", "real")
 
 
 def real(pattern: str) -> list[str]:

@@ -15,7 +15,7 @@ from climio.core import ncio
 from climio.core.decomp import Hyperslab
 from climio.core.mpi import world
 
-REAL = Path(__file__).parent.parent.parent / "shared" / "data" / "real"
+REAL = Path(__file__).parent / "data" / "real"
 
 
 def make(path: Path, fmt: str) -> dict[str, np.ndarray]:

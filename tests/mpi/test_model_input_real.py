@@ -16,7 +16,7 @@ from climio.core.decomp import process_grid
 from climio.model import decomposition as dec
 from climio.model.input import ModelInput
 
-REAL = Path(__file__).parent.parent.parent.parent / "shared" / "data" / "real"
+REAL = Path(__file__).parent.parent / "data" / "real"
 FILES = [("tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc", "tas"),
          ("pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc", "pr"),
          ("o3_AERmon_MPI-ESM1-2-LR_historical_r1i1p1f1_gn_185001.nc", "o3")]
