@@ -616,8 +616,9 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
     except Exception as err:  # noqa: BLE001 - any failure must end every rank
         ncio.discard_pending_outputs()
         rank = comm.Get_rank() if comm is not None else mpi.launcher_rank()
-        if out_of_memory(err):
-            mpi.abort(comm, f"climio: error (rank {rank}): {out_of_memory(err)}", 1)
+        memory = out_of_memory(err)
+        if memory:
+            mpi.abort(comm, f"climio: error (rank {rank}): {memory}", 1)
         debug = traceback.format_exc() if os.environ.get("CLIMIO_DEBUG") else ""
         mpi.abort(comm, f"{debug}climio: rank {rank} failed: {type(err).__name__}: {err} (a bug: please report it "
                   f"with CLIMIO_DEBUG=1 set, which prints the traceback)", 1)

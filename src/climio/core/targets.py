@@ -1,4 +1,5 @@
-"""The one rule for every path a command writes (its output, ``--trace``, ``--plot``, a benchmark's results).
+"""The one rule for every path a command writes (its output, ``--trace``, ``--plot``; model output through
+``ncio.create``).
 
 A command checks all its targets at once, before any work: a target that names an input (by resolved path, or
 by device and inode, so links and ``./`` spellings are caught), two targets that are one file, and a target
