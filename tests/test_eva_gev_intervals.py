@@ -5,11 +5,12 @@
   to 2.5, |xi| < 1e-6 and exactly 0);
 * the normal (delta-method) interval and the standard errors: from that numerical Hessian, inverted in numpy;
   the interval is the return level -/+ 1.959964 standard errors of it;
-* the profile interval: each end against a slow scipy reference (the inner minimum over scale and shape from a
-  grid over both, polished by L-BFGS-B and Nelder-Mead from the best point of every basin of the grid; the end by
-  widening steps, then ``brentq`` on the level; on every end, the reference profile below the target on the way
-  out and crossing it at the end), and at each end the plain -log L at the inner optimum the implementation
-  returns is the maximum's plus half the chi-square(1) quantile;
+* the profile interval: each end against a slow reference (the inner minimum over scale and shape from a grid
+  over both, polished by Newton's method on central differences (``helpers/eva_reference.py``) from the best point
+  of every basin of the grid, and the xi = -1 edge in closed form; the end by widening steps, then scipy's
+  ``brentq`` on the level; on every end, the reference profile below the target on the way out and crossing it at
+  the end), and at each end the plain -log L at the inner optimum the implementation returns is the maximum's
+  plus half the chi-square(1) quantile;
 * coverage (the acceptance check): thousands of cells of 40 annual maxima from a known GEV, 100-year level;
 * cells at a bound of the shape, not fitted, or without a positive definite information.
 
@@ -19,6 +20,8 @@ The return level is z = mu + sigma g(xi), g(xi) = (exp(xi L) - 1)/xi, L = -log(-
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +29,9 @@ from conftest import level_factor
 from scipy import optimize, stats
 
 from climio.eva import gev, intervals
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+import eva_reference  # noqa: E402
 
 LEVEL = 0.95
 Z95 = 1.959963984540054  # the standard normal's 0.975 quantile
@@ -81,21 +87,21 @@ def delta_method(x: np.ndarray, mu: float, sigma: float, xi: float, big_l: float
 
 def nll_at_level(x: np.ndarray, z: float, big_l: float, xi: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     """-log L with the level held at z (mu = z - sigma g(xi)), vectorized over xi and sigma (same shape); inf
-    outside the support."""
+    outside the support. With y = (x - mu)/sigma = (x - z)/sigma + g, xi y = expm1(xi L) + (xi/sigma) (x - z):
+    one product and one sum per maximum before the logarithm."""
     xi, sigma = np.broadcast_arrays(np.asarray(xi, float), np.asarray(sigma, float))
     tiny = np.abs(xi) < 1e-12
     safe = np.where(tiny, 1.0, xi)
-    g = np.where(tiny, big_l, np.expm1(xi * big_l) / safe)
-    mu = z - sigma * g
-    y = (x - mu[..., None]) / sigma[..., None]
+    d = x - z
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = xi[..., None] * y
+        t = np.expm1(xi * big_l)[..., None] + (xi / sigma)[..., None] * d
         log_w = np.log1p(t)
         a = log_w / safe[..., None]
-        general = (log_w + a + np.exp(-a)).sum(-1)
-        gumbel = (y + np.exp(-y)).sum(-1)
-        out = x.size * np.log(sigma) + np.where(tiny, gumbel, general)
-        ok = np.all(t > -1.0, axis=-1) & (sigma > 0)
+        out = x.size * np.log(sigma) + (log_w + a + np.exp(-a)).sum(-1)
+        if tiny.any():
+            y = d / sigma[..., None] + big_l
+            out = np.where(tiny, x.size * np.log(sigma) + (y + np.exp(-y)).sum(-1), out)
+        ok = (t.min(-1) > -1.0) & (sigma > 0)
     out = np.where(ok & np.isfinite(out), out, np.inf)
     return out
 
@@ -107,50 +113,57 @@ REF_V = np.linspace(-30.0, 4.0, 52)
 def reference_profile(x: np.ndarray, z: float, big_l: float, sigma_ref: float) -> tuple[float, float, float]:
     """(min over sigma > 0, -1 <= xi <= 3 of -log L with the level held at z, its sigma and xi): a grid over xi and
     v, sigma = sigma_0(xi) + sigma_ref e^v (sigma_0 the support's edge at that xi, if any), then from the best grid
-    point of every basin of the grid's profile over xi within 1 of the best, L-BFGS-B polished by Nelder-Mead; and
-    the xi = -1 edge of the region."""
+    point of every basin of the grid's profile over xi within 1 of the best, Newton's method on central
+    differences in (log sigma, xi) (all basins at once: ``eva_reference.newton_minimize``); and the xi = -1 edge
+    of the region, in closed form."""
     top, bottom = float(x.max()), float(x.min())
 
     def edge(xi: np.ndarray) -> np.ndarray:  # the least sigma of the support: e^(xi L) + xi (x - z)/sigma > 0
         reach = np.maximum(xi * (z - bottom), xi * (z - top))
         return np.maximum(reach, 0.0) * np.exp(-xi * big_l)
 
-    xi = REF_XI[:, None]
-    values = nll_at_level(x, z, big_l, xi + 0 * REF_V, edge(xi) + sigma_ref * np.exp(REF_V)[None, :])
+    xi = REF_XI[:, None] + 0 * REF_V
+    sigma = edge(xi) + sigma_ref * np.exp(REF_V)[None, :]
+    # in blocks of shapes whose temporaries (under 128 kB) are reused, not mapped afresh from the system each time
+    rows = max(1, 16000 // (REF_V.size * x.size))
+    values = np.concatenate([nll_at_level(x, z, big_l, xi[k:k + rows], sigma[k:k + rows])
+                             for k in range(0, REF_XI.size, rows)])
     best_v = values.argmin(1)
     profile = values[np.arange(REF_XI.size), best_v]
-    minima = [j for j in range(REF_XI.size) if profile[j] < profile.min() + 1.0
+    least = profile.min()
+    minima = [j for j in range(REF_XI.size) if profile[j] < least + 1.0
               and (j == 0 or profile[j] <= profile[j - 1]) and (j == REF_XI.size - 1 or profile[j] <= profile[j + 1])]
 
-    def objective(p: np.ndarray) -> float:
-        v, s = p
-        if not -1.0 <= s <= 3.0:
-            return math.inf
-        return float(nll_at_level(x, z, big_l, np.array(s), edge(np.array(s)) + sigma_ref * math.exp(v)))
+    def objective(p: np.ndarray) -> np.ndarray:  # p: (log sigma, xi) on each row
+        return nll_at_level(x, z, big_l, p[:, 1], np.exp(p[:, 0]))
+
+    def steps(p: np.ndarray) -> np.ndarray:
+        """The longest differences: 1e-2 of the change of each parameter that changes some
+        w = e^(xi L) + xi (x - z)/sigma by its own size (so that points near the support's end are fine)."""
+        a = (x - z)[None, :] * np.exp(-p[:, :1])
+        grow = np.exp(p[:, 1:] * big_l)
+        w = grow + p[:, 1:] * a
+        return 1e-2 * np.stack([np.minimum(1.0, np.min(w / np.maximum(np.abs(p[:, 1:] * a), 1e-300), 1)),
+                                np.minimum(1.0, np.min(w / np.maximum(np.abs(big_l * grow + a), 1e-300), 1))], 1)
 
     best = (math.inf, math.nan, math.nan)
-    for j in minima:
-        r = optimize.minimize(objective, np.array([REF_V[best_v[j]], REF_XI[j]]), method="L-BFGS-B",
-                              bounds=[(None, None), (-1.0, 3.0)], options={"ftol": 1e-15, "gtol": 1e-10})
-        r = optimize.minimize(objective, r.x, method="Nelder-Mead",
-                              options={"xatol": 1e-12, "fatol": 1e-15, "maxiter": 2000,
-                                       "initial_simplex": r.x + np.array([[0, 0], [1e-4, 0], [0, 1e-4]])})
-        if r.fun < best[0]:
-            s = float(r.x[1])
-            best = (float(r.fun), float(edge(np.array(s)) + sigma_ref * math.exp(r.x[0])), s)
+    if minima:
+        starts = np.array([[math.log(float(edge(REF_XI[j])) + sigma_ref * math.exp(REF_V[best_v[j]])), REF_XI[j]]
+                           for j in minima])
+        points, values = eva_reference.newton_minimize(objective, starts, steps, lower=[-np.inf, -1.0],
+                                                       upper=[np.inf, 3.0])
+        j = int(np.argmin(values))
+        best = (float(values[j]), math.exp(points[j, 0]), float(points[j, 1]))
     # xi = -1, the region's edge (a limit of interior points): there -log L = n log sigma + sum (b - x)/sigma, the
-    # upper end point b = z + sigma e^-L at or above the largest maximum; a bounded search over log sigma
+    # upper end point b = z + sigma e^-L at or above the largest maximum: n log sigma + S/sigma + n e^-L with
+    # S = sum (z - x), least at sigma = S/n, or at the least sigma of the support, (top - z) e^L, if that is larger
     e = math.exp(-big_l)
-
-    def corner(log_sigma: float) -> float:
-        sigma = math.exp(log_sigma)
+    sigma = max(float(np.sum(z - x)) / x.size, max(top - z, 0.0) / e)
+    if sigma > 0:
         b = max(z + sigma * e, top)  # (rounding at the edge)
-        return x.size * log_sigma + float(np.sum(b - x)) / sigma
-
-    least = math.log((top - z) / e) if top > z else math.log(sigma_ref) - 30.0
-    r = optimize.minimize_scalar(corner, bounds=(least, least + 40.0), method="bounded", options={"xatol": 1e-13})
-    if r.fun < best[0]:
-        best = (float(r.fun), math.exp(r.x), -1.0)
+        value = x.size * math.log(sigma) + float(np.sum(b - x)) / sigma
+        if value < best[0]:
+            best = (value, sigma, -1.0)
     return best
 
 

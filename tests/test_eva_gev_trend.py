@@ -5,13 +5,13 @@ GEV's distribution function (no scipy sampler). Checked:
 
 * the maximum (173 cells of 20 to 60 annual maxima: covariates in calendar years, far from 0, and standardized
   noisy GMST-like series; true shapes -0.4 to 0.6 with Gumbel and 3e-7; slopes zero and not; five cells built so
-  that the estimate's shape is within 1e-6 of 0; a few whose supremum is the xi = -1 corner): a slow scipy search
-  (a profile over a grid of shapes by Nelder-Mead, then Nelder-Mead, Powell and Nelder-Mead again from the three
-  best, in standardized parameters; plus the corner's closed form through ``linprog``) never finds a -log L lower
-  by 1e-9 relative, and where it reaches the module's value the parameters agree to 1e-5 (standardized); the
-  -log L returned is the plain formula's at the returned parameters (1e-9; at the corner, its limit there); the
-  stationary -log L is ``gev.fit``'s, never below the trend fit's, and not beaten by the same search with the
-  slope held at 0;
+  that the estimate's shape is within 1e-6 of 0; a few whose supremum is the xi = -1 corner): an independent
+  search (a profile over a grid of shapes, then the minimum in all parameters from the three best, each by Newton's
+  method on central differences in standardized parameters, ``helpers/eva_reference.py``; plus the corner's closed
+  form through scipy's ``linprog``) never finds a -log L lower by 1e-9 relative, and where it reaches the module's
+  value the parameters agree to 1e-5 (standardized); the -log L returned is the plain formula's at the returned
+  parameters (1e-9; at the corner, its limit there); the stationary -log L is ``gev.fit``'s, never below the trend
+  fit's, and not beaten by the same search with the slope held at 0;
 * the estimate is a regular minimum: Newton's step from Richardson-extrapolated central differences of the plain
   -log L is below 1e-6 (and 1e-4 of each standard error), the numerical Hessian positive definite;
 * the covariance is the inverse of that numerical Hessian, compared in standardized parameters through the
@@ -31,12 +31,17 @@ GEV's distribution function (no scipy sampler). Checked:
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy import optimize
 
 from climio.eva import gev, gev_trend
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+import eva_reference  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")  # scipy's searches meet inf - inf outside support
 
@@ -118,10 +123,36 @@ class Reference:
         return np.array([[1 / self.xs, self.cm / self.xs, 0, 0], [0, self.cs / self.xs, 0, 0],
                          [0, 0, 1 / p[2], 0], [0, 0, 0, 1]])
 
+    def nll_many(self, t: np.ndarray) -> np.ndarray:
+        """:meth:`nll` at each row of t (K, 4), vectorised (the same formula; inf outside the support)."""
+        s, xi = np.exp(t[:, 2]), t[:, 3]
+        y = (self.u[None, :] - (t[:, :1] + t[:, 1:2] * self.v[None, :])) / s[:, None]
+        gumbel = xi == 0.0
+        safe = np.where(gumbel, 1.0, xi)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            z = xi[:, None] * y
+            log_z = np.log1p(z)
+            out = self.n * np.log(s) + (1.0 + 1.0 / safe) * log_z.sum(1) + np.exp(-log_z / safe[:, None]).sum(1)
+            out = np.where(z.min(1) > -1.0, out, np.inf)
+            if gumbel.any():
+                out = np.where(gumbel, self.n * np.log(s) + (y + np.exp(-y)).sum(1), out)
+        return np.where(np.isnan(out), np.inf, out) + self.offset
+
+    def room(self, t: np.ndarray) -> np.ndarray:
+        """:func:`steps`' room at each row of t (K, 4), capped at 1: the change of each parameter that moves
+        some z = 1 + xi y by its own size."""
+        s, xi = np.exp(t[:, 2:3]), t[:, 3:]
+        y = (self.u[None, :] - t[:, :1] - t[:, 1:2] * self.v[None, :]) / s
+        z = 1.0 + xi * y
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rooms = [s * z / np.abs(xi), s * z / np.abs(xi) / np.abs(self.v), z / np.abs(xi * y), z / np.abs(y)]
+        return np.stack([np.fmin(1.0, np.fmin.reduce(r, axis=1)) for r in rooms], 1)
+
     def best(self, trend: bool = True) -> tuple[float, np.ndarray]:
-        """The least -log L scipy finds over -1 <= xi <= 3 (slope 0 where not ``trend``), and its (mu0, mu1,
-        sigma, xi): a profile over a grid of shapes (Nelder-Mead in the other parameters), then Nelder-Mead,
-        Powell and Nelder-Mead again in all of them from the three best grid points; the corner at xi = -1."""
+        """The least -log L found over -1 <= xi <= 3 (slope 0 where not ``trend``), and its (mu0, mu1, sigma, xi):
+        a profile over a grid of shapes (the minimum in the other parameters at each, by Newton's method on
+        central differences), then the minimum in all of them from the three best grid points (the same, within
+        the bounds of the shape; ``eva_reference.newton_minimize``); the corner at xi = -1."""
         free = [0, 1, 2, 3] if trend else [0, 2, 3]
 
         def full(q: np.ndarray, xi: float | None = None) -> np.ndarray:
@@ -131,30 +162,33 @@ class Reference:
                 t[3] = xi
             return t
 
-        def f(q: np.ndarray) -> float:
-            return self.nll(full(q)) if -1.0 <= q[-1] <= 3.0 else math.inf
+        def rows(q: np.ndarray) -> np.ndarray:  # (K, free) -> (K, 4)
+            t = np.zeros((q.shape[0], 4))
+            t[:, free] = q
+            return t
+
+        def f(q: np.ndarray) -> np.ndarray:
+            return self.nll_many(rows(q))
+
+        def caps(varied: int):  # the longest differences: 1e-2 of the room
+            return lambda q: 1e-2 * self.room(rows(q))[:, free][:, :varied]
 
         b0 = float(np.mean(self.u * self.v)) if trend else 0.0  # least squares: u and v have mean 0, sd 1
         rest = self.u - b0 * self.v
         s0 = math.sqrt(6.0) * rest.std() / math.pi  # Gumbel's moments
         a0 = rest.mean() - EULER * s0
-        profile = []
+        starts = []
         for xi in (-0.75, -0.4, 0.0, 0.3, 0.6, 1.0, 1.6, 2.5):
             q0 = np.array([a0, b0, math.log(s0)] if trend else [a0, math.log(s0)])
             while not math.isfinite(self.nll(full(q0, xi))):
                 q0[-1] += math.log(2.0)  # a larger scale reaches every point
-            res = optimize.minimize(lambda q, xi=xi: self.nll(full(q, xi)), q0, method="Nelder-Mead",
-                                    options={"xatol": 1e-5, "fatol": 1e-9})
-            profile.append((res.fun, np.append(res.x, xi)))
-        profile.sort(key=lambda r: r[0])
-        strict = {"xatol": 1e-10, "fatol": 1e-13, "maxiter": 40000, "maxfev": 40000}
-        found = []
-        for _, q in profile[:3]:
-            res = optimize.minimize(f, q, method="Nelder-Mead", options=strict)
-            powell = optimize.minimize(f, res.x, method="Powell", options={"xtol": 1e-12, "ftol": 1e-15})
-            q = powell.x if powell.fun < res.fun else res.x
-            res = optimize.minimize(f, q, method="Nelder-Mead", options=strict)  # a fresh simplex
-            found.append((res.fun, self.to_p(full(res.x))))
+            starts.append(np.append(q0, xi))
+        profile, values = eva_reference.newton_minimize(f, np.array(starts), caps(len(free) - 1), held=1)
+        three = profile[np.argsort(values)[:3]]
+        lower, upper = np.full(len(free), -np.inf), np.full(len(free), np.inf)
+        lower[-1], upper[-1] = -1.0, 3.0
+        points, _ = eva_reference.newton_minimize(f, three, caps(len(free)), lower=lower, upper=upper)
+        found = [(self.nll(full(q)), self.to_p(full(q))) for q in points]
         value, p = min(found, key=lambda r: r[0])
         edge, p_edge = corner(self.x, self.c, trend)
         return (edge, p_edge) if edge < value else (value, p)
@@ -174,28 +208,35 @@ def steps(ref: Reference, t: np.ndarray, rel: float) -> np.ndarray:
 
 def richardson(f, t0: np.ndarray, h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Gradient and Hessian of f at t0 by central differences at steps h, h/2, h/4, each Richardson-extrapolated
-    twice (error O(h^6))."""
+    twice (error O(h^6)). f is vectorised ((K, size) points -> (K,) values): every point of the three stencils
+    in one call."""
     size = t0.size
     eye = np.eye(size)
+    pairs = [(i, j) for i in range(size) for j in range(i)]
+    points = []
+    for m in range(3):
+        step = eye * (h / 2**m)[:, None]  # row i: the step along parameter i
+        points += [t0] + [t0 + step[i] for i in range(size)] + [t0 - step[i] for i in range(size)]
+        for i, j in pairs:
+            points += [t0 + step[i] + step[j], t0 + step[i] - step[j], t0 - step[i] + step[j],
+                       t0 - step[i] - step[j]]
+    values = f(np.array(points)).reshape(3, -1)
 
-    def differences(step: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        f0 = f(t0)
-        g, hess = np.empty(size), np.empty((size, size))
-        for i in range(size):
-            ei = eye[i] * step[i]
-            fp, fm = f(t0 + ei), f(t0 - ei)
-            g[i] = (fp - fm) / (2 * step[i])
-            hess[i, i] = (fp - 2 * f0 + fm) / step[i] ** 2
-            for j in range(i):
-                ej = eye[j] * step[j]
-                hess[i, j] = hess[j, i] = (f(t0 + ei + ej) - f(t0 + ei - ej) - f(t0 - ei + ej)
-                                           + f(t0 - ei - ej)) / (4 * step[i] * step[j])
+    def differences(m: int) -> tuple[np.ndarray, np.ndarray]:
+        step = h / 2**m
+        v = values[m]
+        f0, fp, fm = v[0], v[1:size + 1], v[size + 1:2 * size + 1]
+        g = (fp - fm) / (2 * step)
+        hess = np.diag((fp - 2 * f0 + fm) / step**2)
+        for k, (i, j) in enumerate(pairs):
+            a, b, c, d = v[2 * size + 1 + 4 * k:2 * size + 5 + 4 * k]
+            hess[i, j] = hess[j, i] = (a - b - c + d) / (4 * step[i] * step[j])
         return g, hess
 
+    d = [differences(m) for m in range(3)]
     out = []
     for k in (0, 1):  # k = 0 the gradient, 1 the Hessian
-        d = [differences(h / 2**m)[k] for m in range(3)]
-        r = [(4 * d[m + 1] - d[m]) / 3 for m in range(2)]
+        r = [(4 * d[m + 1][k] - d[m][k]) / 3 for m in range(2)]
         out.append((16 * r[1] - r[0]) / 15)
     return out[0], out[1]
 
@@ -355,8 +396,8 @@ def test_the_estimate_is_a_regular_minimum(cells) -> None:
         x, c = row(maxima, covariate, count, r)
         ref = Reference(x, c)
         t = ref.to_t(params(fit, r))
-        g, _ = richardson(ref.nll, t, steps(ref, t, 1e-3))
-        _, hess = richardson(ref.nll, t, steps(ref, t, 1e-2))
+        g, _ = richardson(ref.nll_many, t, steps(ref, t, 1e-3))
+        _, hess = richardson(ref.nll_many, t, steps(ref, t, 1e-2))
         assert np.linalg.eigvalsh(hess)[0] > 0, r
         newton = np.linalg.solve(hess, g)
         assert np.abs(newton).max() < 1e-6, (r, newton, g)
@@ -375,7 +416,7 @@ def test_covariance_is_the_inverse_observed_information(cells) -> None:
         ref = Reference(x, c)
         p = params(fit, r)
         t = ref.to_t(p)
-        _, hess = richardson(ref.nll, t, steps(ref, t, 1e-2))
+        _, hess = richardson(ref.nll_many, t, steps(ref, t, 1e-2))
         want = np.linalg.inv(hess)
         jac = ref.jacobian(p)
         got = jac @ fit.covariance[r] @ jac.T

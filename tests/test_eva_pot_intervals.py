@@ -82,12 +82,29 @@ def nll_at_level(e: np.ndarray, d: float, xi: np.ndarray, big_l: float) -> np.nd
         sigma = d / g
         a = e[None, :] / sigma[:, None]
         xa = xi[:, None] * a
-        q = 1.0 + xa
-        sum_log = np.log1p(xa).sum(axis=1)
-        general = e.size * np.log(sigma) + (1.0 + 1.0 / xi) * sum_log
-        exponential = e.size * np.log(sigma) + a.sum(axis=1)
-        out = np.where(xi == 0, exponential, general)
-    return np.where(np.all(q > 0, axis=1) & (sigma > 0), out, np.inf)
+        inside = xa.min(axis=1) > -1.0  # every 1 + xi e/sigma > 0
+        out = e.size * np.log(sigma) + (1.0 + 1.0 / xi) * np.log1p(xa).sum(axis=1)
+        if np.any(xi == 0):
+            out = np.where(xi == 0, e.size * np.log(sigma) + a.sum(axis=1), out)
+    return np.where(inside & (sigma > 0), out, np.inf)
+
+
+def nll_at_one_level(e: np.ndarray, d: float, xi: float, big_l: float) -> float:
+    """:func:`nll_at_level` at one shape, written for a scalar shape."""
+    x = xi * big_l
+    sigma = d / (big_l if x == 0 else math.expm1(x) / xi)
+    if not sigma > 0:
+        return math.inf
+    a = e / sigma
+    if xi == 0:
+        return e.size * math.log(sigma) + float(a.sum())
+    xa = xi * a
+    if not xa.min() > -1.0:
+        return math.inf
+    return e.size * math.log(sigma) + (1.0 + 1.0 / xi) * float(np.log1p(xa).sum())
+
+
+TAIL_GRID = np.geomspace(3.0, XI_HIGH, 60)
 
 
 def reference_profile(e: np.ndarray, d: float, big_l: float) -> tuple[float, float]:
@@ -96,17 +113,16 @@ def reference_profile(e: np.ndarray, d: float, big_l: float) -> tuple[float, flo
     low = -1.0
     if d < e.max():  # for xi < 0 the support needs sigma > -xi max(e): xi > log(1 - d/max e)/L
         low = max(low, math.log1p(-d / e.max()) / big_l)
-    grid = np.unique(np.concatenate([np.linspace(low, 3.0, 400), np.geomspace(3.0, XI_HIGH, 60)]))
+    grid = np.unique(np.concatenate([np.linspace(low, 3.0, 400), TAIL_GRID]))
     grid = grid[grid >= low]
-    values = nll_at_level(e, d, grid, big_l)
+    # in blocks whose temporaries (under 128 kB) are reused, not mapped afresh from the system each time
+    rows = max(1, 16000 // e.size)
+    values = np.concatenate([nll_at_level(e, d, grid[k:k + rows], big_l) for k in range(0, grid.size, rows)])
     j = int(np.argmin(values))
     best, best_xi = float(values[j]), float(grid[j])
     bounds = (grid[max(j - 1, 0)], grid[min(j + 1, grid.size - 1)])
-
-    def scalar(xi: float) -> float:
-        return float(nll_at_level(e, d, np.array([xi]), big_l)[0])
-
-    polish = optimize.minimize_scalar(scalar, bounds=bounds, method="bounded", options={"xatol": 1e-13})
+    polish = optimize.minimize_scalar(lambda xi: nll_at_one_level(e, d, xi, big_l), bounds=bounds,
+                                      method="bounded", options={"xatol": 1e-13})
     if polish.fun < best:
         best, best_xi = float(polish.fun), float(polish.x)
     return best, best_xi
