@@ -2,11 +2,16 @@
 
 Every number is checked against an independent path: ``pot.analyse`` on the raw numpy values (read with
 netCDF4 for the real files), or the eager result for dask input.
+
+The command's runs the API is compared with are made once, in one process (``helpers/eva_batch.py``: one
+start-up for all of them).
 """
 
 from __future__ import annotations
 
+import sys
 import warnings
+from pathlib import Path
 
 import dask
 import dask.array
@@ -15,13 +20,16 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from conftest import DATA, climio
+from conftest import DATA
 
 from climio.errors import ClimioError
 from climio.eva import cf, fit_gev, fit_pot, gev, pot
 from climio.eva.api import NoFitWarning, UnitsWarning
 from climio.eva.cf import PERIOD_ATTRS
 from climio.gen import cmip
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Runs  # noqa: E402
 
 REAL = DATA / "real"
 CORDEX = REAL / "pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc"
@@ -53,10 +61,23 @@ def assert_matches(result: xr.Dataset, ref: pot.Result) -> None:
         assert np.array_equal(result[field].values, expected, equal_nan=True), field
 
 
-def test_dataarray_matches_the_command(tmp_path) -> None:
-    path, out = tmp_path / "pr.nc", tmp_path / "eva.nc"
-    assert climio("gen", "cmip", str(path), "--shape", "1500,4,6").returncode == 0
-    assert climio("eva", str(path), str(out), "--tail", "0.02", "--return-period", "5", "50").returncode == 0
+@pytest.fixture(scope="module")
+def commands(tmp_path_factory: pytest.TempPathFactory) -> tuple[Runs, Path]:
+    """The command's runs, in one plain process: (their outcomes, their directory)."""
+    d = tmp_path_factory.mktemp("commands")
+    runs = Runs(d / "runs", timeout=300)
+    runs.add("gen", "gen", "cmip", d / "pr.nc", "--shape", "1500,4,6")
+    runs.add("pot", "eva", d / "pr.nc", d / "eva.nc", "--tail", "0.02", "--return-period", "5", "50")
+    runs.add("gev", "eva", CESM, d / "gev.nc", "--method", "gev", "-v", "tas", "--min-blocks", "5", "--return-period",
+             "10", "50")
+    return runs.run(), d
+
+
+def test_dataarray_matches_the_command(commands: tuple[Runs, Path]) -> None:
+    runs, d = commands
+    path, out = d / "pr.nc", d / "eva.nc"
+    assert runs["gen"].returncode == 0
+    assert runs["pot"].returncode == 0
     with xr.open_dataset(path) as ds:
         result = fit_pot(ds["pr"], "time", tail=0.02, return_periods=[5, 50])
     with netCDF4.Dataset(out) as written:
@@ -376,12 +397,12 @@ def test_api_errors() -> None:
 GEV_FIELDS = ("location", "scale", "shape", "n_blocks", "return_level", "nll", "status")
 
 
-def test_fit_gev_matches_the_command_bit_for_bit(tmp_path) -> None:
+def test_fit_gev_matches_the_command_bit_for_bit(commands: tuple[Runs, Path]) -> None:
     """fit_gev on a real noleap file (xarray's cftime decoding, and raw numbers with CF units) gives the
     command's results bit for bit, eager and dask-backed."""
-    out = tmp_path / "gev.nc"
-    result = climio("eva", str(CESM), str(out), "--method", "gev", "-v", "tas", "--min-blocks", "5",
-                    "--return-period", "10", "50")
+    runs, d = commands
+    out = d / "gev.nc"
+    result = runs["gev"]
     assert result.returncode == 0, result.stderr
     with xr.open_dataset(CESM, use_cftime=True) as ds, xr.open_dataset(CESM, decode_times=False) as raw, \
             netCDF4.Dataset(out) as command:

@@ -9,6 +9,7 @@ not computed from spans).
 from __future__ import annotations
 
 import datetime
+import functools
 from collections import Counter
 
 import cftime
@@ -50,6 +51,20 @@ def dates_from(start: cftime.datetime, steps: int, step_hours: int) -> list[cfti
     return out
 
 
+@functools.cache
+def gap_free_months(first: int, last: int, hour: int, step_hours: int, calendar: str) -> Counter:
+    """(year, month) -> the steps of a gap-free series at ``hour`` o'clock, ``step_hours`` apart, from 1 January
+    ``first`` to 1 January ``last`` in that month, stepped by calendar arithmetic (walked once for every block
+    name that counts from it)."""
+    begin = cftime.datetime(first, 1, 1, hour, calendar=calendar)
+    end = cftime.datetime(last, 1, 1, calendar=calendar)
+    months, d, step = Counter(), begin, datetime.timedelta(hours=step_hours)
+    while d < end:
+        months[(d.year, d.month)] += 1
+        d = d + step
+    return months
+
+
 def reference(dates: list[cftime.datetime], spec: str, step_hours: int, calendar: str
               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(block year of each step or -1, the block years in order, each block's gap-free step count)."""
@@ -58,12 +73,9 @@ def reference(dates: list[cftime.datetime], spec: str, step_hours: int, calendar
     keys = [table.get((d.year, d.month), -1) for d in dates]
     years = sorted({k for k in keys if k >= 0})
     # count the steps of a gap-free series at the same time of day that covers every block fully
-    begin = cftime.datetime(first - 2, 1, 1, dates[0].hour, calendar=calendar)
-    end = cftime.datetime(last + 2, 1, 1, calendar=calendar)
-    full, d, step = Counter(), begin, datetime.timedelta(hours=step_hours)
-    while d < end:
-        full[table.get((d.year, d.month), -1)] += 1
-        d = d + step
+    full: Counter = Counter()
+    for month, steps in gap_free_months(first - 2, last + 2, dates[0].hour, step_hours, calendar).items():
+        full[table.get(month, -1)] += steps
     return np.array(keys), np.array(years), np.array([full[y] for y in years])
 
 

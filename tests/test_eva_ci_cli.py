@@ -1,11 +1,15 @@
 """``climio eva --ci LEVEL --ci-method normal|profile`` end to end: the same intervals at 1, 2 and 3 ranks over
 every scheme and split, equal to the API's, the profile ends checked from the input file with an independent
 profile likelihood (scipy), CF attributes, real CMIP6 output, and bad options refused in one line.
+
+The command's runs are made once, one process per rank count (``helpers/eva_batch.py``: one start-up for all of
+them, each run in a directory of its own); each test checks its own runs' outcomes and files.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import netCDF4
@@ -15,6 +19,9 @@ from conftest import DATA, climio, leftovers, one_error_line
 from scipy import optimize
 
 from climio.eva import gpd
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Runs  # noqa: E402
 
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
 PERIODS = ("20", "100")
@@ -31,31 +38,79 @@ def field(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def eva(inputs: Path, out: Path, *args: str, nranks: int | None = None) -> dict[str, np.ndarray]:
-    result = climio("eva", str(inputs), str(out), "--return-period", *PERIODS, *args, nranks=nranks, timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    with netCDF4.Dataset(out) as ds:
+def read(path: Path) -> dict[str, np.ndarray]:
+    with netCDF4.Dataset(path) as ds:
         ds.set_auto_mask(False)
         return {name: ds[name][...] for name in ds.variables}
 
 
-@pytest.fixture(scope="module", params=["profile", "normal"])
-def one_rank(request: pytest.FixtureRequest, field: Path, tmp_path_factory: pytest.TempPathFactory
-             ) -> tuple[str, dict[str, np.ndarray]]:
-    out = tmp_path_factory.mktemp("one") / "eva.nc"
-    return request.param, eva(field, out, "--ci", "0.95", "--ci-method", request.param)
-
-
+METHODS = ("profile", "normal")
 RUNS = [(2, "slab", "lat"), (2, "transpose", "block"), (2, "root", "lon"), (3, "slab", "block"), (3, "transpose", "lat")]
+GEV_RUNS = {"a.nc": (None, ()), "b.nc": (2, ("--split", "block")),  # output -> (ranks, options)
+            "c.nc": (3, ("--scheme", "transpose", "--split", "lon"))}
+CESM2_ARGS = ("-v", "tas", "--npy", "calendar", "--ci", "0.95")
+BAD_OPTIONS = [
+    (("--ci", "1.5"), ("--ci", "inside (0, 1)")),
+    (("--ci", "0"), ("--ci", "inside (0, 1)")),
+    (("--ci", "0.95", "--ci-method", "bootstrap"), ("--ci-method 'bootstrap'", "normal, profile")),
+    (("--ci-method", "normal"), ("--ci-method", "--ci 0.95")),
+    (("--method", "gev", "--tail", "0.02"), ("--tail", "peaks over threshold only")),
+]
+
+
+class Made:
+    """The file's runs, made once: each one's outcome and directory."""
+
+    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
+        self.runs, self.dirs = runs, dirs
+
+    def result(self, key: object, out: str = "eva.nc") -> dict[str, np.ndarray]:
+        """The output of a run that must have succeeded."""
+        done = self.runs[key]
+        assert done.returncode == 0, done.stderr
+        return read(self.dirs[key] / out)
+
+
+@pytest.fixture(scope="module")
+def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
+    runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
+    dirs: dict[object, Path] = {}
+
+    def add(key: object, inputs: Path, out: str, *args: str, nranks: int | None = None) -> None:
+        """A run of ``eva`` (the command line the tests' ``eva`` ran) in a directory of its own."""
+        dirs[key] = runs.case_dir()
+        runs.add(key, "eva", inputs, dirs[key] / out, "--return-period", *PERIODS, *args, nranks=nranks)
+
+    for method in METHODS:
+        add(("one", method), field, "eva.nc", "--ci", "0.95", "--ci-method", method)
+    add("profile-ends", field, "eva.nc", "--ci", "0.95")
+    add("cf", field, "eva.nc", "--ci", "0.9", "--ci-method", "normal")
+    add("cesm2-one", CESM2, "a.nc", *CESM2_ARGS)
+    for nranks, scheme, split in RUNS:
+        for method in METHODS:
+            add((method, nranks, scheme, split), field, "eva.nc", "--ci", "0.95", "--ci-method", method, "--scheme",
+                scheme, "--split", split, nranks=nranks)
+    for method in ("normal", "profile"):
+        for out, (nranks, extra) in GEV_RUNS.items():
+            add(("gev", method, out), field, out, "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O",
+                *extra, nranks=nranks)
+    add("cesm2-two", CESM2, "b.nc", *CESM2_ARGS, nranks=2)
+    for n, (args, _) in enumerate(BAD_OPTIONS):
+        dirs[("bad", n)] = runs.case_dir()
+        runs.add(("bad", n), "eva", field, dirs[("bad", n)] / "eva.nc", *args, nranks=2)
+    return Made(runs.run(), dirs)
+
+
+@pytest.fixture(scope="module", params=["profile", "normal"])
+def one_rank(request: pytest.FixtureRequest, made: Made) -> tuple[str, dict[str, np.ndarray]]:
+    return request.param, made.result(("one", request.param))
 
 
 @pytest.mark.parametrize("nranks, scheme, split", RUNS)
 def test_every_rank_count_scheme_and_split_gives_the_same_intervals(
-        field: Path, tmp_path: Path, one_rank: tuple[str, dict[str, np.ndarray]], nranks: int, scheme: str,
-        split: str) -> None:
+        made: Made, one_rank: tuple[str, dict[str, np.ndarray]], nranks: int, scheme: str, split: str) -> None:
     method, want = one_rank
-    got = eva(field, tmp_path / "eva.nc", "--ci", "0.95", "--ci-method", method, "--scheme", scheme, "--split", split,
-              nranks=nranks)
+    got = made.result((method, nranks, scheme, split))
     for name in (*INTERVALS, "scale_se", "shape_se", "return_level", "shape"):
         assert np.array_equal(got[name], want[name], equal_nan=True), (method, name)
 
@@ -99,10 +154,10 @@ def independent_profile(excess: np.ndarray, level_above: float, big_l: float) ->
 
 
 @pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # scipy meets -log L = inf
-def test_profile_ends_from_the_input_file(field: Path, tmp_path: Path) -> None:
+def test_profile_ends_from_the_input_file(field: Path, made: Made) -> None:
     """At each end, the profile -log L of the cell's excesses (taken from the input here) is the maximum's plus
     half the chi-square(1) 95% quantile (3.841459/2)."""
-    got = eva(field, tmp_path / "eva.nc", "--ci", "0.95")
+    got = made.result("profile-ends")
     with netCDF4.Dataset(field) as ds:
         pr = ds["pr"][:].filled(np.nan).astype(np.float64)
     for j, i in [(0, 0), (2, 3), (5, 7), (3, 1)]:
@@ -121,9 +176,9 @@ def test_profile_ends_from_the_input_file(field: Path, tmp_path: Path) -> None:
                 assert p - nll_hat == pytest.approx(3.841458820694124 / 2, abs=2e-6), (j, i, period, end)
 
 
-def test_cf_attributes_say_which_interval(field: Path, tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    eva(field, out, "--ci", "0.9", "--ci-method", "normal")
+def test_cf_attributes_say_which_interval(made: Made) -> None:
+    out = made.dirs["cf"] / "eva.nc"
+    made.result("cf")
     with netCDF4.Dataset(out) as ds:
         assert ds.climio_ci_level == 0.9 and ds.climio_ci_method == "normal"
         lower = ds["return_level_lower"]
@@ -136,7 +191,7 @@ def test_cf_attributes_say_which_interval(field: Path, tmp_path: Path) -> None:
         assert ds["scale_se"].dimensions == ("lat", "lon")
 
 
-def test_gev_intervals_at_one_and_two_ranks(field: Path, tmp_path: Path) -> None:
+def test_gev_intervals_at_one_and_two_ranks(field: Path, made: Made) -> None:
     """GEV intervals on annual maxima: the same at one, two and three ranks (two schemes and splits) and from
     the API, and around the level."""
     import xarray as xr
@@ -144,11 +199,7 @@ def test_gev_intervals_at_one_and_two_ranks(field: Path, tmp_path: Path) -> None
     from climio.eva import fit_gev
 
     for method in ("normal", "profile"):
-        one = eva(field, tmp_path / "a.nc", "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O")
-        two = eva(field, tmp_path / "b.nc", "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O",
-                  "--split", "block", nranks=2)
-        three = eva(field, tmp_path / "c.nc", "--method", "gev", "--ci", "0.95", "--ci-method", method, "-O",
-                    "--scheme", "transpose", "--split", "lon", nranks=3)
+        one, two, three = (made.result(("gev", method, out), out) for out in GEV_RUNS)
         with xr.open_dataset(field) as ds:
             api = fit_gev(ds, var="pr", return_periods=[float(p) for p in PERIODS], ci=0.95, ci_method=method)
         for name in (*INTERVALS, "location_se", "scale_se", "shape_se"):
@@ -160,10 +211,9 @@ def test_gev_intervals_at_one_and_two_ranks(field: Path, tmp_path: Path) -> None
         assert np.all(one["return_level"][:, ok] < one["return_level_upper"][:, ok])
 
 
-def test_cesm2_tas_profile_intervals_one_and_two_ranks(tmp_path: Path) -> None:
-    args = ("-v", "tas", "--npy", "calendar", "--ci", "0.95")
-    one = eva(CESM2, tmp_path / "a.nc", *args)
-    two = eva(CESM2, tmp_path / "b.nc", *args, nranks=2)
+def test_cesm2_tas_profile_intervals_one_and_two_ranks(made: Made) -> None:
+    one = made.result("cesm2-one", "a.nc")
+    two = made.result("cesm2-two", "b.nc")
     for name in (*INTERVALS, "scale_se", "shape_se"):
         assert np.array_equal(one[name], two[name], equal_nan=True), name
     ok = one["status"] == 0
@@ -173,16 +223,9 @@ def test_cesm2_tas_profile_intervals_one_and_two_ranks(tmp_path: Path) -> None:
     assert np.all(np.isfinite(lower[:, ok])) and np.all(lower[:, ok] > one["threshold"][ok])
 
 
-@pytest.mark.parametrize("args, needles", [
-    (("--ci", "1.5"), ("--ci", "inside (0, 1)")),
-    (("--ci", "0"), ("--ci", "inside (0, 1)")),
-    (("--ci", "0.95", "--ci-method", "bootstrap"), ("--ci-method 'bootstrap'", "normal, profile")),
-    (("--ci-method", "normal"), ("--ci-method", "--ci 0.95")),
-    (("--method", "gev", "--tail", "0.02"), ("--tail", "peaks over threshold only")),
-])
-def test_bad_options_one_line_and_no_output(field: Path, tmp_path: Path, args: tuple[str, ...],
-                                            needles: tuple[str, ...]) -> None:
-    out = tmp_path / "eva.nc"
-    result = climio("eva", str(field), str(out), *args, nranks=2, timeout=TIMEOUT)
-    one_error_line(result, *needles)
-    assert not out.exists() and not leftovers(str(tmp_path))
+@pytest.mark.parametrize("args, needles", BAD_OPTIONS)
+def test_bad_options_one_line_and_no_output(made: Made, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    key = ("bad", BAD_OPTIONS.index((args, needles)))
+    d = made.dirs[key]
+    one_error_line(made.runs[key], *needles)
+    assert not (d / "eva.nc").exists() and not leftovers(str(d))

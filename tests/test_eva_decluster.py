@@ -1,11 +1,15 @@
 """Runs declustering (``--decluster runs:R``) and the extremal index against a plain reference written here, on
 synthetic and real series, max-autoregressive series with a known extremal index, and through the command at
 1, 2 and 3 ranks.
+
+The command's runs are made once, one process per rank count (``helpers/eva_batch.py``: one start-up for all of
+them, each run in a directory of its own); each test checks its own runs' outcomes and files.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import netCDF4
@@ -14,6 +18,9 @@ import pytest
 from conftest import DATA, climio, leftovers, one_error_line
 
 from climio.eva import decluster, gpd, pot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Runs  # noqa: E402
 
 TIMEOUT = 120
 CESM2 = DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
@@ -142,30 +149,70 @@ def field(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def eva(inputs: Path, out: Path, *args: str, nranks: int | None = None) -> dict[str, np.ndarray]:
-    result = climio("eva", str(inputs), str(out), *args, nranks=nranks, timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    with netCDF4.Dataset(out) as ds:
+def read(path: Path) -> dict[str, np.ndarray]:
+    with netCDF4.Dataset(path) as ds:
         ds.set_auto_mask(False)
         return {name: ds[name][...] for name in ds.variables} | {"_decluster": ds.climio_decluster}
 
 
-@pytest.mark.parametrize("nranks, scheme, split", [(2, "slab", "lat"), (2, "transpose", "block"), (3, "root", "lon"),
-                                                   (3, "slab", "block")])
-def test_command_same_at_every_rank_count(field: Path, tmp_path: Path, nranks: int, scheme: str, split: str) -> None:
-    one = eva(field, tmp_path / "a.nc", "--decluster", "runs:2")
-    many = eva(field, tmp_path / "b.nc", "--decluster", "runs:2", "--scheme", scheme, "--split", split, nranks=nranks)
+RANKS = [(2, "slab", "lat"), (2, "transpose", "block"), (3, "root", "lon"), (3, "slab", "block")]
+BAD = [
+    (("--decluster", "runs:0"), ("--decluster 'runs:0'", "runs:R")),
+    (("--decluster", "blocks:3"), ("--decluster 'blocks:3'",)),
+    (("--decluster", "runs:x"), ("--decluster 'runs:x'",)),
+    (("--method", "gev", "--decluster", "runs:1"), ("--decluster", "peaks over threshold only")),
+]
+
+
+class Made:
+    """The file's runs, made once: each one's outcome and directory."""
+
+    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
+        self.runs, self.dirs = runs, dirs
+
+    def result(self, key: object, out: str) -> dict[str, np.ndarray]:
+        """The output of a run that must have succeeded."""
+        done = self.runs[key]
+        assert done.returncode == 0, done.stderr
+        return read(self.dirs[key] / out)
+
+
+@pytest.fixture(scope="module")
+def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
+    runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
+    dirs: dict[object, Path] = {}
+
+    def add(key: object, inputs: Path, out: str, *args: str, nranks: int | None = None) -> None:
+        dirs[key] = runs.case_dir()
+        runs.add(key, "eva", inputs, dirs[key] / out, *args, nranks=nranks)
+
+    add("one", field, "a.nc", "--decluster", "runs:2")  # the one-rank run every rank count is compared with
+    add("runs:1", field, "a.nc", "--decluster", "runs:1")
+    for run in (1, 3):
+        add(("cesm2", run), CESM2, "a.nc", "-v", "tas", "--npy", "calendar", "--decluster", f"runs:{run}")
+    for nranks, scheme, split in RANKS:
+        add((nranks, scheme, split), field, "b.nc", "--decluster", "runs:2", "--scheme", scheme, "--split", split,
+            nranks=nranks)
+    for n, (args, _) in enumerate(BAD):
+        add(("bad", n), field, "eva.nc", *args, nranks=2)
+    return Made(runs.run(), dirs)
+
+
+@pytest.mark.parametrize("nranks, scheme, split", RANKS)
+def test_command_same_at_every_rank_count(made: Made, nranks: int, scheme: str, split: str) -> None:
+    one = made.result("one", "a.nc")
+    many = made.result((nranks, scheme, split), "b.nc")
     assert one["_decluster"] == "runs:2"
     for name in ("n_clusters", "extremal_index", "rate", "scale", "shape", "return_level", "threshold"):
         assert np.array_equal(one[name], many[name], equal_nan=True), name
 
 
-def test_command_against_the_reference_and_the_api(field: Path, tmp_path: Path) -> None:
+def test_command_against_the_reference_and_the_api(field: Path, made: Made) -> None:
     import xarray as xr
 
     from climio.eva import fit_pot
 
-    got = eva(field, tmp_path / "a.nc", "--decluster", "runs:1")
+    got = made.result("runs:1", "a.nc")
     with netCDF4.Dataset(field) as ds:
         pr = ds["pr"][:].filled(np.nan)
     for j, i in [(0, 0), (3, 5), (5, 7)]:
@@ -180,8 +227,8 @@ def test_command_against_the_reference_and_the_api(field: Path, tmp_path: Path) 
 
 @pytest.mark.filterwarnings("ignore:WARNING. missing_value not used:UserWarning")  # CESM2's double missing_value
 @pytest.mark.parametrize("run", [1, 3])
-def test_cesm2_tas_against_the_reference(tmp_path: Path, run: int) -> None:
-    got = eva(CESM2, tmp_path / "a.nc", "-v", "tas", "--npy", "calendar", "--decluster", f"runs:{run}")
+def test_cesm2_tas_against_the_reference(made: Made, run: int) -> None:
+    got = made.result(("cesm2", run), "a.nc")
     with netCDF4.Dataset(CESM2) as ds:
         tas = ds["tas"][:].filled(np.nan)
     cells = list(zip(*np.unravel_index(np.arange(min(20, tas[0].size)), tas.shape[1:])))
@@ -193,14 +240,9 @@ def test_cesm2_tas_against_the_reference(tmp_path: Path, run: int) -> None:
         assert got["rate"][j, i] == pytest.approx(ref["rate"], rel=1e-15)
 
 
-@pytest.mark.parametrize("args, needles", [
-    (("--decluster", "runs:0"), ("--decluster 'runs:0'", "runs:R")),
-    (("--decluster", "blocks:3"), ("--decluster 'blocks:3'",)),
-    (("--decluster", "runs:x"), ("--decluster 'runs:x'",)),
-    (("--method", "gev", "--decluster", "runs:1"), ("--decluster", "peaks over threshold only")),
-])
-def test_bad_decluster_one_line(field: Path, tmp_path: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
-    out = tmp_path / "eva.nc"
-    result = climio("eva", str(field), str(out), *args, nranks=2, timeout=TIMEOUT)
-    one_error_line(result, *needles)
-    assert not out.exists() and not leftovers(str(tmp_path))
+@pytest.mark.parametrize("args, needles", BAD)
+def test_bad_decluster_one_line(made: Made, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    key = ("bad", BAD.index((args, needles)))
+    d = made.dirs[key]
+    one_error_line(made.runs[key], *needles)
+    assert not (d / "eva.nc").exists() and not leftovers(str(d))

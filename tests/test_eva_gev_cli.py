@@ -1,6 +1,9 @@
 """``climio eva --method gev`` end to end: block maxima and GEV fits at every rank count, scheme and split, against
 a reference computed here (blocks from cftime dates, complete blocks by --max-missing, the fit's likelihood by
 the plain formula and scipy's fit), on a synthetic file, real CESM2 and CORDEX output, and bad input.
+
+The command's runs are made once, one process per rank count (``helpers/eva_batch.py``: one start-up for all of
+them, each run in a directory of its own); each test checks its own runs' outcomes and files.
 """
 
 from __future__ import annotations
@@ -8,6 +11,7 @@ from __future__ import annotations
 import calendar
 import math
 import os
+import sys
 import warnings
 from pathlib import Path
 
@@ -15,10 +19,13 @@ import cftime
 import netCDF4
 import numpy as np
 import pytest
-from conftest import DATA, climio, leftovers, one_error_line
+from conftest import DATA, leftovers, one_error_line
 from scipy import stats
 
 from climio.eva import gev
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Runs  # noqa: E402
 
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
 FIELDS = ("location", "scale", "shape", "n_blocks", "return_level", "nll", "status")
@@ -251,24 +258,86 @@ def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def gev_run(inputs: list[Path] | Path, out: Path, *args: str, var: str = "tasmax", nranks: int = 1,
-            ) -> dict[str, np.ndarray]:
+def gev_argv(inputs: list[Path] | Path, out: Path, *args: str, var: str = "tasmax") -> list[object]:
+    """The command line of a GEV run of ``var``."""
     paths = inputs if isinstance(inputs, list) else [inputs]
-    result = climio("eva", *map(str, paths), str(out), "--method", "gev", "-v", var, *args, nranks=nranks,
-                    timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr and "GEV fits of block maxima" in result.stdout
-    assert leftovers(str(out.parent)) == []
-    return read_results(out)
+    return ["eva", *map(str, paths), str(out), "--method", "gev", "-v", var, *args]
 
 
 ANNUAL = ("--min-blocks", str(MIN_BLOCKS), "--return-period", *map(str, PERIODS))
+RUNS = [(2, "transpose", "block"), (2, "root", "lat"), (3, "slab", "block"), (3, "root", "lat"),
+        (3, "transpose", "lat")]
+CESM2_ARGS = ("--min-blocks", "5", "--return-period", *map(str, PERIODS))
+BAD_OPTIONS = [
+    (("--block", "XYZ"), ("--block 'XYZ'",)),
+    (("--max-missing", "1.5"), ("--max-missing", "[0, 1)")),
+    (("--min-blocks", "1"), ("--min-blocks", "at least 2")),
+    (("--method", "foo"), ("--method 'foo'", "gev")),
+    (("--method", "pot", "--block", "JJA", "--min-blocks", "5"), ("--block, --min-blocks", "--method gev")),
+]
+
+
+def write_without_time_coordinate(source: Path) -> None:
+    """A file whose time dimension has no coordinate variable."""
+    with netCDF4.Dataset(source, "w") as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("lat", 2)
+        ds.createDimension("lon", 3)
+        pr = ds.createVariable("pr", "f4", ("time", "lat", "lon"))
+        pr.units = "kg m-2 s-1"
+        pr[:] = np.random.default_rng(1).gamma(1.0, 1e-4, (400, 2, 3)).astype(np.float32)
+
+
+class Made:
+    """The file's runs, made once: each one's outcome and directory."""
+
+    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
+        self.runs, self.dirs = runs, dirs
+
+    def gev(self, key: object, out: str) -> dict[str, np.ndarray]:
+        """The results of a GEV run that must have succeeded cleanly (no traceback, nothing left over)."""
+        result = self.runs[key]
+        assert result.returncode == 0, result.stderr
+        assert "Traceback" not in result.stderr and "GEV fits of block maxima" in result.stdout
+        assert leftovers(str(self.dirs[key])) == []
+        return read_results(self.dirs[key] / out)
 
 
 @pytest.fixture(scope="module")
-def annual_one_rank(synthetic: Path) -> dict[str, np.ndarray]:
-    return gev_run(synthetic, synthetic.parent / "annual-1.nc", *ANNUAL, "--scheme", "slab", "--split", "lat",
-                   nranks=1)
+def made(synthetic: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
+    runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
+    dirs: dict[object, Path] = {}
+
+    def add(key: object, argv: list[object], nranks: int) -> None:
+        runs.add(key, *argv, nranks=nranks)
+
+    def new_dir(key: object) -> Path:
+        dirs[key] = runs.case_dir()
+        return dirs[key]
+
+    add("annual-1", gev_argv(synthetic, new_dir("annual-1") / "annual-1.nc", *ANNUAL, "--scheme", "slab", "--split",
+                             "lat"), 1)
+    add("cesm2-one", gev_argv(CESM2, new_dir("cesm2-one") / "one.nc", *CESM2_ARGS, var="tas"), 1)
+    for nranks, scheme, split in RUNS:
+        key = ("annual", nranks, scheme, split)
+        add(key, gev_argv(synthetic, new_dir(key) / "annual.nc", *ANNUAL, "--scheme", scheme, "--split", split), nranks)
+    add("djf", gev_argv(synthetic, new_dir("djf") / "djf.nc", "--block", "DJF", "--return-period", *map(str, PERIODS),
+                        "--scheme", "transpose", "--split", "block"), 2)
+    add("cesm2-two", gev_argv(CESM2, new_dir("cesm2-two") / "two.nc", *CESM2_ARGS, "--split", "block", var="tas"), 2)
+    add("cordex", gev_argv(CORDEX, new_dir("cordex") / "pr.nc", "--max-missing", "0.05", "--min-blocks", "8",
+                           "--return-period", *map(str, PERIODS), var="pr"), 2)
+    for n, (args, _) in enumerate(BAD_OPTIONS):
+        method = () if "--method" in args else ("--method", "gev")
+        add(("bad", n), ["eva", synthetic, new_dir(("bad", n)) / "eva.nc", "-v", "tasmax", *method, *args], 2)
+    d = new_dir("no-time")
+    write_without_time_coordinate(d / "notime.nc")
+    add("no-time", ["eva", d / "notime.nc", d / "eva.nc", "--method", "gev", "-v", "pr"], 2)
+    return Made(runs.run(), dirs)
+
+
+@pytest.fixture(scope="module")
+def annual_one_rank(made: Made) -> dict[str, np.ndarray]:
+    return made.gev("annual-1", "annual-1.nc")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -297,31 +366,25 @@ def test_annual_maxima_fits_match_the_reference(synthetic: Path, annual_one_rank
     assert np.all(np.concatenate([m for row in maxima for m in row]) < 330.0)
 
 
-RUNS = [(2, "transpose", "block"), (2, "root", "lat"), (3, "slab", "block"), (3, "root", "lat"),
-        (3, "transpose", "lat")]
-
-
 @pytest.mark.parametrize("nranks, scheme, split", RUNS)
-def test_every_rank_count_scheme_and_split_gives_the_same_values(synthetic: Path, tmp_path: Path,
-                                                                 annual_one_rank: dict[str, np.ndarray],
+def test_every_rank_count_scheme_and_split_gives_the_same_values(made: Made, annual_one_rank: dict[str, np.ndarray],
                                                                  nranks: int, scheme: str, split: str) -> None:
     """2 and 3 ranks, each scheme, lat and block splits: every output value equals the one-rank run's."""
-    got = gev_run(synthetic, tmp_path / "annual.nc", *ANNUAL, "--scheme", scheme, "--split", split, nranks=nranks)
+    got = made.gev(("annual", nranks, scheme, split), "annual.nc")
     assert_identical(got, annual_one_rank, f"{nranks} ranks, {scheme}, {split}")
 
 
-def test_djf_blocks_belong_to_the_year_of_january(synthetic: Path, tmp_path: Path) -> None:
+def test_djf_blocks_belong_to_the_year_of_january(synthetic: Path, made: Made) -> None:
     """--block DJF: DJF Y = Dec Y-1 + Jan/Feb Y (DJF 1951 opens with Dec 1950 of the partial first year, the last
     December alone is dropped), 90 or 91 days; a missing year 1955 drops DJF 1955 and DJF 1956."""
-    got = gev_run(synthetic, tmp_path / "djf.nc", "--block", "DJF", "--return-period", *map(str, PERIODS),
-                  "--scheme", "transpose", "--split", "block", nranks=2)
+    got = made.gev("djf", "djf.nc")
     values, dates = read_input([synthetic], "tasmax")
     maxima, counts, any_valid = reference_maxima(values, dates, "DJF", CALENDAR, 0.1)
     assert counts[CONSTANT] == 12 and counts[YEAR_MISSING] == 10 and counts[FEW_YEARS] == 4
     assert maxima[DEC_SPIKE[0]][DEC_SPIKE[1]][0] == 299.0  # December 1950 is in DJF 1951
     statuses = check_against_reference(got, maxima, counts, any_valid, 10)
     assert statuses[FEW_YEARS] == "too_few_blocks" and statuses[YEAR_MISSING] != "too_few_blocks"
-    with netCDF4.Dataset(tmp_path / "djf.nc") as ds:
+    with netCDF4.Dataset(made.dirs["djf"] / "djf.nc") as ds:
         assert ds.climio_block == "DJF"
         assert "DJF seasonal maxima" in ds["location"].cell_methods
 
@@ -330,12 +393,11 @@ def test_djf_blocks_belong_to_the_year_of_january(synthetic: Path, tmp_path: Pat
 # 3: real model output.
 # ---------------------------------------------------------------------------------------------------------
 
-def test_cesm2_tas_one_and_two_ranks(tmp_path: Path) -> None:
+def test_cesm2_tas_one_and_two_ranks(made: Made) -> None:
     """CESM2 daily tas (noleap, 2000-2009): 10 annual maxima per cell, the same values at 1 and 2 ranks, each
     fit's nll the plain -log L at its parameters and never above scipy's."""
-    args = ("--min-blocks", "5", "--return-period", *map(str, PERIODS))
-    one = gev_run(CESM2, tmp_path / "one.nc", *args, var="tas", nranks=1)
-    two = gev_run(CESM2, tmp_path / "two.nc", *args, "--split", "block", var="tas", nranks=2)
+    one = made.gev("cesm2-one", "one.nc")
+    two = made.gev("cesm2-two", "two.nc")
     assert_identical(two, one, "CESM2 on 2 ranks")
     values, dates = read_input([CESM2], "tas")
     maxima, counts, any_valid = reference_maxima(values, dates, "year", "noleap", 0.1)
@@ -344,12 +406,11 @@ def test_cesm2_tas_one_and_two_ranks(tmp_path: Path) -> None:
     assert sum(name == "ok" for name in statuses.values()) >= len(statuses) // 2, statuses
 
 
-def test_cordex_pr_two_files_joined(tmp_path: Path) -> None:
+def test_cordex_pr_two_files_joined(made: Made) -> None:
     """Two CORDEX files (2051-2055, 2056-2060, 365_day) joined along time on 2 ranks: 10 annual maxima per cell,
     fits checked as above, CF attributes copied from pr and the options recorded as global attributes."""
-    out = tmp_path / "pr.nc"
-    got = gev_run(CORDEX, out, "--max-missing", "0.05", "--min-blocks", "8", "--return-period", *map(str, PERIODS),
-                  var="pr", nranks=2)
+    out = made.dirs["cordex"] / "pr.nc"
+    got = made.gev("cordex", "pr.nc")
     values, dates = read_input(CORDEX, "pr")
     maxima, counts, any_valid = reference_maxima(values, dates, "year", "365_day", 0.05)
     assert np.all(counts == 10) and np.all(got["n_blocks"] == 10)
@@ -374,33 +435,19 @@ def test_cordex_pr_two_files_joined(tmp_path: Path) -> None:
 # 4: errors.
 # ---------------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("args, needles", [
-    (("--block", "XYZ"), ("--block 'XYZ'",)),
-    (("--max-missing", "1.5"), ("--max-missing", "[0, 1)")),
-    (("--min-blocks", "1"), ("--min-blocks", "at least 2")),
-    (("--method", "foo"), ("--method 'foo'", "gev")),
-    (("--method", "pot", "--block", "JJA", "--min-blocks", "5"), ("--block, --min-blocks", "--method gev")),
-])
-def test_bad_options_one_line_and_no_output(synthetic: Path, tmp_path: Path, args: tuple[str, ...],
-                                            needles: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("args, needles", BAD_OPTIONS)
+def test_bad_options_one_line_and_no_output(made: Made, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
     """Each bad option ends the run with status 2 and one error line naming it; nothing is written."""
-    out = tmp_path / "eva.nc"
-    method = () if "--method" in args else ("--method", "gev")
-    result = climio("eva", str(synthetic), str(out), "-v", "tasmax", *method, *args, nranks=2, timeout=TIMEOUT)
-    one_error_line(result, *needles)
-    assert not out.exists() and leftovers(str(tmp_path)) == [] and os.listdir(tmp_path) == []
+    key = ("bad", BAD_OPTIONS.index((args, needles)))
+    d = made.dirs[key]
+    one_error_line(made.runs[key], *needles)
+    assert not (d / "eva.nc").exists() and leftovers(str(d)) == [] and os.listdir(d) == []
 
 
-def test_no_time_coordinate(tmp_path: Path) -> None:
+def test_no_time_coordinate(made: Made) -> None:
     """An input whose time dimension has no coordinate variable: gev cannot find the blocks, and says so."""
-    source, out = tmp_path / "notime.nc", tmp_path / "eva.nc"
-    with netCDF4.Dataset(source, "w") as ds:
-        ds.createDimension("time", None)
-        ds.createDimension("lat", 2)
-        ds.createDimension("lon", 3)
-        pr = ds.createVariable("pr", "f4", ("time", "lat", "lon"))
-        pr.units = "kg m-2 s-1"
-        pr[:] = np.random.default_rng(1).gamma(1.0, 1e-4, (400, 2, 3)).astype(np.float32)
-    result = climio("eva", str(source), str(out), "--method", "gev", "-v", "pr", nranks=2, timeout=TIMEOUT)
-    one_error_line(result, "--method gev", "time coordinate 'time'")
-    assert not out.exists() and leftovers(str(tmp_path)) == [] and os.listdir(tmp_path) == ["notime.nc"]
+    d = made.dirs["no-time"]
+    with netCDF4.Dataset(d / "notime.nc") as ds:
+        assert "time" in ds.dimensions and "time" not in ds.variables
+    one_error_line(made.runs["no-time"], "--method gev", "time coordinate 'time'")
+    assert not (d / "eva.nc").exists() and leftovers(str(d)) == [] and os.listdir(d) == ["notime.nc"]

@@ -4,20 +4,28 @@ ensemble members as cells, one station series, a cut by dates; and the -d / time
 Small synthetic files written here with netCDF4 (gamma values, so every fit succeeds); each run is compared,
 bit for bit, with :func:`climio.eva.pot.analyse` on the array written and with the same data in the ordinary
 (time, lat, lon) layout.
+
+The command's runs are made once, one process per rank count (``helpers/eva_batch.py``: one start-up for all of
+them, each run in a directory of its own, its inputs written first); each test checks its own runs' outcomes and
+files.
 """
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import netCDF4
 import numpy as np
 import pytest
-from conftest import climio, leftovers, one_error_line
+from conftest import leftovers, one_error_line
 
 from climio.eva import pot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Outcome, Runs  # noqa: E402
 
 T, NLAT, NLON = 2000, 3, 4
 FIELDS = ("threshold", "scale", "shape", "rate", "n_exceed", "return_level", "nll", "status")
@@ -79,8 +87,8 @@ def assert_same(got: Mapping[str, np.ndarray], want: Mapping[str, np.ndarray]) -
         assert np.array_equal(got[name], want[name], equal_nan=True), name
 
 
-def eva(*args: str, nranks: int | None = None) -> subprocess.CompletedProcess[str]:
-    result = climio("eva", *args, nranks=nranks)
+def eva(result: Outcome) -> Outcome:
+    """A run that must have succeeded."""
     assert result.returncode == 0, result.stderr
     return result
 
@@ -97,19 +105,6 @@ def ordinary(tmp_path_factory: pytest.TempPathFactory, base: np.ndarray) -> Path
 
 
 @pytest.fixture(scope="module")
-def ordinary_results(tmp_path_factory: pytest.TempPathFactory, ordinary: Path,
-                     base: np.ndarray) -> dict[str, np.ndarray]:
-    """The ordinary layout's output, checked against the reference once."""
-    out = tmp_path_factory.mktemp("ordinary_out") / "eva.nc"
-    eva(str(ordinary), str(out))
-    got = read(out)
-    assert_same(got, analyse(base, (NLAT, NLON)))
-    status = got["status"]  # fits ran everywhere (a short gamma tail may put a shape at its bound, -1)
-    assert set(np.unique(status).tolist()) <= {pot.STATUS_OK, pot.AT_BOUND} and np.count_nonzero(status == 0) >= 10
-    return got
-
-
-@pytest.fixture(scope="module")
 def time_last(tmp_path_factory: pytest.TempPathFactory, base: np.ndarray) -> Path:
     """The same values as (lat, lon, time), time a fixed-size dimension."""
     return write(tmp_path_factory.mktemp("time_last") / "pr.nc", ("lat", "lon", "time"), np.moveaxis(base, 0, -1),
@@ -123,17 +118,113 @@ def time_last_unlimited(tmp_path_factory: pytest.TempPathFactory, base: np.ndarr
                  np.moveaxis(base, 0, -1), unlimited=True)
 
 
-@pytest.mark.parametrize("nranks,scheme,unlimited", [(None, "slab", False), (2, "slab", False),
-                                                     (2, "transpose", False), (None, "slab", True),
-                                                     (3, "root", True)])
-def test_time_last_equals_time_first(tmp_path: Path, time_last: Path, time_last_unlimited: Path, base: np.ndarray,
+@pytest.fixture(scope="module")
+def monthly(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write(tmp_path_factory.mktemp("monthly") / "monthly.nc", ("time", "lat", "lon"),
+                 gamma((240, NLAT, NLON), seed=15), time=np.arange(240) * 30.0 + 15.0, calendar="360_day")
+
+
+TIME_LAST = [(None, "slab", False), (2, "slab", False), (2, "transpose", False), (None, "slab", True),
+             (3, "root", True)]
+CUTS = [0, 700, 1300, T]
+REFUSALS = ["stride", "wrapped", "missing_dim", "monthly", "calendars"]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory, base: np.ndarray, ordinary: Path, time_last: Path,
+         time_last_unlimited: Path, monthly: Path) -> tuple[Runs, dict[object, Path]]:
+    """Every run of this file, made once, each in its own directory with the inputs it alone reads: (their
+    outcomes, each run's directory)."""
+    runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
+    dirs: dict[object, Path] = {}
+
+    def add(key: object, *argv: object, nranks: int | None = None) -> None:
+        runs.add(key, "eva", *argv, nranks=nranks)
+
+    def new_dir(key: object) -> Path:
+        dirs[key] = runs.case_dir()
+        return dirs[key]
+
+    add("ordinary", ordinary, new_dir("ordinary") / "eva.nc")
+    for nranks, scheme, unlimited in TIME_LAST:
+        key = ("time-last", nranks, scheme, unlimited)
+        add(key, time_last_unlimited if unlimited else time_last, new_dir(key) / "eva.nc", "--scheme", scheme,
+            "--split", "lon" if nranks else "lat", nranks=nranks)
+    d = new_dir("split")
+    paths = []
+    for k, (a, b) in enumerate(zip(CUTS, CUTS[1:])):
+        origin = 365.0 * k  # days since 2000-01-01 of the file's own time origin (noleap)
+        paths.append(write(d / f"pr{k}.nc", ("lat", "lon", "time"), np.moveaxis(base[a:b], 0, -1), unlimited=False,
+                           time=np.arange(a, b, dtype=float) - origin, units=f"days since {2000 + k}-01-01"))
+    add("split", *paths, d / "eva.nc", "--split", "block", nranks=2)
+    add("cut", ordinary, new_dir("cut") / "eva.nc", "-d", "lat,-10.,0.", "-d", "lon,1,3")
+    data = gamma((T, len(PLEV), NLAT, NLON), seed=12)
+    d = new_dir("levels-first")
+    levels_first = write(d / "pr4d.nc", ("plev", "time", "lat", "lon"), np.moveaxis(data, 1, 0),
+                         coords={"plev": PLEV}, unlimited=False)
+    add("levels-first", levels_first, d / "eva.nc", "-d", "plev,85000.")
+    d = new_dir("level")
+    four = write(d / "pr4d.nc", ("time", "plev", "lat", "lon"), data, coords={"plev": PLEV})
+    three = write(d / "pr850.nc", ("time", "lat", "lon"), data[:, 1])
+    add("picked", four, d / "picked.nc", "-d", "plev,85000.")
+    add("alone", three, d / "alone.nc")
+    d = new_dir("ensemble")
+    add("ensemble", write(d / "ens.nc", ("time", "member", "lat", "lon"), gamma((T, MEMBERS, NLAT, NLON), seed=13)),
+        d / "eva.nc", "--split", "block", nranks=2)
+    d = new_dir("station")
+    add("station", write(d / "station.nc", ("time",), gamma((T,), seed=14)), d / "eva.nc", nranks=2)
+    d = new_dir("dates")
+    nco = subprocess.run(["ncks", "-O", "-d", "time,2001-01-01,2004-12-31", str(ordinary), str(d / "cut.nc")],
+                         capture_output=True, text=True, timeout=60)
+    assert nco.returncode == 0, nco.stderr
+    add("by-dates", ordinary, d / "dates.nc", "-d", "time,2001-01-01,2004-12-31")
+    add("of-cut", d / "cut.nc", d / "of_cut.nc")
+    for case in REFUSALS:
+        d = new_dir(("refused", case))
+        out = d / "eva.nc"
+        if case == "stride":
+            add(("refused", case), ordinary, out, "-d", "lon,0,3,2")
+        elif case == "wrapped":
+            add(("refused", case), ordinary, out, "-d", "lon,270.,90.")
+        elif case == "missing_dim":
+            add(("refused", case), ordinary, out, "-d", "plev,0")
+        elif case == "monthly":
+            add(("refused", case), monthly, out)
+        else:
+            later = write(d / "later.nc", ("time", "lat", "lon"), base[:10], calendar="standard",
+                          time=np.arange(T, T + 10, dtype=float))
+            add(("refused", case), ordinary, later, out)
+    add("monthly-npy", monthly, new_dir("monthly-npy") / "eva.nc", "--npy", "12", "--tail", "0.1")
+    return runs.run(), dirs
+
+
+@pytest.fixture(scope="module")
+def ordinary_results(made: tuple[Runs, dict[object, Path]], base: np.ndarray) -> dict[str, np.ndarray]:
+    """The ordinary layout's output, checked against the reference once."""
+    runs, dirs = made
+    eva(runs["ordinary"])
+    got = read(dirs["ordinary"] / "eva.nc")
+    assert_same(got, analyse(base, (NLAT, NLON)))
+    status = got["status"]  # fits ran everywhere (a short gamma tail may put a shape at its bound, -1)
+    assert set(np.unique(status).tolist()) <= {pot.STATUS_OK, pot.AT_BOUND} and np.count_nonzero(status == 0) >= 10
+    return got
+
+
+MEMBERS = 2
+
+
+@pytest.mark.parametrize("nranks,scheme,unlimited", TIME_LAST)
+def test_time_last_equals_time_first(made: tuple[Runs, dict[object, Path]], time_last: Path,
+                                     time_last_unlimited: Path, base: np.ndarray,
                                      ordinary_results: dict[str, np.ndarray], nranks: int | None, scheme: str,
                                      unlimited: bool) -> None:
+    runs, dirs = made
+    key = ("time-last", nranks, scheme, unlimited)
     source = time_last_unlimited if unlimited else time_last
     with netCDF4.Dataset(source) as ds:
         assert ds["pr"].dimensions == ("lat", "lon", "time") and ds.dimensions["time"].isunlimited() == unlimited
-    out = tmp_path / "eva.nc"
-    eva(str(source), str(out), "--scheme", scheme, "--split", "lon" if nranks else "lat", nranks=nranks)
+    out = dirs[key] / "eva.nc"
+    eva(runs[key])
     got = read(out)
     assert_same(got, ordinary_results)
     assert_same(got, analyse(base, (NLAT, NLON)))
@@ -141,54 +232,55 @@ def test_time_last_equals_time_first(tmp_path: Path, time_last: Path, time_last_
         assert ds["return_level"].dimensions == ("period", "lat", "lon")
         assert ds["lat"][:].tolist() == LAT.tolist() and ds["lon"][:].tolist() == LON.tolist()
         assert ds["time"].shape == () and ds["time_bnds"][:].tolist() == [0.0, T - 1.0]
-    assert leftovers(str(tmp_path)) == []
+    assert leftovers(str(dirs[key])) == []
 
 
-def test_files_split_along_a_time_axis_that_is_last_join_as_one(tmp_path: Path, base: np.ndarray,
+def test_files_split_along_a_time_axis_that_is_last_join_as_one(made: tuple[Runs, dict[object, Path]],
+                                                                 base: np.ndarray,
                                                                  ordinary_results: dict[str, np.ndarray]) -> None:
     """Three (lat, lon, time) files, time fixed-size, each with its own time units: joined, rebased, and the
     results bit-identical to the one (time, lat, lon) file's."""
-    cuts = [0, 700, 1300, T]
-    paths = []
-    for k, (a, b) in enumerate(zip(cuts, cuts[1:])):
-        origin = 365.0 * k  # days since 2000-01-01 of the file's own time origin (noleap)
-        paths.append(str(write(tmp_path / f"pr{k}.nc", ("lat", "lon", "time"), np.moveaxis(base[a:b], 0, -1),
-                               unlimited=False, time=np.arange(a, b, dtype=float) - origin,
-                               units=f"days since {2000 + k}-01-01")))
-    out = tmp_path / "eva.nc"
-    result = eva(*paths, str(out), "--split", "block", nranks=2)
+    runs, dirs = made
+    d = dirs["split"]
+    for k, (a, b) in enumerate(zip(CUTS, CUTS[1:])):  # the files as the run read them
+        with netCDF4.Dataset(d / f"pr{k}.nc") as ds:
+            assert ds["pr"].dimensions == ("lat", "lon", "time") and not ds.dimensions["time"].isunlimited()
+            assert ds["time"].units == f"days since {2000 + k}-01-01"
+            assert np.array_equal(ds["pr"][:], np.moveaxis(base[a:b], 0, -1))
+    result = eva(runs["split"])
     assert "3 files, 2000 steps" in result.stdout, result.stdout
+    out = d / "eva.nc"
     assert_same(read(out), ordinary_results)
     with netCDF4.Dataset(out) as ds:
         assert ds["time"].units == "days since 2000-01-01" and ds["time_bnds"][:].tolist() == [0.0, T - 1.0]
 
 
-def test_cells_cut_by_values_and_by_indices(tmp_path: Path, ordinary: Path, base: np.ndarray) -> None:
-    out = tmp_path / "eva.nc"
-    eva(str(ordinary), str(out), "-d", "lat,-10.,0.", "-d", "lon,1,3")
+def test_cells_cut_by_values_and_by_indices(made: tuple[Runs, dict[object, Path]], base: np.ndarray) -> None:
+    runs, dirs = made
+    out = dirs["cut"] / "eva.nc"
+    eva(runs["cut"])
     assert_same(read(out), analyse(base[:, 0:2, 1:4], (2, 3)))
     with netCDF4.Dataset(out) as ds:
         assert ds["lat"][:].tolist() == [-10.0, 0.0] and ds["lon"][:].tolist() == [90.0, 180.0, 270.0]
 
 
-def test_a_level_before_time_picked_by_value(tmp_path: Path) -> None:
+def test_a_level_before_time_picked_by_value(made: tuple[Runs, dict[object, Path]]) -> None:
+    runs, dirs = made
     data = gamma((T, len(PLEV), NLAT, NLON), seed=12)
-    levels_first = write(tmp_path / "pr4d.nc", ("plev", "time", "lat", "lon"), np.moveaxis(data, 1, 0),
-                         coords={"plev": PLEV}, unlimited=False)
-    out = tmp_path / "eva.nc"
-    result = climio("eva", str(levels_first), str(out), "-d", "plev,85000.")
+    with netCDF4.Dataset(dirs["levels-first"] / "pr4d.nc") as ds:
+        assert ds["pr"].dimensions == ("plev", "time", "lat", "lon")
+    result = runs["levels-first"]
     assert result.returncode == 0, result.stderr
-    assert_same(read(out), analyse(data[:, 1], (NLAT, NLON)))
+    assert_same(read(dirs["levels-first"] / "eva.nc"), analyse(data[:, 1], (NLAT, NLON)))
 
 
-def test_a_level_picked_by_value_equals_the_3d_file_of_that_level(tmp_path: Path) -> None:
+def test_a_level_picked_by_value_equals_the_3d_file_of_that_level(made: tuple[Runs, dict[object, Path]]) -> None:
+    runs, dirs = made
     data = gamma((T, len(PLEV), NLAT, NLON), seed=12)
-    four = write(tmp_path / "pr4d.nc", ("time", "plev", "lat", "lon"), data, coords={"plev": PLEV})
-    three = write(tmp_path / "pr850.nc", ("time", "lat", "lon"), data[:, 1])
-    picked, alone = tmp_path / "picked.nc", tmp_path / "alone.nc"
-    result = eva(str(four), str(picked), "-d", "plev,85000.")
+    picked, alone = dirs["level"] / "picked.nc", dirs["level"] / "alone.nc"
+    result = eva(runs["picked"])
     assert "fitted as a cell axis" not in result.stdout
-    eva(str(three), str(alone))
+    eva(runs["alone"])
     got = read(picked)
     assert_same(got, read(alone))
     assert_same(got, analyse(data[:, 1], (NLAT, NLON)))
@@ -199,12 +291,12 @@ def test_a_level_picked_by_value_equals_the_3d_file_of_that_level(tmp_path: Path
         assert "plev" in ds["threshold"].coordinates.split()
 
 
-def test_ensemble_members_are_cells_each_as_analysed_alone(tmp_path: Path) -> None:
-    members = 2
+def test_ensemble_members_are_cells_each_as_analysed_alone(made: tuple[Runs, dict[object, Path]]) -> None:
+    runs, dirs = made
+    members = MEMBERS
     data = gamma((T, members, NLAT, NLON), seed=13)
-    path = write(tmp_path / "ens.nc", ("time", "member", "lat", "lon"), data)
-    out = tmp_path / "eva.nc"
-    result = eva(str(path), str(out), "--split", "block", nranks=2)
+    out = dirs["ensemble"] / "eva.nc"
+    result = eva(runs["ensemble"])
     assert f"member ({members}) fitted as a cell axis" in result.stdout, result.stdout
     got = read(out)
     for m in range(members):
@@ -217,11 +309,11 @@ def test_ensemble_members_are_cells_each_as_analysed_alone(tmp_path: Path) -> No
         assert ds["threshold"].dimensions == ("member", "lat", "lon")
 
 
-def test_a_station_series_gives_scalar_results(tmp_path: Path) -> None:
+def test_a_station_series_gives_scalar_results(made: tuple[Runs, dict[object, Path]]) -> None:
+    runs, dirs = made
     series = gamma((T,), seed=14)
-    path = write(tmp_path / "station.nc", ("time",), series)
-    out = tmp_path / "eva.nc"
-    eva(str(path), str(out), nranks=2)
+    out = dirs["station"] / "eva.nc"
+    eva(runs["station"])
     got = read(out)
     want = analyse(series, ())
     want["return_level"] = want["return_level"].reshape(1)
@@ -231,20 +323,18 @@ def test_a_station_series_gives_scalar_results(tmp_path: Path) -> None:
         assert int(ds["status"][...]) in (pot.STATUS_OK, pot.AT_BOUND)
 
 
-def test_dates_on_time_equal_the_ncks_cut_and_the_numpy_slice(tmp_path: Path, ordinary: Path,
+def test_dates_on_time_equal_the_ncks_cut_and_the_numpy_slice(made: tuple[Runs, dict[object, Path]],
                                                               base: np.ndarray) -> None:
-    cut = tmp_path / "cut.nc"
-    nco = subprocess.run(["ncks", "-O", "-d", "time,2001-01-01,2004-12-31", str(ordinary), str(cut)],
-                         capture_output=True, text=True, timeout=60)
-    assert nco.returncode == 0, nco.stderr
+    runs, dirs = made
+    cut = dirs["dates"] / "cut.nc"
     with netCDF4.Dataset(cut) as ds:
         times = ds["time"][:]
     # noleap, days since 2000-01-01 at midnight: 2001-01-01 is day 365, 2004-12-31 day 1824
     assert times[0] == 365.0 and times[-1] == 1824.0 and times.size == 1460
-    by_dates, of_cut = tmp_path / "dates.nc", tmp_path / "of_cut.nc"
-    result = eva(str(ordinary), str(by_dates), "-d", "time,2001-01-01,2004-12-31")
+    by_dates, of_cut = dirs["dates"] / "dates.nc", dirs["dates"] / "of_cut.nc"
+    result = eva(runs["by-dates"])
     assert "1460 steps" in result.stdout, result.stdout
-    eva(str(cut), str(of_cut))
+    eva(runs["of-cut"])
     got = read(by_dates)
     assert_same(got, read(of_cut))
     assert_same(got, analyse(base[365:1825], (NLAT, NLON)))
@@ -252,40 +342,31 @@ def test_dates_on_time_equal_the_ncks_cut_and_the_numpy_slice(tmp_path: Path, or
         assert ds["time_bnds"][:].tolist() == [365.0, 1824.0]
 
 
-@pytest.fixture(scope="module")
-def monthly(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return write(tmp_path_factory.mktemp("monthly") / "monthly.nc", ("time", "lat", "lon"),
-                 gamma((240, NLAT, NLON), seed=15), time=np.arange(240) * 30.0 + 15.0, calendar="360_day")
-
-
-@pytest.mark.parametrize("case", ["stride", "wrapped", "missing_dim", "monthly", "calendars"])
-def test_refusals_are_one_line_with_exit_2(tmp_path: Path, ordinary: Path, monthly: Path, base: np.ndarray,
-                                           case: str) -> None:
-    out = tmp_path / "eva.nc"
+@pytest.mark.parametrize("case", REFUSALS)
+def test_refusals_are_one_line_with_exit_2(made: tuple[Runs, dict[object, Path]], ordinary: Path, case: str) -> None:
+    runs, dirs = made
+    d = dirs[("refused", case)]
+    out = d / "eva.nc"
+    result = runs[("refused", case)]
     if case == "stride":
-        result = climio("eva", str(ordinary), str(out), "-d", "lon,0,3,2")
         one_error_line(result, "-d lon,0,3,2", "contiguous")
     elif case == "wrapped":
-        result = climio("eva", str(ordinary), str(out), "-d", "lon,270.,90.")
         one_error_line(result, "-d lon,270.,90.", "contiguous")
     elif case == "missing_dim":
-        result = climio("eva", str(ordinary), str(out), "-d", "plev,0")
         one_error_line(result, "-d plev,0", "no dimension 'plev'")
     elif case == "monthly":
-        result = climio("eva", str(monthly), str(out))
         one_error_line(result, "monthly", "--npy")
     else:
-        later = write(tmp_path / "later.nc", ("time", "lat", "lon"), base[:10], calendar="standard",
-                      time=np.arange(T, T + 10, dtype=float))
-        result = climio("eva", str(ordinary), str(later), str(out))
+        later = d / "later.nc"
         one_error_line(result, "calendars differ", "noleap", "standard", str(ordinary), str(later))
-    assert not out.exists() and leftovers(str(tmp_path)) == []
+    assert not out.exists() and leftovers(str(d)) == []
 
 
-def test_monthly_with_npy_runs(tmp_path: Path, monthly: Path) -> None:
+def test_monthly_with_npy_runs(made: tuple[Runs, dict[object, Path]], monthly: Path) -> None:
     """The same monthly file is analysed once --npy says how many values make a year."""
-    out = tmp_path / "eva.nc"
-    eva(str(monthly), str(out), "--npy", "12", "--tail", "0.1")
+    runs, dirs = made
+    out = dirs["monthly-npy"] / "eva.nc"
+    eva(runs["monthly-npy"])
     with netCDF4.Dataset(monthly) as ds:
         ds.set_auto_mask(False)
         data = ds["pr"][:]

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 from pathlib import Path
 
 import netCDF4
 import numpy as np
 import pytest
-from conftest import climio, one_error_line
+from conftest import one_error_line
 
 from climio.errors import ClimioError
 from climio.eva.plot import Map
 from climio.eva.series import Series, time_rule
 from climio.subset.inputs import open_inputs
 from climio.subset.options import parse_dim_range
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Batch  # noqa: E402
 
 REAL = os.path.join(os.path.dirname(__file__), "data", "real")
 
@@ -70,11 +74,15 @@ def test_three_cell_dimensions_are_no_map() -> None:
 
 
 def test_cordex_plot_and_refusal_from_the_command(tmp_path: Path) -> None:
+    """Both runs, one after the other, in one 2-rank process (``helpers/eva_batch.py``: one start-up)."""
     png, out = tmp_path / "map.png", tmp_path / "eva.nc"
-    result = climio("eva", *real("pr_NAM-22_*_day_*.nc"), str(out), "--plot", str(png), nranks=2)
+    batch = Batch(tmp_path.parent / f"{tmp_path.name}-batch", 2, timeout=300)
+    batch.add("cordex", "eva", *real("pr_NAM-22_*_day_*.nc"), out, "--plot", png)
+    batch.add("o3", "eva", *real("o3_AERmon_*.nc"), tmp_path / "o3.nc", "-v", "o3", "--npy", "12", "--plot",
+              tmp_path / "o3.png")
+    result = batch["cordex"]
     assert result.returncode == 0, result.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    refused = climio("eva", *real("o3_AERmon_*.nc"), str(tmp_path / "o3.nc"), "-v", "o3", "--npy", "12",
-                     "--plot", str(tmp_path / "o3.png"), nranks=2)
+    refused = batch["o3"]
     one_error_line(refused, "--plot", "-d")
     assert sorted(os.listdir(tmp_path)) == ["eva.nc", "map.png"]

@@ -2,20 +2,26 @@
 along time, CESM2 daily tas, EC-EARTH monthly decades, ICON's unstructured grid, 4-D ozone, the overturning
 streamfunction with its char basin names, and a EURO-CORDEX field with a scalar height.
 
-The files are read in place (eva never writes beside its inputs); everything written goes to tmp_path.
+The files are read in place (eva never writes beside its inputs); everything written goes to a temporary
+directory. The command's runs are made once, one process per rank count (``helpers/eva_batch.py``: one start-up
+for all of them, each run in a directory of its own); each test checks its own runs' outcomes and files.
 """
 
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import netCDF4
 import numpy as np
 import pytest
-from conftest import DATA, climio, leftovers, one_error_line
+from conftest import DATA, leftovers, one_error_line
 
 from climio.eva import pot
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Outcome, Runs  # noqa: E402
 
 REAL = DATA / "real"
 CORDEX = [REAL / f"pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_{span}.nc"
@@ -36,8 +42,8 @@ IDENTIFYING = {
 }
 DROPPED = ("tracking_id", "creation_date", "frequency")
 
-def eva(*args: object, nranks: int | None = None) -> subprocess.CompletedProcess[str]:
-    result = climio("eva", *map(str, args), nranks=nranks)
+def eva(result: Outcome) -> Outcome:
+    """A run that must have succeeded."""
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     return result
@@ -86,36 +92,86 @@ def ncrcat_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return joined
 
 
-@pytest.fixture(scope="module")
-def ncrcat_joined(ncrcat_file: Path) -> dict[str, np.ndarray]:
-    """The file NCO joined, analysed: what climio's own join must give."""
-    out = ncrcat_file.with_name("eva.nc")
-    eva(ncrcat_file, out, "-v", "pr")
-    return variables(out, CORDEX_COMPARED)
-
-
-@pytest.fixture(scope="module")
-def cordex_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("cordex") / "eva.nc"
-    result = eva(*CORDEX, out, "-v", "pr")
-    assert "2 files, 3650 steps" in result.stdout and "status: ok 12" in result.stdout, result.stdout
-    return out
-
-
 # Every rank count meets every scheme once and every split once per rank count and per scheme (a Latin square):
 # nine runs instead of 27, each pair of settings covered.
 SPLITS = ("lat", "lon", "block")
 SQUARE = [(nranks, scheme, SPLITS[(i + j) % 3]) for i, nranks in enumerate((1, 2, 3))
           for j, scheme in enumerate(("slab", "transpose", "root"))]
+DATES = "time,2055-06-01,2056-06-30"
+
+
+class Made:
+    """The file's runs, made once: each one's outcome and directory."""
+
+    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
+        self.runs, self.dirs = runs, dirs
+
+    def __getitem__(self, key: object) -> Outcome:
+        return self.runs[key]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory, ncrcat_file: Path) -> Made:
+    runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
+    dirs: dict[object, Path] = {}
+
+    def add(key: object, *argv: object, nranks: int | None = None) -> None:
+        runs.add(key, "eva", *argv, nranks=nranks)
+
+    def new_dir(key: object) -> Path:
+        dirs[key] = runs.case_dir()
+        return dirs[key]
+
+    add("ncrcat", ncrcat_file, new_dir("ncrcat") / "eva.nc", "-v", "pr")
+    add("cordex", *CORDEX, new_dir("cordex") / "eva.nc", "-v", "pr")
+    for nranks, scheme, split in SQUARE:
+        key = ("square", nranks, scheme, split)
+        add(key, *CORDEX, new_dir(key) / "eva.nc", "-v", "pr", "--scheme", scheme, "--split", split, nranks=nranks)
+    d = new_dir("dates")
+    nco("ncks", "-O", "-d", DATES, ncrcat_file, d / "cut.nc")
+    add("of-cut", d / "cut.nc", d / "of_cut.nc", "-v", "pr", "--tail", "0.05")
+    add("by-dates", *CORDEX, d / "by_dates.nc", "-v", "pr", "-d", DATES, "--tail", "0.05", "--scheme", "transpose",
+        nranks=2)
+    add("twice", CORDEX[0], CORDEX[0], new_dir("twice") / "eva.nc", "-v", "pr")
+    add("cesm2", CESM2, new_dir("cesm2") / "eva.nc", "-v", "tas", "--split", "block", nranks=2)
+    add("ec-earth-no-npy", *EC_EARTH, new_dir("ec-earth-no-npy") / "eva.nc", "-v", "tas")
+    add("ec-earth", *EC_EARTH, new_dir("ec-earth") / "eva.nc", "-v", "tas", "--npy", "12", "--tail", "0.1",
+        "--min-exceed", "5")
+    gap = [EC_EARTH[0], EC_EARTH[2]]
+    add("gap-refused", *gap, new_dir("gap-refused") / "eva.nc", "-v", "tas", "--npy", "12")
+    add("gap-allowed", *gap, new_dir("gap-allowed") / "eva.nc", "-v", "tas", "--npy", "12", "--allow-gaps")
+    for n in (1, 3):
+        add(("icon", n), ICON, new_dir(("icon", n)) / f"eva{n}.nc", "-v", "tas", "--npy", "12", nranks=n)
+    d = new_dir("o3")
+    add("o3-picked", O3, d / "lev0.nc", "-v", "o3", "-d", "lev,0", "--npy", "12")
+    add("o3-all", O3, d / "all.nc", "-v", "o3", "--npy", "12")
+    add("msftmz", MSFTMZ, new_dir("msftmz") / "eva.nc", "-v", "msftmz", "--npy", "12")
+    add("eur11", EUR11, new_dir("eur11") / "eva.nc", "-v", "tas", "--npy", "12")
+    return Made(runs.run(), dirs)
+
+
+@pytest.fixture(scope="module")
+def ncrcat_joined(made: Made) -> dict[str, np.ndarray]:
+    """The file NCO joined, analysed: what climio's own join must give."""
+    eva(made["ncrcat"])
+    return variables(made.dirs["ncrcat"] / "eva.nc", CORDEX_COMPARED)
+
+
+@pytest.fixture(scope="module")
+def cordex_out(made: Made) -> Path:
+    result = eva(made["cordex"])
+    assert "2 files, 3650 steps" in result.stdout and "status: ok 12" in result.stdout, result.stdout
+    return made.dirs["cordex"] / "eva.nc"
 
 
 @pytest.mark.parametrize("nranks,scheme,split", SQUARE)
-def test_cordex_joined_by_climio_equals_joined_by_ncrcat(tmp_path: Path, ncrcat_joined: dict[str, np.ndarray],
+def test_cordex_joined_by_climio_equals_joined_by_ncrcat(made: Made, ncrcat_joined: dict[str, np.ndarray],
                                                         nranks: int, scheme: str, split: str) -> None:
-    out = tmp_path / "eva.nc"
-    eva(*CORDEX, out, "-v", "pr", "--scheme", scheme, "--split", split, nranks=nranks)
-    assert_same(variables(out, CORDEX_COMPARED), ncrcat_joined, f"{nranks} ranks, {scheme}, {split}")
-    assert leftovers(str(tmp_path)) == []
+    key = ("square", nranks, scheme, split)
+    eva(made[key])
+    assert_same(variables(made.dirs[key] / "eva.nc", CORDEX_COMPARED), ncrcat_joined,
+                f"{nranks} ranks, {scheme}, {split}")
+    assert leftovers(str(made.dirs[key])) == []
 
 
 def test_cordex_output_keeps_the_rotated_grid_and_the_run_identity(cordex_out: Path) -> None:
@@ -156,12 +212,11 @@ def test_cordex_output_keeps_the_rotated_grid_and_the_run_identity(cordex_out: P
         assert str(first) in out.history.splitlines()[0]
 
 
-def test_cordex_dates_across_the_two_files_equal_ncks_on_the_ncrcat_file(tmp_path: Path, ncrcat_file: Path) -> None:
-    cut, of_cut, by_dates = tmp_path / "cut.nc", tmp_path / "of_cut.nc", tmp_path / "by_dates.nc"
-    dates = "time,2055-06-01,2056-06-30"
-    nco("ncks", "-O", "-d", dates, ncrcat_file, cut)
-    eva(cut, of_cut, "-v", "pr", "--tail", "0.05")
-    result = eva(*CORDEX, by_dates, "-v", "pr", "-d", dates, "--tail", "0.05", "--scheme", "transpose", nranks=2)
+def test_cordex_dates_across_the_two_files_equal_ncks_on_the_ncrcat_file(made: Made) -> None:
+    d = made.dirs["dates"]
+    cut, of_cut, by_dates = d / "cut.nc", d / "of_cut.nc", d / "by_dates.nc"  # cut: ncks -d DATES of ncrcat's file
+    eva(made["of-cut"])
+    result = eva(made["by-dates"])
     assert "2 files, 394 steps" in result.stdout, result.stdout
     assert_same(variables(by_dates, CORDEX_COMPARED), variables(of_cut, CORDEX_COMPARED), "dates")
     with netCDF4.Dataset(cut) as ds:
@@ -169,18 +224,17 @@ def test_cordex_dates_across_the_two_files_equal_ncks_on_the_ncrcat_file(tmp_pat
                [float(ds["time_bnds"][0, 0]), float(ds["time_bnds"][-1, 1])]
 
 
-def test_the_same_file_twice_overlaps(tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    result = climio("eva", str(CORDEX[0]), str(CORDEX[0]), str(out), "-v", "pr")
-    one_error_line(result, CORDEX[0].name, "overlaps")
-    assert not out.exists() and leftovers(str(tmp_path)) == []
+def test_the_same_file_twice_overlaps(made: Made) -> None:
+    d = made.dirs["twice"]
+    one_error_line(made["twice"], CORDEX[0].name, "overlaps")
+    assert not (d / "eva.nc").exists() and leftovers(str(d)) == []
 
 
 # -- CESM2-WACCM: daily noleap, missing_value double and _FillValue float --------------------------------------------
 
-def test_cesm2_equals_pot_analyse_on_the_values_read_with_netcdf4(tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    eva(CESM2, out, "-v", "tas", "--split", "block", nranks=2)
+def test_cesm2_equals_pot_analyse_on_the_values_read_with_netcdf4(made: Made) -> None:
+    out = made.dirs["cesm2"] / "eva.nc"
+    eva(made["cesm2"])
     with netCDF4.Dataset(CESM2) as ds:
         ds.set_auto_mask(False)
         tas = ds["tas"][:]
@@ -202,16 +256,15 @@ def test_cesm2_equals_pot_analyse_on_the_values_read_with_netcdf4(tmp_path: Path
 
 # -- EC-EARTH: monthly, three decades with their own time units -------------------------------------------------------
 
-def test_ec_earth_monthly_needs_npy(tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    result = climio("eva", *map(str, EC_EARTH), str(out), "-v", "tas")
-    one_error_line(result, "monthly", "--npy")
-    assert not out.exists() and leftovers(str(tmp_path)) == []
+def test_ec_earth_monthly_needs_npy(made: Made) -> None:
+    d = made.dirs["ec-earth-no-npy"]
+    one_error_line(made["ec-earth-no-npy"], "monthly", "--npy")
+    assert not (d / "eva.nc").exists() and leftovers(str(d)) == []
 
 
-def test_ec_earth_three_decades_join_with_their_time_units_rebased(tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    result = eva(*EC_EARTH, out, "-v", "tas", "--npy", "12", "--tail", "0.1", "--min-exceed", "5")
+def test_ec_earth_three_decades_join_with_their_time_units_rebased(made: Made) -> None:
+    out = made.dirs["ec-earth"] / "eva.nc"
+    result = eva(made["ec-earth"])
     assert "3 files, 360 steps" in result.stdout, result.stdout
     pieces, units = [], []
     for path in EC_EARTH:
@@ -234,13 +287,12 @@ def test_ec_earth_three_decades_join_with_their_time_units_rebased(tmp_path: Pat
         assert float(ds.climio_npy) == 12.0
 
 
-def test_ec_earth_a_missing_decade_is_a_gap(tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    files = [str(EC_EARTH[0]), str(EC_EARTH[2])]
-    result = climio("eva", *files, str(out), "-v", "tas", "--npy", "12")
-    one_error_line(result, EC_EARTH[0].name, EC_EARTH[2].name, "--allow-gaps")
-    assert not out.exists() and leftovers(str(tmp_path)) == []
-    result = eva(*files, out, "-v", "tas", "--npy", "12", "--allow-gaps")
+def test_ec_earth_a_missing_decade_is_a_gap(made: Made) -> None:
+    d = made.dirs["gap-refused"]
+    one_error_line(made["gap-refused"], EC_EARTH[0].name, EC_EARTH[2].name, "--allow-gaps")
+    assert not (d / "eva.nc").exists() and leftovers(str(d)) == []
+    out = made.dirs["gap-allowed"] / "eva.nc"
+    result = eva(made["gap-allowed"])
     assert "240 steps" in result.stdout and "gap allowed" in result.stdout, result.stdout
     with netCDF4.Dataset(out) as ds:
         lines = ds.history.splitlines()
@@ -251,10 +303,10 @@ def test_ec_earth_a_missing_decade_is_a_gap(tmp_path: Path) -> None:
 
 # -- one-step files: the layouts and what is copied ------------------------------------------------------------------
 
-def test_icon_unstructured_cells_at_1_and_3_ranks(tmp_path: Path) -> None:
-    outs = {n: tmp_path / f"eva{n}.nc" for n in (1, 3)}
-    for n, out in outs.items():
-        eva(ICON, out, "-v", "tas", "--npy", "12", nranks=n)
+def test_icon_unstructured_cells_at_1_and_3_ranks(made: Made) -> None:
+    outs = {n: made.dirs[("icon", n)] / f"eva{n}.nc" for n in (1, 3)}
+    for n in outs:
+        eva(made[("icon", n)])
     copied = ("latitude", "longitude", "latitude_bnds", "longitude_bnds", "height")
     with netCDF4.Dataset(ICON) as ds:
         ds.set_auto_mask(False)
@@ -273,11 +325,11 @@ def test_icon_unstructured_cells_at_1_and_3_ranks(tmp_path: Path) -> None:
         assert ds.source_id == "ICON-ESM-LR"
 
 
-def test_o3_level_picked_or_fitted_as_a_cell_axis(tmp_path: Path) -> None:
-    picked, every = tmp_path / "lev0.nc", tmp_path / "all.nc"
-    result = eva(O3, picked, "-v", "o3", "-d", "lev,0", "--npy", "12")
+def test_o3_level_picked_or_fitted_as_a_cell_axis(made: Made) -> None:
+    picked, every = made.dirs["o3"] / "lev0.nc", made.dirs["o3"] / "all.nc"
+    result = eva(made["o3-picked"])
     assert "fitted as a cell axis" not in result.stdout
-    result = eva(O3, every, "-v", "o3", "--npy", "12")
+    result = eva(made["o3-all"])
     assert "lev (3) fitted as a cell axis" in result.stdout, result.stdout
     with netCDF4.Dataset(O3) as ds:
         ds.set_auto_mask(False)
@@ -301,9 +353,9 @@ def test_o3_level_picked_or_fitted_as_a_cell_axis(tmp_path: Path) -> None:
         assert np.array_equal(ds["threshold"][:], o3[0].astype(np.float64))
 
 
-def test_msftmz_basins_keep_their_char_names(tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    result = eva(MSFTMZ, out, "-v", "msftmz", "--npy", "12")
+def test_msftmz_basins_keep_their_char_names(made: Made) -> None:
+    out = made.dirs["msftmz"] / "eva.nc"
+    result = eva(made["msftmz"])
     assert "basin (3) fitted as a cell axis" in result.stdout, result.stdout
     with netCDF4.Dataset(MSFTMZ) as a, netCDF4.Dataset(out) as b:
         assert b["threshold"].dimensions == ("basin", "lev", "lat")
@@ -312,9 +364,9 @@ def test_msftmz_basins_keep_their_char_names(tmp_path: Path) -> None:
         assert "sector" in b["threshold"].coordinates.split()
 
 
-def test_eur11_rotated_pole_and_scalar_height(tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    eva(EUR11, out, "-v", "tas", "--npy", "12")
+def test_eur11_rotated_pole_and_scalar_height(made: Made) -> None:
+    out = made.dirs["eur11"] / "eva.nc"
+    eva(made["eur11"])
     with netCDF4.Dataset(EUR11) as a, netCDF4.Dataset(out) as b:
         assert b["height"].dimensions == () and float(b["height"][...]) == float(a["height"][...])
         assert {"lat", "lon", "height"} <= set(b["return_level"].coordinates.split())

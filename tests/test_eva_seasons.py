@@ -4,16 +4,23 @@ Each season's results are exactly those of a run with that season alone (``--blo
 ``season`` dimension named by the char coordinate ``season_name``; the same at 1, 2 and 3 ranks, from
 ``fit_gev(block=...)`` (eager and dask), with a covariate, and on real daily output (CESM2, noleap); seasons
 that share a month are refused.
+
+The command's runs are made once, one process per rank count (``helpers/eva_batch.py``: one start-up for all of
+them, each run in a directory of its own); each test checks its own runs' outcomes and files.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import netCDF4
 import numpy as np
 import pytest
 from conftest import DATA, climio, leftovers, one_error_line
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Runs  # noqa: E402
 
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
 CESM2 = DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
@@ -29,11 +36,8 @@ def field(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def eva(inputs: Path, out: Path, *args: str, nranks: int | None = None) -> dict[str, np.ndarray]:
-    result = climio("eva", str(inputs), str(out), "--method", "gev", "--return-period", "10", "50", *args,
-                    nranks=nranks, timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    with netCDF4.Dataset(out) as ds:
+def read(path: Path) -> dict[str, np.ndarray]:
+    with netCDF4.Dataset(path) as ds:
         ds.set_auto_mask(False)
         return {name: ds[name][...] for name in ds.variables}
 
@@ -42,15 +46,71 @@ def same(a: np.ndarray, b: np.ndarray) -> bool:
     return np.array_equal(a, b, equal_nan=np.asarray(a).dtype.kind == "f")
 
 
+RANKS = [(2, "slab", "lat"), (3, "transpose", "block"), (2, "root", "lon")]
+TREND = ("--covariate", "year", "--ci", "0.9", "--ci-method", "normal")
+REFUSED = [
+    ("DJF,DJFM", ("--block 'DJF,DJFM'", "share month D")),
+    ("JJA,year", ("--block 'YEAR'", "give 'year'")),
+    ("DJF,XYZ", ("--block 'XYZ'", "season")),
+]
+CESM2_ARGS = ("-v", "tas", "--block", "season", "--min-blocks", "9")
+
+
+class Made:
+    """The file's runs, made once: each one's outcome and directory."""
+
+    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
+        self.runs, self.dirs = runs, dirs
+
+    def result(self, key: object, out: str = "eva.nc") -> dict[str, np.ndarray]:
+        """The output of a run that must have succeeded."""
+        done = self.runs[key]
+        assert done.returncode == 0, done.stderr
+        return read(self.dirs[key] / out)
+
+
 @pytest.fixture(scope="module")
-def all_four(field: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return eva(field, tmp_path_factory.mktemp("four") / "eva.nc", "--block", "season")
+def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
+    runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
+    dirs: dict[object, Path] = {}
+
+    def add(key: object, inputs: Path, out: str, *args: str, nranks: int | None = None) -> Path:
+        """A run of ``eva`` (the command line the tests' ``eva`` ran) in a directory of its own."""
+        d = dirs[key] = runs.case_dir()
+        runs.add(key, "eva", inputs, d / out, "--method", "gev", "--return-period", "10", "50", *args, nranks=nranks)
+        return d
+
+    add("four", field, "eva.nc", "--block", "season")
+    for season in SEASONS:
+        add(("alone", season), field, f"{season}.nc", "--block", season)
+    add("both", field, "both.nc", "--block", "djf,JJA", *TREND, "--covariate-at", "1960", "1970")
+    for season in ("DJF", "JJA"):
+        add(("trend-alone", season), field, f"{season}.nc", "--block", season, *TREND, "--covariate-at", "1960",
+            "1970")
+    d = dirs["plot"] = runs.case_dir()
+    runs.add("plot", "eva", field, d / "eva.nc", "--method", "gev", "--return-period", "10", "50", "--block", "season",
+             "--plot", d / "map.png")
+    add("cesm2-one", CESM2, "a.nc", *CESM2_ARGS)
+    for nranks, scheme, split in RANKS:
+        add((nranks, scheme, split), field, "eva.nc", "--block", "season", "--scheme", scheme, "--split", split,
+            nranks=nranks)
+    add("two", field, "two.nc", "--block", "DJF,JJA", *TREND, "--covariate-at", "1960", "1970", nranks=2)
+    for n, (block, _) in enumerate(REFUSED):
+        d = dirs[("refused", n)] = runs.case_dir()
+        runs.add(("refused", n), "eva", field, d / "eva.nc", "--method", "gev", "--block", block, nranks=2)
+    add("cesm2-two", CESM2, "b.nc", *CESM2_ARGS, nranks=2)
+    return Made(runs.run(), dirs)
 
 
-def test_each_season_is_its_own_run(field: Path, tmp_path: Path, all_four: dict[str, np.ndarray]) -> None:
+@pytest.fixture(scope="module")
+def all_four(made: Made) -> dict[str, np.ndarray]:
+    return made.result("four")
+
+
+def test_each_season_is_its_own_run(made: Made, all_four: dict[str, np.ndarray]) -> None:
     assert [b"".join(row).decode() for row in all_four["season_name"]] == list(SEASONS)
     for s, season in enumerate(SEASONS):
-        alone = eva(field, tmp_path / f"{season}.nc", "--block", season)
+        alone = made.result(("alone", season), f"{season}.nc")
         for name in ("location", "scale", "shape", "n_blocks", "return_level", "nll", "status"):
             assert all_four[name].shape[0] == 4, name
             assert same(all_four[name][s], alone[name]), (season, name)
@@ -58,27 +118,26 @@ def test_each_season_is_its_own_run(field: Path, tmp_path: Path, all_four: dict[
     assert np.all(all_four["n_blocks"][1:] == 20)
 
 
-@pytest.mark.parametrize("nranks, scheme, split", [(2, "slab", "lat"), (3, "transpose", "block"), (2, "root", "lon")])
-def test_every_rank_count_gives_the_same_seasons(field: Path, tmp_path: Path, all_four: dict[str, np.ndarray],
-                                                 nranks: int, scheme: str, split: str) -> None:
-    got = eva(field, tmp_path / "eva.nc", "--block", "season", "--scheme", scheme, "--split", split, nranks=nranks)
+@pytest.mark.parametrize("nranks, scheme, split", RANKS)
+def test_every_rank_count_gives_the_same_seasons(made: Made, all_four: dict[str, np.ndarray], nranks: int,
+                                                 scheme: str, split: str) -> None:
+    got = made.result((nranks, scheme, split))
     assert set(got) == set(all_four)
     for name, want in all_four.items():
         assert same(got[name], want), name
 
 
-def test_two_seasons_with_a_covariate_and_intervals(field: Path, tmp_path: Path) -> None:
-    args = ("--covariate", "year", "--ci", "0.9", "--ci-method", "normal")
-    both = eva(field, tmp_path / "both.nc", "--block", "djf,JJA", *args, "--covariate-at", "1960", "1970")
-    two = eva(field, tmp_path / "two.nc", "--block", "DJF,JJA", *args, "--covariate-at", "1960", "1970", nranks=2)
+def test_two_seasons_with_a_covariate_and_intervals(made: Made) -> None:
+    both = made.result("both", "both.nc")
+    two = made.result("two", "two.nc")
     for name, want in both.items():
         assert same(two[name], want), name
     assert both["return_level"].shape == (2, 2, 2, 6, 8)  # season, covariate, period, lat, lon
     for s, season in enumerate(("DJF", "JJA")):
-        alone = eva(field, tmp_path / f"{season}.nc", "--block", season, *args, "--covariate-at", "1960", "1970")
+        alone = made.result(("trend-alone", season), f"{season}.nc")
         for name in ("location_slope", "location_slope_se", "trend_p_value", "return_level", "return_level_upper"):
             assert same(both[name][s], alone[name]), (season, name)
-    with netCDF4.Dataset(tmp_path / "both.nc") as ds:
+    with netCDF4.Dataset(made.dirs["both"] / "both.nc") as ds:
         assert ds.climio_block == "DJF,JJA"
         assert ds["location_slope"].dimensions == ("season", "lat", "lon")
         assert "season_name" in ds["location_slope"].coordinates
@@ -99,30 +158,25 @@ def test_the_api_gives_the_same_seasons(field: Path, all_four: dict[str, np.ndar
             assert same(out[name].values, all_four[name]), name
 
 
-def test_plot_of_several_seasons(field: Path, tmp_path: Path) -> None:
-    eva(field, tmp_path / "eva.nc", "--block", "season", "--plot", str(tmp_path / "map.png"))
-    assert (tmp_path / "map.png").stat().st_size > 10_000
+def test_plot_of_several_seasons(made: Made) -> None:
+    made.result("plot")
+    assert (made.dirs["plot"] / "map.png").stat().st_size > 10_000
 
 
-@pytest.mark.parametrize("block, needles", [
-    ("DJF,DJFM", ("--block 'DJF,DJFM'", "share month D")),
-    ("JJA,year", ("--block 'YEAR'", "give 'year'")),
-    ("DJF,XYZ", ("--block 'XYZ'", "season")),
-])
-def test_overlapping_or_unknown_seasons_are_refused(field: Path, tmp_path: Path, block: str,
-                                                    needles: tuple[str, ...]) -> None:
-    out = tmp_path / "eva.nc"
-    result = climio("eva", str(field), str(out), "--method", "gev", "--block", block, nranks=2, timeout=TIMEOUT)
-    one_error_line(result, *needles)
-    assert not out.exists() and not leftovers(str(tmp_path))
+@pytest.mark.parametrize("block, needles", REFUSED)
+def test_overlapping_or_unknown_seasons_are_refused(made: Made, block: str, needles: tuple[str, ...]) -> None:
+    key = ("refused", REFUSED.index((block, needles)))
+    d = made.dirs[key]
+    one_error_line(made.runs[key], *needles)
+    assert not (d / "eva.nc").exists() and not leftovers(str(d))
 
 
-def test_cesm2_seasonal_maxima(tmp_path: Path) -> None:
+def test_cesm2_seasonal_maxima(made: Made) -> None:
     """10 years of daily tas (noleap): each season's maxima against numpy, and 1 rank against 2."""
     import cftime
 
-    one = eva(CESM2, tmp_path / "a.nc", "-v", "tas", "--block", "season", "--min-blocks", "9")
-    two = eva(CESM2, tmp_path / "b.nc", "-v", "tas", "--block", "season", "--min-blocks", "9", nranks=2)
+    one = made.result("cesm2-one", "a.nc")
+    two = made.result("cesm2-two", "b.nc")
     for name, want in one.items():
         assert same(two[name], want), name
     with netCDF4.Dataset(CESM2) as ds:

@@ -12,12 +12,17 @@
 * peaks over threshold: the threshold, excesses and their years (or, declustered, each cluster's largest
   and its year) found in the test from the file, then the same checks against scipy and the formulas;
 * bad options refused in one line, nothing written.
+
+The command's runs are made once, one process per rank count (``helpers/eva_batch.py``: one start-up for all of
+them, each run in a directory of its own); each test checks its own runs' outcomes and files.
 """
 
 from __future__ import annotations
 
 import math
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import cftime
@@ -28,6 +33,9 @@ from conftest import DATA, climio, leftovers, one_error_line
 from scipy import optimize, stats
 
 from climio.eva import gev, gev_trend, gpd, gpd_trend
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from eva_batch import Outcome, Runs  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # scipy's inf - inf
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
@@ -46,35 +54,133 @@ def field(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def eva(inputs: list[Path] | Path, out: Path, *args: str, nranks: int | None = None) -> dict[str, np.ndarray]:
-    paths = [str(p) for p in (inputs if isinstance(inputs, list) else [inputs])]
-    result = climio("eva", *paths, str(out), "--method", "gev", "--return-period", *PERIODS, *args, nranks=nranks,
-                    timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    with netCDF4.Dataset(out) as ds:
+def read(path: Path) -> dict[str, np.ndarray]:
+    with netCDF4.Dataset(path) as ds:
         ds.set_auto_mask(False)
         return {name: ds[name][...] for name in ds.variables}
 
 
-@pytest.fixture(scope="module")
-def one_rank(field: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return eva(field, tmp_path_factory.mktemp("one") / "eva.nc", "--covariate", "year", "--ci", "0.9",
-               "--ci-method", "normal")
+def gev_args(inputs: list[Path] | Path, out: Path, *args: str) -> list[object]:
+    """``climio eva`` of a GEV run (the command line the tests' ``eva`` ran)."""
+    paths = [str(p) for p in (inputs if isinstance(inputs, list) else [inputs])]
+    return ["eva", *paths, str(out), "--method", "gev", "--return-period", *PERIODS, *args]
+
+
+def pot_args(inputs: Path, out: Path, *args: str) -> list[object]:
+    """``climio eva`` of a peaks-over-threshold trend run."""
+    return ["eva", str(inputs), str(out), "--return-period", *PERIODS, "--covariate", "year", *args]
 
 
 RUNS = [(2, "slab", "lat"), (2, "transpose", "block"), (2, "root", "lon"), (3, "slab", "block"), (3, "transpose", "lat")]
+POT_RUNS = [(2, "slab", "lat"), (3, "transpose", "block"), (2, "root", "lon")]
+BAD_OPTIONS = [
+    (("--covariate", "year", "--min-exceed", "4"), ("--min-exceed", "at least 5")),
+    (("--method", "gev", "--covariate-at", "2000"), ("--covariate-at", "--covariate year")),
+    (("--method", "gev", "--covariate", "nowhere.nc:tas"), ("--covariate", "nowhere.nc", "does not exist")),
+    (("--method", "gev", "--covariate", "bad"), ("--covariate 'bad'", "FILE:VAR")),
+    (("--method", "gev", "--covariate", "year", "--ci", "0.95"), ("--ci", "--ci-method normal")),
+    (("--method", "gev", "--covariate", "year", "--min-blocks", "4"), ("--min-blocks", "at least 5")),
+]
+
+
+class Made:
+    """The file's runs, made once: each one's outcome, directory and output (read when first asked for)."""
+
+    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
+        self.runs, self.dirs = runs, dirs
+
+    def outcome(self, key: object) -> Outcome:
+        return self.runs[key]
+
+    def dir(self, key: object) -> Path:
+        return self.dirs[key]
+
+    def result(self, key: object, out: str = "eva.nc") -> dict[str, np.ndarray]:
+        """The output of a run that must have succeeded."""
+        done = self.runs[key]
+        assert done.returncode == 0, done.stderr
+        return read(self.dirs[key] / out)
+
+
+@pytest.fixture(scope="module")
+def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
+    runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
+    dirs: dict[object, Path] = {}
+
+    def add(key: object, argv: Callable[[Path], list[object]], nranks: int | None = None) -> None:
+        dirs[key] = runs.case_dir()
+        runs.add(key, *argv(dirs[key]), nranks=nranks)
+
+    # one rank, plainly
+    add("one", lambda d: gev_args(field, d / "eva.nc", "--covariate", "year", "--ci", "0.9", "--ci-method", "normal"))
+    add("pot-one", lambda d: pot_args(field, d / "eva.nc", "--ci", "0.9", "--ci-method", "normal"))
+    add("covariate-at", lambda d: gev_args(field, d / "eva.nc", "--covariate", "year", "--covariate-at", "1950",
+                                           "2000", "2100", "--plot", str(d / "map.png")))
+
+    def from_file(d: Path) -> list[object]:
+        write_series(d / "gmst.nc", COVARIATE_YEARS, covariate_series(), "proleptic_gregorian")
+        return gev_args(field, d / "eva.nc", "--covariate", f"{d / 'gmst.nc'}:gmst")
+
+    add("covariate-file", from_file)
+    add("not-series", lambda d: ["eva", str(field), str(d / "eva.nc"), "--method", "gev", "--covariate",
+                                 f"{field}:pr"])
+    add("echo-g", lambda d: gev_args(ECHO_G, d / "a.nc", "--covariate", "year"))
+    dirs["gm"] = runs.case_dir()
+    gm = global_means(dirs["gm"])
+    add("ec-earth", lambda d: gev_args(EC_EARTH, d / "eva.nc", "-v", "tas", "--covariate", f"{gm}:tas",
+                                       "--min-blocks", "20"))
+    add("pot-declustered", lambda d: pot_args(field, d / "a.nc", "--decluster", "runs:2"))
+    add("echo-g-pot", lambda d: pot_args(ECHO_G, d / "a.nc", "--npy", "360"))
+    # 2 and 3 ranks
+    for nranks, scheme, split in RUNS:
+        add(("gev", nranks, scheme, split), lambda d: gev_args(field, d / "eva.nc", "--covariate", "year", "--ci",
+                                                               "0.9", "--ci-method", "normal", "--scheme", scheme,
+                                                               "--split", split), nranks)
+    for nranks, scheme, split in POT_RUNS:
+        add(("pot", nranks, scheme, split), lambda d: pot_args(field, d / "eva.nc", "--ci", "0.9", "--ci-method",
+                                                               "normal", "--scheme", scheme, "--split", split),
+            nranks)
+
+    def short(d: Path) -> list[object]:
+        write_series(d / "short.nc", range(1960, 1981), np.zeros(12 * 21, "f4"))
+        return ["eva", str(field), str(d / "eva.nc"), "--method", "gev", "--covariate", f"{d / 'short.nc'}:gmst"]
+
+    add("misses-years", short, 2)
+    for n, (args, _) in enumerate(BAD_OPTIONS):
+        add(("bad", n), lambda d: ["eva", str(field), str(d / "eva.nc"), *args], 2)
+
+    def no_dates(d: Path) -> list[object]:
+        with netCDF4.Dataset(d / "bad.nc", "w") as ds:  # a time axis whose units are no dates
+            ds.createDimension("time", 3)
+            time = ds.createVariable("time", "f8", ("time",))
+            time.units = "days since garbage"
+            ds.createVariable("g", "f4", ("time",))[:] = [1.0, 2.0, 3.0]
+        return ["eva", str(field), str(d / "eva.nc"), "--method", "gev", "--covariate", f"{d / 'bad.nc'}:g"]
+
+    add("no-dates", no_dates, 2)
+    add("echo-g-2", lambda d: gev_args(ECHO_G, d / "b.nc", "--covariate", "year", "--split", "block"), 2)
+    add("pot-declustered-2", lambda d: pot_args(field, d / "b.nc", "--decluster", "runs:2", "--split", "block"), 2)
+    add("ec-earth-3", lambda d: gev_args(EC_EARTH, d / "eva2.nc", "-v", "tas", "--covariate", f"{gm}:tas",
+                                         "--min-blocks", "20"), 3)
+    add("echo-g-pot-3", lambda d: pot_args(ECHO_G, d / "b.nc", "--npy", "360"), 3)
+    return Made(runs.run(), dirs)
+
+
+@pytest.fixture(scope="module")
+def one_rank(made: Made) -> dict[str, np.ndarray]:
+    return made.result("one")
+
+
 BASELINES = {"gev": "one_rank", "pot": "pot_one"}  # each method's one-rank run
 
 
 @pytest.mark.parametrize("method, nranks, scheme, split", [("gev", *run) for run in RUNS] +
-                         [("pot", 2, "slab", "lat"), ("pot", 3, "transpose", "block"), ("pot", 2, "root", "lon")])
-def test_every_rank_count_scheme_and_split_gives_the_same_fit(field: Path, tmp_path: Path,
-                                                              request: pytest.FixtureRequest, method: str,
-                                                              nranks: int, scheme: str, split: str) -> None:
+                         [("pot", *run) for run in POT_RUNS])
+def test_every_rank_count_scheme_and_split_gives_the_same_fit(made: Made, request: pytest.FixtureRequest,
+                                                              method: str, nranks: int, scheme: str,
+                                                              split: str) -> None:
     want_all = request.getfixturevalue(BASELINES[method])
-    run = eva if method == "gev" else pot_eva
-    got = run(field, tmp_path / "eva.nc", *([] if method == "pot" else ["--covariate", "year"]), "--ci", "0.9",
-              "--ci-method", "normal", "--scheme", scheme, "--split", split, nranks=nranks)
+    got = made.result((method, nranks, scheme, split))
     assert set(got) == set(want_all)
     for name, want in want_all.items():
         assert np.array_equal(got[name], want, equal_nan=True), name
@@ -111,6 +217,37 @@ def annual_maxima(path: Path, var: str) -> tuple[np.ndarray, np.ndarray]:
     return years, maxima
 
 
+# Nelder-Mead from a start where -log L is infinite, as it is at all its first simplex's vertices, reflects and
+# contracts to infinite values and shrinks the simplex by half onto that start, N + 2 evaluations an iteration (N
+# parameters, 3 or 4 here): 40000 evaluations (its maxfev) of infinity, and a result of infinity. After HOPELESS
+# evaluations all infinite the simplex is under 2^-99 of its first size around a point where -log L is infinite,
+# so such a run is ended there with the same result, infinity: the same search, without its dead end.
+HOPELESS = 600
+
+
+class _Hopeless(Exception):
+    pass
+
+
+def nelder_mead(nll: Callable[[np.ndarray], float], start: np.ndarray) -> optimize.OptimizeResult:
+    """scipy's Nelder-Mead from ``start`` (tolerances 1e-10 in x, 1e-12 in -log L), ended as HOPELESS says."""
+    calls, finite = [0], [False]
+
+    def counted(p: np.ndarray) -> float:
+        value = nll(p)
+        calls[0] += 1
+        finite[0] = finite[0] or math.isfinite(value)
+        if not finite[0] and calls[0] >= HOPELESS:
+            raise _Hopeless
+        return value
+
+    try:
+        return optimize.minimize(counted, start, method="Nelder-Mead",
+                                 options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000})
+    except _Hopeless:
+        return optimize.OptimizeResult(x=np.asarray(start, dtype=float), fun=math.inf)
+
+
 def reference_nll(x: np.ndarray, c: np.ndarray, start: np.ndarray) -> float:
     """The least -log L scipy finds for the trend GEV: Nelder-Mead from several starts (the covariate centred,
     log sigma), then Powell from the best; shapes kept in [-1, 3]."""
@@ -123,9 +260,7 @@ def reference_nll(x: np.ndarray, c: np.ndarray, start: np.ndarray) -> float:
 
     sd = x.std()
     starts = [start] + [np.array([x.mean() - 0.45 * sd, 0.0, math.log(0.78 * sd), xi]) for xi in (-0.3, 0.0, 0.3, 0.8)]
-    best = min((optimize.minimize(nll, s, method="Nelder-Mead",
-                                  options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000})
-                for s in starts), key=lambda r: r.fun)
+    best = min((nelder_mead(nll, s) for s in starts), key=lambda r: r.fun)
     polished = optimize.minimize(nll, best.x, method="Powell", options={"xtol": 1e-10, "ftol": 1e-13})
     return min(best.fun, polished.fun)
 
@@ -183,17 +318,17 @@ def test_standard_errors_and_normal_intervals(one_rank: dict[str, np.ndarray]) -
     assert np.all(lower[:, :, ok] < z[:, :, ok])
 
 
-def test_covariate_at_values_and_plot(field: Path, tmp_path: Path) -> None:
-    got = eva(field, tmp_path / "eva.nc", "--covariate", "year", "--covariate-at", "1950", "2000", "2100",
-              "--plot", str(tmp_path / "map.png"))
+def test_covariate_at_values_and_plot(made: Made) -> None:
+    got = made.result("covariate-at")
+    d = made.dir("covariate-at")
     assert np.array_equal(got["covariate"], [1950.0, 2000.0, 2100.0])
     assert got["return_level"].shape == (3, 2, 6, 8)
     ok = got["status"] == 0
     step = got["return_level"][2] - got["return_level"][1]  # a century of the slope
     np.testing.assert_allclose(step[:, ok], np.broadcast_to(100 * got["location_slope"][ok], step[:, ok].shape),
                                rtol=1e-6, atol=1e-12)
-    assert (tmp_path / "map.png").stat().st_size > 10_000
-    with netCDF4.Dataset(tmp_path / "eva.nc") as ds:
+    assert (d / "map.png").stat().st_size > 10_000
+    with netCDF4.Dataset(d / "eva.nc") as ds:
         assert ds.climio_covariate == "year"
         assert ds["location_slope"].units == "(kg m-2 s-1)/(year)"
         assert "p-value" in ds["trend_p_value"].long_name
@@ -213,67 +348,58 @@ def write_series(path: Path, years: range, values: np.ndarray, calendar: str = "
         var[:] = values
 
 
-def test_a_covariate_from_a_file(field: Path, tmp_path: Path) -> None:
-    """A monthly series in another calendar: each block takes its year's mean."""
-    years_in = range(1950, 1981)
+COVARIATE_YEARS = range(1950, 1981)
+
+
+def covariate_series() -> np.ndarray:
+    """A monthly global mean temperature, 1950-1980, with a trend."""
     rng = np.random.default_rng(3)
-    monthly = (287 + 0.02 * np.arange(12 * len(years_in)) / 12 + rng.normal(0, 0.2, 12 * len(years_in))).astype("f4")
-    write_series(tmp_path / "gmst.nc", years_in, monthly, "proleptic_gregorian")
-    got = eva(field, tmp_path / "eva.nc", "--covariate", f"{tmp_path / 'gmst.nc'}:gmst")
+    n = 12 * len(COVARIATE_YEARS)
+    return (287 + 0.02 * np.arange(n) / 12 + rng.normal(0, 0.2, n)).astype("f4")
+
+
+def test_a_covariate_from_a_file(field: Path, made: Made) -> None:
+    """A monthly series in another calendar: each block takes its year's mean."""
+    monthly = covariate_series()
+    d = made.dir("covariate-file")
+    with netCDF4.Dataset(d / "gmst.nc") as ds:  # the series the run read
+        assert np.array_equal(ds["gmst"][:], monthly) and ds["time"].calendar == "proleptic_gregorian"
+    got = made.result("covariate-file")
     years, maxima = annual_maxima(field, "pr")
     means = monthly.astype(np.float64).reshape(-1, 12).mean(axis=1)
     covariate = means[years - 1950]
     np.testing.assert_allclose(got["covariate"], [covariate[0], covariate[-1]], rtol=1e-12)
     check_against_references(got, years, maxima, covariate, cells=[0, 17, 40])
-    with netCDF4.Dataset(tmp_path / "eva.nc") as ds:
+    with netCDF4.Dataset(d / "eva.nc") as ds:
         assert "global mean temperature (gmst in gmst.nc)" in ds["covariate"].long_name
         assert ds["location_slope"].units == "(kg m-2 s-1)/(K)"
 
 
-def test_a_covariate_that_misses_years_is_refused(field: Path, tmp_path: Path) -> None:
-    write_series(tmp_path / "short.nc", range(1960, 1981), np.zeros(12 * 21, "f4"))
-    out = tmp_path / "eva.nc"
-    result = climio("eva", str(field), str(out), "--method", "gev", "--covariate", f"{tmp_path / 'short.nc'}:gmst",
-                    nranks=2, timeout=TIMEOUT)
-    one_error_line(result, "--covariate", "1955, 1956", "-d time")
-    assert not out.exists() and not leftovers(str(tmp_path))
+def test_a_covariate_that_misses_years_is_refused(made: Made) -> None:
+    d = made.dir("misses-years")
+    one_error_line(made.outcome("misses-years"), "--covariate", "1955, 1956", "-d time")
+    assert not (d / "eva.nc").exists() and not leftovers(str(d))
 
 
-@pytest.mark.parametrize("args, needles", [
-    (("--covariate", "year", "--min-exceed", "4"), ("--min-exceed", "at least 5")),
-    (("--method", "gev", "--covariate-at", "2000"), ("--covariate-at", "--covariate year")),
-    (("--method", "gev", "--covariate", "nowhere.nc:tas"), ("--covariate", "nowhere.nc", "does not exist")),
-    (("--method", "gev", "--covariate", "bad"), ("--covariate 'bad'", "FILE:VAR")),
-    (("--method", "gev", "--covariate", "year", "--ci", "0.95"), ("--ci", "--ci-method normal")),
-    (("--method", "gev", "--covariate", "year", "--min-blocks", "4"), ("--min-blocks", "at least 5")),
-])
-def test_bad_options_are_refused(field: Path, tmp_path: Path, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
-    out = tmp_path / "eva.nc"
-    result = climio("eva", str(field), str(out), *args, nranks=2, timeout=TIMEOUT)
-    one_error_line(result, *needles)
-    assert not out.exists() and not leftovers(str(tmp_path))
+@pytest.mark.parametrize("args, needles", BAD_OPTIONS)
+def test_bad_options_are_refused(made: Made, args: tuple[str, ...], needles: tuple[str, ...]) -> None:
+    key = ("bad", BAD_OPTIONS.index((args, needles)))
+    d = made.dir(key)
+    one_error_line(made.outcome(key), *needles)
+    assert not (d / "eva.nc").exists() and not leftovers(str(d))
 
 
-def test_a_covariate_that_is_not_a_series_is_refused(field: Path, tmp_path: Path) -> None:
-    out = tmp_path / "eva.nc"
-    result = climio("eva", str(field), str(out), "--method", "gev", "--covariate", f"{field}:pr", timeout=TIMEOUT)
-    one_error_line(result, "--covariate", "1-D series")
-    assert not out.exists()
-    with netCDF4.Dataset(tmp_path / "bad.nc", "w") as ds:  # a time axis whose units are no dates
-        ds.createDimension("time", 3)
-        time = ds.createVariable("time", "f8", ("time",))
-        time.units = "days since garbage"
-        ds.createVariable("g", "f4", ("time",))[:] = [1.0, 2.0, 3.0]
-    result = climio("eva", str(field), str(out), "--method", "gev", "--covariate", f"{tmp_path / 'bad.nc'}:g",
-                    nranks=2, timeout=TIMEOUT)
-    one_error_line(result, "--covariate", "'time'", "days since garbage", "cannot be read as dates")
-    assert not out.exists()
+def test_a_covariate_that_is_not_a_series_is_refused(made: Made) -> None:
+    one_error_line(made.outcome("not-series"), "--covariate", "1-D series")
+    assert not (made.dir("not-series") / "eva.nc").exists()
+    one_error_line(made.outcome("no-dates"), "--covariate", "'time'", "days since garbage", "cannot be read as dates")
+    assert not (made.dir("no-dates") / "eva.nc").exists()
 
 
 # -- real model output --------------------------------------------------------------------------------------------
-def test_echo_g_precipitation_trend_in_years(tmp_path: Path) -> None:
-    one = eva(ECHO_G, tmp_path / "a.nc", "--covariate", "year")
-    two = eva(ECHO_G, tmp_path / "b.nc", "--covariate", "year", "--split", "block", nranks=2)
+def test_echo_g_precipitation_trend_in_years(made: Made) -> None:
+    one = made.result("echo-g", "a.nc")
+    two = made.result("echo-g-2", "b.nc")
     for name, want in one.items():
         assert np.array_equal(two[name], want, equal_nan=True), name
     years, maxima = annual_maxima(ECHO_G, "pr")
@@ -281,24 +407,27 @@ def test_echo_g_precipitation_trend_in_years(tmp_path: Path) -> None:
     check_against_references(one, years, maxima, years.astype(float), cells=[0, 11, 25, 41])
 
 
-def test_ec_earth_against_its_own_global_mean(tmp_path: Path) -> None:
-    """30 years of monthly tas in three files with different time units; the covariate is their global (plain)
-    mean made by NCO, joined by ncrcat: each block is a year, its maximum the warmest month."""
+def global_means(directory: Path) -> Path:
+    """The EC-EARTH decades' global (plain) means made by NCO, joined by ncrcat: gm.nc beside gm0..2.nc."""
     parts = []
     for i, path in enumerate(EC_EARTH):
-        part = tmp_path / f"gm{i}.nc"
-        subprocess.run(["ncwa", "-O", "-a", "lat,lon", "-v", "tas", str(path), str(part)], check=True)
+        part = directory / f"gm{i}.nc"
+        subprocess.run(["ncwa", "-O", "-a", "lat,lon", "-v", "tas", str(path), str(part)], check=True, timeout=120)
         parts.append(str(part))
-    subprocess.run(["ncrcat", "-O", *parts, str(tmp_path / "gm.nc")], check=True)
-    got = eva(EC_EARTH, tmp_path / "eva.nc", "-v", "tas", "--covariate", f"{tmp_path / 'gm.nc'}:tas",
-              "--min-blocks", "20")
-    two = eva(EC_EARTH, tmp_path / "eva2.nc", "-v", "tas", "--covariate", f"{tmp_path / 'gm.nc'}:tas",
-              "--min-blocks", "20", nranks=3)
+    subprocess.run(["ncrcat", "-O", *parts, str(directory / "gm.nc")], check=True, timeout=120)
+    return directory / "gm.nc"
+
+
+def test_ec_earth_against_its_own_global_mean(made: Made) -> None:
+    """30 years of monthly tas in three files with different time units; the covariate is their global (plain)
+    mean made by NCO, joined by ncrcat: each block is a year, its maximum the warmest month."""
+    got = made.result("ec-earth")
+    two = made.result("ec-earth-3", "eva2.nc")
     for name, want in got.items():
         assert np.array_equal(two[name], want, equal_nan=True), name
     data, gm = [], []
-    for path, part in zip(EC_EARTH, parts):
-        with netCDF4.Dataset(path) as ds, netCDF4.Dataset(part) as mean:
+    for i, path in enumerate(EC_EARTH):
+        with netCDF4.Dataset(path) as ds, netCDF4.Dataset(made.dir("gm") / f"gm{i}.nc") as mean:
             data.append(ds["tas"][...].astype(np.float64).reshape(-1, 12, 8).max(axis=1))
             gm.append(mean["tas"][...].astype(np.float64).reshape(-1, 12).mean(axis=1))
     maxima, covariate = np.concatenate(data), np.concatenate(gm)
@@ -308,18 +437,9 @@ def test_ec_earth_against_its_own_global_mean(tmp_path: Path) -> None:
 
 
 # -- peaks over threshold: the GPD log scale linear in the covariate -------------------------------------------
-def pot_eva(inputs: Path, out: Path, *args: str, nranks: int | None = None) -> dict[str, np.ndarray]:
-    result = climio("eva", str(inputs), str(out), "--return-period", *PERIODS, "--covariate", "year", *args,
-                    nranks=nranks, timeout=TIMEOUT)
-    assert result.returncode == 0, result.stderr
-    with netCDF4.Dataset(out) as ds:
-        ds.set_auto_mask(False)
-        return {name: ds[name][...] for name in ds.variables}
-
-
 @pytest.fixture(scope="module")
-def pot_one(field: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return pot_eva(field, tmp_path_factory.mktemp("pot") / "eva.nc", "--ci", "0.9", "--ci-method", "normal")
+def pot_one(made: Made) -> dict[str, np.ndarray]:
+    return made.result("pot-one")
 
 
 def test_pot_trend_from_the_api(field: Path, pot_one: dict[str, np.ndarray]) -> None:
@@ -370,9 +490,7 @@ def reference_pot_nll(e: np.ndarray, c: np.ndarray, start: np.ndarray) -> float:
         return gpd_trend.negative_log_likelihood(e, c - cbar, *p) if p[2] >= -1.0 else math.inf
 
     starts = [start] + [np.array([math.log(e.mean()), 0.0, xi]) for xi in (-0.3, 0.0, 0.3, 0.8)]
-    best = min((optimize.minimize(nll, s, method="Nelder-Mead",
-                                  options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 20000, "maxfev": 40000})
-                for s in starts), key=lambda r: r.fun)
+    best = min((nelder_mead(nll, s) for s in starts), key=lambda r: r.fun)
     return min(best.fun, optimize.minimize(nll, best.x, method="Powell", options={"xtol": 1e-10, "ftol": 1e-13}).fun)
 
 
@@ -419,18 +537,18 @@ def test_pot_trend_against_the_file_read_plainly(field: Path, pot_one: dict[str,
         assert np.all(pot_one[name][ok] > 0), name
 
 
-def test_pot_trend_declustered(field: Path, tmp_path: Path) -> None:
-    got = pot_eva(field, tmp_path / "a.nc", "--decluster", "runs:2")
-    two = pot_eva(field, tmp_path / "b.nc", "--decluster", "runs:2", "--split", "block", nranks=2)
+def test_pot_trend_declustered(field: Path, made: Made) -> None:
+    got = made.result("pot-declustered", "a.nc")
+    two = made.result("pot-declustered-2", "b.nc")
     for name, want in got.items():
         assert np.array_equal(two[name], want, equal_nan=True), name
     assert np.all(got["n_clusters"] <= got["n_exceed"]) and np.any(got["n_clusters"] < got["n_exceed"])
     check_pot_against_references(got, field, "pr", 2, cells=[5, 40])
 
 
-def test_echo_g_pot_trend(tmp_path: Path) -> None:
-    got = pot_eva(ECHO_G, tmp_path / "a.nc", "--npy", "360")
-    three = pot_eva(ECHO_G, tmp_path / "b.nc", "--npy", "360", nranks=3)
+def test_echo_g_pot_trend(made: Made) -> None:
+    got = made.result("echo-g-pot", "a.nc")
+    three = made.result("echo-g-pot-3", "b.nc")
     for name, want in got.items():
         assert np.array_equal(three[name], want, equal_nan=True), name
     years, data = daily_cells(ECHO_G, "pr")
