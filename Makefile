@@ -7,7 +7,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: install test demo bench clean
+.PHONY: install test demo bench clean check-pip
 
 CAPI   := $(VENV)/lib/libclimio.so
 CAPI_SOURCES := $(wildcard src/climio/capi/*.py src/climio/capi/*.c src/climio/capi/*.F90 src/climio/capi/include/*.h)
@@ -34,6 +34,10 @@ $(KERNELS): $(SOURCES) | $(STAMP)
 # Two workers, a test file each at a time (its fixtures built once): most tests wait on mpiexec and disks.
 test: $(STAMP) $(CAPI) $(KERNELS)
 	$(PY) -m pytest -q -n 2 --dist loadfile tests
+
+# climio from PyPI's packages alone (pip install . into a plain venv) against the full installation.
+check-pip: $(STAMP) $(KERNELS)
+	bash scripts/check_pip.sh
 
 demo: $(STAMP) $(CAPI) $(KERNELS)
 	bash scripts/demo.sh

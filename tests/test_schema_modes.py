@@ -8,7 +8,7 @@ import pytest
 from climio.core.ncio import modes
 from climio.core.ncio.modes import CDF2_VARIABLE_LIMIT, MODES, get_mode
 from climio.core.ncio.schema import Schema, Variable, attribute_array, typed_attribute
-from climio.core.ncio.store import check_schema_fits
+from climio.core.ncio.store import check_schema_fits, classic_attribute
 from climio.errors import ClimioError
 
 BIG = Schema({"z": 1100, "y": 1024, "x": 1024}, [Variable("big", "f4", ("z", "y", "x"))])
@@ -69,10 +69,53 @@ def test_unknown_mode_lists_the_modes() -> None:
         get_mode("pnetcdf")
 
 
-def test_unavailable_mode_names_the_missing_library(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_its_library_a_mode_is_written_by_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyPI's netCDF4: one process writes every format; several ranks write a format climio picked through rank 0
+    (saying so), and a mode the user chose is refused naming the library."""
     monkeypatch.setattr(modes, "available_modes", lambda: ["serial"])
-    with pytest.raises(ClimioError, match="mode 'cdf5'.*without PnetCDF; available here: serial"):
-        get_mode("cdf5")
+    for name in ("cdf5", "hdf5", "cdf1"):
+        one = modes.writing_mode(name, 1)
+        assert (one.name, one.nc_format, one.parallel) == (name, modes.MODES[name].nc_format, False)
+        assert modes.one_writer_note("o.nc", one, 1) == ""
+        picked = modes.writing_mode(name, 4, chosen=False)
+        assert (picked.nc_format, picked.parallel) == (modes.MODES[name].nc_format, False)
+        assert modes.one_writer_note("o.nc", picked, 4).startswith(
+            f"climio: note: rank 0 writes o.nc ({picked.nc_format}) after gathering: this netCDF4-python has no ")
+    with pytest.raises(ClimioError, match=r"mode 'cdf5' \(--mode\) needs PnetCDF for 2 ranks .* built without it: "
+                                          r"run on one process, choose --mode serial"):
+        modes.writing_mode("cdf5", 2)
+    with pytest.raises(ClimioError, match="mode 'hdf5-classic' .* needs parallel HDF5 for 3 ranks"):
+        modes.writing_mode("hdf5-classic", 3)
+    assert modes.writing_mode("serial", 8) is modes.MODES["serial"]
+    assert modes.one_writer_note("o.nc", modes.MODES["serial"], 8) == ""
+
+
+def test_with_its_library_a_mode_is_collective() -> None:
+    for name in ("cdf5", "hdf5", "cdf1"):
+        assert modes.writing_mode(name, 4) is modes.MODES[name]
+        assert modes.writing_mode(name, 1, chosen=False) is modes.MODES[name]
+
+
+@pytest.mark.parametrize("values, kept", [
+    (np.array([1], "i8"), np.array([1], "i4")),  # CMIP6's forcing_index = 1LL
+    (np.array([3_000_000_000], "u4"), np.array([3e9], "f8")),
+    (np.array([-2**31, 2**31 - 1], "i8"), np.array([-2**31, 2**31 - 1], "i4")),
+    (np.array([2.5], "f4"), np.array([2.5], "f4")),
+])
+def test_classic_formats_take_wide_integer_attributes_exactly(values: np.ndarray, kept: np.ndarray) -> None:
+    got = classic_attribute(values, modes.MODES["serial"], "a", "o.nc")
+    assert got.dtype == kept.dtype and np.array_equal(got, kept)
+    assert classic_attribute(values, modes.MODES["cdf5"], "a", "o.nc") is values
+
+
+def test_an_attribute_a_classic_format_cannot_hold_exactly_is_refused() -> None:
+    with pytest.raises(ClimioError, match=r"o.nc: attribute 'seed' holds int64 values \[1152921504606846977\] that "
+                                          r"the NETCDF3_64BIT_OFFSET format \(mode 'serial'\) cannot store exactly"):
+        classic_attribute(np.array([2**60 + 1], "i8"), modes.MODES["serial"], "seed", "o.nc")
+    schema = Schema({"x": 2}, [Variable("v", "f4", ("x",), {"seed": np.int64(2**60 + 1)})])
+    with pytest.raises(ClimioError, match="variable 'v': attribute 'seed'"):
+        check_schema_fits(schema, modes.MODES["cdf1"], "o.nc")
+    check_schema_fits(schema, modes.MODES["hdf5"], "o.nc")
 
 
 def test_all_modes_are_built_in_here() -> None:

@@ -112,7 +112,7 @@ def cmd_gen_cmip(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
     shape = int_list(args.shape, "--shape", 3)
     compress = compression(args)
-    summary = cmip.write(args.out, shape, args.mode or ("hdf5" if compress.active else "cdf5"), comm, seed=args.seed,
+    summary = cmip.write(args.out, shape, args.mode, comm, seed=args.seed,
                          var=args.var, overwrite=args.overwrite, hints=hints(args.hint), history=history(args.argv),
                          compress=compress)
     if comm.Get_rank() == 0:
@@ -126,7 +126,7 @@ def cmd_gen_geodesic(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
     compress = compression(args)
     summary = geodesic.write(args.out, args.level, args.layers, args.times,
-                             args.mode or ("hdf5" if compress.active else "cdf5"), comm, overwrite=args.overwrite,
+                             args.mode, comm, overwrite=args.overwrite,
                              hints=hints(args.hint), history=history(args.argv), compress=compress)
     if comm.Get_rank() == 0:
         mb = summary.nbytes / 1e6

@@ -1,7 +1,8 @@
 """``climio info``: library versions, and which storage modes really work here.
 
 A mode "works" when a small file written in it by every rank of the job reads
-back exactly: compile-time flags alone do not catch a broken MPI-IO setup.
+back exactly: compile-time flags alone do not catch a broken MPI-IO setup. Where
+netCDF-C lacks a mode's parallel library, the mode still works on one process.
 """
 
 from __future__ import annotations
@@ -91,7 +92,12 @@ def report(comm: MPI.Comm, directory: str | None = None) -> list[str]:
     try:
         lines.append("modes:")
         for name, mode in ncio.MODES.items():
-            status = probe_mode(name, shared, comm) if name in available else f"not built in ({mode.library})"
+            if name in available:
+                status = probe_mode(name, shared, comm)
+            elif comm.Get_size() == 1:  # netCDF-C writes every format on one process (ncio.writing_mode)
+                status = f"{probe_mode(name, shared, comm)} on one process (no {mode.library_need} for several ranks)"
+            else:
+                status = f"needs {mode.library_need}, not built in"
             lines.append(f"  {name:<7} {status:<6}  {mode.summary}")
         filters = comm.bcast(available_filters() if comm.Get_rank() == 0 else None)
         lines.append("compression (hdf5 mode): " + ", ".join(f"{name} {'yes' if ok else 'no'}"

@@ -408,7 +408,8 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
                   for name in names]
     compressing = opts.compress is not None and opts.compress.active
     mode = opts.mode or ("hdf5" if compressing else ncio.FORMAT_WRITE_MODE.get(series.inputs.data_model, "cdf5"))
-    with ncio.create(out, schema, mode, comm, overwrite=opts.overwrite, compress=opts.compress) as ds:
+    with ncio.create(out, schema, mode, comm, overwrite=opts.overwrite, compress=opts.compress,
+                     chosen=opts.mode is not None) as ds:
         ds.write_many(items)
         for name, data in values.items():
             if schema.variable(name).is_text:

@@ -158,10 +158,16 @@ class Summary:
     seconds: float
 
 
-def write(path: str, shape: tuple[int, int, int] = DEFAULT_SHAPE, mode: str = "cdf5", comm: MPI.Comm | None = None,
+def default_mode(compress: ncio.Settings | None) -> str:
+    """gen's storage mode when none is named: CDF-5 (any size, no parallel-HDF5 overhead), netCDF-4 to compress."""
+    return "hdf5" if compress is not None and compress.active else "cdf5"
+
+
+def write(path: str, shape: tuple[int, int, int] = DEFAULT_SHAPE, mode: str | None = None, comm: MPI.Comm | None = None,
           *, seed: int = 1, var: str = "pr", overwrite: bool = False, hints: dict[str, str] | None = None,
           history: str = "", compress: ncio.Settings | None = None) -> Summary:
-    """Generate and write the field; ranks split the time axis into contiguous blocks (collective)."""
+    """Generate and write the field; ranks split the time axis into contiguous blocks (collective). ``mode``:
+    the storage mode, by default cdf5 (hdf5 when compressing)."""
     from mpi4py import MPI
 
     comm = comm if comm is not None else MPI.COMM_WORLD
@@ -176,8 +182,9 @@ def write(path: str, shape: tuple[int, int, int] = DEFAULT_SHAPE, mode: str = "c
     days_per_write = max(1, TARGET_WRITE_BYTES // (nlat * nlon * 4))
     comm.Barrier()
     started = MPI.Wtime()
+    chosen, mode = mode is not None, mode or default_mode(compress)
     with ncio.create(path, schema(shape, var, seed, history), mode, comm, overwrite=overwrite, hints=hints,
-                     compress=compress) as ds:
+                     compress=compress, chosen=chosen) as ds:
         clim = climatology(nlat, nlon)  # after create: the schema checks come before any large allocation
         ds.write_many((name, values, None) for name, values in coordinates(shape).items())
         with progress.bar(ntime * nlat * nlon * 4, "B", "gen", rank == 0) as bar:

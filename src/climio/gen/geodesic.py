@@ -526,10 +526,12 @@ def check(level: int, layers: int, times: int) -> None:
         raise ClimioError(f"--times must be at least 1, got {times}", collective=True)
 
 
-def write(path: str, level: int, layers: int = 25, times: int = 4, mode: str = "cdf5", comm: MPI.Comm | None = None,
+def write(path: str, level: int, layers: int = 25, times: int = 4, mode: str | None = None,
+          comm: MPI.Comm | None = None,
           *, overwrite: bool = False, hints: dict[str, str] | None = None, history: str = "",
           compress: ncio.Settings | None = None) -> Summary:
-    """Generate and write the grid and its data; every element dimension is split in blocks over ranks (collective)."""
+    """Generate and write the grid and its data; every element dimension is split in blocks over ranks (collective).
+    ``mode``: the storage mode, by default cdf5 (hdf5 when compressing)."""
     from mpi4py import MPI
 
     comm = comm if comm is not None else MPI.COMM_WORLD
@@ -543,7 +545,9 @@ def write(path: str, level: int, layers: int = 25, times: int = 4, mode: str = "
     (c0, nc), (t0, nt), (e0, ne) = (block_range(n, size, rank) for n in (grid.cells, grid.corners, grid.edges))
     comm.Barrier()
     started = MPI.Wtime()
-    with ncio.create(path, spec, mode, comm, overwrite=overwrite, hints=hints, compress=compress) as ds:
+    chosen, mode = mode is not None, mode or cmip.default_mode(compress)
+    with ncio.create(path, spec, mode, comm, overwrite=overwrite, hints=hints, compress=compress,
+                     chosen=chosen) as ds:
         ds.write_many([("time", days, None), ("layers", z, None), ("interfaces", z_interfaces, None)])
         with trace.phase("work"):
             neighbours, corners, edges = grid.cell_topology(c0, c0 + nc)

@@ -507,7 +507,8 @@ class _Job:
     def write(self) -> None:
         self.schema = schema = self._schema()
         with ncio.create(self.request.output, schema, self.mode, self.comm, overwrite=self.request.overwrite,
-                         hints=self.request.hints, compress=self.request.compress) as out:
+                         hints=self.request.hints, compress=self.request.compress,
+                         chosen=self.request.mode is not None) as out:
             total = sum(math.prod(self._count(d) for d in self.inputs.variables[name].dims)
                         * self.inputs.variables[name].numpy_dtype.itemsize for name in self.names)
             with progress.bar(total, "B", "subset", self.comm.Get_rank() == 0) as bar:

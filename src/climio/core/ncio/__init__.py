@@ -8,14 +8,16 @@
     with ncio.open("pr.nc", comm=comm) as ds:
         block = ds.read("pr", decomp.owned(rank))   # in parallel (read="root": rank 0 reads, scatters)
 
-Modes: ``serial`` (CDF-2 by rank 0 after a gather), ``hdf5`` (netCDF-4, collective),
-``cdf2`` and ``cdf5`` (PnetCDF, collective); see :mod:`climio.core.ncio.modes`.
+Modes: ``serial`` (CDF-2 by rank 0 after a gather), ``hdf5`` and ``hdf5-classic`` (netCDF-4,
+collective), ``cdf1``, ``cdf2`` and ``cdf5`` (PnetCDF, collective); see :mod:`climio.core.ncio.modes`,
+which also says what one process, or a netCDF-C without parallel libraries, does instead.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -25,7 +27,8 @@ from climio.core import mpi
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import HeaderError, required_size
 from climio.core.ncio.compression import Compression, Settings
-from climio.core.ncio.modes import FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode
+from climio.core.ncio.modes import (FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode,
+                                   one_writer_note, writing_mode)
 from climio.core.ncio.schema import Schema, Variable, compressed
 from climio.core.ncio.store import Store, check_output, check_schema_fits, reserve_output, skipped_of, text_of
 from climio.core.targets import PENDING_OUTPUTS, check_input, discard_pending_outputs
@@ -37,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["FORMAT_WRITE_MODE", "MODES", "Compression", "Hyperslab", "Settings", "Mode", "Schema", "Store", "Variable",
            "available_modes",
            "check_output", "create", "discard_pending_outputs",
-           "get_mode", "load_library", "open"]
+           "get_mode", "load_library", "open", "writing_mode"]
 
 READ_STRATEGIES = ("parallel", "root")
 TEXT_LIMIT = 256 * 2**20  # char/string variables are read whole on rank 0 and broadcast: labels, not data
@@ -53,25 +56,29 @@ def load_library() -> None:
 
 def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None = None, *,
            overwrite: bool = False, hints: Mapping[str, str] | None = None,
-           compress: Settings | None = None) -> Store:
+           compress: Settings | None = None, chosen: bool = True) -> Store:
     """Create ``path`` with ``schema`` in ``mode`` on every rank of ``comm`` (collective); ``compress`` applies
-    NCO-style ``-L``/``--ppc`` settings to the schema's variables."""
+    NCO-style ``-L``/``--ppc`` settings to the schema's variables. ``chosen``: the user named the mode (else the
+    job picked it, and rank 0 may write it where its parallel library is missing: :func:`modes.writing_mode`)."""
     from climio.core.ncio.parallel_ import ParallelStore
     from climio.core.ncio.serial_ import SerialStore
 
     comm = comm if comm is not None else mpi.world()
     if compress is not None and compress.active:
         schema = compressed(schema, compress)
-    chosen = get_mode(mode)
-    check_schema_fits(schema, chosen, path)
-    if chosen.parallel:
+    how = writing_mode(mode, comm.Get_size(), chosen=chosen)
+    check_schema_fits(schema, how, path)
+    if how.parallel:
         mpi.check_mpi_io_path(path)
     temp_path = mpi.agree(comm, lambda: reserve_output(path, overwrite))
     PENDING_OUTPUTS.add(temp_path)
+    note = one_writer_note(path, how, comm.Get_size())
+    if note and comm.Get_rank() == 0:
+        print(note, file=sys.stderr)
     try:
-        if chosen.parallel:
-            return ParallelStore.create(path, temp_path, schema, chosen, comm, hints, overwrite)
-        return SerialStore.create(path, temp_path, schema, chosen, comm, overwrite)
+        if how.parallel:
+            return ParallelStore.create(path, temp_path, schema, how, comm, hints, overwrite)
+        return SerialStore.create(path, temp_path, schema, how, comm, overwrite)
     except BaseException:
         if comm.Get_rank() == 0:
             discard_pending_outputs()
@@ -122,9 +129,11 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
     """Open ``path`` for reading on every rank of ``comm`` (collective).
 
     ``read="parallel"`` (default) has every rank read its own hyperslabs through
-    PnetCDF or parallel HDF5, whatever wrote the file; ``read="root"`` is the
+    PnetCDF or parallel HDF5, whatever wrote the file, or, where netCDF-C has neither,
+    through its own serial handle (independent reads); ``read="root"`` is the
     baseline where rank 0 reads and sends each rank its part.
     """
+    from climio.core.ncio.independent_ import IndependentStore
     from climio.core.ncio.parallel_ import ParallelStore
     from climio.core.ncio.serial_ import SerialStore
 
@@ -134,8 +143,10 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
     comm = comm if comm is not None else mpi.world()
     data_model, text, skipped = mpi.agree(comm, lambda: _inspect(path))
     mode = MODES[FORMAT_READ_MODE.get(data_model, "cdf2")]
-    if read == "root" or mode.name not in available_modes():
+    if read == "root":
         store: Store = SerialStore.open(path, MODES["serial"], comm)
+    elif mode.name not in available_modes():
+        store = IndependentStore.open(path, mode, comm)
     else:
         mpi.check_mpi_io_path(path)
         store = ParallelStore.open(path, mode, comm, hints)

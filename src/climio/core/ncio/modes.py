@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -29,6 +29,11 @@ class Mode:
     parallel: bool
     library: str
     summary: str
+
+    @property
+    def library_need(self) -> str:
+        """The library several ranks need to write this mode's file at once."""
+        return "parallel HDF5" if self.library == "HDF5" else self.library
 
     @property
     def variable_limit(self) -> int | None:
@@ -85,7 +90,8 @@ FORMAT_WRITE_MODE = {
 
 
 def available_modes() -> list[str]:
-    """Modes whose library support was compiled into the netCDF binding here."""
+    """Modes all ranks of a job can write at once here: ``serial`` and those whose parallel library (PnetCDF,
+    parallel HDF5) was compiled into the netCDF binding. On one process every mode works, whatever was."""
     import netCDF4
 
     out = ["serial"]
@@ -97,11 +103,34 @@ def available_modes() -> list[str]:
 
 
 def get_mode(name: str) -> Mode:
-    """The named mode, or a one-line error listing the ones that work here."""
+    """The named mode, or a one-line error listing them."""
     if name not in MODES:
         raise ClimioError(f"unknown mode '{name}' (--mode): choose one of {', '.join(MODES)}", collective=True)
-    if name not in available_modes():
-        raise ClimioError(f"mode '{name}' (--mode) is not available: this netCDF library was built without "
-                          f"{MODES[name].library}; available here: {', '.join(available_modes())}",
-                          collective=True)
     return MODES[name]
+
+
+def writing_mode(name: str, ranks: int, *, chosen: bool = True) -> Mode:
+    """How ``ranks`` ranks write a file in mode ``name`` here.
+
+    A collective mode needs its parallel library only when several ranks write one file at once: on one process
+    netCDF-C writes every format itself (PyPI's netCDF4 wheels have HDF5 but neither PnetCDF nor parallel HDF5).
+    With several ranks and no such library, a mode the user ``chosen`` is refused, naming what to install; a
+    format the job picked itself (an input's, or a default) is written by rank 0 after gathering, as ``serial``
+    writes, and :func:`one_writer_note` says so."""
+    mode = get_mode(name)
+    if not mode.parallel or name in available_modes():
+        return mode
+    if ranks > 1 and chosen:
+        raise ClimioError(f"mode '{name}' (--mode) needs {mode.library_need} for {ranks} ranks to write one file, "
+                          f"and this netCDF4-python was built without it: run on one process, choose --mode serial "
+                          f"(rank 0 writes after gathering), or install netCDF4-python over a netCDF-C built with "
+                          f"{mode.library_need} (docs/install.md)", collective=True)
+    return replace(mode, parallel=False)
+
+
+def one_writer_note(path: str, mode: Mode, ranks: int) -> str:
+    """What a job says when rank 0 writes ``path`` for lack of ``mode``'s parallel library; "" when it need not."""
+    if ranks == 1 or mode.parallel or mode.name == "serial":
+        return ""
+    return (f"climio: note: rank 0 writes {path} ({mode.nc_format}) after gathering: this netCDF4-python has no "
+            f"{mode.library_need} for all {ranks} ranks to write it at once (climio info)")

@@ -46,8 +46,7 @@ class ParallelStore(Store):
         dataset = netCDF4.Dataset(temp_path, "w", format=mode.nc_format, parallel=True, comm=comm,
                                   info=mpi_info(hints), clobber=True)
         with trace.phase("define"):
-            varids = define(dataset._grpid, schema, path, collective=True, enhanced=mode.nc_format == "NETCDF4",
-                            chunked=mode.nc_format.startswith("NETCDF4"))
+            varids = define(dataset._grpid, schema, path, mode, collective=True)
         store = cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
         if mode.nc_format.startswith("NETCDF3"):
             store._reserver = Reserver(temp_path, comm)

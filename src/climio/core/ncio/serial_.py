@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.core import trace
+from climio.core import mpi, trace
 from climio.core.collective import split
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
@@ -29,7 +29,8 @@ _META, _DATA = 11, 12
 
 
 class SerialStore(Store):
-    """A file held by rank 0 alone; the other ranks only send or receive blocks."""
+    """A file held by rank 0 alone; the other ranks only send or receive blocks. Mode ``serial`` writes CDF-2 so;
+    any other mode's format is written so where its parallel library is missing (:func:`modes.writing_mode`)."""
 
     def __init__(self, dataset: netCDF4.Dataset | None, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -40,12 +41,15 @@ class SerialStore(Store):
                overwrite: bool) -> SerialStore:
         import netCDF4
 
-        dataset, varids = None, None
-        if comm.Get_rank() == 0:
+        dataset = None
+
+        def define_on_root() -> dict[str, int]:  # its refusals (a filter this build lacks) reach every rank
+            nonlocal dataset
             dataset = netCDF4.Dataset(temp_path, "w", format=mode.nc_format, clobber=True)
             with trace.phase("define"):
-                varids = define(dataset._grpid, schema, path, collective=False, enhanced=False)
-        varids = comm.bcast(varids, root=0)
+                return define(dataset._grpid, schema, path, mode, collective=False)
+
+        varids = mpi.agree(comm, define_on_root)
         return cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
 
     @classmethod

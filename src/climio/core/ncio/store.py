@@ -83,6 +83,16 @@ def check_schema_fits(schema: Schema, mode: Mode, path: str) -> None:
             better = "hdf5" if var.numpy_dtype.kind == "O" else "cdf5 or hdf5"
             raise ClimioError(f"{path}: variable '{var.name}' has type {kind}, which the {mode.nc_format} format "
                               f"(mode '{mode.name}') cannot store: use --mode {better}", collective=True)
+        for key, value in var.attrs.items():
+            _check_attribute(key, typed_attribute(var, key, value), mode, f"{path}: variable '{var.name}'")
+    for key, value in schema.attrs.items():
+        _check_attribute(key, value, mode, path)
+
+
+def _check_attribute(key: str, value: AttrValue, mode: Mode, where: str) -> None:
+    """Refuse a numeric attribute the mode's format cannot hold exactly (:func:`classic_attribute`)."""
+    if not isinstance(value, str) and not _is_string_list(value):
+        classic_attribute(attribute_array(value), mode, key, where)
 
 
 def remove_stale_temporaries(path: str) -> None:
@@ -145,13 +155,13 @@ def reserve_output(path: str, overwrite: bool) -> str:
     return temp
 
 
-def define(ncid: int, schema: Schema, path: str, *, collective: bool, enhanced: bool,
-           chunked: bool = False) -> dict[str, int]:
+def define(ncid: int, schema: Schema, path: str, mode: Mode, *, collective: bool) -> dict[str, int]:
     """Declare the whole schema, then leave define mode once. Returns varids by name.
 
-    ``chunked``: the file is netCDF-4 (HDF5 storage, classic model or not): chunk sizes are set.
-    ``enhanced``: the file is netCDF-4 and not classic model: string (NC_STRING) attributes stay strings;
-    other formats get them as text."""
+    A netCDF-4 file (HDF5 storage, classic model or not) gets its chunk sizes; one of the full netCDF-4 model
+    keeps string (NC_STRING) attributes as strings, other formats get them as text, and classic-model formats get
+    integer attributes of types they lack in one they have (:func:`classic_attribute`)."""
+    chunked, enhanced = mode.nc_format.startswith("NETCDF4"), mode.nc_format == "NETCDF4"
     libnetcdf.set_nofill(ncid, path)
     dimids = {name: libnetcdf.def_dim(ncid, name, length, path) for name, length in schema.dims.items()}
     varids: dict[str, int] = {}
@@ -162,10 +172,10 @@ def define(ncid: int, schema: Schema, path: str, *, collective: bool, enhanced: 
             libnetcdf.def_var_chunking(ncid, varid, tuple(var.chunks), where)
         _compress(ncid, varid, var, where)
         for key, value in var.attrs.items():
-            _put_attribute(ncid, varid, key, typed_attribute(var, key, value), enhanced, where)
+            _put_attribute(ncid, varid, key, typed_attribute(var, key, value), mode, where)
         varids[var.name] = varid
     for key, value in schema.attrs.items():
-        _put_attribute(ncid, libnetcdf.NC_GLOBAL, key, value, enhanced, path)
+        _put_attribute(ncid, libnetcdf.NC_GLOBAL, key, value, mode, path)
     libnetcdf.enddef(ncid, path)
     if collective:
         for var in schema.variables:
@@ -202,14 +212,30 @@ def _compress(ncid: int, varid: int, var: Variable, where: str) -> None:
             libnetcdf.def_var_filter(ncid, varid, ident, params, where)
 
 
-def _put_attribute(ncid: int, varid: int, key: str, value: AttrValue, enhanced: bool, where: str) -> None:
+def _put_attribute(ncid: int, varid: int, key: str, value: AttrValue, mode: Mode, where: str) -> None:
     strings = [value] if isinstance(value, NCString) else value if _is_string_list(value) else None
-    if strings is not None and enhanced:
+    if strings is not None and mode.nc_format == "NETCDF4":
         libnetcdf.put_att_strings(ncid, varid, key, [str(v) for v in strings], where)
     elif strings is not None or isinstance(value, str):
         libnetcdf.put_att(ncid, varid, key, "\n".join(strings) if strings is not None else value, where)
     else:
-        libnetcdf.put_att(ncid, varid, key, attribute_array(value), where)
+        libnetcdf.put_att(ncid, varid, key, classic_attribute(attribute_array(value), mode, key, where), where)
+
+
+def classic_attribute(values: np.ndarray, mode: Mode, key: str, where: str) -> np.ndarray:
+    """``values`` in a type ``mode``'s format has: a classic-model file lacks the 64-bit and unsigned integers
+    (CMIP6's ``forcing_index = 1LL``), so they go as 32-bit integers, or as doubles where one holds them exactly
+    (what ``ncks -3`` does when it fits); other values are refused rather than changed."""
+    if mode.stores(values.dtype):
+        return values
+    ints = [int(v) for v in values.tolist()]  # only integer types are missing (strings go as text)
+    if all(-2**31 <= v < 2**31 for v in ints):
+        return np.array(ints, "i4")
+    if all(int(float(v)) == v for v in ints):
+        return np.array(ints, "f8")
+    raise ClimioError(f"{where}: attribute '{key}' holds {values.dtype} values {values.tolist()[:4]} that the "
+                      f"{mode.nc_format} format (mode '{mode.name}') cannot store exactly: use --mode cdf5 or hdf5",
+                      collective=True)
 
 
 def _is_string_list(value: object) -> bool:
