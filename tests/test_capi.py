@@ -1,7 +1,8 @@
 """The C API and the Fortran module from compiled programs: examples/write_fields.c and examples/cmaq_mockup.F90
 built against the installed library with pkg-config, run under mpiexec at 1, 2 and 4 ranks, their files
 compared element by element with the same fields written through the Python API (tests/helpers/
-capi_reference.py) and with the values worked out here; tests/capi/faults.F90 makes one call fail on one
+capi_reference.py, every reference of one rank count written in one launch by tests/helpers/
+capi_reference_batch.py) and with the values worked out here; tests/capi/faults.F90 makes one call fail on one
 rank and checks that every rank gets the same code (or that the job is aborted when asked) and that no file
 is left behind."""
 
@@ -21,24 +22,30 @@ from conftest import DATA, climio_pkg_config, run
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
-REFERENCE = Path(__file__).parent / "helpers" / "capi_reference.py"
+REFERENCE_BATCH = Path(__file__).parent / "helpers" / "capi_reference_batch.py"
 EBADID, EINVAL, EIO = -1, -2, -4
 
 
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The examples and the fault program, compiled as a model would be: the system's MPI compilers and
-    ``pkg-config --cflags --libs climio``."""
+    ``pkg-config --cflags --libs climio`` (side by side; each in a directory of its own, as Fortran writes its
+    module files where it runs)."""
     out = tmp_path_factory.mktemp("capi-bin")
     flags = climio_pkg_config()
-    built = {}
+    jobs = {}
     for name, compiler, source in (("write_fields", "mpicc", EXAMPLES / "write_fields.c"),
                                    ("cmaq_mockup", "mpifort", EXAMPLES / "cmaq_mockup.F90"),
                                    ("faults", "mpifort", ROOT / "tests" / "capi" / "faults.F90"),
                                    ("read_real", "mpicc", ROOT / "tests" / "capi" / "read_real.c")):
-        result = subprocess.run([compiler, "-Wall", str(source), "-o", str(out / name), *flags], cwd=out,
-                                capture_output=True, text=True)
-        assert result.returncode == 0, f"{compiler} {source.name}: {result.stderr}"
+        (out / f"{name}.build").mkdir()
+        jobs[name] = (compiler, source, subprocess.Popen([compiler, "-Wall", str(source), "-o", str(out / name), *flags],
+                                                         cwd=out / f"{name}.build", stdout=subprocess.PIPE,
+                                                         stderr=subprocess.PIPE, text=True))
+    built = {}
+    for name, (compiler, source, job) in jobs.items():
+        _, errors = job.communicate(timeout=300)
+        assert job.returncode == 0, f"{compiler} {source.name}: {errors}"
         built[name] = out / name
     return built
 
@@ -68,17 +75,58 @@ def same_file(path: Path, reference: Path, skip_attrs: tuple[str, ...] = ()) -> 
 WRITE_FIELDS = [(1, "serial", "root"), (1, "cdf5", "direct"), (2, "cdf5", "agg"), (2, "hdf5", "direct"),
                 (4, "cdf5", "agg:2"), (4, "hdf5", "agg"), (4, "cdf2", "rows"), (4, "cdf5", "stripe")]
 
+# ranks, grid, domain (NXxNYxNLAYxNSPEC), strategy, mode; 4x1 over 3 columns leaves one rank owning nothing
+CMAQ = [(1, "1x1", "20x16x3x4", "direct", "cdf5"), (2, "2x1", "20x16x3x4", "agg", "cdf5"),
+        (2, "1x2", "20x16x3x4", "root", "serial"), (4, "2x2", "20x16x3x4", "agg:2", "hdf5"),
+        (4, "4x1", "3x16x2x3", "direct", "cdf5"), (4, "2x2", "20x16x3x4", "cols", "cdf2")]
+
+
+@pytest.fixture(scope="module")
+def references(tmp_path_factory: pytest.TempPathFactory):
+    """``get(key)``: the Python API's file for a WRITE_FIELDS or CMAQ case, each in a directory of its own. The
+    files of one rank count are written in one launch (tests/helpers/capi_reference_batch.py), when a test first
+    needs one of them; a case its launch did not finish fails its test with the launch's output."""
+    base = tmp_path_factory.mktemp("python-reference")
+    cases: dict[tuple, tuple[int, Path, list[str]]] = {}
+    for nranks, mode, strategy in WRITE_FIELDS:
+        path = base / f"write_fields-{nranks}-{mode}-{strategy}" / "python.nc"
+        cases[("write_fields", nranks, mode, strategy)] = (nranks, path, ["write_fields", str(path), mode, strategy,
+                                                                          "3"])
+    for nranks, grid, domain, strategy, mode in CMAQ:
+        path = base / f"cmaq-{nranks}-{grid}-{domain}-{strategy}-{mode}" / "python.nc"
+        cases[("cmaq", nranks, grid, domain, strategy, mode)] = (nranks, path, ["cmaq", str(path), domain, grid,
+                                                                                strategy, mode, "3"])
+    written: dict[tuple, str | None] = {}
+
+    def get(key: tuple) -> Path:
+        nranks, path, _ = cases[key]
+        if key not in written:
+            keys = [k for k, (n, _, _) in cases.items() if n == nranks]
+            for k in keys:
+                cases[k][1].parent.mkdir()
+            table, done = base / f"cases-{nranks}.json", base / f"done-{nranks}.txt"
+            table.write_text(json.dumps([cases[k][2] for k in keys]))
+            result = run([sys.executable, str(REFERENCE_BATCH), str(table), str(done)], nranks=nranks,
+                         timeout=60 + 60 * len(keys))
+            finished = {int(line) for line in done.read_text().split()} if done.exists() else set()
+            for index, k in enumerate(keys):
+                written[k] = None if index in finished and result.returncode == 0 else (
+                    f"the Python reference {cases[k][2]} at {nranks} rank(s) was not written: status "
+                    f"{result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}")
+        assert written[key] is None, written[key]
+        return path
+    return get
+
 
 @pytest.mark.parametrize("nranks, mode, strategy", WRITE_FIELDS)
-def test_write_fields_c_equals_python(programs: dict[str, Path], tmp_path: Path, nranks: int, mode: str,
+def test_write_fields_c_equals_python(programs: dict[str, Path], references, tmp_path: Path, nranks: int, mode: str,
                                       strategy: str) -> None:
-    c_file, py_file = tmp_path / "c.nc", tmp_path / "python.nc"
+    c_file = tmp_path / "c.nc"
     result = run([str(programs["write_fields"]), str(c_file), mode, strategy, "3"], nranks=nranks, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "written and read back, 0 values differ" in result.stdout
-    result = run([sys.executable, str(REFERENCE), "write_fields", str(py_file), mode, strategy, "3"], nranks=nranks,
-                 timeout=120)
-    assert result.returncode == 0, result.stderr
+    # capi_reference.py write_fields python.nc MODE STRATEGY 3 at nranks (in its rank count's launch)
+    py_file = references(("write_fields", nranks, mode, strategy))
     same_file(c_file, py_file)
     with netCDF4.Dataset(c_file) as ds:  # and the values the C program meant, worked out independently
         step, lev, y, x = np.meshgrid(np.arange(3), np.arange(4), np.arange(24), np.arange(36), indexing="ij")
@@ -92,25 +140,19 @@ def test_write_fields_c_equals_python(programs: dict[str, Path], tmp_path: Path,
         assert np.array_equal(ds["lon"][:], 360.0 * np.arange(36) / 36) and list(ds["lev"][:]) == [1000, 750, 500, 250]
         assert ds["lev"].dtype == np.int32 and ds["time"].bounds == "time_bnds"
         assert np.array_equal(ds["time_bnds"][:], [[-1.5, 1.5], [1.5, 4.5], [4.5, 7.5]])
-    assert sorted(os.listdir(tmp_path)) == ["c.nc", "python.nc"]
-
-
-# ranks, grid, domain (NXxNYxNLAYxNSPEC), strategy, mode; 4x1 over 3 columns leaves one rank owning nothing
-CMAQ = [(1, "1x1", "20x16x3x4", "direct", "cdf5"), (2, "2x1", "20x16x3x4", "agg", "cdf5"),
-        (2, "1x2", "20x16x3x4", "root", "serial"), (4, "2x2", "20x16x3x4", "agg:2", "hdf5"),
-        (4, "4x1", "3x16x2x3", "direct", "cdf5"), (4, "2x2", "20x16x3x4", "cols", "cdf2")]
+    assert sorted(os.listdir(tmp_path)) == ["c.nc"]  # the C program left nothing else
+    assert sorted(os.listdir(py_file.parent)) == ["python.nc"]
 
 
 @pytest.mark.parametrize("nranks, grid, domain, strategy, mode", CMAQ)
-def test_cmaq_mockup_fortran_equals_python(programs: dict[str, Path], tmp_path: Path, nranks: int, grid: str,
-                                           domain: str, strategy: str, mode: str) -> None:
-    f_file, py_file, timing = tmp_path / "fortran.nc", tmp_path / "python.nc", tmp_path / "timing.json"
+def test_cmaq_mockup_fortran_equals_python(programs: dict[str, Path], references, tmp_path: Path, nranks: int,
+                                           grid: str, domain: str, strategy: str, mode: str) -> None:
+    f_file, timing = tmp_path / "fortran.nc", tmp_path / "timing.json"
     result = run([str(programs["cmaq_mockup"]), str(f_file), f"domain={domain}", f"grid={grid}",
                   f"strategy={strategy}", f"mode={mode}", "steps=3", f"timing={timing}"], nranks=nranks, timeout=120)
     assert result.returncode == 0, result.stderr
-    result = run([sys.executable, str(REFERENCE), "cmaq", str(py_file), domain, grid, strategy, mode, "3"],
-                 nranks=nranks, timeout=120)
-    assert result.returncode == 0, result.stderr
+    # capi_reference.py cmaq python.nc DOMAIN GRID STRATEGY MODE 3 at nranks (in its rank count's launch)
+    py_file = references(("cmaq", nranks, grid, domain, strategy, mode))
     same_file(f_file, py_file, skip_attrs=("title",))
     nx, ny, nlay, nspec = (int(n) for n in domain.split("x"))
     flat = np.arange(nlay * ny * nx, dtype=np.int64).reshape(nlay, ny, nx)

@@ -10,6 +10,12 @@ leaves behind, type conversions both ways, deflate and quantization, CLOBBER/NOC
 climio_strerror, several files and I/O systems at once, records out of order, climio_put_var's undistributed
 variables beside a decomposed field without records, a second climio_finalize. Each rank prints into a file
 of its own (CAPI_TEST_LOGS): mpiexec may split long lines of several ranks.
+
+To start MPI and the library's Python once per rank count rather than once per run, every scenario but the
+second climio_finalize (which ends its process) is also compiled into one table driver (DRIVER): one launch per
+rank count runs that rank count's scenarios one after the other, each with its own arguments, its own directory
+and its own log files, and its return value in a file (``merged`` below); the errmsg and multi scenarios run
+first in their tables, as they would in a process of their own.
 """
 
 from __future__ import annotations
@@ -134,6 +140,36 @@ static inline void basic(int ncid, int xtype, int *dims, int *v)
 
 int scenario(int argc, char **argv);
 
+#ifdef CLIMIO_TEST_ENTRY
+/* Built into the table driver (DRIVER below): the scenario is one of several run in one process, each printing
+   into log files of its own; rank 0 writes its return value to LOGS/status.txt once every rank is done. */
+int CLIMIO_TEST_ENTRY(int argc, char **argv, const char *logs)
+{
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    char log[4200];
+    snprintf(log, sizeof log, "%s/rank%d.txt", logs, rank);
+    fflush(stdout);
+    if (!freopen(log, "w", stdout))
+        MPI_Abort(MPI_COMM_WORLD, 4);
+    int status = scenario(argc, argv);
+    if (rank == 0) {
+        printf("done\n");
+        fflush(stdout);
+    }
+    fflush(stdout);
+    MPI_Allreduce(MPI_IN_PLACE, &status, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (rank == 0) {
+        snprintf(log, sizeof log, "%s/status.txt", logs);
+        FILE *fp = fopen(log, "w");
+        if (!fp)
+            MPI_Abort(MPI_COMM_WORLD, 4);
+        fprintf(fp, "%d\n", status);
+        fclose(fp);
+    }
+    return status;
+}
+#else
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -154,6 +190,7 @@ int main(int argc, char **argv)
     MPI_Finalize();
     return status;
 }
+#endif
 """
 
 # A (4, 5) grid under a PIO compmap: ranks 0 and 1 own alternate points (rank 1 lists its points backwards),
@@ -966,23 +1003,78 @@ SOURCES = {"compmap": COMPMAP, "read": READ, "sequence": SEQUENCE, "convert": CO
 # ------------------------------------------------------------------------------------------------ the Python side
 
 
+STANDALONE = ("finalize_twice",)  # programs run in a process of their own
+MERGED = tuple(name for name in SOURCES if name not in STANDALONE)  # scenarios built into the table driver
+
+# The table driver: ``driver NAME LOGS ARGS... -- NAME LOGS ARGS... -- ...`` runs each scenario in turn (its
+# argv[0] is its name) between one MPI_Init and one MPI_Finalize; the status is the largest scenario status.
+DRIVER = r"""
+#include <stdio.h>
+#include <string.h>
+#include <mpi.h>
+%(declarations)s
+
+static int run(const char *name, int argc, char **argv, const char *logs)
+{
+%(dispatch)s
+    fprintf(stderr, "no scenario %%s\n", name);
+    MPI_Abort(MPI_COMM_WORLD, 5);
+    return 5;
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int status = 0;
+    for (int i = 1; i < argc;) {
+        char *args[64];
+        int n = 0, j = i + 2;
+        args[n++] = argv[i];
+        while (j < argc && strcmp(argv[j], "--") != 0 && n < 63)
+            args[n++] = argv[j++];
+        args[n] = NULL;
+        int s = run(argv[i], n, args, argv[i + 1]);
+        if (s > status)
+            status = s;
+        i = j + 1;
+    }
+    MPI_Finalize();
+    return status;
+}
+"""
+
+
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every program, compiled once as a model would be (mpicc, -ffp-contract=off so that the doubles the C
-    side works out are the ones worked out here)."""
+    """The standalone programs and the table driver (``programs["driver"]``, every MERGED scenario in it),
+    compiled once as a model would be (mpicc, -ffp-contract=off so that the doubles the C side works out are the
+    ones worked out here), side by side."""
     out = tmp_path_factory.mktemp("capi-calls-bin")
     flags = climio_pkg_config()
+    cflags = [f for f in flags if f.startswith(("-I", "-D"))]
+    common = ["mpicc", "-Wall", "-Werror", "-ffp-contract=off"]
     jobs = {}
-    for name, body in SOURCES.items():  # compiled side by side
+    for name, body in SOURCES.items():
         source = out / f"{name}.c"
         source.write_text(PRELUDE + body)
-        jobs[name] = subprocess.Popen(["mpicc", "-Wall", "-Werror", "-ffp-contract=off", str(source), "-o",
-                                       str(out / name), *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      text=True)
+        if name in STANDALONE:
+            argv = [*common, str(source), "-o", str(out / name), *flags]
+        else:
+            argv = [*common, f"-Dscenario=scenario_{name}", f"-DCLIMIO_TEST_ENTRY=entry_{name}", "-c", str(source),
+                    "-o", str(out / f"{name}.o"), *cflags]
+        jobs[name] = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for name, job in jobs.items():
         _, errors = job.communicate(timeout=120)
         assert job.returncode == 0, f"mpicc {name}.c: {errors}"
-    return {name: out / name for name in SOURCES}
+    driver = out / "driver.c"
+    driver.write_text(DRIVER % {
+        "declarations": "\n".join(f"int entry_{n}(int argc, char **argv, const char *logs);" for n in MERGED),
+        "dispatch": "\n".join(f'    if (strcmp(name, "{n}") == 0)\n        return entry_{n}(argc, argv, logs);'
+                               for n in MERGED)})
+    done = subprocess.run([*common, str(driver), *(str(out / f"{n}.o") for n in MERGED), "-o", str(out / "driver"),
+                           *flags], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"mpicc driver.c: {done.stderr}"
+    return {**{name: out / name for name in STANDALONE}, "driver": out / "driver"}
 
 
 @dataclass
@@ -1030,10 +1122,7 @@ def launch(program: Path, args: list[str], nranks: int) -> tuple[subprocess.Comp
     return result, printed
 
 
-def execute(program: Path, args: list[str], nranks: int) -> Output:
-    result, printed = launch(program, args, nranks)
-    assert result.returncode == 0, f"status {result.returncode}\n{printed}\n{result.stderr}"
-    assert "done" in printed.splitlines(), printed
+def parse(printed: str) -> Output:
     out = Output(printed)
     for line in printed.splitlines():
         kind, _, rest = line.partition(" ")
@@ -1051,17 +1140,100 @@ def execute(program: Path, args: list[str], nranks: int) -> Output:
     return out
 
 
-@pytest.fixture(scope="module")
-def cached(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory):
-    """``get(program, nranks, *args)``: (its directory, its Output) of ``program DIR *args``, run once per module
-    (several tests share one run)."""
-    runs: dict[tuple, tuple[Path, Output]] = {}
+@dataclass
+class Run:
+    """One scenario's run in its rank count's table: its directory, its status (None when its table ended before
+    it returned), what its ranks printed, and the table launch's result."""
 
-    def get(name: str, nranks: int, *args: str) -> tuple[Path, Output]:
-        key = (name, nranks, args)
+    where: Path
+    status: int | None
+    printed: str
+    launch: subprocess.CompletedProcess[str]
+
+    def output(self) -> Output:
+        """What it printed, parsed; fails unless it returned 0 on every rank and printed ``done`` (as
+        ``execute`` of a program of its own)."""
+        assert self.status == 0, (f"status {self.status} (None: the table ended before it returned; the table's "
+                                  f"status {self.launch.returncode})\n{self.printed}\n{self.launch.stderr}")
+        assert "done" in self.printed.splitlines(), self.printed
+        return parse(self.printed)
+
+
+def table_cases(base: Path) -> dict[tuple, tuple[str, int, list[str]]]:
+    """Every run of a MERGED scenario: key -> (scenario, ranks, arguments), with its inputs and directory made
+    under ``base``. The errmsg and multi scenarios come first in their rank counts' tables."""
+    cases: dict[tuple, tuple[str, int, list[str]]] = {}
+
+    def folder(key: tuple) -> Path:
+        path = base / "-".join(map(str, key)).replace(":", "_")
+        path.mkdir(parents=True)
+        return path
+
+    key = ("errmsg",)
+    cases[key] = ("errmsg", 1, [str(folder(key) / "e.nc")])
+    key = ("multi",)
+    cases[key] = ("multi", 3, [str(folder(key))])
+    for nranks, mode, strategy, read in COMPMAPS:
+        key = ("compmap", nranks, mode, strategy, read)
+        cases[key] = ("compmap", nranks, [str(folder(key) / "compmap.nc"), mode, strategy, read])
+    for nranks, fmt, strategy in READS:
+        key = ("read", nranks, fmt, strategy)
+        where = folder(key)
+        write_input(where / "in.nc", fmt)
+        cases[key] = ("read", nranks, [str(where / "in.nc"), strategy, str(where / "missing" / "none.nc")])
+    for nranks in (1, 3):
+        key = ("sequence", nranks)
+        cases[key] = ("sequence", nranks, [str(folder(key))])
+    for nranks, mode, strategy in CONVERTS:
+        key = ("convert", nranks, mode, strategy)
+        cases[key] = ("convert", nranks, [str(folder(key)), mode, strategy])
+    for strategy in ("agg", "direct"):
+        key = ("narrow", strategy)
+        cases[key] = ("narrow", 2, [str(folder(key) / "narrow.nc"), strategy])
+    for nranks, strategy in COMPRESSES:
+        key = ("compress", nranks, strategy)
+        cases[key] = ("compress", nranks, [str(folder(key)), strategy])
+    key = ("clobber",)
+    where = folder(key)
+    (where / "out.nc").write_bytes(OLD_FILE)
+    cases[key] = ("clobber", 2, [str(where / "out.nc"), str(where / "fresh.nc")])
+    for nranks, mode, strategy in FRAMES:
+        key = ("frames", nranks, mode, strategy)
+        cases[key] = ("frames", nranks, [str(folder(key) / "frames.nc"), mode, strategy])
+    for nranks, mode, strategy in PUTVARS:
+        key = ("putvar", nranks, mode, strategy)
+        cases[key] = ("putvar", nranks, [str(folder(key)), mode, strategy])
+    return cases
+
+
+@pytest.fixture(scope="module")
+def merged(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory):
+    """``get(key)``: the Run of a table case (``table_cases``). All the cases of a rank count run in one launch of
+    the table driver, when a test first needs one of them."""
+    base = tmp_path_factory.mktemp("table")
+    cases = table_cases(base / "cases")
+    runs: dict[tuple, Run] = {}
+
+    def get(key: tuple) -> Run:
         if key not in runs:
-            where = tmp_path_factory.mktemp(name)
-            runs[key] = where, execute(programs[name], [str(where), *args], nranks)
+            nranks = cases[key][1]
+            keys = [k for k, (_, n, _) in cases.items() if n == nranks]
+            argv: list[str] = [str(programs["driver"])]
+            logs = {}
+            for index, k in enumerate(keys):
+                name, _, args = cases[k]
+                logs[k] = base / "logs" / f"n{nranks}-{index}-{name}"
+                logs[k].mkdir(parents=True)
+                argv += [*(["--"] if index else []), name, str(logs[k]), *args]
+            result = run(argv, nranks=nranks, timeout=TIMEOUT + 20 * len(keys))
+            for k in keys:
+                printed = "".join(Path(logs[k], f"rank{r}.txt").read_text() for r in range(nranks)
+                                  if Path(logs[k], f"rank{r}.txt").exists())
+                status_file = logs[k] / "status.txt"
+                status = int(status_file.read_text()) if status_file.exists() else None
+                args = cases[k][2]
+                where = Path(args[0]) if Path(args[0]).is_dir() else Path(args[0]).parent
+                runs[k] = Run(where, status, printed, result)
         return runs[key]
     return get
 
@@ -1094,13 +1266,16 @@ def compmap_of(rank: int, nranks: int) -> list[int]:
     return entries
 
 
-@pytest.mark.parametrize("nranks, mode, strategy, read", [(1, "serial", "root", "root"),
-                                                          (2, "cdf5", "direct", "direct"),
-                                                          (3, "hdf5", "agg", "agg"), (3, "cdf2", "root", "auto")])
-def test_compmap_with_holes_written_and_read_back(programs: dict[str, Path], tmp_path: Path, nranks: int, mode: str,
-                                                  strategy: str, read: str) -> None:
+COMPMAPS = [(1, "serial", "root", "root"), (2, "cdf5", "direct", "direct"), (3, "hdf5", "agg", "agg"),
+            (3, "cdf2", "root", "auto")]
+
+
+@pytest.mark.parametrize("nranks, mode, strategy, read", COMPMAPS)
+def test_compmap_with_holes_written_and_read_back(merged, nranks: int, mode: str, strategy: str, read: str) -> None:
+    done = merged(("compmap", nranks, mode, strategy, read))  # compmap PATH MODE STRATEGY READ at nranks
+    tmp_path = done.where
     path = tmp_path / "compmap.nc"
-    out = execute(programs["compmap"], [str(path), mode, strategy, read], nranks)
+    out = done.output()
     assert out.code("bad_entry", nranks) == EINVAL
     assert "21" in out.message("bad_entry")
 
@@ -1173,14 +1348,10 @@ READS = [(1, "NETCDF4", "root"), (2, "NETCDF3_64BIT_OFFSET", "direct"), (3, "NET
 
 
 @pytest.fixture(scope="module")
-def read_runs(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[tuple, Output]:
-    runs = {}
-    for nranks, fmt, strategy in READS:
-        where = tmp_path_factory.mktemp("read")
-        write_input(where / "in.nc", fmt)
-        runs[nranks, fmt, strategy] = execute(programs["read"], [str(where / "in.nc"), strategy,
-                                                                 str(where / "missing" / "none.nc")], nranks)
-    return runs
+def read_runs(merged) -> dict[tuple, Output]:
+    # read IN STRATEGY DIR/missing/none.nc at nranks, IN written by write_input(IN, fmt)
+    return {(nranks, fmt, strategy): merged(("read", nranks, fmt, strategy)).output()
+            for nranks, fmt, strategy in READS}
 
 
 @pytest.mark.parametrize("nranks, fmt, strategy", READS)
@@ -1224,8 +1395,9 @@ def test_read_int_into_short_memory_refuses_values_out_of_range(read_runs: dict[
 # ------------------------------------------------------------------------------------------------ 3. sequencing
 
 @pytest.mark.parametrize("nranks", [1, 3])
-def test_calls_out_of_order_and_bad_definitions(cached, nranks: int) -> None:
-    tmp_path, out = cached("sequence", nranks)
+def test_calls_out_of_order_and_bad_definitions(merged, nranks: int) -> None:
+    done = merged(("sequence", nranks))  # sequence DIR at nranks
+    tmp_path, out = done.where, done.output()
     code = lambda name: out.code(name, nranks)  # noqa: E731
 
     assert code("def_var_after_enddef") == ESTATE and "after climio_enddef" in out.message("def_var_after_enddef")
@@ -1279,18 +1451,20 @@ def test_calls_out_of_order_and_bad_definitions(cached, nranks: int) -> None:
         assert list(ds["time"][:]) == [3.5]
 
 
-def test_createfile_refuses_an_unknown_strategy(cached) -> None:
-    _, out = cached("sequence", 1)
+def test_createfile_refuses_an_unknown_strategy(merged) -> None:
+    out = merged(("sequence", 1)).output()
     assert out.code("bad_strategy.create", 1) == EINVAL and "'bogus'" in out.message("bad_strategy.create")
 
 
 # ------------------------------------------------------------------------------------------------ 4. conversions
 
-@pytest.mark.parametrize("nranks, mode, strategy", [(1, "serial", "root"), (2, "cdf5", "direct"),
-                                                    (3, "hdf5", "agg")])
-def test_memory_types_converted_exactly_or_refused(programs: dict[str, Path], tmp_path: Path, nranks: int,
-                                                   mode: str, strategy: str) -> None:
-    out = execute(programs["convert"], [str(tmp_path), mode, strategy], nranks)
+CONVERTS = [(1, "serial", "root"), (2, "cdf5", "direct"), (3, "hdf5", "agg")]
+
+
+@pytest.mark.parametrize("nranks, mode, strategy", CONVERTS)
+def test_memory_types_converted_exactly_or_refused(merged, nranks: int, mode: str, strategy: str) -> None:
+    done = merged(("convert", nranks, mode, strategy))  # convert DIR MODE STRATEGY at nranks
+    tmp_path, out = done.where, done.output()
     for name in ("double_to_float", "int_to_double", "int64_to_int", "int_to_short", "float_to_double"):
         assert out.code(name, nranks) == NOERR, (name, out.messages[name])
     p = np.arange(24).reshape(4, 6)
@@ -1311,12 +1485,12 @@ def test_memory_types_converted_exactly_or_refused(programs: dict[str, Path], tm
 
 
 @pytest.mark.parametrize("strategy", ["agg", "direct"])
-def test_integers_out_of_range_refused_on_every_rank(programs: dict[str, Path], tmp_path: Path, strategy: str) -> None:
-    path = tmp_path / "narrow.nc"
-    result, printed = launch(programs["narrow"], [str(path), strategy], 2)
+def test_integers_out_of_range_refused_on_every_rank(merged, strategy: str) -> None:
+    done = merged(("narrow", strategy))  # narrow PATH STRATEGY at 2 ranks
+    path, printed = done.where / "narrow.nc", done.printed
     codes = dict(re.findall(r"^code int_to_byte (\d+) (-?\d+)$", printed, flags=re.M))
-    assert codes == {"0": str(EINVAL), "1": str(EINVAL)}, (printed, result.stderr[-2000:])
-    assert result.returncode == 0 and not path.exists()
+    assert codes == {"0": str(EINVAL), "1": str(EINVAL)}, (printed, done.launch.stderr[-2000:])
+    assert done.status == 0 and not path.exists()
 
 
 # ------------------------------------------------------------------------------------------------ 5. compression
@@ -1329,9 +1503,13 @@ def bitround(values: np.ndarray, bits: int) -> np.ndarray:
     return ((u + np.uint32(1 << (drop - 1))) & np.uint32(~((1 << drop) - 1) & 0xFFFFFFFF)).view(np.float32)
 
 
-@pytest.mark.parametrize("nranks, strategy", [(2, "direct"), (3, "agg")])
-def test_deflate_and_quantize(cached, nranks: int, strategy: str) -> None:
-    tmp_path, out = cached("compress", nranks, strategy)
+COMPRESSES = [(2, "direct"), (3, "agg")]
+
+
+@pytest.mark.parametrize("nranks, strategy", COMPRESSES)
+def test_deflate_and_quantize(merged, nranks: int, strategy: str) -> None:
+    done = merged(("compress", nranks, strategy))  # compress DIR STRATEGY at nranks
+    tmp_path, out = done.where, done.output()
     assert out.code("deflate", nranks) == NOERR and out.code("quantize", nranks) == NOERR
     p = np.arange(24).reshape(4, 6)
     with netCDF4.Dataset(tmp_path / "comp.nc") as ds:
@@ -1358,20 +1536,23 @@ def test_deflate_and_quantize(cached, nranks: int, strategy: str) -> None:
     assert sorted(os.listdir(tmp_path)) == ["comp.nc"]
 
 
-def test_quantize_refused_at_once_in_cdf5(cached) -> None:
-    _, out = cached("compress", 2, "direct")
+def test_quantize_refused_at_once_in_cdf5(merged) -> None:
+    out = merged(("compress", 2, "direct")).output()
     assert out.code("deflate_cdf5", 2) == EINVAL  # as deflate is
     assert out.code("quantize_cdf5", 2) == EINVAL and "hdf5" in out.message("quantize_cdf5")
 
 
 # ------------------------------------------------------------------------------------------------ 6. clobber
 
-def test_noclobber_keeps_the_old_file_and_clobber_replaces_it_at_close(programs: dict[str, Path],
-                                                                       tmp_path: Path) -> None:
+OLD_FILE = b"an older file, not netCDF\n"
+
+
+def test_noclobber_keeps_the_old_file_and_clobber_replaces_it_at_close(merged) -> None:
+    done = merged(("clobber",))  # clobber PATH FRESH at 2 ranks, PATH holding OLD_FILE before
+    tmp_path = done.where
     path, fresh = tmp_path / "out.nc", tmp_path / "fresh.nc"
-    old = b"an older file, not netCDF\n"
-    path.write_bytes(old)
-    out = execute(programs["clobber"], [str(path), str(fresh)], 2)
+    old = OLD_FILE
+    out = done.output()
     assert out.code("noclobber", 2) == EINVAL and str(path) in out.message("noclobber")
     assert out.code("noclobber.close", 2) == EBADID
     heads = {line.split()[1]: bytes.fromhex(line.split()[2] if len(line.split()) > 2 else "")
@@ -1389,9 +1570,11 @@ def test_noclobber_keeps_the_old_file_and_clobber_replaces_it_at_close(programs:
 
 # ------------------------------------------------------------------------------------------------ 7. messages
 
-def test_errmsg_truncation_and_strerror(programs: dict[str, Path], tmp_path: Path) -> None:
+def test_errmsg_truncation_and_strerror(merged) -> None:
+    done = merged(("errmsg",))  # errmsg PATH at 1 rank, first in its table
+    tmp_path = done.where
     path = tmp_path / "e.nc"
-    out = execute(programs["errmsg"], [str(path)], 1)
+    out = done.output()
     assert out.line("before") == ["0", "1"]  # no error yet: an empty message
     assert out.code("dup_dim", 1) == EINVAL
     message = f"{path}: dimension 'x' is already defined"
@@ -1415,8 +1598,9 @@ def test_errmsg_truncation_and_strerror(programs: dict[str, Path], tmp_path: Pat
 
 # ------------------------------------------------------------------------------------------------ 8. more
 
-def test_two_files_two_systems_and_finalize_publishing(programs: dict[str, Path], tmp_path: Path) -> None:
-    out = execute(programs["multi"], [str(tmp_path)], 3)
+def test_two_files_two_systems_and_finalize_publishing(merged) -> None:
+    done = merged(("multi",))  # multi DIR at 3 ranks, first in its table
+    tmp_path, out = done.where, done.output()
     assert out.code("cross_decomp", 3) == EBADID  # a decomposition of another I/O system
     assert out.code("freed_decomp", 3) == EBADID
     assert not _exists(out, "left_open_before_finalize") and _exists(out, "left_open_after_finalize")
@@ -1434,10 +1618,14 @@ def test_two_files_two_systems_and_finalize_publishing(programs: dict[str, Path]
     assert sorted(os.listdir(tmp_path)) == ["left_open.nc", "one.nc", "sub0.nc", "sub1.nc", "two.nc"]
 
 
-@pytest.mark.parametrize("nranks, mode, strategy", [(2, "cdf5", "direct"), (2, "hdf5", "agg")])
-def test_records_out_of_order(programs: dict[str, Path], tmp_path: Path, nranks: int, mode: str, strategy: str) -> None:
-    path = tmp_path / "frames.nc"
-    out = execute(programs["frames"], [str(path), mode, strategy], nranks)
+FRAMES = [(2, "cdf5", "direct"), (2, "hdf5", "agg")]
+
+
+@pytest.mark.parametrize("nranks, mode, strategy", FRAMES)
+def test_records_out_of_order(merged, nranks: int, mode: str, strategy: str) -> None:
+    done = merged(("frames", nranks, mode, strategy))  # frames PATH MODE STRATEGY at nranks
+    path = done.where / "frames.nc"
+    out = done.output()
     p = np.arange(24, dtype=np.float32).reshape(4, 6)
     with netCDF4.Dataset(path) as ds:
         assert len(ds.dimensions["time"]) == 6
@@ -1454,8 +1642,9 @@ PUTVARS = [(2, "cdf5", "agg"), (3, "hdf5", "direct")]
 
 
 @pytest.mark.parametrize("nranks, mode, strategy", PUTVARS)
-def test_put_var_and_fields_without_records(cached, nranks: int, mode: str, strategy: str) -> None:
-    tmp_path, out = cached("putvar", nranks, mode, strategy)
+def test_put_var_and_fields_without_records(merged, nranks: int, mode: str, strategy: str) -> None:
+    done = merged(("putvar", nranks, mode, strategy))  # putvar DIR MODE STRATEGY at nranks
+    tmp_path, out = done.where, done.output()
     for name in ("enddef", "lat", "lon", "level", "area"):
         assert out.code(name, nranks) == NOERR, (name, out.messages[name])
     p = np.arange(24).reshape(4, 6)
@@ -1484,8 +1673,9 @@ def test_put_var_and_fields_without_records(cached, nranks: int, mode: str, stra
     assert sorted(os.listdir(tmp_path)) == ["putvar.nc"]  # int_out_of_short.nc was refused: not there
 
 
-def test_put_var_refuses_integers_out_of_range(cached) -> None:
-    tmp_path, out = cached("putvar", *PUTVARS[0])
+def test_put_var_refuses_integers_out_of_range(merged) -> None:
+    done = merged(("putvar", *PUTVARS[0]))
+    tmp_path, out = done.where, done.output()
     assert out.code("int_out_of_short", 2) == EINVAL
     assert not (tmp_path / "int_out_of_short.nc").exists()
 

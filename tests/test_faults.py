@@ -19,6 +19,9 @@ from conftest import climio, climio_argv, leftovers, run
 
 from climio.core.mpi import mpiexec_command
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import Batch  # noqa: E402
+
 MODES = ("serial", "hdf5", "cdf2", "cdf5")
 SHAPE = "2000,96,144"  # 110 MB of float32: more than the 50 MB file system below holds
 OLD = b"the previous output, which a failed run must leave as it was"
@@ -38,11 +41,25 @@ def small_disk() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="module")
-def field(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("faults") / "pr.nc"
-    result = climio("gen", "cmip", str(path), "--shape", SHAPE, nranks=2)
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    """The runs that need no process of their own (no fault of the machine, no limit on the process): one table per
+    rank count (helpers/climio_batch.py: one launch each, every case captured as a process of its own), each in a
+    directory of its own (``runs.folder(name)``)."""
+    b = Batch(tmp_path_factory.mktemp("runs"))
+    b.add("field", ["gen", "cmip", b.folder("field") / "pr.nc", "--shape", SHAPE], 2)
+    tmp_path = b.folder("trace")
+    b.add("trace", ["--trace", tmp_path, "gen", "cmip", tmp_path / "g.nc", "--shape", "10,4,8"], 2)
+    source = b.folder("plot") / "pr.nc"
+    b.add("plot-source", ["gen", "cmip", source, "--shape", "2400,5,7"])
+    b.add("plot-warm", ["eva", source, b.folder("plot-warm") / "warm.nc"])
+    return b
+
+
+@pytest.fixture(scope="module")
+def field(runs: Batch) -> Path:
+    result = runs.result("field")  # gen cmip pr.nc --shape SHAPE at 2 ranks
     assert result.returncode == 0, result.stderr
-    return path
+    return runs.folder("field") / "pr.nc"
 
 
 def one_fault_line(result: subprocess.CompletedProcess[str], *causes: str) -> None:
@@ -124,15 +141,15 @@ def test_tracebacks_only_on_request() -> None:
     assert debug.returncode == 1 and "Traceback" in debug.stderr, debug.stderr
 
 
-def test_a_plot_that_cannot_be_written_publishes_nothing(tmp_path: Path) -> None:
+def test_a_plot_that_cannot_be_written_publishes_nothing(runs: Batch, tmp_path: Path) -> None:
     """eva draws its plot before renaming its output: a plot over the file-size limit leaves neither file."""
-    source = tmp_path / "pr.nc"
-    assert climio("gen", "cmip", str(source), "--shape", "2400,5,7").returncode == 0
+    source = runs.folder("plot") / "pr.nc"
+    assert runs.result("plot-source").returncode == 0  # gen cmip pr.nc --shape 2400,5,7, plainly
     out, png = tmp_path / "out" / "eva.nc", tmp_path / "out" / "eva.png"
     out.parent.mkdir()
     # A first run without the limit compiles eva's kernels into numba's cache (one directory per version of the
     # sources): run first under the limit, the cache files and MPI's start-up files would hit it before the plot.
-    assert climio("eva", str(source), str(tmp_path / "warm.nc")).returncode == 0
+    assert runs.result("plot-warm").returncode == 0  # eva pr.nc warm.nc, plainly, in the same table
     limit = 30 * 1024  # the analysis (5 kB) fits, the plot (37 kB) does not
 
     def limited() -> None:
@@ -144,8 +161,9 @@ def test_a_plot_that_cannot_be_written_publishes_nothing(tmp_path: Path) -> None
     assert list(out.parent.iterdir()) == []
 
 
-def test_an_unwritable_trace_is_refused_before_any_work(tmp_path: Path) -> None:
+def test_an_unwritable_trace_is_refused_before_any_work(runs: Batch) -> None:
+    tmp_path = runs.folder("trace")
     target = tmp_path / "g.nc"
-    result = climio("--trace", str(tmp_path), "gen", "cmip", str(target), "--shape", "10,4,8", nranks=2)
+    result = runs.result("trace")  # --trace DIR gen cmip DIR/g.nc --shape 10,4,8 at 2 ranks
     assert result.returncode == 2 and f"--trace '{tmp_path}' is a directory" in result.stderr
     assert not target.exists() and leftovers(str(tmp_path)) == []

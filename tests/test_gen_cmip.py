@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+from pathlib import Path
 
 import netCDF4
 import numpy as np
 import pytest
-from conftest import climio, leftovers
+from conftest import leftovers
 
 from climio.gen import cmip
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import Batch  # noqa: E402
 
 SHAPE = (23, 9, 14)  # uneven splits over 1..4 ranks; a few days per rank
 SEED = 7
@@ -42,13 +47,32 @@ def test_field_looks_like_daily_precipitation() -> None:
     assert not np.array_equal(cmip.field(2, 0, 3, cmip.climatology(4, 4)), cmip.field(1, 0, 3, cmip.climatology(4, 4)))
 
 
-@pytest.mark.parametrize("nranks", [1, 2, 3, 4])
-@pytest.mark.parametrize("mode", ["serial", "hdf5", "cdf2", "cdf5"])
-def test_every_mode_and_rank_count_writes_the_same_values(tmp_path, reference, mode: str, nranks: int) -> None:
+MODES = ["serial", "hdf5", "cdf2", "cdf5"]
+RANKS = [1, 2, 3, 4]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    """The runs below, one table per rank count (helpers/climio_batch.py: one launch each, every case captured as a
+    process of its own, with a fresh trace log); each writes into a directory of its own."""
+    b = Batch(tmp_path_factory.mktemp("runs"))
+    for nranks in RANKS:
+        for mode in MODES:
+            folder = b.folder(f"{mode}-{nranks}")
+            b.add(f"{mode}-{nranks}", ["--trace", folder / "trace.json", "gen", "cmip", folder / f"pr-{mode}-{nranks}.nc",
+                                       "--shape", ",".join(map(str, SHAPE)), "--mode", mode, "--seed", str(SEED)],
+                  nranks)
+    return b
+
+
+@pytest.mark.parametrize("nranks", RANKS)
+@pytest.mark.parametrize("mode", MODES)
+def test_every_mode_and_rank_count_writes_the_same_values(runs, reference, mode: str, nranks: int) -> None:
+    tmp_path = runs.folder(f"{mode}-{nranks}")
     out = tmp_path / f"pr-{mode}-{nranks}.nc"
     trace = tmp_path / "trace.json"
-    result = climio("--trace", str(trace), "gen", "cmip", str(out), "--shape", ",".join(map(str, SHAPE)),
-                    "--mode", mode, "--seed", str(SEED), nranks=nranks)
+    # --trace trace.json gen cmip out --shape SHAPE --mode MODE --seed SEED at nranks
+    result = runs.result(f"{mode}-{nranks}")
     assert result.returncode == 0, result.stderr
     assert f"wrote {out}" in result.stdout
     with netCDF4.Dataset(out) as ds:

@@ -8,13 +8,18 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import sys
+
 import netCDF4
 import numpy as np
 import pytest
-from conftest import climio, leftovers
+from conftest import leftovers
 
 from climio.core.decomp import block_range
 from climio.gen import geodesic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import Batch, Result  # noqa: E402
 
 LEVELS = [0, 1, 2, 3]
 FILE_LEVEL, FILE_LAYERS, FILE_TIMES = 2, 3, 2
@@ -285,10 +290,41 @@ def expected(level: int) -> dict[str, np.ndarray]:
     return out
 
 
-def generate(directory: Path, nranks: int, mode: str, level: int = FILE_LEVEL) -> tuple[Path, dict[str, np.ndarray]]:
+# Every climio run of this file goes in one table per rank count (helpers/climio_batch.py: one launch each, every
+# case captured as a process of its own), each writing into a directory of its own.
+WRITTEN = [(1, "cdf5"), (2, "cdf5"), (3, "cdf5"), (2, "hdf5"), (3, "hdf5"), (2, "cdf2"), (2, "serial")]
+BAD_ARGUMENTS = [(("--level", "-1"), "--level"), (("--level", "13"), "--level"), (("--layers", "0"), "--layers"),
+                 (("--times", "0"), "--times")]
+
+
+def gen_argv(out: Path, mode: str, level: int = FILE_LEVEL) -> list[str]:
+    return ["gen", "geodesic", str(out), "--level", str(level), "--layers", str(FILE_LAYERS), "--times",
+            str(FILE_TIMES), "--mode", mode]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    b = Batch(tmp_path_factory.mktemp("runs"))
+    b.add("one-rank", gen_argv(b.folder("one-rank") / "geo-cdf5-1.nc", "cdf5"), 1)
+    for nranks, mode in WRITTEN:
+        b.add(f"written-{nranks}-{mode}", gen_argv(b.folder(f"written-{nranks}-{mode}") / f"geo-{mode}-{nranks}.nc",
+                                                   mode), nranks)
+    b.add("level0-13", gen_argv(b.folder("level0-13") / "geo-cdf5-13.nc", "cdf5", level=0), 13)
+    for nranks in (None, 2):
+        for k, (args, _) in enumerate(BAD_ARGUMENTS):
+            level = () if args[0] == "--level" else ("--level", "1")
+            name = f"bad-{k}-{nranks}"
+            b.add(name, ["gen", "geodesic", b.folder(name) / "geo.nc", *level, *args], nranks)
+    return b
+
+
+def generate(runs: Batch, name: str, nranks: int, mode: str, level: int = FILE_LEVEL) -> tuple[
+        Path, dict[str, np.ndarray]]:
+    """Check run ``name`` (gen geodesic geo-MODE-NRANKS.nc --level LEVEL ... at nranks) and read its file."""
+    directory = runs.folder(name)
     out = directory / f"geo-{mode}-{nranks}.nc"
-    result = climio("gen", "geodesic", str(out), "--level", str(level), "--layers", str(FILE_LAYERS),
-                    "--times", str(FILE_TIMES), "--mode", mode, nranks=nranks)
+    result: Result = runs.result(name)
+    assert result.args == gen_argv(out, mode, level)
     assert result.returncode == 0, result.stderr
     g = full(level).grid
     assert f"wrote {out}: geodesic level {level} ({g.cells} cells, {g.corners} corners, {g.edges} edges)" \
@@ -310,15 +346,14 @@ def assert_same(values: dict[str, np.ndarray], reference: dict[str, np.ndarray])
 
 
 @pytest.fixture(scope="module")
-def one_rank(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return generate(tmp_path_factory.mktemp("one"), 1, "cdf5")[1]
+def one_rank(runs: Batch) -> dict[str, np.ndarray]:
+    return generate(runs, "one-rank", 1, "cdf5")[1]
 
 
-@pytest.mark.parametrize("nranks,mode", [(1, "cdf5"), (2, "cdf5"), (3, "cdf5"), (2, "hdf5"), (3, "hdf5"),
-                                         (2, "cdf2"), (2, "serial")])
-def test_written_file_is_the_same_at_every_rank_count(tmp_path: Path, one_rank: dict[str, np.ndarray],
+@pytest.mark.parametrize("nranks,mode", WRITTEN)
+def test_written_file_is_the_same_at_every_rank_count(runs: Batch, one_rank: dict[str, np.ndarray],
                                                       nranks: int, mode: str) -> None:
-    out, values = generate(tmp_path, nranks, mode)
+    out, values = generate(runs, f"written-{nranks}-{mode}", nranks, mode)
     assert_same(values, one_rank)
     assert_same(values, expected(FILE_LEVEL))
     for name in ("cell_neighbors", "edge_cells"):
@@ -332,9 +367,9 @@ def test_written_file_is_the_same_at_every_rank_count(tmp_path: Path, one_rank: 
         assert line in header, line
 
 
-def test_more_ranks_than_cells(tmp_path: Path) -> None:
+def test_more_ranks_than_cells(runs: Batch) -> None:
     """Level 0 on 13 ranks: one rank owns no cell, several own a single element."""
-    assert_same(generate(tmp_path, 13, "cdf5", level=0)[1], expected(0))
+    assert_same(generate(runs, "level0-13", 13, "cdf5", level=0)[1], expected(0))
 
 
 @pytest.mark.parametrize("ntime,total,per_write", [(1, 17, 5), (3, 17, 5), (7, 100, 1), (7, 10, 33), (2, 5, 1000)])
@@ -353,13 +388,13 @@ def test_write_pieces_cover_each_block_once_in_the_same_number_of_calls(ntime: i
             assert np.all(covered == 1)
 
 
-@pytest.mark.parametrize("args,needle", [(("--level", "-1"), "--level"), (("--level", "13"), "--level"),
-                                         (("--layers", "0"), "--layers"), (("--times", "0"), "--times")])
+@pytest.mark.parametrize("args,needle", BAD_ARGUMENTS)
 @pytest.mark.parametrize("nranks", [None, 2])
-def test_bad_arguments(tmp_path: Path, args: tuple[str, str], needle: str, nranks: int | None) -> None:
+def test_bad_arguments(runs: Batch, args: tuple[str, str], needle: str, nranks: int | None) -> None:
+    name = f"bad-{BAD_ARGUMENTS.index((args, needle))}-{nranks}"
+    tmp_path = runs.folder(name)
     out = tmp_path / "geo.nc"
-    level = () if args[0] == "--level" else ("--level", "1")
-    result = climio("gen", "geodesic", str(out), *level, *args, nranks=nranks)
+    result = runs.result(name)  # gen geodesic out [--level 1] ARGS
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("climio: error:")]
     assert len(errors) == 1 and needle in errors[0], result.stderr

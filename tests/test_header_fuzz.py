@@ -13,7 +13,10 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import climio, leftovers
+from conftest import leftovers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import run_table  # noqa: E402
 
 FORMATS = ("NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA")
 MUTANTS_PER_FORMAT = 100
@@ -86,15 +89,23 @@ def test_storage_layer_reads_or_refuses_every_mutant(mutants: list[Path]) -> Non
 
 @pytest.mark.parametrize("command", ["subset", "eva"])
 def test_commands_on_mutants_end_in_one_line(mutants: list[Path], tmp_path: Path, command: str) -> None:
-    for path in mutants[::25]:
-        out = tmp_path / "out.nc"
-        args = [str(path), str(out), "-O"] + (["--var", "tas"] if command == "eva" else [])
-        result = climio(command, *args, nranks=2, timeout=60)
+    """The mutants' runs go in one table at 2 ranks (helpers/climio_batch.py: one launch, each case captured as a
+    process of its own, with a timeout of 60 s), each writing into a directory of its own. A mutant may end the
+    job (MPI_Abort with its one line, status 1): that case then gets what a launch of its own gives (its status
+    and output, the launcher's after it) and the cases after it run in a new launch (``aborts=True``)."""
+    paths = mutants[::25]
+    outs = [tmp_path / f"case{k}" / "out.nc" for k in range(len(paths))]
+    table = [[command, str(path), str(out), "-O"] + (["--var", "tas"] if command == "eva" else [])
+             for path, out in zip(paths, outs)]
+    for out in outs:
+        out.parent.mkdir()
+    results = run_table(table, 2, tmp_path / "batch", timeout=60, aborts=True)
+    for path, out, result in zip(paths, outs, results):
         assert "Traceback" not in result.stderr, (path, result.stderr)
         if result.returncode != 0:
             assert result.returncode in (1, 2), (path, result.returncode, result.stderr)
             lines = [line for line in result.stderr.splitlines() if line.startswith("climio")]
             assert len(lines) == 1, (path, result.stderr)
             assert not out.exists()
-        assert leftovers(str(tmp_path)) == []
+        assert leftovers(str(out.parent)) == []
         out.unlink(missing_ok=True)

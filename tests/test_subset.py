@@ -17,7 +17,12 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import DATA, climio, leftovers
+import sys
+
+from conftest import DATA, leftovers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import Batch, Result, run_table  # noqa: E402
 
 MESHES = DATA / "meshes"
 MPAS = MESHES / "mesh.QU.1920km.151026.nc"
@@ -36,25 +41,147 @@ def dims_of(path: str | Path) -> dict[str, int]:
         return {name: len(d) for name, d in ds.dimensions.items()}
 
 
-def ok(result: subprocess.CompletedProcess[str]) -> None:
+def ok(result: subprocess.CompletedProcess[str] | Result) -> None:
     assert result.returncode == 0, result.stderr + result.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Every climio run of this file: one table per rank count (helpers/climio_batch.py, one launch each; every case
+# writes into a directory of its own and is captured as a process of its own). The inputs are made first.
+# ---------------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The generated inputs: a regular grid, another grid and a geodesic grid (climio gen), and the files the
+    tests below make from them or write here."""
+    d = tmp_path_factory.mktemp("inputs")
+    paths = {"regular": d / "pr.nc", "other": d / "other_grid.nc", "geodesic": d / "g3.nc"}
+    made = run_table([["gen", "cmip", paths["regular"], "--shape", "20,48,72", "--mode", "cdf5"],
+                      ["gen", "cmip", paths["other"], "--shape", "4,24,72"]], None, d / "gen-plain")
+    made += run_table([["gen", "geodesic", paths["geodesic"], "--level", "3", "--layers", "3", "--times", "2"]], 2,
+                      d / "gen-2")
+    for result in made:
+        ok(result)
+    regular = paths["regular"]
+    # a -180..180 grid in radians
+    paths["radians"] = d / "rad.nc"
+    lat = np.radians(np.arange(-87.5, 90, 5.0))
+    lon = np.radians(np.arange(-180, 180, 10.0))
+    with netCDF4.Dataset(paths["radians"], "w", format="NETCDF3_64BIT_DATA") as ds:
+        ds.createDimension("lat", len(lat))
+        ds.createDimension("lon", len(lon))
+        ds.createVariable("lat", "f8", ("lat",))[:] = lat
+        ds.createVariable("lon", "f8", ("lon",))[:] = lon
+        ds["lat"].units, ds["lon"].units = "radians", "radians"
+        ds["lat"].standard_name, ds["lon"].standard_name = "latitude", "longitude"
+        ds.createVariable("t", "f4", ("lat", "lon"))[:] = np.arange(lat.size * lon.size).reshape(lat.size, lon.size)
+    # the regular grid in three parts along time, by ncks
+    for name, (lo, hi) in zip("abc", [(0, 6), (7, 7), (8, 19)]):
+        paths[f"part-{name}"] = d / f"{name}.nc"
+        subprocess.run(["ncks", "-O", "-d", f"time,{lo},{hi}", str(regular), str(paths[f"part-{name}"])], check=True)
+    # a copy with pr renamed pr_copy and doubled
+    paths["union-other"] = d / "other.nc"
+    shutil.copy(regular, paths["union-other"])
+    subprocess.run(["ncrename", "-h", "-v", "pr,pr_copy", str(paths["union-other"])], check=True, capture_output=True)
+    with netCDF4.Dataset(paths["union-other"], "a") as ds:
+        ds["pr_copy"][:] = ds["pr_copy"][:] * 2
+    # bad inputs
+    paths["plain"] = d / "no_latlon.nc"
+    with netCDF4.Dataset(paths["plain"], "w") as ds:
+        ds.createDimension("x", 5)
+        ds.createVariable("v", "f4", ("x",))[:] = np.arange(5)
+    paths["truncated"] = d / "truncated.nc"
+    paths["truncated"].write_bytes(regular.read_bytes()[: os.path.getsize(regular) // 2])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def regular(inputs: dict[str, Path]) -> Path:
+    return inputs["regular"]
+
+
+@pytest.fixture(scope="module")
+def geodesic(inputs: dict[str, Path]) -> Path:
+    return inputs["geodesic"]
+
+
+@pytest.fixture(scope="module")
+def bad_inputs(inputs: dict[str, Path]) -> dict[str, Path]:
+    return {"other": inputs["other"], "plain": inputs["plain"], "truncated": inputs["truncated"]}
+
+
+@pytest.fixture(scope="module")
+def runs(inputs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    """Every climio run of the tests below, by name; ``runs.folder(name)`` is the case's own directory."""
+    b = Batch(tmp_path_factory.mktemp("runs"))
+    f = b.folder
+    regular, geo = str(inputs["regular"]), str(inputs["geodesic"])
+    # the plain table runs first: subset-of-a-subset reads its first output at 2 ranks
+    b.add("sos-first", ["subset", "-b", "60,-60,180,0", MPAS, f("sos-first") / "a.nc"])
+    b.add("sos-second", ["subset", "-b", "30,-30,90,10", f("sos-first") / "a.nc", f("sos-second") / "b.nc"], 2)
+    b.add("sos-direct", ["subset", "-b", "30,-30,90,10", MPAS, f("sos-direct") / "c.nc"])
+    for k, case in enumerate(REGULAR_CASES):
+        for nranks in (1, 3):
+            name = f"regular-{k}-n{nranks}"
+            b.add(name, ["subset", *case, regular, f(name) / "climio.nc"], nranks)
+    b.add("box-dateline", ["subset", "-v", "pr", "-b", "60,30,-150,150", regular, f("box-dateline") / "box.nc"], 2)
+    b.add("radians", ["subset", "-X", "160,-170,-10,10", inputs["radians"], f("radians") / "out.nc"])
+    for param in MESH_CASES:
+        src, _, flag, box_text, _ = param.values
+        for nranks in RANKS:
+            name = mesh_case(src, flag, box_text, nranks)
+            b.add(name, ["subset", flag, box_text, src, f(name) / "out.nc"], nranks)
+    for box_text, _ in GEODESIC_BOXES:
+        for nranks in RANKS:
+            name = f"geodesic-{box_text}-n{nranks}"
+            b.add(name, ["subset", "-b", box_text, geo, f(name) / "out.nc"], nranks)
+    args = ["-v", "vorticity,wind_normal", "-d", "cells,100,400", "-d", "layers,1,2", "-d", "time,1"]
+    for nranks in (2, 3):
+        b.add(f"geo-needed-n{nranks}", ["subset", *args, geo, f(f"geo-needed-n{nranks}") / "needed.nc"], nranks)
+        b.add(f"geo-whole-n{nranks}", ["subset", "--read", "whole", *args, geo, f(f"geo-whole-n{nranks}") / "whole.nc"],
+              nranks)
+        b.add(f"mpas-needed-n{nranks}", ["subset", "-b", "60,-10,120,-30", MPAS, f(f"mpas-needed-n{nranks}") / "needed.nc"],
+              nranks)
+        b.add(f"mpas-whole-n{nranks}", ["subset", "--read", "whole", "-b", "60,-10,120,-30", MPAS,
+                                        f(f"mpas-whole-n{nranks}") / "whole.nc"], nranks)
+    b.add("mpas-var", ["subset", "-v", "areaCell", "-X", "0,90,0,90", MPAS, f("mpas-var") / "out.nc"], 2)
+    selection = ["-v", "pr", "-d", "time,5,12", "-d", "lat,-20.,20."]
+    b.add("join-joined", ["subset", *selection, *(inputs[f"part-{n}"] for n in "abc"), f("join-joined") / "joined.nc"],
+          3)
+    b.add("join-single", ["subset", *selection, regular, f("join-single") / "single.nc"])
+    b.add("union", ["subset", "--union", "-d", "lat,0,3", regular, inputs["union-other"], f("union") / "union.nc"], 2)
+    for k, (args_, _) in enumerate(BAD):
+        b.add(f"bad-{k}", ["subset", *args_, regular, f(f"bad-{k}") / "out.nc"], 2)
+    for k in range(N_BAD_INPUTS):
+        args_, _ = bad_input_cases(inputs, f(f"badin-{k}"))[k]
+        b.add(f"badin-{k}", ["subset", *args_, f(f"badin-{k}") / "out.nc"], 2)
+    (f("exist-refused") / "out.nc").write_text("precious")
+    b.add("exist-refused", ["subset", "-d", "lat,0,1", regular, f("exist-refused") / "out.nc"])
+    (f("exist-overwrite") / "out.nc").write_text("precious")
+    b.add("exist-overwrite", ["subset", "-O", "-d", "lat,0,1", regular, f("exist-overwrite") / "out.nc"])
+    return b
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Regular grids: climio subset == ncks for the same -v/-d
 # ---------------------------------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def regular(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("regular") / "pr.nc"
-    ok(climio("gen", "cmip", str(path), "--shape", "20,48,72", "--mode", "cdf5"))
-    return path
-
-
 def ncks(tmp: Path, *args: str) -> dict[str, np.ndarray]:
     out = tmp / "ncks.nc"
     subprocess.run(["ncks", "-O", *args, str(out)], check=True, capture_output=True)
     return read_all(out)
+
+
+_NCKS: dict[int, Path] = {}
+
+
+def ncks_regular(k: int, regular: Path, folder: Path) -> Path:
+    """ncks's output for REGULAR_CASES[k], made once per module."""
+    if k not in _NCKS:
+        out = folder / f"ncks-{k}.nc"
+        subprocess.run(["ncks", "-O", *REGULAR_CASES[k], str(regular), str(out)], check=True, capture_output=True)
+        _NCKS[k] = out
+    return _NCKS[k]
 
 
 REGULAR_CASES = [
@@ -70,42 +197,35 @@ REGULAR_CASES = [
 
 @pytest.mark.parametrize("case", REGULAR_CASES, ids=[" ".join(c) for c in REGULAR_CASES])
 @pytest.mark.parametrize("nranks", (1, 3))
-def test_regular_equals_ncks(regular: Path, tmp_path: Path, case: tuple[str, ...], nranks: int) -> None:
-    out = tmp_path / "climio.nc"
-    ok(climio("subset", *case, str(regular), str(out), nranks=nranks))
-    expected = ncks(tmp_path, *case, str(regular))
+def test_regular_equals_ncks(regular: Path, runs: Batch, case: tuple[str, ...], nranks: int) -> None:
+    k = REGULAR_CASES.index(case)
+    name = f"regular-{k}-n{nranks}"
+    out = runs.folder(name) / "climio.nc"
+    ok(runs.result(name))
+    reference = ncks_regular(k, regular, runs.folder("ncks"))
+    expected = read_all(reference)
     got = read_all(out)
     assert sorted(got) == sorted(expected)
     for name in expected:
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
-    assert dims_of(out) == dims_of(tmp_path / "ncks.nc")
+    assert dims_of(out) == dims_of(reference)
 
 
-def test_regular_box_crossing_the_dateline(regular: Path, tmp_path: Path) -> None:
+def test_regular_box_crossing_the_dateline(regular: Path, runs: Batch, tmp_path: Path) -> None:
     """-b on a 0..360 grid across the dateline equals ncks -d lon wrapping the same values."""
-    out = tmp_path / "box.nc"
-    ok(climio("subset", "-v", "pr", "-b", "60,30,-150,150", str(regular), str(out), nranks=2))
+    out = runs.folder("box-dateline") / "box.nc"
+    ok(runs.result("box-dateline"))
     expected = ncks(tmp_path, "-v", "pr", "-d", "lat,30.,60.", "-d", "lon,150.,210.", str(regular))
     got = read_all(out)
     for name in ("pr", "lat", "lon"):
         np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
 
 
-def test_regular_box_in_radians(tmp_path: Path) -> None:
+def test_regular_box_in_radians(inputs: dict[str, Path], runs: Batch) -> None:
     """A box is in degrees whatever the file's units; a -180..180 grid in radians crossing the seam."""
-    src = tmp_path / "rad.nc"
-    lat = np.radians(np.arange(-87.5, 90, 5.0))
-    lon = np.radians(np.arange(-180, 180, 10.0))
-    with netCDF4.Dataset(src, "w", format="NETCDF3_64BIT_DATA") as ds:
-        ds.createDimension("lat", len(lat))
-        ds.createDimension("lon", len(lon))
-        ds.createVariable("lat", "f8", ("lat",))[:] = lat
-        ds.createVariable("lon", "f8", ("lon",))[:] = lon
-        ds["lat"].units, ds["lon"].units = "radians", "radians"
-        ds["lat"].standard_name, ds["lon"].standard_name = "latitude", "longitude"
-        ds.createVariable("t", "f4", ("lat", "lon"))[:] = np.arange(lat.size * lon.size).reshape(lat.size, lon.size)
-    out = tmp_path / "out.nc"
-    ok(climio("subset", "-X", "160,-170,-10,10", str(src), str(out)))
+    src = inputs["radians"]
+    out = runs.folder("radians") / "out.nc"
+    ok(runs.result("radians"))
     got = read_all(out)
     lon_deg = np.round(np.degrees(got["lon"]))
     np.testing.assert_array_equal(lon_deg, [160, 170, -180, -170])
@@ -194,8 +314,21 @@ def reference_subset(path: Path, conv: Convention, north: float, south: float, w
     return expected, {d: np.array(k) for d, k in kept.items()}
 
 
+_REFERENCES: dict[tuple[str, int, tuple[float, ...]], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] = {}
+
+
+def cached_reference(path: Path, conv: Convention, box: tuple[float, float, float, float]) -> tuple[
+        dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """reference_subset, worked out once per module for each input and box (the rank counts share it)."""
+    key = (str(path), id(conv), tuple(box))
+    if key not in _REFERENCES:
+        _REFERENCES[key] = reference_subset(path, conv, *box)
+    expected, kept = _REFERENCES[key]
+    return {n: v.copy() for n, v in expected.items()}, {d: k.copy() for d, k in kept.items()}
+
+
 def check_mesh(src: Path, out: Path, conv: Convention, box: tuple[float, float, float, float]) -> None:
-    expected, kept = reference_subset(src, conv, *box)
+    expected, kept = cached_reference(src, conv, box)
     got = read_all(out)
     for name, value in expected.items():
         np.testing.assert_array_equal(got[name], value, err_msg=name)
@@ -212,10 +345,14 @@ def check_mesh(src: Path, out: Path, conv: Convention, box: tuple[float, float, 
         rows = got[name]
         sides = got[conv.sides] if conv.sides else None
         original = expected[name]
+        none_out, none_src = none_of(out, conv, name), none_of(src, conv, name)  # read once, not per cell
         for c in range(rows.shape[0]):
             n = int(sides[c]) if sides is not None else rows.shape[1]
-            assert np.array_equal(rows[c, :n] == none_of(out, conv, name),
-                                  original[c, :n] == none_of(src, conv, name)), (name, c)
+            assert np.array_equal(rows[c, :n] == none_out, original[c, :n] == none_src), (name, c)
+
+
+def mesh_case(src: Path, flag: str, box_text: str, nranks: int) -> str:
+    return f"mesh-{src.stem}{flag}{box_text}-n{nranks}"
 
 
 MESH_CASES = [
@@ -227,19 +364,13 @@ MESH_CASES = [
 
 @pytest.mark.parametrize("src,conv,flag,box_text,box", MESH_CASES)
 @pytest.mark.parametrize("nranks", RANKS)
-def test_mesh_subset_matches_serial_reference(tmp_path: Path, src: Path, conv: Convention, flag: str,
+def test_mesh_subset_matches_serial_reference(runs: Batch, src: Path, conv: Convention, flag: str,
                                               box_text: str, box: tuple[float, float, float, float],
                                               nranks: int) -> None:
-    out = tmp_path / "out.nc"
-    ok(climio("subset", flag, box_text, str(src), str(out), nranks=nranks))
+    name = mesh_case(src, flag, box_text, nranks)
+    out = runs.folder(name) / "out.nc"
+    ok(runs.result(name))
     check_mesh(src, out, conv, box)
-
-
-@pytest.fixture(scope="module")
-def geodesic(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("geodesic") / "g3.nc"
-    ok(climio("gen", "geodesic", str(path), "--level", "3", "--layers", "3", "--times", "2", nranks=2))
-    return path
 
 
 GEODESIC_BOXES = [("20,-20,160,90", (20, -20, 90, 160)), ("60,10,-150,150", (60, 10, 150, -150))]
@@ -247,22 +378,23 @@ GEODESIC_BOXES = [("20,-20,160,90", (20, -20, 90, 160)), ("60,10,-150,150", (60,
 
 @pytest.mark.parametrize("box_text,box", GEODESIC_BOXES, ids=["mjo", "dateline"])
 @pytest.mark.parametrize("nranks", RANKS)
-def test_geodesic_subset_matches_serial_reference(geodesic: Path, tmp_path: Path, box_text: str,
+def test_geodesic_subset_matches_serial_reference(geodesic: Path, runs: Batch, box_text: str,
                                                   box: tuple[float, float, float, float], nranks: int) -> None:
-    out = tmp_path / "out.nc"
-    ok(climio("subset", "-b", box_text, str(geodesic), str(out), nranks=nranks))
+    name = f"geodesic-{box_text}-n{nranks}"
+    out = runs.folder(name) / "out.nc"
+    ok(runs.result(name))
     check_mesh(geodesic, out, GEODESIC_CONVENTION, box)
     got = read_all(out)
     assert got["pressure"].shape[0] == 2 and got["pressure"].shape[2] == 3
 
 
 @pytest.mark.parametrize("nranks", (2, 3))
-def test_geodesic_whole_read_and_index_range(geodesic: Path, tmp_path: Path, nranks: int) -> None:
+def test_geodesic_whole_read_and_index_range(geodesic: Path, runs: Batch, nranks: int) -> None:
     """--read whole gives the same file; -d on cells keeps an index range of cells, whole."""
-    a, b = tmp_path / "needed.nc", tmp_path / "whole.nc"
-    args = ("-v", "vorticity,wind_normal", "-d", "cells,100,400", "-d", "layers,1,2", "-d", "time,1")
-    ok(climio("subset", *args, str(geodesic), str(a), nranks=nranks))
-    ok(climio("subset", "--read", "whole", *args, str(geodesic), str(b), nranks=nranks))
+    a, b = runs.folder(f"geo-needed-n{nranks}") / "needed.nc", runs.folder(f"geo-whole-n{nranks}") / "whole.nc"
+    # args: -v vorticity,wind_normal -d cells,100,400 -d layers,1,2 -d time,1 (the second with --read whole)
+    ok(runs.result(f"geo-needed-n{nranks}"))
+    ok(runs.result(f"geo-whole-n{nranks}"))
     got, want = read_all(b), read_all(a)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
@@ -275,30 +407,29 @@ def test_geodesic_whole_read_and_index_range(geodesic: Path, tmp_path: Path, nra
 
 
 @pytest.mark.parametrize("nranks", (2, 3))
-def test_whole_read_equals_needed_read(tmp_path: Path, nranks: int) -> None:
-    a, b = tmp_path / "needed.nc", tmp_path / "whole.nc"
-    ok(climio("subset", "-b", "60,-10,120,-30", str(MPAS), str(a), nranks=nranks))
-    ok(climio("subset", "--read", "whole", "-b", "60,-10,120,-30", str(MPAS), str(b), nranks=nranks))
+def test_whole_read_equals_needed_read(runs: Batch, nranks: int) -> None:
+    a, b = runs.folder(f"mpas-needed-n{nranks}") / "needed.nc", runs.folder(f"mpas-whole-n{nranks}") / "whole.nc"
+    ok(runs.result(f"mpas-needed-n{nranks}"))  # -b 60,-10,120,-30
+    ok(runs.result(f"mpas-whole-n{nranks}"))  # --read whole -b 60,-10,120,-30
     got, want = read_all(b), read_all(a)
     assert sorted(got) == sorted(want)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
-def test_mesh_variable_selection_carries_topology(tmp_path: Path) -> None:
-    out = tmp_path / "out.nc"
-    ok(climio("subset", "-v", "areaCell", "-X", "0,90,0,90", str(MPAS), str(out), nranks=2))
+def test_mesh_variable_selection_carries_topology(runs: Batch) -> None:
+    out = runs.folder("mpas-var") / "out.nc"
+    ok(runs.result("mpas-var"))  # -v areaCell -X 0,90,0,90 at 2 ranks
     got = read_all(out)
     assert {"areaCell", "verticesOnCell", "latCell", "lonVertex", "nCells_original_index"} <= set(got)
     assert "meshDensity" not in got and "dvEdge" not in got
 
 
-def test_subset_of_a_subset_traces_to_the_original(tmp_path: Path) -> None:
-    first, second = tmp_path / "a.nc", tmp_path / "b.nc"
-    ok(climio("subset", "-b", "60,-60,180,0", str(MPAS), str(first)))
-    ok(climio("subset", "-b", "30,-30,90,10", str(first), str(second), nranks=2))
-    direct = tmp_path / "c.nc"
-    ok(climio("subset", "-b", "30,-30,90,10", str(MPAS), str(direct)))
+def test_subset_of_a_subset_traces_to_the_original(runs: Batch) -> None:
+    second, direct = runs.folder("sos-second") / "b.nc", runs.folder("sos-direct") / "c.nc"
+    ok(runs.result("sos-first"))  # -b 60,-60,180,0 of MPAS, plainly
+    ok(runs.result("sos-second"))  # -b 30,-30,90,10 of that, at 2 ranks
+    ok(runs.result("sos-direct"))  # -b 30,-30,90,10 of MPAS, plainly
     got, want = read_all(second), read_all(direct)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
@@ -308,28 +439,22 @@ def test_subset_of_a_subset_traces_to_the_original(tmp_path: Path) -> None:
 # Many inputs
 # ---------------------------------------------------------------------------------------------------------------
 
-def test_join_along_time_equals_subset_of_one_file(regular: Path, tmp_path: Path) -> None:
-    parts = [tmp_path / "a.nc", tmp_path / "b.nc", tmp_path / "c.nc"]
-    for part, (lo, hi) in zip(parts, [(0, 6), (7, 7), (8, 19)]):
-        subprocess.run(["ncks", "-O", "-d", f"time,{lo},{hi}", str(regular), str(part)], check=True)
-    joined, single = tmp_path / "joined.nc", tmp_path / "single.nc"
-    selection = ("-v", "pr", "-d", "time,5,12", "-d", "lat,-20.,20.")
-    ok(climio("subset", *selection, *map(str, parts), str(joined), nranks=3))
-    ok(climio("subset", *selection, str(regular), str(single)))
+def test_join_along_time_equals_subset_of_one_file(runs: Batch) -> None:
+    # the parts: ncks -d time,0,6 / 7,7 / 8,19 of the regular grid (made with the inputs)
+    joined, single = runs.folder("join-joined") / "joined.nc", runs.folder("join-single") / "single.nc"
+    # -v pr -d time,5,12 -d lat,-20.,20. of the three parts at 3 ranks, of the whole file plainly
+    ok(runs.result("join-joined"))
+    ok(runs.result("join-single"))
     got, want = read_all(joined), read_all(single)
     assert sorted(got) == sorted(want)
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
-def test_union_merges_variables(regular: Path, tmp_path: Path) -> None:
-    other = tmp_path / "other.nc"
-    shutil.copy(regular, other)
-    subprocess.run(["ncrename", "-h", "-v", "pr,pr_copy", str(other)], check=True, capture_output=True)
-    with netCDF4.Dataset(other, "a") as ds:
-        ds["pr_copy"][:] = ds["pr_copy"][:] * 2
-    out = tmp_path / "union.nc"
-    ok(climio("subset", "--union", "-d", "lat,0,3", str(regular), str(other), str(out), nranks=2))
+def test_union_merges_variables(regular: Path, runs: Batch) -> None:
+    # the other input: a copy of the regular grid with pr renamed pr_copy (ncrename) and doubled (made with the inputs)
+    out = runs.folder("union") / "union.nc"
+    ok(runs.result("union"))  # --union -d lat,0,3 at 2 ranks
     got, src = read_all(out), read_all(regular)
     np.testing.assert_array_equal(got["pr"], src["pr"][:, :4])
     np.testing.assert_array_equal(got["pr_copy"], src["pr"][:, :4] * np.float32(2))
@@ -338,20 +463,6 @@ def test_union_merges_variables(regular: Path, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # Bad input: one line, exit 2, no output
 # ---------------------------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def bad_inputs(regular: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    tmp = tmp_path_factory.mktemp("bad")
-    other = tmp / "other_grid.nc"
-    ok(climio("gen", "cmip", str(other), "--shape", "4,24,72"))
-    plain = tmp / "no_latlon.nc"
-    with netCDF4.Dataset(plain, "w") as ds:
-        ds.createDimension("x", 5)
-        ds.createVariable("v", "f4", ("x",))[:] = np.arange(5)
-    truncated = tmp / "truncated.nc"
-    truncated.write_bytes(regular.read_bytes()[: os.path.getsize(regular) // 2])
-    return {"other": other, "plain": plain, "truncated": truncated}
-
 
 BAD = [
     (("-v", "nope"), "no variable 'nope'"),
@@ -371,9 +482,12 @@ BAD = [
 
 
 @pytest.mark.parametrize("args,message", BAD, ids=[" ".join(a) for a, _ in BAD])
-def test_bad_selection(regular: Path, tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+def test_bad_selection(runs: Batch, args: tuple[str, ...], message: str) -> None:
+    name = f"bad-{BAD.index((args, message))}"
+    tmp_path = runs.folder(name)
     out = tmp_path / "out.nc"
-    result = climio("subset", *args, str(regular), str(out), nranks=2)
+    result = runs.result(name)  # subset ARGS regular out.nc at 2 ranks
+    assert result.args[1:1 + len(args)] == list(args)
     assert result.returncode == 2, result.stderr
     assert message in result.stderr, result.stderr
     lines = [line for line in result.stderr.splitlines() if line.startswith("climio: error:")]
@@ -381,28 +495,38 @@ def test_bad_selection(regular: Path, tmp_path: Path, args: tuple[str, ...], mes
     assert not out.exists() and not leftovers(str(tmp_path))
 
 
-def test_bad_inputs(regular: Path, bad_inputs: dict[str, Path], tmp_path: Path) -> None:
-    out = tmp_path / "out.nc"
+N_BAD_INPUTS = 6
+
+
+def bad_input_cases(inputs: dict[str, Path], folder: Path) -> list[tuple[tuple[str, ...], str]]:
     cases = [
-        (("--join", "time", str(regular), str(bad_inputs["other"])), "inputs' grids differ"),
-        (("-b", "10,-10,0,20", str(bad_inputs["plain"])), "no latitude/longitude"),
-        ((str(bad_inputs["truncated"]),), "truncated"),
-        ((str(tmp_path / "missing.nc"),), "does not exist"),
+        (("--join", "time", str(inputs["regular"]), str(inputs["other"])), "inputs' grids differ"),
+        (("-b", "10,-10,0,20", str(inputs["plain"])), "no latitude/longitude"),
+        ((str(inputs["truncated"]),), "truncated"),
+        ((str(folder / "missing.nc"),), "does not exist"),
         (("-b", "1,0.9,0,0.1", str(MPAS)), "selects no cell"),
         (("-d", "nVertices,0,5", str(MPAS)), "select cells ('nCells')"),
     ]
-    for args, message in cases:
-        result = climio("subset", *args, str(out), nranks=2)
+    assert len(cases) == N_BAD_INPUTS
+    return cases
+
+
+def test_bad_inputs(inputs: dict[str, Path], runs: Batch) -> None:
+    for k in range(N_BAD_INPUTS):  # each at 2 ranks, writing into a directory of its own
+        tmp_path = runs.folder(f"badin-{k}")
+        out = tmp_path / "out.nc"
+        args, message = bad_input_cases(inputs, tmp_path)[k]
+        result = runs.result(f"badin-{k}")
         assert result.returncode == 2 and message in result.stderr, (args, result.stderr)
         assert sum(line.startswith("climio: error:") for line in result.stderr.splitlines()) == 1, result.stderr
         assert not out.exists() and not leftovers(str(tmp_path))
 
 
-def test_existing_output_needs_overwrite(regular: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out.nc"
-    out.write_text("precious")
-    result = climio("subset", "-d", "lat,0,1", str(regular), str(out))
+def test_existing_output_needs_overwrite(runs: Batch) -> None:
+    out = runs.folder("exist-refused") / "out.nc"  # held "precious" before the run
+    result = runs.result("exist-refused")  # subset -d lat,0,1 regular out.nc, plainly
     assert result.returncode == 2 and "--overwrite" in result.stderr
     assert out.read_text() == "precious"
-    ok(climio("subset", "-O", "-d", "lat,0,1", str(regular), str(out)))
+    out = runs.folder("exist-overwrite") / "out.nc"  # held "precious" too
+    ok(runs.result("exist-overwrite"))  # the same with -O
     assert dims_of(out)["lat"] == 2

@@ -22,7 +22,12 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import DATA, climio, leftovers, one_error_line
+import sys
+
+from conftest import DATA, leftovers, one_error_line
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import Batch, Result  # noqa: E402
 
 REAL = DATA / "real"
 FESOM = REAL / "fesom.mesh.diag.nc"
@@ -38,19 +43,57 @@ def read_all(path: Path) -> dict[str, np.ndarray]:
         return {name: np.asarray(v[...]) for name, v in ds.variables.items()}
 
 
-def ok(result: subprocess.CompletedProcess[str]) -> None:
+def ok(result: subprocess.CompletedProcess[str] | Result) -> None:
     assert result.returncode == 0, result.stderr + result.stdout
 
 
-def refused(result: subprocess.CompletedProcess[str], out: Path, *needles: str) -> None:
+def refused(result: subprocess.CompletedProcess[str] | Result, out: Path, *needles: str) -> None:
     """One line ``climio: error: ...`` with every needle, exit status 2, no traceback, no output."""
-    assert one_error_line(result, *needles).startswith("climio: error:")
+    assert one_error_line(result, *needles).startswith("climio: error:")  # type: ignore[arg-type]
     assert not out.exists() and not leftovers(str(out.parent))
 
 
-def subset(*args: str, nranks: int | None = None) -> subprocess.CompletedProcess[str]:
-    """One run: a plain process (nranks None) or under mpiexec."""
-    return climio("subset", *args, nranks=nranks, timeout=TIMEOUT)
+# ---------------------------------------------------------------------------------------------------------------
+# Every climio run of this file goes in one table per rank count (helpers/climio_batch.py: one launch each, every
+# case captured as a process of its own, with a timeout of its own). Each test's ``prepare_*`` function makes its
+# inputs in a directory of its own and adds its runs, each writing into a directory of its own; the test checks.
+# ---------------------------------------------------------------------------------------------------------------
+
+PREPARE = []
+
+
+def prepare(fn):  # type: ignore[no-untyped-def]
+    PREPARE.append(fn)
+    return fn
+
+
+class Runs:
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+
+    def subset(self, name: str, *args: object, nranks: int | None = None, out: str = "out.nc") -> Path:
+        """Add ``climio subset ARGS OUT`` (a plain process when nranks is None, else under mpiexec); OUT is in the
+        case's own directory."""
+        path = self.batch.folder(name) / out
+        self.batch.add(name, ["subset", *map(str, args), str(path)], nranks)
+        return path
+
+    def out(self, name: str, out: str = "out.nc") -> Path:
+        return self.batch.folder(name) / out
+
+    def result(self, name: str) -> Result:
+        return self.batch.result(name)
+
+    def folder(self, name: str) -> Path:
+        return self.batch.folder(f"inputs-{name}")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, meshes: dict[str, Path], points: Path, geos: Path) -> Runs:
+    r = Runs(Batch(tmp_path_factory.mktemp("runs"), timeout=TIMEOUT))
+    for fn in PREPARE:
+        fn(r, meshes=meshes, points=points, geos=geos)
+    return r
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -358,13 +401,21 @@ VARIANT_RANKS = {"rows-0based-int32": (1,), "transposed-1based-int64-fill999": (
                  "rows-1based-int64-fill-7-no-face-edges": (2,), "transposed-0based-int32-nofill": (3,)}
 
 
+@prepare
+def prepare_synthetic_ugrid(r: Runs, meshes: dict[str, Path], **_: Path) -> None:
+    for variant in UGRID_VARIANTS:
+        for nranks in VARIANT_RANKS[variant]:
+            r.subset(f"{variant}-{nranks}", "-b", SYNTHETIC_BOX[0], meshes[variant],
+                     nranks=nranks if nranks > 1 else None, out=f"out{nranks}.nc")
+
+
 @pytest.mark.parametrize("variant", list(UGRID_VARIANTS))
-def test_synthetic_ugrid_either_orientation(meshes: dict[str, Path], tmp_path: Path, variant: str) -> None:
+def test_synthetic_ugrid_either_orientation(meshes: dict[str, Path], runs: Runs, variant: str) -> None:
     src = meshes[variant]
     outs = []
     for nranks in VARIANT_RANKS[variant]:
-        outs.append(tmp_path / f"out{nranks}.nc")
-        ok(subset("-b", SYNTHETIC_BOX[0], str(src), str(outs[-1]), nranks=nranks if nranks > 1 else None))
+        outs.append(runs.out(f"{variant}-{nranks}", f"out{nranks}.nc"))
+        ok(runs.result(f"{variant}-{nranks}"))  # subset -b BOX src out (plainly for 1 rank)
         kept = check_ugrid(src, outs[-1], SYNTHETIC_BOX[1])
         assert 0 < kept["face"].size < read_all(src)["temp"].shape[1]
     if len(outs) == 2:
@@ -375,43 +426,63 @@ def test_synthetic_ugrid_either_orientation(meshes: dict[str, Path], tmp_path: P
         assert ds["face_nodes"].dtype == np.dtype(kw["dtype"]) and int(ds["face_nodes"].start_index) == kw["start"]
 
 
-def test_synthetic_ugrid_index_range(meshes: dict[str, Path], tmp_path: Path) -> None:
+@prepare
+def prepare_synthetic_ugrid_index_range(r: Runs, meshes: dict[str, Path], **_: Path) -> None:
+    r.subset("index-range", "-d", "n_face,3,20", meshes["transposed-1based-int64-fill999"], nranks=2)
+
+
+def test_synthetic_ugrid_index_range(meshes: dict[str, Path], runs: Runs) -> None:
     src = meshes["transposed-1based-int64-fill999"]
-    out = tmp_path / "out.nc"
-    ok(subset("-d", "n_face,3,20", str(src), str(out), nranks=2))
+    out = runs.out("index-range")
+    ok(runs.result("index-range"))  # subset -d n_face,3,20 src out at 2 ranks
     kept = check_ugrid(src, out, None)
     np.testing.assert_array_equal(kept["face"], np.arange(3, 21))
 
 
-def test_data_file_on_mesh_ambiguous_dimension_is_refused(tmp_path: Path) -> None:
-    """12 x 4 nodes = 48, 36 quads with 12 split = 48 faces: a 48-element data dimension could be either."""
+@prepare
+def prepare_ambiguous_dimension(r: Runs, **_: Path) -> None:
+    tmp_path = r.folder("ambiguous")
     mesh = write_ugrid(tmp_path / "mesh.nc", transposed=False, start=0, dtype="i4", fill=-1, face_coords=True,
                        nlon=12, nlat=4, nsplit=12)
     data = tmp_path / "data.nc"
     with netCDF4.Dataset(data, "w") as ds:
         ds.createDimension("ncol", 48)
         ds.createVariable("psi", "f8", ("ncol",))[:] = np.arange(48.0)
-    out = tmp_path / "out.nc"
-    refused(subset("-b", SYNTHETIC_BOX[0], str(mesh), str(data), str(out), nranks=2), out,
+    r.subset("ambiguous", "-b", SYNTHETIC_BOX[0], mesh, data, nranks=2)
+
+
+def test_data_file_on_mesh_ambiguous_dimension_is_refused(runs: Runs) -> None:
+    """12 x 4 nodes = 48, 36 quads with 12 split = 48 faces: a 48-element data dimension could be either."""
+    refused(runs.result("ambiguous"), runs.out("ambiguous"),  # subset -b BOX mesh data out at 2 ranks
             "'ncol'", "n_face", "n_node", "ncrename")
 
 
-def test_connectivity_past_its_dimension_is_refused(tmp_path: Path) -> None:
-    src = write_ugrid(tmp_path / "corrupt.nc", transposed=True, start=1, dtype="i8", fill=999, face_coords=True)
+@prepare
+def prepare_connectivity_past(r: Runs, **_: Path) -> None:
+    src = write_ugrid(r.folder("past") / "corrupt.nc", transposed=True, start=1, dtype="i8", fill=999,
+                      face_coords=True)
     with netCDF4.Dataset(src, "a") as ds:
         ds["face_nodes"][0, :] = 500  # the first node of every face: past n_node (60)
-    out = tmp_path / "out.nc"
-    refused(subset("-b", SYNTHETIC_BOX[0], str(src), str(out), nranks=2), out,
+    r.subset("past", "-b", SYNTHETIC_BOX[0], src, nranks=2)
+
+
+def test_connectivity_past_its_dimension_is_refused(runs: Runs) -> None:
+    refused(runs.result("past"), runs.out("past"),  # subset -b BOX corrupt.nc out at 2 ranks
             "face_nodes", "beyond dimension 'n_node'", "start_index 1")
 
 
-def test_corrupt_link_read_only_for_the_output_is_refused_once(tmp_path: Path) -> None:
-    """face_faces is not read while selecting, only renumbered on output: still one line from all ranks."""
-    src = write_ugrid(tmp_path / "corrupt.nc", transposed=False, start=0, dtype="i4", fill=-1, face_coords=True)
+@prepare
+def prepare_corrupt_link(r: Runs, **_: Path) -> None:
+    src = write_ugrid(r.folder("corrupt-link") / "corrupt.nc", transposed=False, start=0, dtype="i4", fill=-1,
+                      face_coords=True)
     with netCDF4.Dataset(src, "a") as ds:
         ds["face_faces"][:, 0] = 10_000
-    out = tmp_path / "out.nc"
-    refused(subset("-b", SYNTHETIC_BOX[0], str(src), str(out), nranks=3), out,
+    r.subset("corrupt-link", "-b", SYNTHETIC_BOX[0], src, nranks=3)
+
+
+def test_corrupt_link_read_only_for_the_output_is_refused_once(runs: Runs) -> None:
+    """face_faces is not read while selecting, only renumbered on output: still one line from all ranks."""
+    refused(runs.result("corrupt-link"), runs.out("corrupt-link"),  # subset -b BOX corrupt.nc out at 3 ranks
             "face_faces", "beyond dimension 'n_face'")
 
 
@@ -422,11 +493,17 @@ def test_corrupt_link_read_only_for_the_output_is_refused_once(tmp_path: Path) -
 FESOM_BOX = ("20,-20,160,90", (20.0, -20.0, 160.0, 90.0))
 
 
-def test_fesom_transposed_mesh(tmp_path: Path) -> None:
+@prepare
+def prepare_fesom(r: Runs, **_: Path) -> None:
+    for name, nranks in (("one.nc", None), ("three.nc", 3)):
+        r.subset(f"fesom-{name}", "-b", FESOM_BOX[0], FESOM, nranks=nranks, out=name)
+
+
+def test_fesom_transposed_mesh(runs: Runs) -> None:
     """FESOM stores its connectivity (n3, elem) and has no face centres: centroids of the nodes."""
-    outs = [tmp_path / "one.nc", tmp_path / "three.nc"]
+    outs = [runs.out("fesom-one.nc", "one.nc"), runs.out("fesom-three.nc", "three.nc")]
     for out, nranks in zip(outs, (None, 3)):
-        ok(subset("-b", FESOM_BOX[0], str(FESOM), str(out), nranks=nranks))
+        ok(runs.result(f"fesom-{out.name}"))  # subset -b BOX FESOM out, plainly and at 3 ranks
         kept = check_ugrid(FESOM, out, FESOM_BOX[1])
         assert kept["face"].size > 100
     with netCDF4.Dataset(outs[0]) as ds:
@@ -438,17 +515,23 @@ def test_fesom_transposed_mesh(tmp_path: Path) -> None:
 NE30_BOX = ("20,-20,160,90", (20.0, -20.0, 160.0, 90.0))
 
 
-def test_ne30_data_in_second_file_is_cut_with_the_mesh(tmp_path: Path) -> None:
-    out = tmp_path / "out.nc"
-    result = subset("-b", NE30_BOX[0], str(NE30), str(NE30_DATA), str(out), nranks=2)
+@prepare
+def prepare_ne30(r: Runs, **_: Path) -> None:
+    r.subset("ne30", "-b", NE30_BOX[0], NE30, NE30_DATA, nranks=2)
+    r.subset("ne30-psi", "-v", "psi", "-b", NE30_BOX[0], NE30_DATA, NE30, nranks=3, out="psi.nc")
+
+
+def test_ne30_data_in_second_file_is_cut_with_the_mesh(runs: Runs) -> None:
+    out = runs.out("ne30")
+    result = runs.result("ne30")  # subset -b BOX NE30 NE30_DATA out at 2 ranks
     ok(result)
     assert "ncol matched to nMesh2_face by size" in result.stdout
     check_ugrid(NE30, out, NE30_BOX[1], extra={NE30_DATA: {"ncol": "face"}})
     with netCDF4.Dataset(out) as ds:
         assert ds["psi"].dimensions == ("ncol",) and len(ds.dimensions["ncol"]) == len(ds.dimensions["nMesh2_face"])
     # the data file first, and only psi: still cut along the mesh's faces, and the mesh comes along with it
-    single = tmp_path / "psi.nc"
-    ok(subset("-v", "psi", "-b", NE30_BOX[0], str(NE30_DATA), str(NE30), str(single), nranks=3))
+    single = runs.out("ne30-psi", "psi.nc")
+    ok(runs.result("ne30-psi"))  # subset -v psi -b BOX NE30_DATA NE30 psi.nc at 3 ranks
     check_ugrid(NE30, single, NE30_BOX[1], extra={NE30_DATA: {"ncol": "face"}})
     got = read_all(single)
     np.testing.assert_array_equal(got["psi"], read_all(NE30_DATA)["psi"][got["ncol_original_index"]])
@@ -472,11 +555,20 @@ def equal_files(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
+ICON_BOX = "350.,5.,-2.,2."  # across the file's 0/360 seam: 28 cells
+
+
+@prepare
+def prepare_icon(r: Runs, **_: Path) -> None:
+    for nranks in (None, 3):
+        r.subset(f"icon-{nranks}", "-X", ICON_BOX, ICON, nranks=nranks)
+
+
 @pytest.mark.parametrize("nranks", (None, 3))
-def test_icon_points_equal_ncks(tmp_path: Path, nranks: int | None) -> None:
-    box = "350.,5.,-2.,2."  # across the file's 0/360 seam: 28 cells
-    out = tmp_path / "out.nc"
-    ok(subset("-X", box, str(ICON), str(out), nranks=nranks))
+def test_icon_points_equal_ncks(tmp_path: Path, runs: Runs, nranks: int | None) -> None:
+    box = ICON_BOX
+    out = runs.out(f"icon-{nranks}")
+    ok(runs.result(f"icon-{nranks}"))  # subset -X BOX ICON out
     want = ncks_box(tmp_path, box, ICON)
     assert want["tas"].shape == (1, 28)
     equal_files(read_all(out), want)
@@ -507,15 +599,24 @@ def points(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_points_edges_and_dateline(points: Path, tmp_path: Path) -> None:
+@prepare
+def prepare_points(r: Runs, points: Path, **_: Path) -> None:
+    r.subset("points", "-X", "-20.,20.,-10.,10.", points, nranks=2)
+    # the second run replaces an existing output (-O)
+    (r.batch.folder("points-dateline") / "out.nc").write_bytes(b"an older output, replaced with -O\n")
+    r.subset("points-dateline", "-O", "-X", "170.,-170.,-10.,10.", points, nranks=2)
+
+
+def test_points_edges_and_dateline(points: Path, runs: Runs, tmp_path: Path) -> None:
     """Edges are inclusive; a box across the file's -180/180 seam keeps the cells on both sides in input order.
 
     ncks -X 170.,-170.,... on longitudes in [-180, 180) keeps every cell (NCO wraps boxes across the origin
     of the longitude coordinate only), so that box is compared with ncks's two-box multislab, as a set."""
-    out = tmp_path / "out.nc"
-    ok(subset("-X", "-20.,20.,-10.,10.", str(points), str(out), nranks=2))
+    out = runs.out("points")
+    ok(runs.result("points"))  # subset -X -20.,20.,-10.,10. points out at 2 ranks
     equal_files(read_all(out), ncks_box(tmp_path, "-20.,20.,-10.,10.", points))
-    ok(subset("-O", "-X", "170.,-170.,-10.,10.", str(points), str(out), nranks=2))
+    out = runs.out("points-dateline")
+    ok(runs.result("points-dateline"))  # subset -O -X 170.,-170.,-10.,10. points out at 2 ranks (out existed)
     got, src = read_all(out), read_all(points)
     lat, lon = src["clat"], src["clon"]
     keep = np.flatnonzero((lat >= -10) & (lat <= 10) & ((lon >= 170) | (lon <= -170)))
@@ -561,12 +662,21 @@ def geos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_geos_cubed_sphere_box_refused_index_cut_works(geos: Path, tmp_path: Path) -> None:
-    out = tmp_path / "out.nc"
-    refused(subset("-b", "40,-40,120,60", str(geos), str(out), nranks=2), out,
+GEOS_CUT = ("-d", "nf,1,2", "-d", "Xdim,2,5", "-d", "Ydim,3,9,2")
+
+
+@prepare
+def prepare_geos(r: Runs, geos: Path, **_: Path) -> None:
+    r.subset("geos-box", "-b", "40,-40,120,60", geos, nranks=2)
+    r.subset("geos-cut", *GEOS_CUT, geos, nranks=2)
+
+
+def test_geos_cubed_sphere_box_refused_index_cut_works(geos: Path, runs: Runs, tmp_path: Path) -> None:
+    refused(runs.result("geos-box"), runs.out("geos-box"),  # subset -b 40,-40,120,60 geos out at 2 ranks
             str(geos), "GEOS cubed-sphere", "-b/-X is not supported", "-d nf,")
-    args = ("-d", "nf,1,2", "-d", "Xdim,2,5", "-d", "Ydim,3,9,2")
-    ok(subset(*args, str(geos), str(out), nranks=2))
+    args = GEOS_CUT
+    out = runs.out("geos-cut")
+    ok(runs.result("geos-cut"))  # subset ARGS geos out at 2 ranks
     want = tmp_path / "ncks.nc"
     subprocess.run(["ncks", "-O", *args, str(geos), str(want)], check=True, capture_output=True)
     equal_files(read_all(out), read_all(want))
@@ -636,19 +746,34 @@ LAYOUTS = [("scrip", "SCRIP grid file", "-d grid_size,"), ("esmf", "ESMF unstruc
            ("ugrid-two-meshes", "2 UGRID meshes ('mesh', 'network')", "split the file")]
 
 
+@prepare
+def prepare_other_layouts(r: Runs, **_: Path) -> None:
+    for kind, _, _ in LAYOUTS:
+        src = write_layout(r.folder(kind) / f"{kind}.nc", kind)
+        r.subset(f"{kind}-box", "-X", "0,90,0,45", src)
+        if kind == "scrip":
+            r.subset(f"{kind}-cut", "-d", "grid_size,2,5", src, nranks=2)
+        if kind == "esmf":
+            r.subset(f"{kind}-cut", "-d", "nodeCount,0,1", src)
+        if kind == "ugrid-two-meshes":
+            r.subset(f"{kind}-cut", "-d", "n_face,0,5", src)
+            r.subset(f"{kind}-v", "-v", "depth", src)
+
+
 @pytest.mark.parametrize("kind,what,advice", LAYOUTS, ids=[k for k, _, _ in LAYOUTS])
-def test_other_layouts_refuse_boxes(tmp_path: Path, kind: str, what: str, advice: str) -> None:
-    src = write_layout(tmp_path / f"{kind}.nc", kind)
-    out = tmp_path / "out.nc"
-    refused(subset("-X", "0,90,0,45", str(src), str(out)), out, str(src), what, "-b/-X is not supported", advice)
-    if kind == "scrip":  # an index cut is fine
-        ok(subset("-d", "grid_size,2,5", str(src), str(out), nranks=2))
+def test_other_layouts_refuse_boxes(runs: Runs, kind: str, what: str, advice: str) -> None:
+    src = runs.folder(kind) / f"{kind}.nc"
+    refused(runs.result(f"{kind}-box"), runs.out(f"{kind}-box"),  # subset -X 0,90,0,45 src out, plainly
+            str(src), what, "-b/-X is not supported", advice)
+    if kind == "scrip":  # an index cut is fine (subset -d grid_size,2,5 src out at 2 ranks)
+        out = runs.out(f"{kind}-cut")
+        ok(runs.result(f"{kind}-cut"))
         got = read_all(out)
         np.testing.assert_array_equal(got["grid_center_lat"], np.arange(2.0, 6.0) * 10)
         np.testing.assert_array_equal(got["grid_dims"], [4, 2])
     if kind == "esmf":  # cutting the nodes would leave elementConn pointing past them
-        refused(subset("-d", "nodeCount,0,1", str(src), str(out)), out, "-d nodeCount,0,1", "ESMF", "cut another")
+        refused(runs.result(f"{kind}-cut"), runs.out(f"{kind}-cut"), "-d nodeCount,0,1", "ESMF", "cut another")
     if kind == "ugrid-two-meshes":  # no renumbering: -d on a mesh dimension is refused, -v works
-        refused(subset("-d", "n_face,0,5", str(src), str(out)), out, "-d n_face,0,5", "cut another")
-        ok(subset("-v", "depth", str(src), str(out)))
-        np.testing.assert_array_equal(read_all(out)["depth"], read_all(src)["depth"])
+        refused(runs.result(f"{kind}-cut"), runs.out(f"{kind}-cut"), "-d n_face,0,5", "cut another")
+        ok(runs.result(f"{kind}-v"))  # subset -v depth src out, plainly
+        np.testing.assert_array_equal(read_all(runs.out(f"{kind}-v"))["depth"], read_all(src)["depth"])

@@ -31,8 +31,11 @@ variables (a char ``sector(basin, strlen)`` named in ``coordinates``, a char sca
 ``rotated_pole`` named in ``grid_mapping``, a string variable, an NC_STRING global attribute); whole
 copies and ``-v`` vs ncks.
 
-Every climio run has a timeout (``CLIMIO_REAL_TIMEOUT`` seconds, default 60): a hang fails that
-case only. ncks runs once per file and case (cached for the module).
+The climio runs of one rank count run as one table in one launch (helpers/climio_batch.py: one MPI
+start-up for all of them, each case captured as a process of its own, with its own output directory).
+Every climio run has a timeout (``CLIMIO_REAL_TIMEOUT`` seconds, default 60): a hang fails that case
+only, and a case that ends its launch fails that case only. ncks runs once per file and case (cached for
+the module).
 """
 
 from __future__ import annotations
@@ -48,10 +51,11 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import DATA, climio, leftovers
+from conftest import DATA, leftovers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 import ncdiff  # noqa: E402
+from climio_batch import Result, run_table  # noqa: E402
 
 REAL = DATA / "real"
 CMIP = DATA / "cmip"
@@ -303,8 +307,40 @@ def synthetic_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # Running climio and ncks
 # ---------------------------------------------------------------------------------------------------------------
 
-def run_climio(args: tuple[str, ...], src: Path, out: Path, nranks: int) -> subprocess.CompletedProcess[str]:
-    return climio("subset", *args, str(src), str(out), nranks=nranks, timeout=TIMEOUT)
+def all_runs(synthetic_dir: Path) -> dict[tuple[str, str], tuple[tuple[str, ...], Path]]:
+    """Every climio run of one rank count: (key, case name) -> (selection arguments, input)."""
+    runs: dict[tuple[str, str], tuple[tuple[str, ...], Path]] = {}
+    for key, (path, cases) in FILES.items():
+        for case in cases:
+            runs[(key, case.name)] = (case.args, path)
+    for key, (_, cases) in SYNTHETIC.items():
+        for case in cases:
+            runs[(key, case.name)] = (case.args, synthetic_dir / f"{key}.nc")
+    for key, (path, xbox) in MESH_FILES.items():
+        runs[(f"mesh-{key}", "box")] = (("-X", xbox), path)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def climio_runs(tmp_path_factory: pytest.TempPathFactory, synthetic_dir: Path):
+    """``get(key, case name, nranks)``: (climio's Result, the output path) of that run. All runs of a rank count
+    go in one table, launched once when a test first needs it; each writes into a directory of its own."""
+    base = tmp_path_factory.mktemp("climio")
+    runs = all_runs(synthetic_dir)
+    done: dict[int, dict[tuple[str, str], tuple[Result, Path]]] = {}
+
+    def get(key: str, name: str, nranks: int) -> tuple[Result, Path]:
+        if nranks not in done:
+            outs = {}
+            for (k, n) in runs:
+                folder = base / f"n{nranks}" / f"{k}-{n}"
+                folder.mkdir(parents=True)
+                outs[(k, n)] = folder / (f"{k[5:]}-n{nranks}.nc" if k.startswith("mesh-") else "climio.nc")
+            table = [["subset", *args, str(src), str(outs[item])] for item, (args, src) in runs.items()]
+            results = run_table(table, nranks, base / f"n{nranks}-batch", timeout=TIMEOUT)
+            done[nranks] = {item: (result, outs[item]) for item, result in zip(runs, results)}
+        return done[nranks][(key, name)]
+    return get
 
 
 def tail(text: str, lines: int = 8) -> str:
@@ -339,7 +375,7 @@ def data_model(path: Path) -> str:
         return ds.data_model
 
 
-def check_refused(result: subprocess.CompletedProcess[str], out: Path, why: str) -> None:
+def check_refused(result: Result, out: Path, why: str) -> None:
     errors = [line for line in result.stderr.splitlines() if line.startswith("climio: error:")]
     problems = []
     if result.returncode != 2:
@@ -354,9 +390,9 @@ def check_refused(result: subprocess.CompletedProcess[str], out: Path, why: str)
                           f"\nstderr:\n{tail(result.stderr)}\nstdout:\n{tail(result.stdout, 3)}")
 
 
-def check_equals_ncks(key: str, case: Case, src: Path, nranks: int, tmp_path: Path, ncks_dir: Path) -> None:
-    out = tmp_path / "climio.nc"
-    result = run_climio(case.args, src, out, nranks)
+def check_equals_ncks(key: str, case: Case, src: Path, nranks: int, climio_runs, ncks_dir: Path) -> None:
+    result, out = climio_runs(key, case.name, nranks)
+    tmp_path = out.parent
     if case.refused:
         check_refused(result, out, case.refused)
         return
@@ -379,8 +415,8 @@ REGULAR_PARAMS = [pytest.param(key, case, nranks, id=f"{key}-{case.name}-n{nrank
 
 
 @pytest.mark.parametrize("key,case,nranks", REGULAR_PARAMS)
-def test_real_file_equals_ncks(key: str, case: Case, nranks: int, tmp_path: Path, ncks_dir: Path) -> None:
-    check_equals_ncks(key, case, FILES[key][0], nranks, tmp_path, ncks_dir)
+def test_real_file_equals_ncks(key: str, case: Case, nranks: int, climio_runs, ncks_dir: Path) -> None:
+    check_equals_ncks(key, case, FILES[key][0], nranks, climio_runs, ncks_dir)
 
 
 SYNTHETIC_PARAMS = [pytest.param(key, case, nranks, id=f"{key}-{case.name}-n{nranks}")
@@ -388,9 +424,9 @@ SYNTHETIC_PARAMS = [pytest.param(key, case, nranks, id=f"{key}-{case.name}-n{nra
 
 
 @pytest.mark.parametrize("key,case,nranks", SYNTHETIC_PARAMS)
-def test_synthetic_format_equals_ncks(key: str, case: Case, nranks: int, tmp_path: Path, ncks_dir: Path,
+def test_synthetic_format_equals_ncks(key: str, case: Case, nranks: int, climio_runs, ncks_dir: Path,
                                       synthetic_dir: Path) -> None:
-    check_equals_ncks(key, case, synthetic_dir / f"{key}.nc", nranks, tmp_path, ncks_dir)
+    check_equals_ncks(key, case, synthetic_dir / f"{key}.nc", nranks, climio_runs, ncks_dir)
 
 
 def test_every_file_is_classified() -> None:
@@ -659,43 +695,25 @@ def check_mesh(src: Path, out: Path, xbox: str) -> list[str]:
     return problems
 
 
-_MESH_OUT: dict[tuple[str, int], Path | str] = {}
-
-
-def mesh_output(key: str, nranks: int, folder: Path) -> Path:
-    """climio's output for this mesh at this rank count, run once per module."""
-    if (key, nranks) not in _MESH_OUT:
-        src, xbox = MESH_FILES[key]
-        out = folder / f"{key}-n{nranks}.nc"
-        try:
-            result = run_climio(("-X", xbox), src, out, nranks)
-        except pytest.fail.Exception as err:
-            _MESH_OUT[(key, nranks)] = f"at {nranks} rank(s): {str(err).splitlines()[0]}"
-        else:
-            _MESH_OUT[(key, nranks)] = out if result.returncode == 0 and out.exists() else (
-                f"at {nranks} rank(s) climio failed ({result.returncode}):\n{tail(result.stderr)}")
-    out = _MESH_OUT[(key, nranks)]
-    if isinstance(out, str):
-        pytest.fail(out)
+def mesh_output(key: str, nranks: int, climio_runs) -> Path:
+    """climio's output for this mesh at this rank count (run once per module, in its rank count's table)."""
+    result, out = climio_runs(f"mesh-{key}", "box", nranks)
+    if not (result.returncode == 0 and out.exists()):
+        pytest.fail(f"at {nranks} rank(s) climio failed ({result.returncode}):\n{tail(result.stderr)}")
     return out
-
-
-@pytest.fixture(scope="module")
-def mesh_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("meshes")
 
 
 MESH_PARAMS = [pytest.param(key, nranks, id=f"{key}-box-n{nranks}") for key in MESH_FILES for nranks in RANKS]
 
 
 @pytest.mark.parametrize("key,nranks", MESH_PARAMS)
-def test_mesh_box_is_a_valid_subset(key: str, nranks: int, mesh_dir: Path) -> None:
+def test_mesh_box_is_a_valid_subset(key: str, nranks: int, climio_runs) -> None:
     src, xbox = MESH_FILES[key]
-    out = mesh_output(key, nranks, mesh_dir)
+    out = mesh_output(key, nranks, climio_runs)
     problems = check_mesh(src, out, xbox)
     if nranks > 1:
         try:
-            one = mesh_output(key, 1, mesh_dir)
+            one = mesh_output(key, 1, climio_runs)
         except pytest.fail.Exception as err:
             problems.append(f"no 1-rank output to compare with: {str(err).splitlines()[0]}")
         else:

@@ -11,9 +11,16 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import climio, leftovers
+import sys
+
+from conftest import leftovers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import Batch  # noqa: E402
 
 RANKS = (1, 2, 3)
+TEXT_ARGS = [(), ("-v", "tas"), ("-v", "tas", "-d", "station,1,3"), ("-d", "time,1,1")]
+FORMATS = ["NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA", "NETCDF4_CLASSIC", "NETCDF4"]
 
 
 def ncdump(path: Path) -> str:
@@ -60,15 +67,58 @@ def stations(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+def write_format(source: Path, fmt: str) -> None:
+    with netCDF4.Dataset(source, "w", format=fmt) as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("x", 5)
+        ds.createVariable("v", "i2", ("time", "x"))[:] = np.arange(10).reshape(2, 5)
+        ds.createVariable("code", "S1", ("x",))[:] = np.array(list("abcde"), dtype="S1")
+
+
+def write_uncopyable(source: Path) -> None:
+    with netCDF4.Dataset(source, "w", format="NETCDF4") as ds:
+        ds.createDimension("x", 3)
+        pair = ds.createCompoundType(np.dtype([("a", "f4"), ("b", "i4")]), "pair_t")
+        ds.createVariable("pairs", pair, ("x",))
+        ds.createVariable("v", "f8", ("x",))[:] = [1, 2, 3]
+        ds.createGroup("extra").createVariable("w", "f8", ())
+
+
+@pytest.fixture(scope="module")
+def runs(stations: Path, tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    """Every climio run of this file, one table per rank count (helpers/climio_batch.py: one launch each, every
+    case captured as a process of its own, with a timeout of 60 s); each case writes into a directory of its own
+    (``runs.folder(name)``), where the inputs made here are too."""
+    b = Batch(tmp_path_factory.mktemp("runs"), timeout=60)
+    for args in TEXT_ARGS:
+        for nranks in RANKS:
+            name = f"text-{'_'.join(args)}-n{nranks}"
+            b.add(name, ["subset", *args, stations, b.folder(name) / "out.nc"], nranks)
+    b.add("classic", ["subset", "--mode", "cdf5", stations, b.folder("classic") / "out.nc"], 2)
+    for fmt in FORMATS:
+        source = b.folder(fmt) / "in.nc"
+        write_format(source, fmt)
+        b.add(fmt, ["subset", "-d", "x,1,3", source, b.folder(fmt) / "out.nc"], 2)
+    source = b.folder("uncopyable") / "in.nc"
+    write_uncopyable(source)
+    b.add("uncopyable", ["subset", source, b.folder("uncopyable") / "out.nc"], 2)
+    return b
+
+
+_NCKS: dict[tuple[str, ...], str] = {}
+
+
 @pytest.mark.parametrize("nranks", RANKS)
-@pytest.mark.parametrize("args", [(), ("-v", "tas"), ("-v", "tas", "-d", "station,1,3"), ("-d", "time,1,1")],
-                         ids=["whole", "v", "v-d", "d-time"])
-def test_text_and_associated_variables_as_ncks(tmp_path: Path, stations: Path, args: tuple[str, ...],
+@pytest.mark.parametrize("args", TEXT_ARGS, ids=["whole", "v", "v-d", "d-time"])
+def test_text_and_associated_variables_as_ncks(tmp_path: Path, stations: Path, runs: Batch, args: tuple[str, ...],
                                                nranks: int) -> None:
-    out = tmp_path / "out.nc"
-    result = climio("subset", *args, str(stations), str(out), nranks=nranks, timeout=60)
+    name = f"text-{'_'.join(args)}-n{nranks}"
+    out = runs.folder(name) / "out.nc"
+    result = runs.result(name)  # subset ARGS stations out at nranks
     assert result.returncode == 0, result.stderr
-    assert ncdump(out) == ncdump(ncks(tmp_path, stations, *args))
+    if args not in _NCKS:  # ncks's output, made once for the three rank counts
+        _NCKS[args] = ncdump(ncks(tmp_path, stations, *args))
+    assert ncdump(out) == _NCKS[args]
     with netCDF4.Dataset(out) as ds:
         assert ds.data_model == "NETCDF4"
         if "tas" in args:  # -v brings everything tas names: coordinates (text), grid_mapping (char scalar)
@@ -76,9 +126,10 @@ def test_text_and_associated_variables_as_ncks(tmp_path: Path, stations: Path, a
         assert ds["tas"].missing_value.dtype == np.float64
 
 
-def test_strings_into_a_classic_format_are_refused(tmp_path: Path, stations: Path) -> None:
+def test_strings_into_a_classic_format_are_refused(runs: Batch, stations: Path) -> None:
+    tmp_path = runs.folder("classic")
     out = tmp_path / "out.nc"
-    result = climio("subset", "--mode", "cdf5", str(stations), str(out), nranks=2, timeout=60)
+    result = runs.result("classic")  # subset --mode cdf5 stations out at 2 ranks
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert [line for line in result.stderr.splitlines() if line.startswith("climio")] == [
         f"climio: error: {out}: variable 'name' has type string (NC_STRING), which the NETCDF3_64BIT_DATA format "
@@ -86,34 +137,21 @@ def test_strings_into_a_classic_format_are_refused(tmp_path: Path, stations: Pat
     assert not out.exists() and not leftovers(str(tmp_path))
 
 
-@pytest.mark.parametrize("fmt", ["NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA", "NETCDF4_CLASSIC",
-                                 "NETCDF4"])
-def test_output_keeps_the_input_format(tmp_path: Path, fmt: str) -> None:
-    source = tmp_path / "in.nc"
-    with netCDF4.Dataset(source, "w", format=fmt) as ds:
-        ds.createDimension("time", None)
-        ds.createDimension("x", 5)
-        ds.createVariable("v", "i2", ("time", "x"))[:] = np.arange(10).reshape(2, 5)
-        ds.createVariable("code", "S1", ("x",))[:] = np.array(list("abcde"), dtype="S1")
-    out = tmp_path / "out.nc"
-    result = climio("subset", "-d", "x,1,3", str(source), str(out), nranks=2, timeout=60)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_output_keeps_the_input_format(tmp_path: Path, runs: Batch, fmt: str) -> None:
+    source = runs.folder(fmt) / "in.nc"  # write_format(source, fmt)
+    out = runs.folder(fmt) / "out.nc"
+    result = runs.result(fmt)  # subset -d x,1,3 source out at 2 ranks
     assert result.returncode == 0, result.stderr
     assert ncdump(out) == ncdump(ncks(tmp_path, source, "-d", "x,1,3"))
     with netCDF4.Dataset(out) as ds:
         assert ds.data_model == fmt
 
 
-def test_what_cannot_be_copied_is_named(tmp_path: Path) -> None:
+def test_what_cannot_be_copied_is_named(runs: Batch) -> None:
     """A compound variable and a group are outside what climio copies: a warning names each, the rest is copied."""
-    source = tmp_path / "in.nc"
-    with netCDF4.Dataset(source, "w", format="NETCDF4") as ds:
-        ds.createDimension("x", 3)
-        pair = ds.createCompoundType(np.dtype([("a", "f4"), ("b", "i4")]), "pair_t")
-        ds.createVariable("pairs", pair, ("x",))
-        ds.createVariable("v", "f8", ("x",))[:] = [1, 2, 3]
-        ds.createGroup("extra").createVariable("w", "f8", ())
-    out = tmp_path / "out.nc"
-    result = climio("subset", str(source), str(out), nranks=2, timeout=60)
+    out = runs.folder("uncopyable") / "out.nc"  # the input: write_uncopyable(in.nc)
+    result = runs.result("uncopyable")  # subset in.nc out at 2 ranks
     assert result.returncode == 0, result.stderr
     assert "variable 'pairs' (CompoundType)" in result.stderr and "group 'extra'" in result.stderr
     with netCDF4.Dataset(out) as ds:

@@ -15,7 +15,12 @@ import netCDF4
 import numpy as np
 import pytest
 
-from conftest import DATA, climio, leftovers
+import sys
+
+from conftest import DATA, leftovers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import Batch, Result  # noqa: E402
 
 REAL = DATA / "real"
 EC_EARTH = [REAL / f"tas_Amon_EC-EARTH_historical_r1i1p1_{y}01-{y + 9}12.nc" for y in (1850, 1860, 1870)]
@@ -31,7 +36,7 @@ def read_all(path: Path) -> dict[str, np.ndarray]:
         return {name: np.asarray(v[...]) for name, v in ds.variables.items() if v.dtype != str and v.dtype.kind != "S"}
 
 
-def ok(result: subprocess.CompletedProcess[str]) -> None:
+def ok(result: subprocess.CompletedProcess[str] | Result) -> None:
     assert result.returncode == 0, result.stderr + result.stdout
 
 
@@ -48,7 +53,7 @@ def assert_same(got: Path, want: Path, names: list[str] | None = None) -> None:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
-def fails(result: subprocess.CompletedProcess[str], out: Path, *fragments: str) -> str:
+def fails(result: subprocess.CompletedProcess[str] | Result, out: Path, *fragments: str) -> str:
     """Exit status 2, one error line holding every fragment, no output and no temporary file."""
     assert result.returncode == 2, result.stderr + result.stdout
     lines = [line for line in result.stderr.splitlines() if line.startswith("climio: error:")]
@@ -88,6 +93,49 @@ def make(path: Path, units: str, values: object, calendar: str | None = "standar
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# Every climio run of this file goes in one table per rank count (helpers/climio_batch.py: one launch each, every
+# case captured as a process of its own). Each test's ``prepare_*`` function below makes its inputs in a
+# directory of its own and adds its runs, each writing into a directory of its own; the test then checks them.
+# ---------------------------------------------------------------------------------------------------------------
+
+PREPARE = []
+
+
+def prepare(fn):  # type: ignore[no-untyped-def]
+    PREPARE.append(fn)
+    return fn
+
+
+class Runs:
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+        self.files: dict[str, Path] = {}
+
+    def add(self, name: str, argv: list[object], nranks: int | None = None) -> Path:
+        """Add ``climio subset ARGV OUT``; the case's output path OUT (``out.nc`` in its own directory)."""
+        out = self.batch.folder(name) / "out.nc"
+        self.batch.add(name, ["subset", *map(str, argv), str(out)], nranks)
+        return out
+
+    def out(self, name: str) -> Path:
+        return self.batch.folder(name) / "out.nc"
+
+    def result(self, name: str) -> Result:
+        return self.batch.result(name)
+
+    def folder(self, name: str) -> Path:
+        return self.batch.folder(f"inputs-{name}")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    r = Runs(Batch(tmp_path_factory.mktemp("runs")))
+    for fn in PREPARE:
+        fn(r)
+    return r
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Joining the real files: equal to ncrcat
 # ---------------------------------------------------------------------------------------------------------------
 
@@ -98,12 +146,18 @@ def ncrcat_ec(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@prepare
+def prepare_join_ec_earth(r: Runs) -> None:
+    for nranks in (1, 2, 3):
+        r.add(f"ec-join-n{nranks}", [*EC_EARTH], nranks)
+
+
 @pytest.mark.parametrize("nranks", (1, 2, 3))
-def test_join_ec_earth_rebases_like_ncrcat(ncrcat_ec: Path, tmp_path: Path, nranks: int) -> None:
+def test_join_ec_earth_rebases_like_ncrcat(ncrcat_ec: Path, runs: Runs, nranks: int) -> None:
     with netCDF4.Dataset(EC_EARTH[1]) as ds:
         assert ds["time"].units.startswith("days since 1860")  # the files really differ in units
-    out = tmp_path / "joined.nc"
-    ok(climio("subset", *map(str, EC_EARTH), str(out), nranks=nranks))
+    out = runs.out(f"ec-join-n{nranks}")
+    ok(runs.result(f"ec-join-n{nranks}"))  # subset EC_EARTH... out
     assert_same(out, ncrcat_ec)
     got = read_all(out)
     assert np.all(np.diff(got["time"]) > 0) and got["time"].size == 360
@@ -116,21 +170,44 @@ EC_CUTS = [("1859-11-01,1860-03-01", 1), ("1860-01-20", 2), ("1869-12-16T12:00,1
            ("3640.,3700.", 2)]
 
 
+@prepare
+def prepare_ec_cuts(r: Runs) -> None:
+    for cut, nranks in EC_CUTS:
+        r.add(f"ec-cut-{cut}", ["-d", f"time,{cut}", *EC_EARTH], nranks)
+
+
 @pytest.mark.parametrize("cut,nranks", EC_CUTS, ids=[c for c, _ in EC_CUTS])
-def test_join_ec_earth_cut_by_date_like_ncks(ncrcat_ec: Path, tmp_path: Path, cut: str, nranks: int) -> None:
-    out, want = tmp_path / "cut.nc", tmp_path / "ncks.nc"
-    ok(climio("subset", "-d", f"time,{cut}", *map(str, EC_EARTH), str(out), nranks=nranks))
+def test_join_ec_earth_cut_by_date_like_ncks(ncrcat_ec: Path, runs: Runs, tmp_path: Path, cut: str,
+                                             nranks: int) -> None:
+    out, want = runs.out(f"ec-cut-{cut}"), tmp_path / "ncks.nc"
+    ok(runs.result(f"ec-cut-{cut}"))  # subset -d time,CUT EC_EARTH... out at nranks
     nco("ncks", "-O", "-d", f"time,{cut}", str(ncrcat_ec), str(want))
     assert_same(out, want)
 
 
+CORDEX_CUT = ("-d", "time,2055-12-25,2056-01-03 12:00")
+
+
+@prepare
+def prepare_join_cordex(r: Runs) -> None:
+    for nranks in (1, 3):
+        cut = CORDEX_CUT if nranks == 3 else ()
+        r.add(f"cordex-n{nranks}", [*cut, *CORDEX], nranks)
+
+
+@pytest.fixture(scope="module")
+def ncrcat_cordex(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("ncrcat") / "cordex.nc"
+    nco("ncrcat", "-O", *map(str, CORDEX), str(out))
+    return out
+
+
 @pytest.mark.parametrize("nranks", (1, 3))
-def test_join_cordex_like_ncrcat(tmp_path: Path, nranks: int) -> None:
-    want = tmp_path / "ncrcat.nc"
-    nco("ncrcat", "-O", *map(str, CORDEX), str(want))
-    out = tmp_path / "joined.nc"
-    cut = ("-d", "time,2055-12-25,2056-01-03 12:00") if nranks == 3 else ()
-    ok(climio("subset", *cut, *map(str, CORDEX), str(out), nranks=nranks))
+def test_join_cordex_like_ncrcat(tmp_path: Path, runs: Runs, ncrcat_cordex: Path, nranks: int) -> None:
+    want = ncrcat_cordex  # ncrcat of the two files, made once for both rank counts
+    out = runs.out(f"cordex-n{nranks}")
+    cut = CORDEX_CUT if nranks == 3 else ()
+    ok(runs.result(f"cordex-n{nranks}"))  # subset CUT CORDEX... out
     if cut:
         nco("ncks", "-O", *cut, str(want), str(tmp_path / "ncks.nc"))
         want = tmp_path / "ncks.nc"
@@ -152,48 +229,77 @@ CESM_CUTS = [
 ]
 
 
+@prepare
+def prepare_dates_noleap(r: Runs) -> None:
+    for cut, nranks in CESM_CUTS:
+        r.add(f"cesm-{cut}", ["-d", f"time,{cut}", CESM], nranks)
+
+
 @pytest.mark.parametrize("cut,nranks", CESM_CUTS, ids=[c for c, _ in CESM_CUTS])
-def test_dates_noleap_like_ncks(tmp_path: Path, cut: str, nranks: int) -> None:
-    out, want = tmp_path / "cut.nc", tmp_path / "ncks.nc"
-    ok(climio("subset", "-d", f"time,{cut}", str(CESM), str(out), nranks=nranks))
+def test_dates_noleap_like_ncks(tmp_path: Path, runs: Runs, cut: str, nranks: int) -> None:
+    out, want = runs.out(f"cesm-{cut}"), tmp_path / "ncks.nc"
+    ok(runs.result(f"cesm-{cut}"))  # subset -d time,CUT CESM out at nranks
     nco("ncks", "-O", "-d", f"time,{cut}", str(CESM), str(want))
     assert_same(out, want, ["time", "time_bnds", "tas", "lat", "lon"])
 
 
-def test_dates_360_day(tmp_path: Path) -> None:
-    days = np.arange(720) + 0.5  # two 360-day years, one value at noon each day
-    src = make(tmp_path / "d360.nc", "days since 2000-01-01", days, calendar="360_day", bounds=None)
-    # 2000-02-30 exists in this calendar: day 59 (30 days per month); to 2000-03-02 (day 61) inclusive
-    for cut, expected, nranks in [("2000-02-30,2000-03-02", [59, 60], 2), ("2001-12-30 12:00", [719], None)]:
-        out, want = tmp_path / "cut.nc", tmp_path / "ncks.nc"
-        ok(climio("subset", "-O", "-d", f"time,{cut}", str(src), str(out), nranks=nranks))
+DAYS_360 = np.arange(720) + 0.5  # two 360-day years, one value at noon each day
+# 2000-02-30 exists in this calendar: day 59 (30 days per month); to 2000-03-02 (day 61) inclusive
+CUTS_360 = [("2000-02-30,2000-03-02", [59, 60], 2), ("2001-12-30 12:00", [719], None)]
+
+
+@prepare
+def prepare_dates_360_day(r: Runs) -> None:
+    src = make(r.folder("d360") / "d360.nc", "days since 2000-01-01", DAYS_360, calendar="360_day", bounds=None)
+    for cut, _, nranks in CUTS_360:
+        r.add(f"d360-{cut}", ["-O", "-d", f"time,{cut}", src], nranks)
+
+
+def test_dates_360_day(tmp_path: Path, runs: Runs) -> None:
+    days = DAYS_360
+    src = runs.folder("d360") / "d360.nc"
+    for cut, expected, nranks in CUTS_360:
+        out, want = runs.out(f"d360-{cut}"), tmp_path / "ncks.nc"
+        ok(runs.result(f"d360-{cut}"))  # subset -O -d time,CUT src out at nranks
         np.testing.assert_array_equal(read_all(out)["time"], days[expected], err_msg=cut)
         nco("ncks", "-O", "-d", f"time,{cut}", str(src), str(want))
         assert_same(out, want)
 
 
-def test_dates_noleap_synthetic(tmp_path: Path) -> None:
+@prepare
+def prepare_dates_noleap_synthetic(r: Runs) -> None:
     hours = np.arange(0, 2 * 365 * 24, 6, dtype=np.float64)  # six-hourly, hours since 2001-01-01, noleap
-    src = make(tmp_path / "six.nc", "hours since 2001-01-01 00:00:00", hours, calendar="365_day", bounds=None)
-    out = tmp_path / "cut.nc"
-    ok(climio("subset", "-d", "time,2001-02-28 18:00,2001-03-01 06:00", str(src), str(out)))
+    src = make(r.folder("six") / "six.nc", "hours since 2001-01-01 00:00:00", hours, calendar="365_day", bounds=None)
+    r.add("six", ["-d", "time,2001-02-28 18:00,2001-03-01 06:00", src])
+
+
+def test_dates_noleap_synthetic(runs: Runs) -> None:
+    out = runs.out("six")
+    ok(runs.result("six"))  # subset -d "time,2001-02-28 18:00,2001-03-01 06:00" six.nc out, plainly
     start = (31 + 27) * 24 + 18  # 28 Feb 18:00, then 1 March (no 29 February)
     np.testing.assert_array_equal(read_all(out)["time"], [start, start + 6, start + 12])
     expected = cftime.date2num(cftime.datetime(2002, 3, 1, calendar="noleap"), "hours since 2001-01-01", "noleap")
     assert expected == 365 * 24 + 59 * 24  # the reference itself: cftime agrees with plain arithmetic
 
 
-def test_bad_dates(tmp_path: Path) -> None:
-    src = make(tmp_path / "a.nc", "days since 2001-01-01", np.arange(10.0), calendar="noleap")
-    out = tmp_path / "out.nc"
-    fails(climio("subset", "-d", "x,2001-01-01,2001-01-05", str(src), str(out), nranks=2), out,
+@prepare
+def prepare_bad_dates(r: Runs) -> None:
+    src = make(r.folder("bad-dates") / "a.nc", "days since 2001-01-01", np.arange(10.0), calendar="noleap")
+    r.add("bad-dates-x", ["-d", "x,2001-01-01,2001-01-05", src], 2)
+    r.add("bad-dates-feb29", ["-d", "time,2001-02-29", src])
+    r.add("bad-dates-after", ["-d", "time,2002-01-01,", src])
+    r.add("bad-dates-index", ["-d", "time,-2,", src])
+
+
+def test_bad_dates(runs: Runs) -> None:
+    fails(runs.result("bad-dates-x"), runs.out("bad-dates-x"),  # at 2 ranks
           "-d x,2001-01-01,2001-01-05", "dimension 'x'", "no coordinate with CF time units", "'m'")
-    fails(climio("subset", "-d", "time,2001-02-29", str(src), str(out)), out,
+    fails(runs.result("bad-dates-feb29"), runs.out("bad-dates-feb29"),
           "-d time,2001-02-29", "not a date of the 'noleap' calendar")
-    fails(climio("subset", "-d", "time,2002-01-01,", str(src), str(out)), out,
+    fails(runs.result("bad-dates-after"), runs.out("bad-dates-after"),
           "selects nothing", "2001-01-01 00:00:00..2001-01-10 00:00:00")
-    ok(climio("subset", "-d", "time,-2,", str(src), str(out)))  # negative indices are still indices
-    np.testing.assert_array_equal(read_all(out)["time"], [8.0, 9.0])
+    ok(runs.result("bad-dates-index"))  # -d time,-2,: negative indices are still indices
+    np.testing.assert_array_equal(read_all(runs.out("bad-dates-index"))["time"], [8.0, 9.0])
 
 
 LIMITS = [("1850-01-01", "date"), ("1850-1-1", "date"), ("1850-01-01T12:00", "date"), ("1850-01-01 12:00:30", "date"),
@@ -242,13 +348,20 @@ def cftime_rebased(path: Path, name: str, units: str, calendar: str) -> np.ndarr
     return np.asarray(cftime.date2num(dates, units, calendar), dtype=np.float64).reshape(values.shape)
 
 
-def test_join_mixed_units(tmp_path: Path) -> None:
-    nranks = 3
+@prepare
+def prepare_join_mixed_units(r: Runs) -> None:
+    tmp_path = r.folder("mixed")
     files = [make(tmp_path / "a.nc", "days since 2000-01-01", [0.25, 1.25, 2.25]),
              make(tmp_path / "b.nc", "hours since 2000-01-04 06:00", [0.0, 7.0, 30.5, 49.0], calendar="gregorian"),
              make(tmp_path / "c.nc", "minutes since 1999-12-01", np.arange(2) * 1440.0 + 37 * 1440 + 13.0)]
-    out = tmp_path / "joined.nc"
-    ok(climio("subset", *map(str, files), str(out), nranks=nranks))
+    r.add("mixed", files, 3)
+    r.add("mixed-cut", ["-d", "time,2000-01-04T06:00,2000-01-06 00:00", *files], 3)
+
+
+def test_join_mixed_units(tmp_path: Path, runs: Runs) -> None:
+    files = [runs.folder("mixed") / name for name in ("a.nc", "b.nc", "c.nc")]
+    out = runs.out("mixed")
+    ok(runs.result("mixed"))  # subset a b c out at 3 ranks
     got = read_all(out)
     want_time = np.concatenate([cftime_rebased(f, "time", "days since 2000-01-01", "standard") for f in files])
     want_bnds = np.concatenate([cftime_rebased(f, "time_bnds", "days since 2000-01-01", "standard") for f in files])
@@ -259,28 +372,45 @@ def test_join_mixed_units(tmp_path: Path) -> None:
     nco("ncrcat", "-O", *map(str, files), str(tmp_path / "ncrcat.nc"))  # and ncrcat, to the bit
     assert_same(out, tmp_path / "ncrcat.nc")
     # a cut by date on the joined axis selects on the rebased values
-    cut = tmp_path / "cut.nc"
-    ok(climio("subset", "-d", "time,2000-01-04T06:00,2000-01-06 00:00", *map(str, files), str(cut), nranks=nranks))
+    cut = runs.out("mixed-cut")
+    ok(runs.result("mixed-cut"))  # subset -d "time,2000-01-04T06:00,2000-01-06 00:00" a b c cut at 3 ranks
     np.testing.assert_array_equal(read_all(cut)["time"], got["time"][3:6])
 
 
-def test_join_many_units_like_ncrcat(tmp_path: Path) -> None:
+MANY_UNITS = ("h.nc", "d.nc", "s.nc", "m.nc")
+
+
+@prepare
+def prepare_join_many_units(r: Runs) -> None:
+    tmp_path = r.folder("many")
     rng = np.random.default_rng(7)
     files = [make(tmp_path / "h.nc", "hours since 2000-01-01", [0.0, 1.0, 2.0]),
              make(tmp_path / "d.nc", "days since 2000-01-01 03:00", np.sort(rng.uniform(1, 400, 12))),
              make(tmp_path / "s.nc", "seconds since 2001-03-01 00:00:07", np.sort(rng.uniform(0, 1e8, 12))),
              make(tmp_path / "m.nc", "minutes since 2017-01-01", np.sort(rng.uniform(0, 1e6, 12)))]
-    out, want = tmp_path / "joined.nc", tmp_path / "ncrcat.nc"
-    ok(climio("subset", *map(str, files), str(out)))
+    assert [f.name for f in files] == list(MANY_UNITS)
+    r.add("many", files)
+
+
+def test_join_many_units_like_ncrcat(tmp_path: Path, runs: Runs) -> None:
+    files = [runs.folder("many") / name for name in MANY_UNITS]
+    out, want = runs.out("many"), tmp_path / "ncrcat.nc"
+    ok(runs.result("many"))  # subset h d s m out, plainly
     nco("ncrcat", "-O", *map(str, files), str(want))
     assert_same(out, want)
 
 
-def test_join_calendar_aliases_and_float32(tmp_path: Path) -> None:
+@prepare
+def prepare_join_calendar_aliases(r: Runs) -> None:
+    tmp_path = r.folder("aliases")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0], calendar="365_day", dtype="f4")
     b = make(tmp_path / "b.nc", "hours since 2000-01-03", [0.0, 12.0], calendar="noleap", dtype="f4")
-    out = tmp_path / "joined.nc"
-    ok(climio("subset", str(a), str(b), str(out)))
+    r.add("aliases", [a, b])
+
+
+def test_join_calendar_aliases_and_float32(runs: Runs) -> None:
+    out = runs.out("aliases")
+    ok(runs.result("aliases"))  # subset a b out, plainly
     got = read_all(out)
     assert got["time"].dtype == np.float32
     np.testing.assert_array_equal(got["time"], np.array([0.0, 1.0, 2.0, 2.5], dtype=np.float32))
@@ -288,75 +418,111 @@ def test_join_calendar_aliases_and_float32(tmp_path: Path) -> None:
                                                                   [2.5 - 0.5 / 24, 2.5 + 0.5 / 24]], np.float32))
 
 
-def test_join_calendars_differ(tmp_path: Path) -> None:
+@prepare
+def prepare_join_calendars_differ(r: Runs) -> None:
+    tmp_path = r.folder("calendars")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0], calendar="gregorian")
     b = make(tmp_path / "b.nc", "days since 2000-01-03", [0.0, 1.0], calendar="noleap")
-    out = tmp_path / "out.nc"
-    fails(climio("subset", str(a), str(b), str(out), nranks=2), out,
-          "calendars differ", "/a.nc'", "/b.nc'", "'standard'", "'noleap'")
     c = make(tmp_path / "c.nc", "days since 2000-01-03", [0.0, 1.0], calendar=None)  # no attribute: standard
-    ok(climio("subset", str(a), str(c), str(out)))
+    r.add("calendars-differ", [a, b], 2)
+    r.add("calendars-none", [a, c])
 
 
-def test_join_overlap_and_order(tmp_path: Path) -> None:
+def test_join_calendars_differ(runs: Runs) -> None:
+    fails(runs.result("calendars-differ"), runs.out("calendars-differ"),  # subset a b out at 2 ranks
+          "calendars differ", "/a.nc'", "/b.nc'", "'standard'", "'noleap'")
+    ok(runs.result("calendars-none"))  # subset a c out (c has no calendar attribute: standard), plainly
+
+
+@prepare
+def prepare_join_overlap_and_order(r: Runs) -> None:
+    tmp_path = r.folder("overlap")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0, 2.0])
     b = make(tmp_path / "b.nc", "hours since 2000-01-03", [0.0, 24.0])  # starts on a's last time
     c = make(tmp_path / "c.nc", "days since 2000-01-10", [0.0, 1.0])
-    out = tmp_path / "out.nc"
-    fails(climio("subset", "--join", "time", str(a), str(b), str(out), nranks=2), out,
+    r.add("overlap", ["--join", "time", a, b], 2)
+    r.add("order", [c, a])
+
+
+def test_join_overlap_and_order(runs: Runs) -> None:
+    fails(runs.result("overlap"), runs.out("overlap"),  # subset --join time a b out at 2 ranks
           "--join time", "/b.nc'", "/a.nc'", "overlaps", "2000-01-03")
-    fails(climio("subset", str(c), str(a), str(out)), out, "/a.nc'", "/c.nc'", "overlaps")
+    fails(runs.result("order"), runs.out("order"), "/a.nc'", "/c.nc'", "overlaps")  # subset c a out
 
 
-def test_join_not_increasing_inside_a_file(tmp_path: Path) -> None:
+@prepare
+def prepare_join_not_increasing(r: Runs) -> None:
+    tmp_path = r.folder("increasing")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0])
     b = make(tmp_path / "b.nc", "days since 2000-01-05", [0.0, 2.0, 1.0])
-    out = tmp_path / "out.nc"
-    line = fails(climio("subset", str(a), str(b), str(out), nranks=2), out,
+    r.add("increasing", [a, b], 2)
+
+
+def test_join_not_increasing_inside_a_file(runs: Runs) -> None:
+    line = fails(runs.result("increasing"), runs.out("increasing"),  # subset a b out at 2 ranks
                  "not strictly increasing inside", "/b.nc'", "record 1", "2000-01-07", "2000-01-06")
     assert "a.nc" not in line
 
 
-def test_join_integer_time(tmp_path: Path) -> None:
+@prepare
+def prepare_join_integer_time(r: Runs) -> None:
+    tmp_path = r.folder("integer")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", np.array([0, 1, 2]), dtype="i4",
              bounds=np.array([[0, 1], [1, 2], [2, 3]]))
     exact = make(tmp_path / "b.nc", "hours since 2000-01-04", np.array([0, 24, 48]), dtype="i4",
                  bounds=np.array([[0, 24], [24, 48], [48, 72]]))
-    out = tmp_path / "out.nc"
-    ok(climio("subset", str(a), str(exact), str(out), nranks=2))
+    half = make(tmp_path / "c.nc", "hours since 2000-01-04", np.array([0, 12, 48]), dtype="i4",
+                bounds=np.array([[0, 12], [12, 48], [48, 72]]))
+    bounds_only = make(tmp_path / "d.nc", "hours since 2000-01-04", np.array([0, 24, 48]), dtype="i4",
+                       bounds=np.array([[0, 6], [6, 48], [48, 72]]))
+    r.add("integer-exact", [a, exact], 2)
+    r.add("integer-half", [a, half])
+    r.add("integer-bounds", [a, bounds_only])
+
+
+def test_join_integer_time(runs: Runs) -> None:
+    out = runs.out("integer-exact")
+    ok(runs.result("integer-exact"))  # subset a b out at 2 ranks
     got = read_all(out)
     assert got["time"].dtype == np.int32 and got["time_bnds"].dtype == np.int32
     np.testing.assert_array_equal(got["time"], [0, 1, 2, 3, 4, 5])
     np.testing.assert_array_equal(got["time_bnds"][3:], [[3, 4], [4, 5], [5, 6]])
-    half = make(tmp_path / "c.nc", "hours since 2000-01-04", np.array([0, 12, 48]), dtype="i4",
-                bounds=np.array([[0, 12], [12, 48], [48, 72]]))
-    out.unlink()
-    fails(climio("subset", str(a), str(half), str(out)), out,
+    fails(runs.result("integer-half"), runs.out("integer-half"),  # subset a c out
           "'time'", "integer", "/c.nc'", "12", "3.5", "days since 2000-01-01")
-    bounds_only = make(tmp_path / "d.nc", "hours since 2000-01-04", np.array([0, 24, 48]), dtype="i4",
-                       bounds=np.array([[0, 6], [6, 48], [48, 72]]))
-    fails(climio("subset", str(a), str(bounds_only), str(out)), out, "'time_bnds'", "/d.nc'", "3.25")
+    fails(runs.result("integer-bounds"), runs.out("integer-bounds"), "'time_bnds'", "/d.nc'", "3.25")  # a d
 
 
-def test_join_fill_values_are_not_rebased(tmp_path: Path) -> None:
+@prepare
+def prepare_join_fill_values(r: Runs) -> None:
+    tmp_path = r.folder("fill")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0])
     b = make(tmp_path / "b.nc", "days since 2000-01-03", [0.0, 1.0], bounds=np.array([[-0.5, -999.0], [0.5, 1.5]]))
     with netCDF4.Dataset(b, "a") as ds:
         ds["time_bnds"].missing_value = -999.0
-    out = tmp_path / "out.nc"
-    ok(climio("subset", str(a), str(b), str(out)))
+    r.add("fill", [a, b])
+
+
+def test_join_fill_values_are_not_rebased(runs: Runs) -> None:
+    out = runs.out("fill")
+    ok(runs.result("fill"))  # subset a b out, plainly
     np.testing.assert_array_equal(read_all(out)["time_bnds"][2:], [[1.5, -999.0], [2.5, 3.5]])
 
 
-def test_join_rebases_climatology_bounds(tmp_path: Path) -> None:
+@prepare
+def prepare_join_climatology(r: Runs) -> None:
+    tmp_path = r.folder("climatology")
     files = []
     for name, units in (("a.nc", "days since 2000-01-01"), ("b.nc", "days since 2001-01-01")):
         path = make(tmp_path / name, units, [15.5, 45.0], bounds=None, extra={"climatology": "climatology_bnds"})
         with netCDF4.Dataset(path, "a") as ds:
             ds.createVariable("climatology_bnds", "f8", ("time", "nv"))[:] = [[0.0, 31.0], [31.0, 59.0]]
         files.append(path)
-    out = tmp_path / "out.nc"
-    ok(climio("subset", *map(str, files), str(out)))
+    r.add("climatology", files)
+
+
+def test_join_rebases_climatology_bounds(runs: Runs) -> None:
+    out = runs.out("climatology")
+    ok(runs.result("climatology"))  # subset a b out, plainly
     got = read_all(out)
     np.testing.assert_array_equal(got["time"], [15.5, 45.0, 381.5, 411.0])
     np.testing.assert_array_equal(got["climatology_bnds"], [[0, 31], [31, 59], [366, 397], [397, 425]])
@@ -379,25 +545,35 @@ def monthly(path: Path, month: int, names: tuple[str, ...] = ("psi",), ncol: int
     return path
 
 
-def test_union_of_record_files_is_an_error(tmp_path: Path) -> None:
+@prepare
+def prepare_union_of_record_files(r: Runs) -> None:
+    tmp_path = r.folder("union-records")
     mesh = tmp_path / "outCSne30.ug"
     mesh.write_bytes((REAL / "outCSne30.ug").read_bytes())
     months = [monthly(tmp_path / f"m{m}.nc", m) for m in range(3)]
-    out = tmp_path / "out.nc"
-    # the default for these inputs (no unlimited dimension shared by all of them) is a union
-    fails(climio("subset", str(mesh), *map(str, months), str(out), nranks=2), out,
-          "--union", "'time'", "/m0.nc'", "/m1.nc'", "--join time", "ncrcat")
-    # the same time in two files: the variable itself would be lost
     again = monthly(tmp_path / "again.nc", 0)
-    fails(climio("subset", "--union", str(months[0]), str(again), str(out)), out,
-          "variable 'psi'", "record dimension 'time'", "/m0.nc'", "/again.nc'", "--join time")
-    # more records in one file than the other
     nco("ncrcat", "-O", str(months[1]), str(months[2]), str(tmp_path / "m12.nc"))
-    fails(climio("subset", "--union", str(months[0]), str(tmp_path / "m12.nc"), str(out)), out,
+    r.add("union-records-default", [mesh, *months], 2)
+    r.add("union-records-again", ["--union", months[0], again])
+    r.add("union-records-more", ["--union", months[0], tmp_path / "m12.nc"])
+
+
+def test_union_of_record_files_is_an_error(runs: Runs) -> None:
+    # the default for these inputs (no unlimited dimension shared by all of them) is a union: subset mesh m0 m1 m2
+    # out at 2 ranks
+    fails(runs.result("union-records-default"), runs.out("union-records-default"),
+          "--union", "'time'", "/m0.nc'", "/m1.nc'", "--join time", "ncrcat")
+    # the same time in two files: the variable itself would be lost (subset --union m0 again out)
+    fails(runs.result("union-records-again"), runs.out("union-records-again"),
+          "variable 'psi'", "record dimension 'time'", "/m0.nc'", "/again.nc'", "--join time")
+    # more records in one file than the other (subset --union m0 m12 out; m12 = ncrcat m1 m2)
+    fails(runs.result("union-records-more"), runs.out("union-records-more"),
           "record dimension 'time'", "1 records", "2 in", "--join time")
 
 
-def test_union_on_one_time_axis_stays_allowed(tmp_path: Path) -> None:
+@prepare
+def prepare_union_on_one_time_axis(r: Runs) -> None:
+    tmp_path = r.folder("union-one-axis")
     mesh = tmp_path / "outCSne30.ug"
     mesh.write_bytes((REAL / "outCSne30.ug").read_bytes())
     a = monthly(tmp_path / "a.nc", 1, ("psi",))
@@ -405,8 +581,12 @@ def test_union_on_one_time_axis_stays_allowed(tmp_path: Path) -> None:
     with netCDF4.Dataset(b, "a") as ds:  # the same times in other units
         ds["time"].units = "hours since 2000-01-01"
         ds["time"][:] = ds["time"][:] * 24
-    out = tmp_path / "out.nc"
-    ok(climio("subset", "--union", str(mesh), str(a), str(b), str(out), nranks=2))
+    r.add("union-one-axis", ["--union", mesh, a, b], 2)
+
+
+def test_union_on_one_time_axis_stays_allowed(runs: Runs) -> None:
+    out = runs.out("union-one-axis")
+    ok(runs.result("union-one-axis"))  # subset --union mesh a b out at 2 ranks
     got = read_all(out)
     np.testing.assert_array_equal(got["psi"], np.full((1, 5400), 10.0))
     np.testing.assert_array_equal(got["vort"], np.full((1, 5400), 10.0))
@@ -416,11 +596,9 @@ def test_union_on_one_time_axis_stays_allowed(tmp_path: Path) -> None:
     assert "Mesh2_face_nodes" in got
 
 
-@pytest.mark.parametrize("nranks", [1, 2])
-def test_unlimited_time_after_other_dimensions_like_ncks(tmp_path: Path, nranks: int) -> None:
-    """netCDF-4 allows the unlimited dimension anywhere: a (lat, lon, time) file is cut by dates as ncks cuts it
-    (climio once refused it: 'the unlimited dimension must come first')."""
-    path = tmp_path / "last.nc"
+@prepare
+def prepare_unlimited_time_last(r: Runs) -> None:
+    path = r.folder("last") / "last.nc"
     with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
         ds.createDimension("lat", 3)
         ds.createDimension("lon", 2)
@@ -429,9 +607,18 @@ def test_unlimited_time_after_other_dimensions_like_ncks(tmp_path: Path, nranks:
         time.setncatts({"units": "days since 2000-01-01", "calendar": "noleap"})
         time[:] = np.arange(40.0)
         ds.createVariable("pr", "f4", ("lat", "lon", "time"))[:] = np.arange(240, dtype="f4").reshape(3, 2, 40)
-    want, got = tmp_path / "want.nc", tmp_path / "got.nc"
+    for nranks in (1, 2):
+        r.add(f"last-n{nranks}", ["-d", "time,2000-01-05,2000-01-20", path], nranks)
+
+
+@pytest.mark.parametrize("nranks", [1, 2])
+def test_unlimited_time_after_other_dimensions_like_ncks(tmp_path: Path, runs: Runs, nranks: int) -> None:
+    """netCDF-4 allows the unlimited dimension anywhere: a (lat, lon, time) file is cut by dates as ncks cuts it
+    (climio once refused it: 'the unlimited dimension must come first')."""
+    path = runs.folder("last") / "last.nc"
+    want, got = tmp_path / "want.nc", runs.out(f"last-n{nranks}")
     nco("ncks", "-O", "-d", "time,2000-01-05,2000-01-20", str(path), str(want))
-    ok(climio("subset", "-d", "time,2000-01-05,2000-01-20", str(path), str(got), nranks=nranks))
+    ok(runs.result(f"last-n{nranks}"))  # subset -d time,2000-01-05,2000-01-20 last.nc got at nranks
     assert_same(got, want)
     with netCDF4.Dataset(got) as ds:
         assert ds["pr"].dimensions == ("lat", "lon", "time") and ds.dimensions["time"].isunlimited()
