@@ -136,10 +136,43 @@ def write(path: Path, *, bounds: str = "time_bnds", bounds_units: bool = False, 
     return path
 
 
-def test_real_files():
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The files the tests below write: one written to break CF and a clean one; an input whose bounds variable,
+    time_bounds, has units, and an output with time_bnds (units too) and a wrong unit for tas."""
+    folder = tmp_path_factory.mktemp("cf")
+    source = write(folder / "in.nc", bounds_units=True)
+    with netCDF4.Dataset(source, "a") as ds:
+        ds.renameVariable("time_bnds", "time_bounds")
+        ds["time"].bounds = "time_bounds"
+    return {"bad": write(folder / "bad.nc", bounds="time_bnds_missing", tas_units="furlongs", extra_units="bogons"),
+            "clean": write(folder / "clean.nc"), "in": source,
+            "out": write(folder / "out.nc", bounds_units=True, tas_units="m")}
+
+
+@pytest.fixture(scope="module")
+def checked(written: dict[str, Path]) -> dict[str, cfcheck.Report]:
+    """One cfchecks run (cfcheck.cf_reports) over the real files and the written ones: cfchecks takes seconds to
+    read the standard-name table, and well under one per file."""
+    files = [*sorted(REAL.glob("*.nc")), *written.values()]
+    reports = cfcheck.cf_reports(files)
+    assert sorted(reports) == sorted(map(str, files))
+    return reports
+
+
+@pytest.fixture
+def from_checked(checked: dict[str, cfcheck.Report], monkeypatch: pytest.MonkeyPatch) -> None:
+    """cfcheck.cf_reports answers from that one run, so ``introduced`` is checked on the same reports."""
+    def reports(paths, timeout=cfcheck.TIMEOUT):
+        return {str(p): checked[str(p)] for p in dict.fromkeys(paths)}
+
+    monkeypatch.setattr(cfcheck, "cf_reports", reports)
+
+
+def test_real_files(checked):
     files = sorted(REAL.glob("*.nc"))  # outCSne30.ug (a mesh, not named .nc) is not a cfchecks input
     assert files
-    reports = cfcheck.cf_reports(files)
+    reports = {name: report for name, report in checked.items() if Path(name).parent == REAL}
     assert sorted(reports) == sorted(map(str, files))
     for f in files:
         report = reports[str(f)]
@@ -150,10 +183,9 @@ def test_real_files():
             assert [str(m) for m in report.warnings] == REAL_WARNINGS[f.name], report
 
 
-def test_broken_and_clean_files(tmp_path):
+def test_broken_and_clean_files(written, from_checked):
     """A file written to break CF gives the expected ERRORs (so the harness can fail); a clean one gives none."""
-    bad = write(tmp_path / "bad.nc", bounds="time_bnds_missing", tas_units="furlongs", extra_units="bogons")
-    clean = write(tmp_path / "clean.nc")
+    bad, clean = written["bad"], written["clean"]
     reports = cfcheck.cf_reports([bad, clean])
     report = reports[str(bad)]
     # cfchecks files the dangling bounds under the name it points at, not under time.
@@ -170,13 +202,9 @@ def test_broken_and_clean_files(tmp_path):
     assert cfcheck.introduced(bad, [clean]) == report.lines()
 
 
-def test_introduced_ignores_the_variable_name(tmp_path):
+def test_introduced_ignores_the_variable_name(written, from_checked):
     """An input's WARN excuses the same WARN on an output variable of another name, and only that."""
-    source = write(tmp_path / "in.nc", bounds_units=True)
-    with netCDF4.Dataset(source, "a") as ds:
-        ds.renameVariable("time_bnds", "time_bounds")
-        ds["time"].bounds = "time_bounds"
-    output = write(tmp_path / "out.nc", bounds_units=True, tas_units="m")
+    source, output = written["in"], written["out"]
     units = "ERROR (3.1) variable tas: Units are not consistent with those given in the standard_name table."
     bounds = "WARN (7.1) variable {0}: Boundary var {0} should not have attribute units"
     reports = cfcheck.cf_reports([output, source])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import subprocess
+import sys
 from pathlib import Path
 
 import netCDF4
@@ -22,7 +23,10 @@ import pytest
 
 from climio.core.ncio import Variable
 from climio.subset.grids import Unsupported, detect
-from conftest import DATA, climio, leftovers, one_error_line
+from conftest import DATA, leftovers, one_error_line, run
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from run_table import run_table  # noqa: E402
 
 CORDEX = DATA / "real" / "tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc"
 
@@ -113,16 +117,32 @@ REFUSED = {"tripolar-degrees": (("degrees", "degrees"), ("-b", "90,70,180,-180")
            "cordex": (None, ("-b", "90,70,180,-180"), 1)}
 
 
+Refusal = tuple[Path, Path, str, subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Refusal]:
+    """Every case of REFUSED run: those on 1 rank in one process, those on 2 ranks in one mpiexec
+    (helpers/run_table.py); per case its folder, input, the input's md5 before the runs, and the result."""
+    cases = {}
+    for case, (units, args, nranks) in REFUSED.items():
+        folder = tmp_path_factory.mktemp(case)
+        source = CORDEX if units is None else write_tripolar(folder / "zos.nc", units)
+        cases[case] = (folder, source, md5(source), ["subset", *args, str(source), str(folder / "out.nc")], nranks)
+    results = {}
+    for nranks in sorted({c[-1] for c in cases.values()}):
+        names = [case for case, c in cases.items() if c[-1] == nranks]
+        done = run_table(run, [cases[case][3] for case in names], tmp_path_factory.mktemp("table"), nranks)
+        results.update(zip(names, done))
+    return {case: (folder, source, before, results[case]) for case, (folder, source, before, _, _) in cases.items()}
+
+
 @pytest.mark.parametrize("case", REFUSED)
-def test_box_on_nominal_axes_is_refused(case: str, tmp_path: Path) -> None:
-    units, args, nranks = REFUSED[case]
-    source = CORDEX if units is None else write_tripolar(tmp_path / "zos.nc", units)
-    before = md5(source)
-    out = tmp_path / "out.nc"
-    result = climio("subset", *args, str(source), str(out), nranks=nranks)
+def test_box_on_nominal_axes_is_refused(case: str, refusals: dict[str, Refusal]) -> None:
+    folder, source, before, result = refusals[case]
     one_error_line(result, f"{source} is a grid whose axes rlat, rlon are not latitude/longitude",
                    "-b/-X is not supported on it; -d rlat,MIN,MAX -d rlon,MIN,MAX cuts the grid's own axes")
-    assert not out.exists() and leftovers(str(tmp_path)) == []
+    assert not (folder / "out.nc").exists() and leftovers(str(folder)) == []
     assert md5(source) == before
 
 
@@ -219,16 +239,33 @@ def contents(path: Path) -> tuple[dict[str, list[str]], np.ndarray, dict[str, di
                 {n: ds[n].filters() for n in (*STRINGS, "pr")})
 
 
-@pytest.mark.parametrize("nranks", [1, 2])
-@pytest.mark.parametrize("args, level", [(("-v", "pr"), 4), (("-L", "0"), 0), (("-L", "1"), 1),
-                                         (("--mode", "hdf5"), 4)])
-def test_deflated_strings_are_copied_unfiltered(args: tuple[str, ...], level: int, nranks: int, atlas: Path,
-                                                ncks_out: Path, tmp_path: Path) -> None:
+DEFLATED = [(("-v", "pr"), 4), (("-L", "0"), 0), (("-L", "1"), 1), (("--mode", "hdf5"), 4)]
+
+
+@pytest.fixture(scope="module")
+def subsets(atlas: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+    """``climio subset ARGS atlas OUT`` for every case of DEFLATED: on 1 rank in one process, on 2 ranks in one
+    mpiexec (helpers/run_table.py); the atlas' md5 before them, and per (args, nranks) the output's folder and the
+    result."""
     before = md5(atlas)
-    out = tmp_path / "out.nc"
-    result = climio("subset", *args, str(atlas), str(out), nranks=nranks)
+    runs = {}
+    for nranks in (1, 2):
+        folders = {args: tmp_path_factory.mktemp("subset") for args, _ in DEFLATED}
+        done = run_table(run, [["subset", *args, str(atlas), str(folders[args] / "out.nc")] for args, _ in DEFLATED],
+                         tmp_path_factory.mktemp("table"), nranks)
+        runs.update({(args, nranks): (folders[args], result) for (args, _), result in zip(DEFLATED, done)})
+    return before, runs
+
+
+@pytest.mark.parametrize("nranks", [1, 2])
+@pytest.mark.parametrize("args, level", DEFLATED)
+def test_deflated_strings_are_copied_unfiltered(args: tuple[str, ...], level: int, nranks: int, atlas: Path,
+                                                ncks_out: Path, subsets: tuple[str, dict]) -> None:
+    before, runs = subsets
+    folder, result = runs[(args, nranks)]
+    out = folder / "out.nc"
     assert result.returncode == 0, result.stderr
-    assert md5(atlas) == before and leftovers(str(tmp_path)) == []
+    assert md5(atlas) == before and leftovers(str(folder)) == []
     strings, pr, filters = contents(out)
     assert strings == STRINGS
     assert pr.dtype == np.float32 and np.array_equal(pr, PR)

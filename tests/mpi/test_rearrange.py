@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import assert_all
+from conftest import assert_all, runs_here
 from mpi4py import MPI
 
 from climio.core import trace
@@ -250,10 +250,13 @@ def draw(comm: MPI.Comm, seed: int, source_kind: str, dest_kind: str,
 
 @pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS, ids=[f"{s}-{d}" for s, d in PAIRS])
 def test_every_pair_of_layout_kinds(comm: MPI.Comm, source_kind: str, dest_kind: str) -> None:
-    """Each pair in three draws: one per trailing shape, every dtype in one of them."""
+    """Each pair in three draws: one per trailing shape, every dtype in one of them. Each draw runs at 1 rank and at
+    two of 2, 3, 4, 6 (conftest.runs_here), at least one draw of every pair at every count."""
     case = PAIRS.index((source_kind, dest_kind))
     for draw_index in range(3):
         k = 3 * case + draw_index
+        if not runs_here(comm, k):
+            continue
         dtypes = [DTYPES[(k + j) % len(DTYPES)] for j in (0, 2, 5)]
         with draw(comm, 1000 + k, source_kind, dest_kind, TRAILINGS[k % len(TRAILINGS)]) as case_:
             case_.check(dtypes, f"{source_kind} -> {dest_kind} {case_.shape} {case_.trailing} seed {1000 + k}")
@@ -288,6 +291,8 @@ def test_ranks_may_mix_layout_kinds(comm: MPI.Comm, kinds: tuple[str, str]) -> N
     """Every other rank describes its share as runs: the plan does not care how each rank describes it."""
     size = comm.Get_size()
     for seed in range(3000, 3004):
+        if not runs_here(comm, seed):  # each draw at 1 rank and at two of 2, 3, 4, 6 (conftest.runs_here)
+            continue
         rng = np.random.default_rng(seed)
         shape = random_shape(rng)
         sources = specs(rng, shape, size, kinds[0], "source")
