@@ -21,7 +21,7 @@ from scipy import optimize
 from climio.eva import gpd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
-from eva_batch import Runs  # noqa: E402
+from eva_batch import Made, Runs  # noqa: E402
 
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
 PERIODS = ("20", "100")
@@ -58,19 +58,6 @@ BAD_OPTIONS = [
 ]
 
 
-class Made:
-    """The file's runs, made once: each one's outcome and directory."""
-
-    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
-        self.runs, self.dirs = runs, dirs
-
-    def result(self, key: object, out: str = "eva.nc") -> dict[str, np.ndarray]:
-        """The output of a run that must have succeeded."""
-        done = self.runs[key]
-        assert done.returncode == 0, done.stderr
-        return read(self.dirs[key] / out)
-
-
 @pytest.fixture(scope="module")
 def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
     runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
@@ -98,7 +85,7 @@ def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
     for n, (args, _) in enumerate(BAD_OPTIONS):
         dirs[("bad", n)] = runs.case_dir()
         runs.add(("bad", n), "eva", field, dirs[("bad", n)] / "eva.nc", *args, nranks=2)
-    return Made(runs.run(), dirs)
+    return Made(runs.run(), dirs, read)
 
 
 @pytest.fixture(scope="module", params=["profile", "normal"])

@@ -20,7 +20,7 @@ from conftest import DATA, climio, leftovers, one_error_line
 from climio.eva import decluster, gpd, pot
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
-from eva_batch import Runs  # noqa: E402
+from eva_batch import Made, Runs  # noqa: E402
 
 TIMEOUT = 120
 CESM2 = DATA / "real" / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
@@ -164,19 +164,6 @@ BAD = [
 ]
 
 
-class Made:
-    """The file's runs, made once: each one's outcome and directory."""
-
-    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
-        self.runs, self.dirs = runs, dirs
-
-    def result(self, key: object, out: str) -> dict[str, np.ndarray]:
-        """The output of a run that must have succeeded."""
-        done = self.runs[key]
-        assert done.returncode == 0, done.stderr
-        return read(self.dirs[key] / out)
-
-
 @pytest.fixture(scope="module")
 def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
     runs = Runs(tmp_path_factory.mktemp("runs"), timeout=540)
@@ -195,7 +182,7 @@ def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
             nranks=nranks)
     for n, (args, _) in enumerate(BAD):
         add(("bad", n), field, "eva.nc", *args, nranks=2)
-    return Made(runs.run(), dirs)
+    return Made(runs.run(), dirs, read)
 
 
 @pytest.mark.parametrize("nranks, scheme, split", RANKS)

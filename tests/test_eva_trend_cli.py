@@ -35,7 +35,7 @@ from scipy import optimize, stats
 from climio.eva import gev, gev_trend, gpd, gpd_trend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
-from eva_batch import Outcome, Runs  # noqa: E402
+from eva_batch import Made, Runs  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # scipy's inf - inf
 TIMEOUT = 120  # every mpiexec run: a hang fails the test
@@ -81,25 +81,6 @@ BAD_OPTIONS = [
     (("--method", "gev", "--covariate", "year", "--ci", "0.95"), ("--ci", "--ci-method normal")),
     (("--method", "gev", "--covariate", "year", "--min-blocks", "4"), ("--min-blocks", "at least 5")),
 ]
-
-
-class Made:
-    """The file's runs, made once: each one's outcome, directory and output (read when first asked for)."""
-
-    def __init__(self, runs: Runs, dirs: dict[object, Path]) -> None:
-        self.runs, self.dirs = runs, dirs
-
-    def outcome(self, key: object) -> Outcome:
-        return self.runs[key]
-
-    def dir(self, key: object) -> Path:
-        return self.dirs[key]
-
-    def result(self, key: object, out: str = "eva.nc") -> dict[str, np.ndarray]:
-        """The output of a run that must have succeeded."""
-        done = self.runs[key]
-        assert done.returncode == 0, done.stderr
-        return read(self.dirs[key] / out)
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +144,7 @@ def made(field: Path, tmp_path_factory: pytest.TempPathFactory) -> Made:
     add("ec-earth-3", lambda d: gev_args(EC_EARTH, d / "eva2.nc", "-v", "tas", "--covariate", f"{gm}:tas",
                                          "--min-blocks", "20"), 3)
     add("echo-g-pot-3", lambda d: pot_args(ECHO_G, d / "b.nc", "--npy", "360"), 3)
-    return Made(runs.run(), dirs)
+    return Made(runs.run(), dirs, read)
 
 
 @pytest.fixture(scope="module")

@@ -21,9 +21,10 @@ import io
 import json
 import subprocess
 import sys
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 RUNNER = Path(__file__).resolve()
 
@@ -179,3 +180,24 @@ class Runs:
 
 if __name__ == "__main__":
     main()
+
+
+class Made:
+    """A test module's runs, made once: each one's outcome and directory, and its output as the module's
+    ``read`` gives it."""
+
+    def __init__(self, runs: Runs, dirs: dict[Hashable, Path], read: Callable[[Path], dict[str, Any]]) -> None:
+        self.runs, self.dirs, self._read = runs, dirs, read
+
+    def outcome(self, key: Hashable) -> Outcome:
+        return self.runs[key]
+
+    def dir(self, key: Hashable) -> Path:
+        return self.dirs[key]
+
+    def result(self, key: Hashable, out: str = "eva.nc") -> dict[str, Any]:
+        """The output of a run that must have succeeded."""
+        done = self.runs[key]
+        assert done.returncode == 0, done.stderr
+        return self._read(self.dirs[key] / out)
+
