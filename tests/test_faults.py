@@ -155,8 +155,13 @@ def test_a_plot_that_cannot_be_written_publishes_nothing(runs: Batch, tmp_path: 
     def limited() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
+    # Under pytest -n 2 (another file's MPI jobs beside this one) PMIx's shared-memory store (gds ds21) was seen to
+    # write segment files beyond the limit: the singleton's MPI_Init died of SIGXFSZ before any plot. Its
+    # in-memory store (gds hash) leaves the limit to the files climio writes.
+    env = {**os.environ}
+    env.setdefault("PMIX_MCA_gds", "hash")
     result = subprocess.run(climio_argv("eva", str(source), str(out), "--plot", str(png)), capture_output=True,
-                            text=True, timeout=120, preexec_fn=limited)
+                            text=True, timeout=120, preexec_fn=limited, env=env)
     one_fault_line(result, "--plot: cannot write", "file too large")
     assert list(out.parent.iterdir()) == []
 
