@@ -3,8 +3,8 @@
 #
 #   1. Debian packages (Open MPI, PnetCDF, parallel HDF5, netCDF-C with both, NCO, gfortran)
 #      unless CLIMIO_SKIP_APT=1 (clusters: load modules instead, see docs/install.md);
-#   2. a virtual environment .venv with numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, dask, matplotlib, cffi
-#      at the exact versions of constraints.txt;
+#   2. a virtual environment .venv with numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, dask, matplotlib,
+#      cartopy (with shapely, pyproj, pyshp), cffi at the exact versions of constraints.txt;
 #   3. netCDF4-python (constraints.txt's version) compiled with mpicc against the parallel netCDF-C,
 #      cached as a wheel in $CLIMIO_WHEELHOUSE so later installs take seconds;
 #   4. climio itself, editable, with its test dependencies, among them the CF checker
@@ -65,7 +65,8 @@ make_venv() {
     else
         pip install --only-binary :all: mpi4py
     fi
-    pip install --only-binary :all: numpy cftime numba llvmlite tqdm scipy xarray pandas dask matplotlib cffi pycparser
+    pip install --only-binary :all: numpy cftime numba llvmlite tqdm scipy xarray pandas dask matplotlib cffi pycparser \
+        cartopy shapely pyproj pyshp
 }
 
 build_netcdf4() {

@@ -42,7 +42,7 @@ from climio.errors import ClimioError
 from climio.eva import block_maxima, blocks, cf, covariate, distributions, largest, output, pot, timestep
 from climio.eva.intervals import Request
 from climio.eva.methods import METHODS, TRENDS, Method
-from climio.eva.plot import Map, draw
+from climio.eva.plot import Fields, Map, draw, method_text, record_years
 from climio.eva.series import Series, time_rule
 from climio.subset.inputs import open_inputs
 from climio.subset.options import DimRange
@@ -62,7 +62,7 @@ TREND_RESULTS = (pot.TrendResult, block_maxima.TrendResult)
 
 @dataclass(frozen=True)
 class Options:
-    var: str = "pr"
+    var: str | None = None  # None: the inputs' one data variable
     tail: float = 0.01
     periods: tuple[float, ...] = (100.0,)
     npy: float | str | None = None  # values per year; None: daily values (checked), 365.25; "calendar": daily
@@ -155,6 +155,8 @@ class Summary:
     period: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)  # extra cell axes, allowed gaps
     compiled: float = 0.0  # seconds spent compiling kernels numba had not cached (left out of ``seconds``)
+    plot_seconds: float = 0.0  # seconds drawing and writing --plot's map (left out of ``seconds``)
+    variable: str = ""  # the variable analysed (--var, or the inputs' one data variable)
 
 
 def decomposition(shape: tuple[int, ...], split: str, nranks: int) -> Decomposition:
@@ -306,17 +308,22 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
         period, extra_axes = series.period(), _extra_axes(series)
     result = _analyse_cells(scanner, opts, npy, rank == 0, trend)
 
+    plotting = 0.0  # rank 0 draws while the others wait: every rank leaves rank 0's time out
+
     def draw() -> None:
+        nonlocal plotting
         if where is not None:
-            _plot(opts, comm, decomp, result, where, values)
+            begun = MPI.Wtime()
+            _plot(opts, comm, decomp, result, where, values, npy)
+            plotting = comm.allreduce(MPI.Wtime() - begun, op=MPI.MAX)
 
     _write(out, schema, values, series, owned, result, method, opts, comm, draw)
     counts = np.bincount(result.status.ravel(), minlength=len(method.statuses)).astype(np.int64)
     comm.Allreduce(MPI.IN_PLACE, counts, op=MPI.SUM)
-    seconds = MPI.Wtime() - started
+    seconds = MPI.Wtime() - started - plotting
     notes += [f"{a} fitted as a cell axis" for a in extra_axes]
     return Summary(series.cells(), seconds, {m: int(c) for m, c in zip(method.statuses, counts) if c},
-                   shape[0], len(paths), period, tuple(notes))
+                   shape[0], len(paths), period, tuple(notes), plot_seconds=plotting, variable=series.name)
 
 
 def _attributes(series: Series, opts: Options, cov: covariate.Covariate | None) -> dict[str, dict[str, object]]:
@@ -418,30 +425,31 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
 
 
 def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: Result, where: Map,
-          values: dict[str, np.ndarray]) -> None:
-    """Gather the shape and the return level (100 years, or the longest period; of the first of several seasons;
-    with a trend, the effective level at the last covariate value) on rank 0 and draw them."""
+          values: dict[str, np.ndarray], npy: float | None) -> None:
+    """Gather the shape, the return level (100 years, or the longest period; of the first of several seasons;
+    with a trend, the effective level at the last covariate value) and each cell's years of data on rank 0 and
+    draw them."""
     assert opts.plot is not None
     which = opts.periods.index(100.0) if 100.0 in opts.periods else int(np.argmax(opts.periods))
-    level, shape, notes = result.return_level[..., which, :], result.shape, []
+    level, shape, years, notes = result.return_level[..., which, :], result.shape, record_years(result, npy), []
     seasons = blocks.seasons_of(opts.block) if opts.method == "gev" else ()
     if len(seasons) > 1:
-        level, shape = level[0], shape[0]
+        level, shape, years = level[0], shape[0], years[0]
         notes.append(seasons[0])
     if opts.covariate is not None:
         level = level[-1]
         notes.append(f"covariate {values['covariate'][-1]:g}")
-    pieces = comm.gather((level, shape), root=0)
+    pieces = comm.gather((level, shape, years), root=0)
     if pieces is None:
         return
-    grid = decomp.shape[1:]
-    grid_level, grid_shape = np.full(grid, np.nan), np.full(grid, np.nan)
-    for rank, (rl, xi) in enumerate(pieces):
+    grids = [np.full(decomp.shape[1:], np.nan) for _ in range(3)]
+    for rank, piece in enumerate(pieces):
         owned = decomp.owned(rank)
-        grid_level[owned.slices[1:]] = rl.reshape(owned.count[1:])
-        grid_shape[owned.slices[1:]] = xi.reshape(owned.count[1:])
-    draw(opts.plot, where, values, grid_level, opts.periods[which], grid_shape,
-         METHODS[opts.method].distribution.upper(), f" ({', '.join(notes)})" if notes else "")
+        for whole, part in zip(grids, piece):
+            whole[owned.slices[1:]] = part.reshape(owned.count[1:])
+    draw(opts.plot, where, values, Fields(*grids, opts.periods[which], method_text(opts),
+                                          METHODS[opts.method].distribution.upper(),
+                                          f" ({', '.join(notes)})" if notes else ""))
 
 
 def scan_slab(series: Series, owned: Hyperslab, k: int, missing: Sequence[float], comm: MPI.Comm,
