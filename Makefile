@@ -47,3 +47,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) demo-output bench-output .pytest_cache
+
+# docs/reference/ from the argument parser and the docstrings (tests/test_docs.py fails when it is stale).
+.PHONY: docs
+docs: $(STAMP)
+	$(PY) scripts/reference.py
