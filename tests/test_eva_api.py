@@ -148,10 +148,15 @@ def test_npy_comes_from_the_time_coordinate_in_any_encoding() -> None:
         fit_pot(values, axis=0, npy="calendar", units="mm")
 
 
-def test_a_dataset_needs_var() -> None:
+def test_a_dataset_needs_var_only_with_several_data_variables() -> None:
+    """Bounds and grid mappings are no candidates (climio.core.datavars): one data variable needs no var=."""
     values = gamma_field()
+    one = rotated_pole_dataset(values)
+    one["lat_bnds"] = (("rlat", "bnds"), np.zeros((3, 2)))
+    one["rlat"].attrs["bounds"] = "lat_bnds"
+    assert_matches(fit_pot(one).transpose(..., "rlat", "rlon"), reference(values))  # a ClimioError before
     ds = xr.Dataset({"pr": daily(values), "tas": daily(values + 1.0)})
-    with pytest.raises(ClimioError, match="var=.*'pr', 'tas'"):  # a numpy TypeError before
+    with pytest.raises(ClimioError, match=r"the Dataset has 2 data variables \('pr', 'tas'\): give var="):
         fit_pot(ds)
     with pytest.raises(ClimioError, match="no data variable 'huss'.*'pr', 'tas'"):
         fit_pot(ds, var="huss")
@@ -297,7 +302,10 @@ def test_coordinates_grid_mapping_and_attributes_are_carried() -> None:
     assert_matches(result.transpose(..., "rlat", "rlon"), reference(values, periods=[10.0, 100.0]))
     assert result["status"].dims == ("rlat", "rlon")
     assert result["return_level"].dims == ("period", "rlat", "rlon")
-    assert set(result.coords) == {"rlat", "rlon", "lat", "lon", "height", "period"}  # day_of_year depends on time
+    # day_of_year depends on time; time is the analysed period's scalar coordinate, numbers in the input's units
+    assert set(result.coords) == {"rlat", "rlon", "lat", "lon", "height", "time", "period"}
+    assert result["time_bnds"].values.tolist() == [0.0, 1199.0] and result["time"].item() == 599.5
+    assert result["time"].attrs["calendar"] == "noleap" and result["time"].attrs["bounds"] == "time_bnds"
     assert np.array_equal(result["lat"].values, ds["lat"].values) and result["lat"].attrs == ds["lat"].attrs
     assert result["height"].item() == 2.0 and result["rlat"].attrs == {"axis": "Y"}
     assert dict(result["period"].attrs) == PERIOD_ATTRS == {"long_name": "return period", "units": "years"}
@@ -308,15 +316,16 @@ def test_coordinates_grid_mapping_and_attributes_are_carried() -> None:
     assert "tracking_id" not in result.attrs and result.attrs["Conventions"] == "CF-1.8"  # the input file's own
     assert result.attrs["title"] == "peaks-over-threshold GPD fits of pr" and result.attrs["climio_npy"] == 365.25
     assert "climio.eva.fit_pot(pr, tail=0.01, return_periods=[10.0, 100.0], npy=365.25" in result.attrs["history"]
-    # A DataArray keeps its coordinates and grid_mapping attribute; it has no grid-mapping variable to copy.
+    # A DataArray keeps its coordinates; it has no grid-mapping variable, so nothing refers to one (as the command
+    # drops references to what it does not copy).
     alone = fit_pot(ds["pr"], return_periods=[10, 100])
-    assert "rotated_pole" not in alone and alone["threshold"].attrs["grid_mapping"] == "rotated_pole"
+    assert "rotated_pole" not in alone and "grid_mapping" not in alone["threshold"].attrs
     assert set(alone.coords) == set(result.coords)
     # A grid mapping decoded as a coordinate (decode_coords="all") stays one, named in encoding.
     decoded = ds["pr"].assign_coords(rotated_pole=ds["rotated_pole"])
     decoded.encoding["grid_mapping"] = decoded.attrs.pop("grid_mapping")
     carried = fit_pot(decoded, return_periods=[10, 100])
-    assert "rotated_pole" in carried.coords and carried["return_level"].attrs["grid_mapping"] == "rotated_pole"
+    assert "rotated_pole" in carried.coords and carried["return_level"].encoding["grid_mapping"] == "rotated_pole"
 
 
 def read_raw(path: object, name: str) -> tuple[np.ndarray, list[float]]:

@@ -19,23 +19,26 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from xarray.coding.strings import CharacterArrayCoder, EncodedStringCoder
+from xarray.conventions import encode_cf_variable
+
+from climio.core.datavars import data_variables, only_data_variable
+from climio.core.ncio import Variable
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, covariate, decluster, distributions, pot
+from climio.eva import block_maxima, blocks, cf, covariate, decluster, distributions, output, pot
 from climio.eva.block_maxima import TREND_MIN_BLOCKS
 from climio.eva.intervals import Request
 from climio.eva.methods import METHODS, PER_PERIOD, TRENDS, Method
-from climio.eva.output import grid_mappings, global_attributes
-from climio.eva.series import is_time_coordinate
+from climio.eva.series import Axis, is_time_coordinate
 from climio.eva.timestep import step_days, values_per_year
 from climio.subset.timeaxis import calendar_of, time_units
-
 
 
 class UnitsWarning(UserWarning):
@@ -136,7 +139,7 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
 
     request = _request(ci, ci_method)
     run = None if decluster is None else _run_length(decluster)
-    options = {"climio_tail": tail, "climio_npy": npy_value, "climio_min_exceed": min_exceed,
+    options = {"climio_tail": float(tail), "climio_npy": npy_value, "climio_min_exceed": np.int32(min_exceed),
                **({} if run is None else {"climio_decluster": f"runs:{run}"})}
     trend, cov = None, None
     if covariate is not None:
@@ -228,8 +231,8 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
                           f"or numbers with CF units) and at least two steps: fit_gev needs one to find the blocks")
     cuts = blocks.of_axis(*numbers, given.step, block)
     request = _request(ci, ci_method)
-    trend, cov, options = None, None, {"climio_block": block, "climio_max_missing": max_missing,
-                                       "climio_min_blocks": int(min_blocks)}
+    trend, cov, options = None, None, {"climio_block": block, "climio_max_missing": float(max_missing),
+                                       "climio_min_blocks": np.int32(min_blocks)}
     if covariate is not None:
         cov = _trend_covariate(covariate, covariate_at, request, min_blocks, "min_blocks")
         trend = block_maxima.trend(cov, cuts, max_missing, _values(covariate_at), repr(given.name))
@@ -345,41 +348,117 @@ def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.nda
         kwargs={**kwargs, "missing": given.missing, "fields": results, "ci": ci},
         dask="parallelized", output_dtypes=[np.dtype(results[f]) for f in fields],
         dask_gufunc_kwargs={"output_sizes": sizes})
-    others = [d for d in array.dims if d != time_dim]
-    grid_mapping = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
-    out = xr.Dataset()
-    for field, result in zip(fields, outputs):
-        result.attrs = dict(described[field])
-        if grid_mapping is not None:  # every result is on the input's grid, as in the command's file
-            result.attrs["grid_mapping"] = grid_mapping
-        out[field] = result.transpose(*(leading if field in PER_PERIOD else per_cell), *others)
-    out = out.assign_coords(period=("period", np.asarray(periods, dtype=np.float64), dict(cf.PERIOD_ATTRS)))
-    if trend is not None:
-        out = out.assign_coords(covariate=("covariate", np.asarray(trend[0], dtype=np.float64), dict(trend[1])))
-    if seasons:
-        out = out.assign_coords(season_name=("season", list(seasons), dict(cf.SEASON_ATTRS)))
-    for key, variable in given.grid_mapping_vars.items():
-        if key not in out.variables:
-            out[key] = variable
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    # The input's identifying global attributes (institution, model, experiment...), as the command carries them.
-    out.attrs = global_attributes(given.source_attrs, {
-        "title": f"{method.title} of {given.name}", "method": method.description, **options}, f"{stamp}: {call}")
-    return out
+    schema, values = output.schema(output.Layout(_DatasetSource(given.frame, given.name, time_dim)), results, method,
+                                   described, tuple(periods), options, f"{stamp}: {call}", trend, seasons)
+    computed = dict(zip(fields, outputs))
+    raw = xr.Dataset({v.name: xr.Variable(v.dims, computed[v.name].transpose(*v.dims).data if v.name in computed
+                                          else values[v.name], dict(v.attrs)) for v in schema.variables},
+                     attrs=dict(schema.attrs))
+    return _decoded(raw, set(computed), given.frame)
+
+
+def _decoded(raw: xr.Dataset, results: set[str], like: xr.Dataset) -> xr.Dataset:
+    """The command's file ``raw`` as ``xr.open_dataset`` would give it (coordinates, masks, text), its time numbers
+    left as stored; encoded so that ``to_netcdf`` writes ``raw`` back: no ``_FillValue`` or ``coordinates``
+    attribute the command does not write. Grid mappings and bounds are coordinates when they are in ``like``
+    (opened with ``decode_coords="all"``)."""
+    everything = any(k in v.encoding for v in like.variables.values() for k in ("grid_mapping", "bounds"))
+    decoded = xr.decode_cf(raw, decode_times=False, decode_coords="all" if everything else True)
+    for name, variable in decoded.variables.items():
+        declared = raw.variables[name].attrs
+        if "_FillValue" not in declared:
+            variable.encoding["_FillValue"] = None
+        if name in decoded.data_vars and "coordinates" not in declared:
+            variable.encoding["coordinates"] = None
+        if name not in results:
+            variable.load()  # small: read now, not on first use
+    return decoded
+
+
+class _DatasetSource:
+    """eva.output's :class:`~climio.eva.output.Source` over the Dataset ``frame`` whose variable ``name`` is
+    analysed: its variables as ``to_netcdf`` would store them (types, CF attributes and values from xarray's own
+    encoder), which is what the command reads from a file."""
+
+    def __init__(self, frame: xr.Dataset, name: str, time_dim: str) -> None:
+        self.frame, self.name, self.time_dim = frame, name, time_dim
+        self.variables, self.dims = _declared(frame, name)
+        self.attrs = dict(frame.attrs)
+        self.cells = [Axis(str(d), 0, int(frame.sizes[d])) for d in frame[name].dims if d != time_dim]
+        self.scalars: dict[str, int] = {}
+
+    def read(self, name: str) -> np.ndarray:
+        return np.asarray(_stored(self.frame.variables[name], name).values)
+
+    def period(self) -> tuple[float, float] | None:
+        coord = self.frame.variables.get(self.time_dim)
+        if coord is None or coord.dims != (self.time_dim,) or coord.size == 0:
+            return None
+        first, last = self._stored_times(coord[[0, -1]])
+        return float(first), float(last)
+
+    def bounds_rows(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        rows = self._stored_times(self.frame.variables[name][{self.time_dim: [0, -1]}].transpose(self.time_dim, ...))
+        return rows[0], rows[1]
+
+    def _stored_times(self, variable: xr.Variable) -> np.ndarray:
+        """Times (decoded dates, or numbers as stored) as numbers in the time coordinate's stored units."""
+        values = np.asarray(variable.values)
+        if values.dtype.kind == "M" or (values.dtype.kind == "O" and values.size and _is_cftime(values.flat[0])):
+            attrs = self.variables[self.time_dim].attrs
+            variable = xr.Variable(variable.dims, values, encoding={
+                "units": attrs["units"], "calendar": attrs.get("calendar", "standard"), "dtype": np.float64})
+            values = np.asarray(encode_cf_variable(variable).values)
+        return values.astype(np.float64)
+
+
+def _declared(frame: xr.Dataset, name: str | None = None) -> tuple[dict[str, Variable], dict[str, int | None]]:
+    """Each variable of ``frame`` as its file declares it, and the dimensions (text gains its character
+    dimension), from one element of each dimension (as cheap for any size): stored types and attributes, the
+    file's own time units text (xarray's encoder rewrites ``days since 1950-1-1 00:00``) and ``coordinates``.
+    The analysed variable ``name`` names its coordinates even when no file did (xarray writes them so)."""
+    first = frame.isel({d: slice(0, 1) for d in frame.dims})
+    declared, sizes = {}, {}
+    for key, variable in first.variables.items():
+        encoded = _stored(variable, str(key))
+        stored = variable.encoding
+        attrs = {**encoded.attrs, **{k: stored[k] for k in ("units", "calendar") if k in stored and k in encoded.attrs}}
+        coordinates = stored.get("coordinates", " ".join(sorted(str(c) for c in frame[key].coords
+                                                                if c not in frame[key].dims)) if key == name else "")
+        if coordinates:
+            attrs["coordinates"] = coordinates
+        declared[str(key)] = Variable(str(key), encoded.dtype, tuple(str(d) for d in encoded.dims), attrs)
+        sizes.update({str(d): int(n) for d, n in encoded.sizes.items()})
+    return declared, {**sizes, **{str(d): int(n) for d, n in frame.sizes.items()}}
+
+
+def _stored(variable: xr.Variable, name: str) -> xr.Variable:
+    """``variable`` as xarray's netCDF writer stores it: dates, masks and packing encoded, text as characters (a
+    scalar character, as CORDEX's ``rotated_pole``, kept scalar as files hold it), unicode as netCDF-4 strings;
+    no ``_FillValue`` it was not given (the encoder would add NaN to floats)."""
+    variable = variable.copy(deep=False)
+    variable.encoding = {"_FillValue": None, **variable.encoding}
+    encoded = EncodedStringCoder(allows_unicode=True).encode(encode_cf_variable(variable, name=name), name=name)
+    if encoded.dtype.kind == "S" and (encoded.dtype.itemsize > 1 or "char_dim_name" in encoded.encoding):
+        encoded = CharacterArrayCoder().encode(encoded, name=name)
+    if encoded.dtype.kind == "U":
+        encoded = xr.Variable(encoded.dims, np.asarray(encoded.values, dtype=object), encoded.attrs)
+    return encoded
 
 
 @dataclass
 class _Given:
     """The input to fit, checked: its DataArray (one chunk along time), time dimension, name, result attributes
-    (units chosen), missing values, and what a Dataset brings along (global and grid-mapping variables)."""
+    (units chosen), missing values, and the Dataset it is analysed in (``frame``: the input Dataset, or one
+    holding the DataArray and its coordinates)."""
 
     array: xr.DataArray
     time_dim: str
     name: str
     attrs: dict[Any, Any]
     missing: list[float]
-    source_attrs: Mapping[Any, Any]
-    grid_mapping_vars: dict[Hashable, xr.Variable]
+    frame: xr.Dataset
     step: float | None  # the time coordinate's median step in days
     calendar: str | None
 
@@ -387,39 +466,31 @@ class _Given:
 def _prepare(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None, var: str | None, axis: int | None,
              units: str | None) -> _Given:
     """The checks and choices fit_pot and fit_gev share."""
-    source_attrs: Mapping[Any, Any] = {}
-    grid_mapping_vars: dict[Hashable, xr.Variable] = {}
     if isinstance(data, xr.Dataset):
         if axis is not None:
             raise ClimioError("axis= is for numpy input: give a Dataset's time dimension with dim=")
-        names = ", ".join(repr(str(v)) for v in data.data_vars)
-        if var is None:
-            raise ClimioError(f"a Dataset needs var= to name the variable to fit, one of: {names}")
-        if var not in data.data_vars:
-            raise ClimioError(f"the Dataset has no data variable {var!r}; its data variables: {names}")
-        source_attrs, array = data.attrs, data[var]
-        for name in _grid_mapping_names(array):
-            if name in data.variables and name not in array.coords:
-                grid_mapping_vars[name] = data[name].variable.copy(deep=False)
-        time_dim = _time_dim(array, dim)
-        step, calendar = _time_step(array, time_dim)
+        name = _data_variable(data, var)
+        time_dim = _time_dim(data[name], dim)
+        frame = _unconcatenated(data, name, time_dim)
     elif isinstance(data, xr.DataArray):
         if var is not None:
             raise ClimioError("var= names a variable of a Dataset; data is already a DataArray")
         if axis is not None:
             raise ClimioError("axis= is for numpy input: give a DataArray's time dimension with dim=")
-        array, time_dim = data, _time_dim(data, dim)
-        step, calendar = _time_step(array, time_dim)
+        name = str(data.name) if data.name is not None else "data"
+        time_dim = _time_dim(data, dim)
+        frame = _unconcatenated(data.to_dataset(name=name, promote_attrs=False), name, time_dim)
     else:
         if dim is not None:
             raise ClimioError(f"dim= names an xarray dimension: give the time axis of {type(data).__name__} "
                               f"input with axis= (got dim={dim!r})")
         if var is not None:
             raise ClimioError("var= names a variable of a Dataset, not of an array")
-        array, time_dim = _wrap_array(data, axis), "time"
-        step, calendar = None, None
+        name, time_dim = "data", "time"
+        frame = _wrap_array(data, axis).to_dataset(name=name)
+    array = frame[name]
+    step, calendar = _time_step(array, time_dim)
 
-    name = str(array.name) if array.name is not None else "data"
     if "period" in array.dims:
         raise ClimioError(f"'{name}' has a dimension 'period', which the result uses for return periods")
     for packed in ("scale_factor", "add_offset"):
@@ -439,7 +510,35 @@ def _prepare(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None, var:
     missing = [float(array.attrs[k]) for k in ("_FillValue", "missing_value") if k in array.attrs]
     if array.chunks is not None and len(array.chunksizes[time_dim]) > 1:
         array = array.chunk({time_dim: -1})  # a cell needs its whole series: one chunk along time
-    return _Given(array, time_dim, name, attrs, missing, source_attrs, grid_mapping_vars, step, calendar)
+    return _Given(array, time_dim, name, attrs, missing, frame, step, calendar)
+
+
+
+
+def _data_variable(data: xr.Dataset, var: str | None) -> str:
+    """``var``, checked, or the Dataset's one data variable (:mod:`climio.core.datavars`: not a coordinate, bounds,
+    grid mapping... that another variable names)."""
+    declared = {n: (v.dims, v.attrs) for n, v in _declared(data)[0].items()}
+    coordinates = [str(c) for c in data.coords]
+    if var is None:
+        return only_data_variable(declared, "the Dataset", "var=", coordinates)
+    if var not in data.data_vars:
+        names = ", ".join(repr(n) for n in data_variables(declared, coordinates))
+        raise ClimioError(f"the Dataset has no data variable {var!r}; its data variables: {names}")
+    return var
+
+
+def _unconcatenated(frame: xr.Dataset, name: str, time_dim: str) -> xr.Dataset:
+    """``frame`` with the variables a multi-file open repeated along time (``open_mfdataset`` concatenates a
+    CORDEX ``rotated_pole`` or a ``lat_bnds`` that each file has without time) as each file has them: their first
+    step. Which they are, xarray keeps: the shape in the first file (``encoding["original_shape"]``)."""
+    repeated = [n for n, v in frame.variables.items() if n != name and v.dims[:1] == (time_dim,)
+                and tuple(v.encoding.get("original_shape", v.shape)) == v.shape[1:]]
+    out = frame.drop_vars(repeated)
+    for n in repeated:
+        first = frame.variables[n][{time_dim: 0}]
+        out = out.assign_coords({n: first}) if n in frame.coords else out.assign({n: first})
+    return out
 
 
 def _fit_block(block: np.ndarray, *, tail: float, periods: list[float], npy: float, min_exceed: int,
@@ -580,12 +679,6 @@ def _time_numbers(array: xr.DataArray, time_dim: str) -> tuple[np.ndarray, str, 
     if values.dtype.kind in "iuf" and units is not None:
         return values.astype(np.float64), units, calendar_of({"calendar": calendar or "standard"})
     return None
-
-
-def _grid_mapping_names(array: xr.DataArray) -> list[str]:
-    """The grid-mapping variables named by ``grid_mapping``: ``crs`` or CF's ``crs: x y crs2: lat lon``."""
-    text = array.attrs.get("grid_mapping", array.encoding.get("grid_mapping"))
-    return grid_mappings(text) if text else []
 
 
 def _warn_if_nothing_fitted(status: np.ndarray, name: str, method: Method, hints: Mapping[int, str]) -> None:
