@@ -1,0 +1,49 @@
+"""Run a page's Python blocks in one interpreter, in order, sharing their names (tests/helpers/docs_examples.py).
+
+Reads one JSON request per line on stdin, ``{"code": ..., "name": ...}``; runs the code with file descriptors 1
+and 2 sent to a file (so that what libraries print is caught too); answers one JSON line on the original stdout,
+``{"ok": bool, "output": what was printed, then the traceback if it failed}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import traceback
+
+
+def main() -> None:
+    answers = os.fdopen(os.dup(1), "w")
+    requests = sys.stdin
+    namespace: dict[str, object] = {"__name__": "__main__"}
+    for line in requests:
+        request = json.loads(line)
+        with tempfile.TemporaryFile() as capture:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            saved = [os.dup(1), os.dup(2)]
+            os.dup2(capture.fileno(), 1)
+            os.dup2(capture.fileno(), 2)
+            ok = True
+            try:
+                exec(compile(request["code"], request["name"], "exec"), namespace)  # noqa: S102 - the docs' own code
+            except BaseException:  # noqa: BLE001 - reported to the test
+                ok = False
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.dup2(saved[0], 1)
+                os.dup2(saved[1], 2)
+                for fd in saved:
+                    os.close(fd)
+            capture.seek(0)
+            output = capture.read().decode(errors="replace")
+        answers.write(json.dumps({"ok": ok, "output": output}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    main()
