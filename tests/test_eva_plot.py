@@ -135,45 +135,36 @@ def read(path: str, *names: str) -> list[np.ndarray]:
         return [np.ma.filled(ds[n][:].astype(float), np.nan) for n in names]
 
 
-def corners(case: str) -> tuple[np.ndarray, np.ndarray]:
-    """Longitudes and latitudes of the corners of every cell, as the file's bounds give them (CORDEX has none:
-    its 2-D lat/lon, the cells' centres, are checked to lie inside instead)."""
-    path = CASES[case][0][0]
-    if case == "cesm2":
-        lon_bnds, lat_bnds = read(path, "lon_bnds", "lat_bnds")
-        lon, lat = np.meshgrid(lon_bnds.ravel(), lat_bnds.ravel())
-        return lon.ravel(), lat.ravel()
-    if case == "icon":
-        lon, lat = read(path, "longitude_bnds", "latitude_bnds")
-        return lon.ravel(), lat.ravel()
-    lon, lat = read(path, "lon", "lat")
-    return lon.ravel(), lat.ravel()
-
-
 @pytest.mark.parametrize("case", CASES)
 def test_extent_is_the_cells_span(plotted: dict[str, Plotted], case: str) -> None:
     """CESM2's latitudes from -90 once drew an axis down to -135 and its longitudes from -60 (the cells'
     midpoints extrapolated past the poles, the bounds ignored): each map now spans the cells' bounds and no
     more, in its own projection, latitudes within the poles."""
-    lon, lat = corners(case)
+    path = CASES[case][0][0]
     for ax in maps_of(plotted[case].figure):
         (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
-        xy = ax.projection.transform_points(ccrs.PlateCarree(), lon, lat)
-        if case == "cordex":  # no bounds: the cells' centres inside, the extent half a cell beyond them
-            rlon, rlat = read(CASES[case][0][0], "rlon", "rlat")
-            assert np.allclose(xy[:, 0], np.repeat(rlon[None, :], 3, 0).ravel(), atol=1e-3)  # its own pole
-            assert np.allclose(xy[:, 1], np.repeat(rlat[:, None], 4, 1).ravel(), atol=1e-3)
+        assert -90.0 <= y0 < y1 <= 90.0
+        if case == "cesm2":  # exactly the bounds: -90 to the top row's upper bound, 0..360 longitudes unbroken
+            lon_bnds, lat_bnds = read(path, "lon_bnds", "lat_bnds")
+            lon, lat = np.meshgrid(lon_bnds.ravel(), lat_bnds.ravel())
+            xy = ax.projection.transform_points(ccrs.PlateCarree(), lon.ravel(), lat.ravel())
+            assert np.allclose((x0, x1, y0, y1), (xy[:, 0].min(), xy[:, 0].max(), -90.0, lat_bnds.max()))
+            assert np.isclose(x1 - x0, lon_bnds.max() - lon_bnds.min())
+        elif case == "cordex":  # no bounds: the cells' centres inside, the extent half a cell beyond them
+            lon, lat, rlon, rlat = read(path, "lon", "lat", "rlon", "rlat")
+            xy = ax.projection.transform_points(ccrs.PlateCarree(), lon.ravel(), lat.ravel())
+            assert np.allclose(xy[:, 0], np.tile(rlon, 3), atol=1e-3)  # in its own rotated coordinates
+            assert np.allclose(xy[:, 1], np.repeat(rlat, 4), atol=1e-3)
             half = np.diff(rlon)[0] / 2, np.diff(rlat)[0] / 2
             assert np.allclose((x0, x1, y0, y1), (rlon[0] - half[0], rlon[-1] + half[0], rlat[0] - half[1],
                                                   rlat[-1] + half[1]))
-            continue
-        assert xy[:, 0].min() - 1e-6 <= x0 < x1 <= xy[:, 0].max() + 1e-6, (case, x0, x1)
-        assert xy[:, 1].min() - 1e-6 <= y0 < y1 <= xy[:, 1].max() + 1e-6, (case, y0, y1)
-        assert -90.0 <= y0 and y1 <= 90.0
-        if case == "cesm2":  # exactly the bounds: -90 to the top row's upper bound, 0..360 longitudes unbroken
-            lat_bnds, lon_bnds = read(CASES[case][0][0], "lat_bnds", "lon_bnds")
-            assert np.allclose((y0, y1), (-90.0, lat_bnds.max()))
-            assert np.isclose(x1 - x0, lon_bnds.max() - lon_bnds.min())
+        else:  # every longitude of the extent inside some cell's vertices (cells cross the antimeridian)
+            lon, lon_bnds, lat_bnds = read(path, "longitude", "longitude_bnds", "latitude_bnds")
+            offset = np.mod(lon_bnds - lon[:, None] + 180.0, 360.0) - 180.0
+            west, width = lon + offset.min(axis=1), np.ptp(offset, axis=1)
+            seen = np.linspace(x0, x1, 721) + ax.projection.proj4_params["lon_0"]
+            assert (np.mod(seen[:, None] - west[None, :], 360.0) <= width[None, :] + 1e-9).any(axis=1).all()
+            assert lat_bnds.min() <= y0 and y1 <= lat_bnds.max()
 
 
 @pytest.mark.parametrize("case, projection", [("cesm2", ccrs.PlateCarree), ("cordex", ccrs.RotatedPole),
@@ -286,6 +277,23 @@ def test_extrapolation_marks_follow_each_cell_s_record() -> None:
     assert "extrapolations" in figure.get_supxlabel() and "2 to 30 years" in figure.get_supxlabel()
     x0, x1 = maps_of(figure)[0].get_xlim()  # 350..20 east: one run of 40 degrees across Greenwich
     assert np.isclose(x1 - x0, 40.0)
+
+
+def test_a_curvilinear_grid_is_drawn_on_its_2d_lat_lon() -> None:
+    """A grid known only by its 2-D latitude/longitude (a projected or curvilinear grid), here across Greenwich:
+    PlateCarree centred on it, the extent its centres' span, extrapolations hatched cell by cell."""
+    j, i = np.meshgrid(np.arange(4.0), np.arange(5.0), indexing="ij")
+    lon, lat = np.mod(340.0 + 10.0 * i + 2.0 * j, 360.0), 40.0 + 5.0 * j - 1.0 * i
+    where = Map("curvilinear", Axis("lon", None, "longitude"), Axis("lat", None, "latitude"), True, None, False,
+                "tas", "Near-Surface Air Temperature", "K", "2001-01-01 .. 2030-12-31")
+    years = np.where(i > 2, 10.0, 30.0)
+    fields = Fields(np.full(years.shape, 300.0), np.zeros(years.shape), years, 100.0, "GEV of block maxima", "GEV")
+    figure = plot.figure(where, {"lon": lon, "lat": lat}, fields)
+    ax = maps_of(figure)[0]
+    assert type(ax.projection) is ccrs.PlateCarree
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    assert np.isclose(x1 - x0, 46.0) and (y0, y1) == (lat.min(), lat.max())
+    assert marked(ax) == 8 and "(dimensionless)" in colorbar_labels(figure)[1]
 
 
 def test_plot_time_is_reported_apart(plotted: dict[str, Plotted]) -> None:

@@ -10,6 +10,7 @@ asks cartopy for its own (downloaded) features.
 from __future__ import annotations
 
 import logging
+import textwrap
 from collections.abc import Mapping
 from functools import lru_cache
 from importlib.resources import files
@@ -19,6 +20,7 @@ import cartopy.crs as ccrs
 import numpy as np
 import shapely
 from cartopy.io import shapereader
+from cartopy.mpl.ticker import LatitudeFormatter, LongitudeFormatter
 from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.cm import ScalarMappable
@@ -26,6 +28,7 @@ from matplotlib.colors import ListedColormap, Normalize
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
+from matplotlib.ticker import MaxNLocator
 
 from climio.eva.plot import EXTRAPOLATION_FACTOR, Axis, Fields, Map
 
@@ -33,10 +36,11 @@ COASTLINES = files("climio.eva") / "coastlines" / "GSHHS_c_L1.shp"
 COASTLINES_CREDIT = "Coastlines: GSHHG (Wessel & Smith), LGPL-3.0."
 PER_SECOND_TO_PER_DAY = {"kg m-2 s-1": ("mm/day", 86400.0)}  # show fluxes as people read them
 NO_FIT = "#c8c8c8"
-SEAM = 1e-6  # degrees: how close to the antimeridian or the south pole a shoreline segment is a seam
 HATCH = "//"
 HATCH_COLOUR = (0.0, 0.0, 0.0, 0.6)  # dark enough to see on yellow, light enough to read the colour beneath
 PANEL_WIDTH = 6.2  # inches per map
+GLOBAL_GAP = 10.0  # degrees of longitude: points with no wider gap between them go round the globe
+FOOTNOTE_WIDTH = 200  # characters a line of the footnote holds across both maps
 GEODETIC = ccrs.PlateCarree()  # longitude/latitude in degrees, as files give them
 
 Extent = tuple[float, float, float, float]  # x0, x1, y0, y1 in the map's coordinates
@@ -56,8 +60,8 @@ class Cells(Protocol):
 
 
 class GridCells:
-    """A grid of 1-D x and y coordinates, drawn from its cells' edges in the map's own coordinates. Cells whose
-    bounds leave gaps between them (a thinned grid) are drawn as they are, with the gaps empty."""
+    """A grid of 1-D x and y coordinates, drawn from its cells' edges in the map's own coordinates (on plain
+    axes, cells whose bounds leave gaps between them are drawn as they are, the gaps empty)."""
 
     marking = "hatched"
 
@@ -167,10 +171,13 @@ def _longitudes(centres: np.ndarray, bounds: np.ndarray | None) -> tuple[np.ndar
 
 
 def longitude_span(lon: np.ndarray) -> tuple[float, float]:
-    """The shortest interval [lo, hi] (hi - lo < 360, lo in [-180, 180)) that holds every longitude."""
+    """The shortest interval [lo, hi] (lo in [-180, 180)) that holds every longitude; all of them, -180 to 180,
+    when no gap between them is wider than ``GLOBAL_GAP``."""
     ring = np.sort(np.mod(lon[np.isfinite(lon)].ravel(), 360.0))
     gaps = np.diff(np.append(ring, ring[0] + 360.0))
     widest = int(np.argmax(gaps))
+    if gaps[widest] <= GLOBAL_GAP:
+        return -180.0, 180.0
     lo, hi = (ring[0], ring[-1]) if widest == ring.size - 1 else (ring[widest + 1], ring[widest] + 360.0)
     shift = 360.0 if lo >= 180.0 else 0.0
     return float(lo - shift), float(hi - shift)
@@ -229,20 +236,27 @@ def _map_height(extent: Extent) -> float:
 
 
 @lru_cache(maxsize=1)
-def coastlines() -> tuple[shapely.Geometry, ...]:
-    """The installed GSHHG shorelines as lines, read once, without the seams where its polygons are cut at the
-    antimeridian and closed along the south pole (no coast runs there)."""
-    seams = shapely.union_all([shapely.box(-181.0, -90.0, -180.0 + SEAM, 90.0), shapely.box(180.0 - SEAM, -90.0,
-                               181.0, 90.0), shapely.box(-181.0, -91.0, 181.0, -90.0 + SEAM)])
+def coastlines() -> tuple[shapely.LineString, ...]:
+    """The installed GSHHG shorelines as lines, read once."""
     pyshp = logging.getLogger("shapefile")
     level = pyshp.level
     pyshp.setLevel(logging.ERROR)  # two polygons are stored as holes only: pyshp warns, they draw all the same
     try:
-        lines = [polygon.boundary for polygon in shapereader.Reader(str(COASTLINES)).geometries()]
+        polygons = list(shapereader.Reader(str(COASTLINES)).geometries())
     finally:
         pyshp.setLevel(level)
-    cut = (line.difference(seams) if line.intersects(seams) else line for line in lines)
-    return tuple(line for line in cut if not line.is_empty)
+    rings = shapely.get_rings(shapely.get_parts(polygons))
+    return tuple(shapely.LineString(run) for ring in rings for run in _shore(shapely.get_coordinates(ring)))
+
+
+def _shore(ring: np.ndarray) -> list[np.ndarray]:
+    """A ring's runs of shore: GSHHG cuts its polygons along the meridians 0 and 180 and closes Antarctica
+    along the south pole; segments running exactly there are those cuts, not coast."""
+    a, b = ring[:-1], ring[1:]
+    cut = ((a[:, 0] == b[:, 0]) & np.isin(np.abs(a[:, 0]), (0.0, 180.0))) | ((a[:, 1] == -90.0) & (b[:, 1] == -90.0))
+    ends = np.flatnonzero(cut)
+    starts, stops = np.append(0, ends + 1), np.append(ends, len(a))  # run k: points starts[k] .. stops[k]
+    return [ring[i:j + 1] for i, j in zip(starts, stops) if j > i]
 
 
 def _add_coastlines(ax: Axes) -> None:
@@ -319,25 +333,39 @@ def figure(where: Map, values: Mapping[str, np.ndarray], fields: Fields) -> Figu
             bar.set_ticks([])  # no value: no scale to read
     fig.suptitle(f"{where.long_name} ({where.var}): {period} return level and {fields.distribution} shape\n"
                  f"{fields.method}, {where.period}", fontsize=11)
-    fig.supxlabel(_footnote(fields, cells.marking), fontsize=7.5, x=0.01, ha="left", wrap=True)
+    fig.supxlabel(textwrap.fill(_footnote(fields, cells.marking), FOOTNOTE_WIDTH), fontsize=7.5, x=0.01, ha="left")
     return fig
 
 
 def _frame(ax: Axes, cells: Cells, where: Map) -> None:
-    """The map's extent (the cells' span), gridlines and coastlines; a plain grid's axis labels."""
+    """The map's extent (the cells' span) and ticks: longitudes and latitudes in degrees east/north on a
+    PlateCarree map, the grid's own coordinates (rotated, or plain) labelled as the file names them. A map's
+    coastlines too."""
     x0, x1, y0, y1 = cells.extent
+    if cells.projection is not None and where.pole is None:
+        lon0, lat0 = x0 + cells.projection.proj4_params["lon_0"], y0
+        ax.set_xticks(_degree_ticks(lon0, lon0 + x1 - x0, 7), crs=GEODETIC)
+        ax.set_yticks(_degree_ticks(lat0, y1, 6), crs=GEODETIC)
+        ax.xaxis.set_major_formatter(LongitudeFormatter())
+        ax.yaxis.set_major_formatter(LatitudeFormatter())
+    else:
+        ax.set_xticks(MaxNLocator(6).tick_values(x0, x1))
+        ax.set_yticks(MaxNLocator(6).tick_values(y0, y1))
+        ax.set_xlabel(where.x.label)
+        ax.set_ylabel(where.y.label)
+    ax.tick_params(labelsize=7)
     ax.set_xlim(x0, x1)
     ax.set_ylim(y0, y1)
     ax.set_autoscale_on(False)
-    if cells.projection is None:
-        ax.set_xlabel(where.x.label)
-        ax.set_ylabel(where.y.label)
-        return
-    lines = ax.gridlines(draw_labels=True, linewidth=0.3, color="0.4", alpha=0.6, linestyle=":",
-                         x_inline=False, y_inline=False)
-    lines.top_labels = lines.right_labels = False
-    lines.xlabel_style = lines.ylabel_style = {"size": 7}
-    _add_coastlines(ax)
+    if cells.projection is not None:
+        _add_coastlines(ax)
+
+
+def _degree_ticks(lo: float, hi: float, most: int) -> np.ndarray:
+    """Round degrees within [lo, hi], at most ``most`` of them."""
+    steps = (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 45.0, 60.0)
+    step = next((s for s in steps if (hi - lo) / s < most), 90.0)
+    return np.arange(np.ceil(lo / step) * step, hi + 1e-9, step)
 
 
 def _footnote(fields: Fields, marking: str) -> str:

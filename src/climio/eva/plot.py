@@ -11,8 +11,9 @@ layout that is no map is refused first); how, from :mod:`climio.eva.maps` (carto
 * a grid with neither (x/y in km, or no coordinates) on its own coordinates or indices, without coastlines.
 
 Cells span their ``bounds`` where the file has them, else halfway to their neighbours; the map shows exactly
-the cells' span (latitudes within [-90, 90]). Coastlines come from the GSHHG shapefile installed with climio
-(``climio/eva/coastlines``): a plot never downloads anything.
+the cells' span (latitudes within [-90, 90]). A map's grid whose bounds leave gaps between its cells (a
+thinned copy) is drawn as points at the cells' centres: to scale its cells could be specks. Coastlines come
+from the GSHHG shapefile installed with climio (``climio/eva/coastlines``): a plot never downloads anything.
 
 Extrapolations: a return level for a period T longer than five times the record behind a cell's fit (its
 years of valid data: valid values over values per year for GPD, complete blocks for GEV) is hatched (points:
