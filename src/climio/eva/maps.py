@@ -194,10 +194,13 @@ def cells_of(where: Map, values: Mapping[str, np.ndarray], shape: tuple[int, ...
     """The cells of ``where`` (``shape``: the field's) with the coordinates the output copied (``values``)."""
 
     def read(axis: Axis, n: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """An axis's values and bounds (none where any is missing: then the cells' centres say the span)."""
         if axis.indexed:
             return np.arange(n, dtype=float), None
-        return (np.asarray(values[axis.name], float),
-                None if axis.bounds is None else np.asarray(values[axis.bounds], float))
+        bounds = None if axis.bounds is None else np.asarray(values[axis.bounds], float)
+        if bounds is not None and not np.isfinite(bounds).all():
+            bounds = None
+        return np.asarray(values[axis.name], float), bounds
 
     if where.kind == "grid":
         nx, ny = shape if where.transposed else shape[::-1]
