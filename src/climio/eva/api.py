@@ -360,9 +360,10 @@ def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.nda
 
 def _decoded(raw: xr.Dataset, results: set[str], like: xr.Dataset) -> xr.Dataset:
     """The command's file ``raw`` as ``xr.open_dataset`` would give it (coordinates, masks, text), its time numbers
-    left as stored; encoded so that ``to_netcdf`` writes ``raw`` back: no ``_FillValue`` or ``coordinates``
-    attribute the command does not write. Grid mappings and bounds are coordinates when they are in ``like``
-    (opened with ``decode_coords="all"``)."""
+    left as stored and ``season_name`` as str; encoded so that ``to_netcdf`` writes ``raw`` back: no
+    ``_FillValue`` or ``coordinates`` attribute the command does not write (but xarray's ``_Encoding`` on
+    ``season_name``). Grid mappings and bounds are coordinates when they are in ``like`` (opened with
+    ``decode_coords="all"``)."""
     everything = any(k in v.encoding for v in like.variables.values() for k in ("grid_mapping", "bounds"))
     decoded = xr.decode_cf(raw, decode_times=False, decode_coords="all" if everything else True)
     for name, variable in decoded.variables.items():
@@ -373,6 +374,9 @@ def _decoded(raw: xr.Dataset, results: set[str], like: xr.Dataset) -> xr.Dataset
             variable.encoding["coordinates"] = None
         if name not in results:
             variable.load()  # small: read now, not on first use
+    if "season_name" in decoded.variables:  # names, not bytes: the API's since its first season
+        names = decoded.variables["season_name"]
+        decoded = decoded.assign_coords(season_name=names.copy(data=np.char.decode(names.values, "utf-8")))
     return decoded
 
 

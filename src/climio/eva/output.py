@@ -277,9 +277,7 @@ def schema(layout: Layout, results: Mapping[str, str], method: Method, attrs: Ma
     per_cell: tuple[str, ...] = ()
     if seasons:
         dims["season"], dims["season_strlen"] = len(seasons), max(len(n) for n in seasons)
-        # _Encoding (NUG): xarray reads the names as str, and writes them back so
-        variables.append(Variable("season_name", "S1", ("season", "season_strlen"),
-                                  {**cf.SEASON_ATTRS, "_Encoding": "utf-8"}))
+        variables.append(Variable("season_name", "S1", ("season", "season_strlen"), dict(cf.SEASON_ATTRS)))
         values["season_name"] = np.array([list(n.ljust(dims["season_strlen"])) for n in seasons], dtype="S1")
         per_cell = ("season",)
     coordinates = " ".join([*layout.coordinates, *(v.name for v in time_vars if v.dims == ()),
