@@ -10,7 +10,9 @@ block maxima (GEV).
     gev = fit_gev(ds, var="pr", block="year", return_periods=[20, 100])
 
 The same statistics as ``climio eva`` (:mod:`climio.eva.pot`, :mod:`climio.eva.block_maxima`), one
-process, no files.
+process, no files; and the same output: the result is built by the command's own :class:`~climio.eva.output.Layout`
+and :func:`~climio.eva.output.schema` (over the input Dataset as a :class:`~climio.eva.output.Source`), so
+``result.to_netcdf(path)`` writes the command's file.
 Dask-backed input stays lazy: the fits run chunk by chunk over the non-time
 dimensions when the result is computed.
 """
@@ -60,13 +62,17 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     Parameters
     ----------
     data
-        A DataArray; a Dataset with ``var=``; or a numpy (or dask) array with ``axis=``.
+        A DataArray; a Dataset (one file's, or several joined by ``xr.open_mfdataset``); or a numpy (or dask)
+        array with ``axis=``.
     dim
         The time dimension of xarray input. Default: ``"time"`` when ``data`` has it, otherwise the one
         dimension that CF marks as time (a 1-D coordinate with ``axis: T``, ``standard_name: time``,
         datetime or cftime values, or ``<unit> since <date>`` units); none or several is an error.
     var
-        The data variable of a Dataset: required for a Dataset (the error lists its data variables).
+        The data variable of a Dataset. Not needed when the Dataset has one data variable: one that is no
+        coordinate and that no other variable names as its bounds, grid mapping, cell measure, formula term,
+        ancillary variable or coordinate (:func:`climio.core.datavars.data_variables`, the command's rule
+        too); with several, the error lists them.
     axis
         The time axis of numpy input (required: no axis is assumed). Not for xarray input.
     tail
@@ -105,16 +111,26 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     Returns
     -------
     xarray.Dataset
-        ``threshold``, ``scale``, ``shape``, ``rate``, ``n_exceed``, ``nll``, ``status`` on the non-time
-        dimensions of ``data`` (input order) and ``return_level`` on ``("period", *those)``, with CF
-        attributes from :func:`climio.eva.cf.result_attributes` (units, and the input's ``standard_name``
-        and ``cell_methods``). The input's coordinates that do not depend on time are kept (2-D lat/lon,
-        scalar ``height``...); every result variable carries the input's ``grid_mapping`` (as in the
-        command's file), and from a Dataset the grid-mapping variable itself (``rotated_pole``) and the
-        global attributes that identify the data (those ``climio eva`` carries: not ``tracking_id``,
-        ``creation_date``...) come along. ``history`` gets a line for this call; ``period`` is in years
-        (:data:`climio.eva.cf.PERIOD_ATTRS`); ``climio_tail``, ``climio_npy``, ``climio_min_exceed`` record
-        the options.
+        What ``xr.open_dataset`` gives of the file ``climio eva`` writes from the same input and options (see
+        :mod:`climio.eva.output`), and ``to_netcdf`` writes that file back: ``threshold``, ``scale``,
+        ``shape``, ``rate``, ``n_exceed``, ``nll``, ``status`` on the non-time dimensions of ``data`` (input
+        order) and ``return_level`` on ``("period", *those)``, with CF attributes from
+        :func:`climio.eva.cf.result_attributes` (units, and the input's ``standard_name`` and
+        ``cell_methods``); the input's coordinates that do not depend on time (2-D lat/lon, scalar
+        ``height``...) with their bounds (``lat_bnds``), the grid-mapping variable (``rotated_pole``) that
+        the results' ``grid_mapping`` names; a scalar ``time`` coordinate at the middle of the analysed period
+        with ``time_bnds`` at its ends, numbers in the input's time units (``xr.decode_cf(result)`` makes them
+        dates); the global attributes that identify the data (not ``tracking_id``, ``creation_date``...).
+        References to variables that are not there are dropped, never left dangling (a DataArray brings no
+        ``lat_bnds`` or ``rotated_pole``: its ``lat`` then names no bounds, its results no grid mapping).
+        Variables that ``xr.open_mfdataset`` repeated along time (``rotated_pole``, ``lat_bnds``: their
+        ``encoding["original_shape"]`` has no time) come as each file has them. ``history`` gets a line for
+        this call; ``period`` is in years (:data:`climio.eva.cf.PERIOD_ATTRS`); ``climio_tail``,
+        ``climio_npy``, ``climio_min_exceed`` record the options. Written with ``to_netcdf`` (in the input's
+        format, e.g. ``format="NETCDF4_CLASSIC"``), it differs from the command's file only in ``history``,
+        ``climio_inputs`` (the command's input paths), and what xarray's writer does: a scalar char variable
+        (``rotated_pole``) gets a length-1 dimension ``string1``, ``season_name`` an ``_Encoding``
+        attribute, and ``coordinates`` comes last among a variable's attributes.
 
     Missing values are NaN, or equal to the DataArray's ``_FillValue``/``missing_value`` attributes (xarray's
     default decoding has already made them NaN). Dask-backed input stays lazy: time is rechunked into one
@@ -180,8 +196,9 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
     Parameters
     ----------
     data
-        A DataArray, or a Dataset with ``var=``, with a time coordinate: decoded (numpy datetime64 or cftime)
-        or numbers with CF ``units`` (and ``calendar``). The blocks come from its dates.
+        A DataArray, or a Dataset (``var=`` when it has several data variables), with a time coordinate:
+        decoded (numpy datetime64 or cftime) or numbers with CF ``units`` (and ``calendar``). The blocks come
+        from its dates.
     dim, var, units, ci, ci_method
         As in :func:`fit_pot` (the standard errors: ``location_se``, ``scale_se``, ``shape_se``).
     block
@@ -210,8 +227,9 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
     -------
     xarray.Dataset
         ``location``, ``scale``, ``shape``, ``n_blocks``, ``nll``, ``status`` on the non-time dimensions of
-        ``data`` and ``return_level`` on ``("period", *those)``, with the CF attributes, coordinates,
-        grid mapping and global attributes as :func:`fit_pot` gives them; ``climio_block``,
+        ``data`` and ``return_level`` on ``("period", *those)``, the command's file as :func:`fit_pot` gives
+        it (CF attributes, coordinates and bounds, grid mapping, the analysed period, global attributes;
+        several seasons' names in ``season_name``, as str); ``climio_block``,
         ``climio_max_missing``, ``climio_min_blocks`` record the options. The statistics are
         ``climio eva --method gev``'s (:mod:`climio.eva.block_maxima`), bit for bit.
     """
