@@ -9,6 +9,7 @@ MPI is initialised only after the arguments parse.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import resource  # imported up front: with memory gone, importing it fails too
 import shlex
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from climio import __version__
-from climio.core import mpi, trace
+from climio.core import mpi, targets, trace
 from climio.core.targets import Target, check as check_targets
 from climio.core.ncio.modes import MODES
 from climio.errors import ClimioError, IOFault
@@ -34,13 +35,42 @@ MODE_NAMES = ("serial", "hdf5", "cdf2", "cdf5")
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that prints usage errors on rank 0 only and exits 2 on every rank."""
+    """argparse that prints usage errors on rank 0 only and exits 2 on every rank, and takes no abbreviated
+    option (``--ret`` is not silently ``--return-period``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def unknown(self, extra: list[str]) -> NoReturn:
+        """This command's usage and, for each unknown option, the nearest one it has."""
+        known = [s for action in self._actions for s in action.option_strings if s.startswith("--")]
+        guesses = []
+        for arg in extra:
+            name = arg.split("=", 1)[0]
+            if not name.startswith("--"):
+                continue
+            close = [k for k in known if k.startswith(name)] or difflib.get_close_matches(name, known, cutoff=0.6)
+            if close:
+                guesses.append(f"did you mean {' or '.join(close[:3])}?")
+        self.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(guesses)})" if guesses else ""))
 
     def error(self, message: str) -> NoReturn:
         if mpi.launcher_rank() == 0:
             self.print_usage(sys.stderr)
             sys.stderr.write(f"climio: error: {message}\n")
         sys.exit(2)
+
+
+def number_list(text: str) -> list[float]:
+    """``20,100`` -> [20.0, 100.0]: a list option's value (argparse type; several words are joined first)."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        values = []
+    if not values:
+        raise argparse.ArgumentTypeError(f"expects comma-separated numbers, e.g. 20,100, got '{text}'")
+    return values
 
 
 def int_list(text: str, option: str, count: int | None = None) -> tuple[int, ...]:
@@ -170,8 +200,10 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
         notes = "".join(f"; {note}" for note in summary.notes)
         if summary.compiled:
             notes += f"; {summary.compiled:.1f} s compiling kernels, not counted"
+        if summary.plot_seconds:
+            notes += f"; map drawn in {summary.plot_seconds:.2f} s, not counted"
         fits = "GEV fits of block maxima" if args.method == "gev" else "GPD fits"
-        print(f"wrote {out}: {fits} of {args.var} at {summary.cells} cells ({files}{summary.steps} steps, "
+        print(f"wrote {out}: {fits} of {summary.variable} at {summary.cells} cells ({files}{summary.steps} steps, "
               f"{summary.period}{notes}) on {comm.Get_size()} rank(s) in {summary.seconds:.2f} s "
               f"({summary.cells / summary.seconds:.0f} cells/s); status: {statuses}")
 
@@ -294,10 +326,15 @@ def written_by_subset(args: argparse.Namespace) -> Paths:
     return ([Target(args.files[-1])], args.files[:-1]) if len(args.files) >= 2 else ([], [])
 
 
+def declared_paths(args: argparse.Namespace) -> Paths:
+    """What the command writes and reads (commands that write no file of their own declare nothing)."""
+    declared = getattr(args, "paths", None)
+    return declared(args) if declared else ([], [])
+
+
 def check_paths(args: argparse.Namespace) -> None:
     """On one rank: the command's outputs and its trace, against its inputs and each other."""
-    declared = getattr(args, "paths", None)  # commands that write no file of their own declare nothing
-    written, read = declared(args) if declared else ([], [])
+    written, read = declared_paths(args)
     if args.trace:
         written = [*written, Target(args.trace, "--trace")]
     overwrite = getattr(args, "overwrite", None)
@@ -306,6 +343,21 @@ def check_paths(args: argparse.Namespace) -> None:
 
 
 # -- parser -----------------------------------------------------------------------------
+
+DESCRIPTION = """netCDF climate data on one process or many (mpiexec -n N climio ...): cut subsets out of files
+as ncks and ncrcat do, fit extreme value distributions at every grid cell, and write and read
+domain-decomposed model fields. Every command takes -h."""
+
+EXAMPLES = """examples:
+  climio info                                         what this installation can read and write
+  climio subset -v tas -b 60,35,30,-15 IN.nc OUT.nc   a variable in a lat/lon box (north,south,east,west)
+  climio subset -d time,2000-01-01,2009-12-31 IN1.nc IN2.nc OUT.nc
+                                                      join files along time, keep one decade
+  climio eva --return-period 20,100 IN.nc OUT.nc      20- and 100-year return levels at every cell
+  mpiexec -n 4 climio eva --method gev --ci 0.95 IN.nc OUT.nc
+                                                      GEV fits with 95% intervals on 4 ranks
+exit status: 0 the output is complete; 2 bad input (nothing written); 1 a run-time fault (nothing
+written); 128+N stopped by signal N (nothing written): see docs/usage.md."""
 
 def build_parser() -> Parser:
     common = Parser(add_help=False)
@@ -330,7 +382,8 @@ def build_parser() -> Parser:
     compressing.add_argument("--baa", metavar="ALGORITHM",
                              help="quantization algorithm for --ppc: GranularBR (default, as NCO 5), BitGroom, "
                                   "BitRound (NSD is then significant bits)")
-    parser = Parser(prog="climio", description=__doc__.split("\n")[0], parents=[common])
+    parser = Parser(prog="climio", description=DESCRIPTION, epilog=EXAMPLES, parents=[common],
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"climio {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
 
@@ -347,7 +400,8 @@ def build_parser() -> Parser:
     cmip.add_argument("out", metavar="OUT", help="output netCDF file")
     cmip.add_argument("--shape", default="12775,192,288", metavar="T,NLAT,NLON",
                       help="days, latitudes, longitudes (default: NCAR TN-534's 12775,192,288, 2.8 GB)")
-    cmip.add_argument("--mode", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5; hdf5 with -L/--ppc)")
+    cmip.add_argument("--mode", help=f"storage mode: {', '.join(MODES)} (default cdf5; hdf5 with -L/--ppc; climio info: which "
+                      "work here)")
     cmip.add_argument("--seed", type=int, default=1, help="random seed (default 1); same seed, same file")
     cmip.add_argument("--var", default="pr", help="variable name (default pr)")
     cmip.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
@@ -355,13 +409,14 @@ def build_parser() -> Parser:
     cmip.set_defaults(func=cmd_gen_cmip, paths=written_by_gen)
 
     geo = kinds.add_parser("geodesic", parents=[common, compressing], help="GCRM-style icosahedral geodesic grid with cell, "
-                           "corner and edge data (seed 001)")
+                           "corner and edge data")
     geo.add_argument("out", metavar="OUT", help="output netCDF file")
     geo.add_argument("--level", "-R", type=int, required=True,
                      help="refinement level R: 10*4^R+2 cells, 2(N-2) corners, 3(N-2) edges (R=9: 2.6 M cells)")
-    geo.add_argument("--layers", type=int, default=25, help="vertical layers (default 25, as in seed 001)")
-    geo.add_argument("--times", type=int, default=4, help="time steps (default 4, as in seed 001)")
-    geo.add_argument("--mode", help="storage mode: serial, hdf5, cdf2, cdf5 (default cdf5; hdf5 with -L/--ppc)")
+    geo.add_argument("--layers", type=int, default=25, help="vertical layers (default 25)")
+    geo.add_argument("--times", type=int, default=4, help="time steps (default 4)")
+    geo.add_argument("--mode", help=f"storage mode: {', '.join(MODES)} (default cdf5; hdf5 with -L/--ppc; climio info: which "
+                      "work here)")
     geo.add_argument("--overwrite", "-O", action="store_true", help="replace OUT if it exists")
     geo.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
     geo.set_defaults(func=cmd_gen_geodesic, paths=written_by_gen)
@@ -369,11 +424,11 @@ def build_parser() -> Parser:
     eva = commands.add_parser("eva", parents=[common, compressing],
                               help="extreme value fits and return levels at every grid cell: peaks over threshold "
                                    "(GPD) or block maxima (GEV)")
-    eva.add_argument("files", nargs="+", metavar="IN [IN ...] OUT",
-                     help="input netCDF files (several: joined along time, as climio subset --join does), then the "
-                          "output file")
-    eva.add_argument("--var", "-v", default="pr", help="variable to analyse (default pr), with time in any "
-                     "dimension; its other dimensions are the cells")
+    eva.add_argument("files", nargs="+", metavar="FILE",
+                     help="IN [IN ...] OUT: input netCDF files (several: joined along time, taken in time order, as "
+                          "climio subset does), then the output file")
+    eva.add_argument("--var", "-v", help="variable to analyse (default: the file's one data variable, as CDO and "
+                     "NCO take it), with time in any dimension; its other dimensions are the cells")
     eva.add_argument("-d", action="append", metavar="DIM,MIN[,MAX]",
                      help="analyse one contiguous range of a dimension (NCO's -d: indices, coordinate values with "
                           "a decimal point, or dates on time); MIN alone picks one value, as -d plev,85000.")
@@ -389,16 +444,16 @@ def build_parser() -> Parser:
                      help="gev: drop a block that misses more than this fraction of its time steps (default 0.1)")
     eva.add_argument("--min-blocks", type=int, default=10, help="gev: fewest complete blocks to fit (default 10)")
     eva.add_argument("--covariate", metavar="year|FILE:VAR",
-                     help="gev: a location linear in a covariate: 'year' (the year each block ends in) or a 1-D "
-                          "series along time (e.g. gmst.nc:tas, its annual means); outputs location_intercept, "
-                          "location_slope, their standard errors, trend_p_value, and effective return levels on "
-                          "(covariate, period, ...)")
-    eva.add_argument("--covariate-at", type=float, nargs="+", metavar="VALUE",
+                     help="a trend in a covariate: 'year' or a 1-D series along time (e.g. gmst.nc:tas, its annual "
+                          "means); gev: the location is linear in it (location_intercept, location_slope), pot: the "
+                          "log of the GPD scale is; with their standard errors, trend_p_value, and effective return "
+                          "levels on (covariate, period, ...)")
+    eva.add_argument("--covariate-at", type=number_list, metavar="VALUE[,VALUE...]",
                      help="with --covariate: the covariate values of the effective return levels (default: those "
                           "of the first and the last block)")
     eva.add_argument("--tail", type=float, default=0.01, help="pot: threshold at the 1-TAIL quantile (default 0.01)")
-    eva.add_argument("--return-period", type=float, nargs="+", default=[100.0], metavar="YEARS",
-                     help="return periods in years (default 100)")
+    eva.add_argument("--return-period", type=number_list, default=[100.0], metavar="YEARS[,YEARS...]",
+                     help="return periods in years, e.g. 20,100 or 20 100 (default 100)")
     eva.add_argument("--npy", default=None,
                      help="observations per year: a number, or 'calendar' (daily values in the time axis's "
                           "calendar); default 365.25 for daily values, and a time axis that is not daily is refused")
@@ -417,13 +472,13 @@ def build_parser() -> Parser:
                      help="slab: each rank reads its cells in parallel (default); transpose: ranks read time "
                           "blocks and exchange them all-to-all; root: rank 0 reads and sends")
     eva.add_argument("--mode", help="output storage mode (default: the first input's format, as NCO keeps it)")
-    eva.add_argument("--plot", metavar="MAP.png", help="also draw maps of the 100-year return level and the shape")
+    eva.add_argument("--plot", metavar="MAP.png", help="also draw maps of the longest return period's level and of the shape parameter (PNG)")
     eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT (and MAP.png) if it exists")
     eva.set_defaults(func=cmd_eva, paths=written_by_eva)
 
     sub = commands.add_parser("subset", parents=[common, compressing], help="cut variables, ranges and lat/lon boxes out of "
                               "files on regular grids and unstructured meshes (geodesic, MPAS, UGRID)")
-    sub.add_argument("files", nargs="+", metavar="IN [IN ...] OUT", help="input files, then the output file")
+    sub.add_argument("files", nargs="+", metavar="FILE", help="IN [IN ...] OUT: input files, then the output file")
     sub.add_argument("-v", metavar="VAR[,VAR...]",
                      help="variables to keep (default all), with their coordinates and mesh topology")
     sub.add_argument("-d", action="append", metavar="DIM,MIN[,MAX[,STRIDE]]",
@@ -491,7 +546,7 @@ def build_parser() -> Parser:
                     help="a PIO decomposition map (PIOc_writemap text or PIOc_write_nc_decomp netCDF): write its "
                     "grid on its tasks' points, one run on as many ranks as it has tasks (--domain then gives "
                     "only the species count, --grid is ignored)")
-    mo.add_argument("--steps", type=int, default=3, help="output steps (default 3, as in seed 003)")
+    mo.add_argument("--steps", type=int, default=3, help="output steps (default 3)")
     mo.add_argument("--strategy", default="root,direct,rows,cols",
                     help="write strategies, e.g. root,root:p2p,direct,rows,cols,agg:2,stripe,auto "
                     "(default root,direct,rows,cols)")
@@ -517,7 +572,7 @@ def build_parser() -> Parser:
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
     mo.set_defaults(func=cmd_bench_model, auto_mpi_io="romio")  # ROMIO writes aggregated output faster here
 
-    rs = suites.add_parser("restart", parents=[common], help="a model's start-up read (seed 002): read strategies "
+    rs = suites.add_parser("restart", parents=[common], help="a model's start-up read of a restart file: read strategies "
                            "x storage modes against a plain sequential read")
     rs.add_argument("--domain", default="EUS", help="CA, EUS, CONUS or NXxNYxNLAYxNSPEC (default EUS)")
     rs.add_argument("--grid", default="2x2", metavar="PXxPY[,PXxPY...]",
@@ -532,7 +587,7 @@ def build_parser() -> Parser:
     rs.add_argument("--rows-json", help=argparse.SUPPRESS)
     rs.set_defaults(func=cmd_bench_restart, auto_mpi_io="romio")
 
-    sb = suites.add_parser("subset", parents=[common], help="seed 001's MJO box out of a geodesic grid (needed-only "
+    sb = suites.add_parser("subset", parents=[common], help="the MJO box out of a geodesic grid (needed-only "
                            "vs whole reads), and climio subset vs ncks on a regular grid")
     sb.add_argument("--level", type=int, default=9, help="geodesic refinement level (default 9: 2.6 M cells)")
     sb.add_argument("--layers", type=int, default=25, help="layers (default 25)")
@@ -564,21 +619,37 @@ def build_parser() -> Parser:
     im.add_argument("--out", help="directory for inmcm.json and inmcm.csv")
     im.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
     im.set_defaults(func=cmd_bench_inmcm)
+    name_leaf_parsers(parser)
     return parser
+
+
+def name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
+    """Each command's parser in its own defaults, so that an unknown option gets that command's usage."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                sub.set_defaults(parser=sub)
+                name_leaf_parsers(sub)
 
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def stop_on_signal(signum: int, frame: object) -> None:
-    """A batch system's time limit (SIGTERM), Ctrl-C or a closed terminal: remove this rank's unfinished output,
-    one line from the first rank, exit 128 + signal (no traceback). A rank blocked inside an MPI call is ended by
-    mpiexec instead; the next run on the same output removes what it left (``remove_stale_temporaries``)."""
-    from climio.core import ncio
+    """A batch system's time limit (SIGTERM), Ctrl-C or a closed terminal: a command whose outputs are all in
+    place finishes (exit 0: they are complete); otherwise this rank removes its unfinished outputs and those of
+    this run it already put in place (a stopped run leaves none), one line comes from the first rank, and the
+    status is 128 + signal (no traceback). A rank blocked inside an MPI call is ended by mpiexec instead; the
+    next run on the same output removes what it left (``remove_stale_temporaries``)."""
+    from climio.core import targets
 
-    ncio.discard_pending_outputs()
-    if mpi.launcher_rank() == 0:
-        os.write(2, f"climio: stopped by {signal.Signals(signum).name}; unfinished output removed\n".encode())
+    if targets.all_complete():
+        return
+    targets.discard_pending_outputs()
+    removed = targets.discard_complete_outputs()
+    if mpi.launcher_rank() == 0 or removed:
+        also = f" (and {', '.join(removed)}, complete, so that a stopped run leaves no output)" if removed else ""
+        os.write(2, f"climio: stopped by {signal.Signals(signum).name}; unfinished output removed{also}\n".encode())
     mpi.remove_session_directory()
     os._exit(128 + signum)
 
@@ -596,6 +667,7 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
         mpi.choose_mpi_io(getattr(args, "auto_mpi_io", "ompio") if layer == "auto" else layer)
         comm = mpi.world()
         mpi.agree(comm, lambda: check_paths(args))
+        targets.declare(t.path for t in declared_paths(args)[0])
         func(args, comm)
         if args.trace:
             trace.tracer().write(args.trace, comm)
@@ -626,14 +698,27 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
 
 
 VALUE_OPTIONS = ("-b", "-X", "-d")
+LIST_OPTIONS = ("--return-period", "--covariate-at")
 
 
-def attach_negative_values(argv: list[str]) -> list[str]:
-    """``-X -180,180,0,90`` as NCO users type it: argparse would read the value as an option."""
+def _numbers(arg: str) -> bool:
+    try:
+        return bool(number_list(arg))
+    except argparse.ArgumentTypeError:
+        return False
+
+
+def normalise_argv(argv: list[str]) -> list[str]:
+    """Join what argparse would misread, before it reads it: ``-X -180,180,0,90`` as NCO users type it (the value
+    looks like an option), and a list option's several numbers (``--return-period 20 100 IN OUT``) into one value,
+    so that the list ends at the first word that is not a number and never swallows the files."""
     out: list[str] = []
     for arg in argv:
-        if out and out[-1] in VALUE_OPTIONS and arg.startswith("-") and "," in arg:
-            out[-1] = f"{out[-1]}={arg}"
+        last = out[-1] if out else ""
+        if last in VALUE_OPTIONS and arg.startswith("-") and "," in arg:
+            out[-1] = f"{last}={arg}"
+        elif last.split("=", 1)[0] in LIST_OPTIONS and _numbers(arg):
+            out[-1] = f"{last},{arg}" if "=" in last else f"{last}={arg}"
         else:
             out.append(arg)
     return out
@@ -659,9 +744,9 @@ def out_of_memory(err: BaseException) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    args, extra = parser.parse_known_args(attach_negative_values(argv))
+    args, extra = parser.parse_known_args(normalise_argv(argv))
     if extra and (getattr(args, "files", None) is None or any(e.startswith("-") for e in extra)):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        getattr(args, "parser", parser).unknown([e for e in extra if e.startswith("-")] or extra)
     if extra:  # files after an option (IN -v tas OUT), as NCO takes them: argparse leaves them over, in order
         args.files += extra
     args.argv = argv

@@ -21,6 +21,10 @@ from climio.errors import ClimioError, IOFault
 
 # Temporary copies of targets this process has not renamed yet: removed if the job fails or is stopped.
 PENDING_OUTPUTS: set[str] = set()
+# The command's outputs (resolved paths), and those this process renamed into place: a command stopped by a
+# signal leaves all of them or none, so that its exit status says what happened to its output.
+DECLARED: set[str] = set()
+COMPLETE: set[str] = set()
 
 
 def discard_pending_outputs() -> None:
@@ -33,6 +37,56 @@ def discard_pending_outputs() -> None:
         PENDING_OUTPUTS.discard(path)
 
 
+def declare(paths: Iterable[str]) -> None:
+    """The outputs of the command now running (every rank)."""
+    DECLARED.update(os.path.realpath(p) for p in paths)
+
+
+def published(path: str) -> None:
+    """``path`` was renamed into place by this process."""
+    COMPLETE.add(os.path.realpath(path))
+
+
+def all_complete() -> bool:
+    """Whether every output the command declared is in place (it has only to print its lines and exit)."""
+    return bool(DECLARED) and DECLARED <= COMPLETE
+
+
+def discard_complete_outputs() -> list[str]:
+    """Remove the outputs this process already put in place, for a stopped command that did not finish the
+    others: returns their paths."""
+    removed = []
+    for path in sorted(COMPLETE & DECLARED):
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError:
+            pass
+    COMPLETE.clear()
+    return removed
+
+
+# Suffixes of formats climio does not write: an output named so would be a netCDF file under a misleading name.
+OTHER_FORMATS = {".zarr": "a Zarr store", ".grib": "GRIB", ".grb": "GRIB", ".grib2": "GRIB", ".grb2": "GRIB",
+                 ".tif": "GeoTIFF", ".tiff": "GeoTIFF", ".csv": "CSV", ".json": "JSON", ".txt": "text",
+                 ".png": "an image", ".pdf": "PDF", ".zip": "a zip archive", ".gz": "gzip", ".parquet": "Parquet"}
+HDF5_SUFFIXES = (".h5", ".hdf5", ".he5", ".hdf")  # right for netCDF-4 (HDF5) files only
+# What --plot can write (matplotlib's own formats), chosen by the suffix
+IMAGE_SUFFIXES = (".png", ".pdf", ".svg", ".svgz", ".eps", ".ps", ".jpg", ".jpeg", ".tif", ".tiff", ".webp")
+
+
+def _suffix(path: str) -> str:
+    return os.path.splitext(path.rstrip("/"))[1].lower()
+
+
+def check_netcdf_suffix(path: str, nc_format: str, option: str = "output") -> None:
+    """Once the output's format is known: an HDF5 suffix on a classic netCDF file is refused (tools would open it
+    as HDF5 and fail)."""
+    if _suffix(path) in HDF5_SUFFIXES and not nc_format.startswith("NETCDF4"):
+        raise ClimioError(f"{option} '{path}' is named as an HDF5 file but would be classic netCDF ({nc_format}): "
+                          f"name it .nc, or choose --mode hdf5 for a netCDF-4 (HDF5) file", collective=True)
+
+
 @dataclass(frozen=True)
 class Target:
     """A path a command writes, and how the user named it (``output``, ``--trace``, ``--plot``)."""
@@ -42,6 +96,17 @@ class Target:
 
     def label(self) -> str:
         return f"{self.option} '{self.path}'"
+
+    def check_suffix(self) -> None:
+        """A netCDF output must not be named as another format; a map's suffix must be one matplotlib writes."""
+        suffix = _suffix(self.path)
+        if self.option == "--plot":
+            if suffix not in IMAGE_SUFFIXES:
+                raise ClimioError(f"--plot '{self.path}': name the map with an image suffix ({', '.join(IMAGE_SUFFIXES)})"
+                                  f", which chooses its format")
+        elif self.option == "output" and suffix in OTHER_FORMATS:
+            raise ClimioError(f"{self.label()} has the suffix of {OTHER_FORMATS[suffix]}, but climio writes netCDF files: "
+                              f"name it .nc (and convert it afterwards, e.g. with xarray or cdo)")
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -96,6 +161,8 @@ def check(targets: Sequence[Target], inputs: Iterable[str] = (), overwrite: bool
     for target in targets:
         if os.path.lexists(target.path) and not overwrite:
             raise ClimioError(f"{target.label()} exists: {overwrite_hint}")
+    for target in targets:
+        target.check_suffix()
 
 
 def _check_writable(target: Target) -> None:
@@ -126,6 +193,7 @@ def write_atomically(path: str, option: str, write: Callable[[str], None], conse
     try:
         write(temp)
         os.replace(temp, path)
+        published(path)
     except OSError as err:
         raise IOFault(f"{option}: cannot write '{path}': {(err.strerror or str(err)).lower()}{consequence}") from err
     finally:

@@ -191,7 +191,8 @@ def _time_step(series: Series, paths: Sequence[str], opts: Options) -> tuple[flo
             if not (times[0] <= last and times[-1] >= first):
                 continue  # outside the analysed period
             missing = round((first - last) * unit_days / step) - 1
-            gap = (f"'{paths[a]}' ends at {describe(last, units, calendar)} and '{paths[b]}' starts at "
+            gap = (f"'{series.inputs.paths[a]}' ends at {describe(last, units, calendar)} and "
+                   f"'{series.inputs.paths[b]}' starts at "
                    f"{describe(first, units, calendar)}: {missing} time step(s) of {timestep.describe_step(step)} "
                    f"missing between them")
             if not opts.allow_gaps:

@@ -20,10 +20,12 @@ other a copy with time moved first.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from climio.core.datavars import only_data_variable
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import Store, Variable
 from climio.errors import ClimioError
@@ -68,25 +70,36 @@ def time_dimension(schema_dims: dict[str, int | None], variables: dict[str, Vari
                       collective=True)
 
 
-def time_rule(name: str, where: str):  # type: ignore[no-untyped-def]
+def analysed(variables: Mapping[str, Variable], name: str | None, where: str) -> str:
+    """The variable to analyse: ``name``, or the one data variable among ``variables`` (as CDO and NCO take it:
+    :func:`climio.core.datavars.only_data_variable`; text variables are never data here)."""
+    if name is not None:
+        return name
+    numeric = {n: (v.dims, v.attrs) for n, v in variables.items() if not v.is_text}
+    return only_data_variable(numeric, where, "--var (-v)")
+
+
+def time_rule(name: str | None, where: str):  # type: ignore[no-untyped-def]
     """The join rule for :func:`climio.subset.inputs.open_inputs`: the variable's time dimension in the first
-    input (the variable must be there)."""
+    input (the variable must be there; None: its one data variable)."""
     def rule(store: Store) -> str:
         variables = {v.name: v for v in store.schema.variables}
-        if name not in variables:
+        found = analysed(variables, name, where)
+        if found not in variables:
             numeric = [v.name for v in store.schema.variables if not v.is_text]
-            raise ClimioError(f"{where}: no variable '{name}' (--var); it has {', '.join(numeric)}", collective=True)
-        if variables[name].is_text:
-            raise ClimioError(f"{where}: variable '{name}' is text, not numbers", collective=True)
-        return time_dimension(dict(store.schema.dims), variables, name, where)
+            raise ClimioError(f"{where}: no variable '{found}' (--var); it has {', '.join(numeric)}", collective=True)
+        if variables[found].is_text:
+            raise ClimioError(f"{where}: variable '{found}' is text, not numbers", collective=True)
+        return time_dimension(dict(store.schema.dims), variables, found, where)
     return rule
 
 
 class Series:
     """Variable ``name`` of ``inputs`` (joined along its time dimension), cut by ``ranges``, as (time, cells...)."""
 
-    def __init__(self, inputs: Inputs, name: str, ranges: list[DimRange], where: str) -> None:
+    def __init__(self, inputs: Inputs, name: str | None, ranges: list[DimRange], where: str) -> None:
         self.inputs, self.where = inputs, where
+        name = analysed(inputs.variables, name, where)
         self.var = inputs.variables[name]
         self.time_dim = inputs.join or time_dimension(inputs.dims, inputs.variables, name, where)
         given = {r.dim: r for r in ranges}

@@ -1,4 +1,4 @@
-"""Many input files seen as one dataset (seed 001 III-B, NcML-style).
+"""Many input files seen as one dataset (NcML-style aggregation).
 
 ``join``: the files are concatenated along one dimension (usually the unlimited
 time); every other dimension and every variable without it must agree, and the
@@ -9,8 +9,9 @@ later one (grid and topology come from the first file that has them).
 Joining along a coordinate with CF time units (``<unit> since <date>``) works as
 ``ncrcat``: every file's values of the coordinate and of its ``bounds`` and
 ``climatology`` variables are rebased to the first file's units (cftime, in the
-coordinate's calendar, which must be the same in every file), records stay in file
-order, and the joined axis must be strictly increasing. A union cannot merge
+coordinate's calendar, which must be the same in every file), the files are taken in
+the order of their first times (as cdo mergetime does), and the joined axis must be
+strictly increasing: overlaps are errors. A union cannot merge
 records: a variable on a record (unlimited) dimension in more than one input, or a
 record coordinate that differs between inputs, is an error that points to
 ``--join``.
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 class Inputs:
     """Open input stores and how their dimensions and variables combine."""
 
+    paths: list[str]  # in the order joined (by time, when joined along a time coordinate)
     stores: list[Store]
     join: str | None
     dims: dict[str, int]
@@ -213,10 +215,41 @@ def open_inputs(paths: list[str], comm: MPI.Comm, join: str | Callable[[Store], 
         if join is None and not union and len(stores) > 1:
             shared = set.intersection(*[{d for d, n in s.schema.dims.items() if n is None} for s in stores])
             join = next(iter(sorted(shared)), None)
+        if join is not None and len(stores) > 1:
+            paths, stores = _in_time_order(paths, stores, join)
         return _combine(paths, stores, join, skipped, label or f"--join {join}")
     except BaseException:
         _leave(stores, *sys.exc_info())
         raise
+
+
+def _in_time_order(paths: list[str], stores: list[Store], join: str) -> tuple[list[str], list[Store]]:
+    """Inputs joined along a CF time coordinate, sorted by their first time (as cdo mergetime and xarray's
+    open_mfdataset do), with one note on rank 0 when that changed their order. Inputs whose times cannot be
+    compared (no CF units, other calendars, an empty file) keep the order given, for the join's own checks to
+    name the problem; overlaps and gaps are not mended here."""
+    firsts = []
+    for store in stores:
+        names = {v.name for v in store.schema.variables}
+        if join not in names or store.schema.variable(join).dims != (join,) or not _length(store, join):
+            return paths, stores
+        attrs = store.schema.variable(join).attrs
+        units = time_units(attrs)
+        if units is None or calendar_of(attrs) != calendar_of(stores[0].schema.variable(join).attrs):
+            return paths, stores
+        try:
+            to_first = rebase(units, str(time_units(stores[0].schema.variable(join).attrs)), calendar_of(attrs),
+                              tuple(missing_values(attrs)))  # type: ignore[arg-type]
+        except TimeUnitsError:
+            return paths, stores
+        firsts.append(float(to_first.apply(store.read(join, Hyperslab((0,), (1,))))[0]))
+    order = sorted(range(len(stores)), key=lambda k: firsts[k])
+    if order == list(range(len(stores))):
+        return paths, stores
+    if stores[0].comm.Get_rank() == 0:
+        print(f"climio: note: inputs given out of time order; joined as {', '.join(paths[k] for k in order)}",
+              file=sys.stderr)
+    return [paths[k] for k in order], [stores[k] for k in order]
 
 
 def _leave(stores: list[Store], kind: type[BaseException] | None, err: BaseException | None,
@@ -270,7 +303,8 @@ def _combine(paths: list[str], stores: list[Store], join: str | None, skipped: l
                                       collective=True)
         _check_same_grid(paths, stores, join)
     rebases = _time_axis(paths, stores, join, variables, label) if join is not None and len(stores) > 1 else {}
-    return Inputs(stores, join, dims, unlimited, variables, source, dict(first.schema.attrs), skipped, rebases)
+    return Inputs(paths, stores, join, dims, unlimited, variables, source, dict(first.schema.attrs), skipped,
+                  rebases)
 
 
 def _check_same_grid(paths: list[str], stores: list[Store], join: str) -> None:

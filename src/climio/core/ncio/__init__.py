@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import mpi
+from climio.core import mpi, targets
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import HeaderError, required_size
 from climio.core.ncio.compression import Compression, Settings
@@ -68,6 +68,7 @@ def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None 
         schema = compressed(schema, compress)
     how = writing_mode(mode, comm.Get_size(), chosen=chosen)
     check_schema_fits(schema, how, path)
+    targets.check_netcdf_suffix(path, how.nc_format)
     if how.parallel:
         mpi.check_mpi_io_path(path)
     temp_path = mpi.agree(comm, lambda: reserve_output(path, overwrite))

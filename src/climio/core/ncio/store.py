@@ -589,6 +589,7 @@ class Store(ABC):
             raise IOFault(f"{self.path}: the written file has {actual} of the {needed} bytes its header needs "
                           f"(a write was lost); nothing was published")
         os.replace(self._temp_path, self.path)
+        targets.published(self.path)
         PENDING_OUTPUTS.discard(self._temp_path)
         directory = os.open(os.path.dirname(os.path.abspath(self.path)), os.O_RDONLY)
         try:
