@@ -40,6 +40,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -257,11 +258,19 @@ def climio_call(line: str, cwd: Path) -> tuple[int | None, list[str]] | None:
 
 
 def run_shell(line: str, cwd: Path, env: dict[str, str], timeout: float = COMMAND_TIMEOUT) -> Outcome:
-    try:
-        done = subprocess.run(["bash", "-c", line], cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout, start_new_session=True)
-    except subprocess.TimeoutExpired as err:
-        return Outcome(f"timed out after {timeout:.0f} s (a hang?)", f"{err.stdout or ''}{err.stderr or ''}")
+    """Run one command line in bash; what it exports (``export``, ``source .venv/bin/activate``) stays in ``env``
+    for the page's later commands, as in the reader's shell."""
+    with tempfile.NamedTemporaryFile(prefix="docs-env-") as dump:
+        script = f"{line}\n__status=$?\nenv -0 > {shlex.quote(dump.name)}\nexit $__status\n"
+        try:
+            done = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True, text=True,
+                                  timeout=timeout, start_new_session=True)
+        except subprocess.TimeoutExpired as err:
+            return Outcome(f"timed out after {timeout:.0f} s (a hang?)", f"{err.stdout or ''}{err.stderr or ''}")
+        after = Path(dump.name).read_bytes().decode(errors="replace")
+    if after:
+        env.clear()
+        env.update(item.split("=", 1) for item in after.split("\0") if "=" in item)
     return Outcome(done.returncode, done.stdout + done.stderr)
 
 
@@ -324,6 +333,7 @@ class Report:
     python_blocks: int = 0
     skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    timings: list[tuple[str, float]] = field(default_factory=list)  # (what ran, seconds): launches, blocks
 
 
 def check(report: Report, what: str, outcome: Outcome, expected: list[str], where: str) -> None:
@@ -367,8 +377,11 @@ def run_page(page: Path, directory: Path) -> Report:
                     break
                 group.append((command, call[1]))
             del pending[:len(group)]
+            began = time.monotonic()
             outcomes = run_climio_batch([argv for _, argv in group], first[0], cwd, env,
                                         scratch / f"launch{report.commands}")
+            report.timings.append((f"{len(group)} climio command(s) on {first[0] or 1} rank(s)",
+                                   time.monotonic() - began))
             for (command, _), outcome in zip(group, outcomes):
                 check(report, command.line, outcome, command.expected, command.block.where)
                 report.commands += 1
@@ -393,7 +406,9 @@ def run_page(page: Path, directory: Path) -> Report:
                     session = PythonSession(cwd, env)
                 after = page_blocks[k + 1] if k + 1 < len(page_blocks) else None
                 shown = after.text.splitlines() if after is not None and after.marker == "output" else []
+                began = time.monotonic()
                 outcome = session.run(block.text, f"{report.page}:{block.line}")
+                report.timings.append((f"python block {block.where}", time.monotonic() - began))
                 report.python_blocks += 1
                 check(report, "python block", outcome, shown, block.where)
                 continue
@@ -402,7 +417,9 @@ def run_page(page: Path, directory: Path) -> Report:
                     pending.append(command)
                     continue
                 flush()
+                began = time.monotonic()
                 outcome = run_shell(command.line, cwd, env)
+                report.timings.append((command.line[:60], time.monotonic() - began))
                 check(report, command.line, outcome, command.expected, block.where)
                 report.commands += 1
         flush()
