@@ -1,10 +1,15 @@
 """A model's output file: describe the decomposition and fields once, then write each output step.
 
     d = decomposition.blocks((ny, nx), px, py, comm.Get_rank(), halo=2)   # or any GridDecomposition
-    out = ModelOutput("out.nc", d, [Field("T", levels=35), Field("ps")], comm, mode="cdf5", strategy="agg")
+    out = ModelOutput("out.nc", d, [Field("T", levels=35), Field("ps")], comm, mode="cdf5", strategy="agg",
+                      time_units="seconds since 2016-07-01 00:00:00", calendar="noleap")
     for step in range(nsteps):
         out.write(step, {"T": T_local, "ps": ps_local}, time=step * 3600.0)
     out.close()
+
+The file is CF: its time coordinate has CF time units (``seconds since 1970-01-01 00:00:00`` and the
+``standard`` calendar unless the model gives its own, such as its start date), ``Conventions = "CF-1.8"``
+and a ``history`` line that says climio wrote it and how.
 
 The decomposition is any :class:`~climio.model.decomposition.GridDecomposition` (blocks with halos,
 land-eliminated blocks, unstructured cells, round-robin columns, a PIO map), or a 2-D block
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from climio import __version__
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.core.ncio.classic import variable_offsets
@@ -40,6 +46,10 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 __all__ = ["STRATEGIES", "Field", "ModelOutput", "applicable_modes", "parse_strategy", "as_grid", "fill_value"]
+
+TIME_UNITS = "seconds since 1970-01-01 00:00:00"  # the time coordinate's units when the model gives none
+CALENDAR = "standard"
+CONVENTIONS = "CF-1.8"  # as every file climio writes
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,41 @@ def chunk_shape(shape: tuple[int, ...], levels: int | None, writers: int) -> tup
     return (1, -(-levels // max(1, writers)), *shape[1:])
 
 
+def time_attributes(units: str | None, calendar: str | None, attrs: Mapping[str, object] | None
+                    ) -> dict[str, object]:
+    """The time coordinate's attributes: ``attrs`` as given when they hold ``units`` (the C API passes the record
+    variable's own), else CF's with ``units`` (default :data:`TIME_UNITS`) and ``calendar`` (default
+    :data:`CALENDAR`), checked by cftime, then ``attrs``."""
+    given = dict(attrs or {})
+    if "units" in given:
+        if units is not None or calendar is not None:
+            raise ClimioError(f"time_units/calendar and time_attrs' units '{given['units']}': give the time units "
+                              f"once", collective=True)
+        return given
+    import cftime
+
+    out = {"standard_name": "time", "long_name": "time", "units": units or TIME_UNITS,
+           "calendar": calendar or CALENDAR, "axis": "T", **given}
+    try:
+        cftime.num2date(0.0, str(out["units"]), str(out["calendar"]))
+    except (ValueError, TypeError) as err:
+        raise ClimioError(f"time_units '{out['units']}' with calendar '{out['calendar']}': not CF time ({err}); give "
+                          f"'<seconds|minutes|hours|days> since <date>' and a CF calendar, e.g. '{TIME_UNITS}' and "
+                          f"'{CALENDAR}'", collective=True) from None
+    return out
+
+
+def global_attributes(attrs: Mapping[str, object] | None, strategy: str, mode: str, nranks: int
+                      ) -> dict[str, object]:
+    """The file's global attributes: ``Conventions`` (unless the model's ``attrs`` set it), the model's, and a
+    ``history`` line on top of any it gave. The line says how the file was written, not when: a C and a
+    Python writer of the same fields write the same file (tests/test_capi.py compares them)."""
+    given = dict(attrs or {})
+    line = f"climio {__version__} ModelOutput: strategy {strategy}, mode {mode}, {nranks} rank(s)"
+    old = str(given.pop("history", ""))
+    return {"Conventions": CONVENTIONS, **given, "history": f"{line}\n{old}".strip()}
+
+
 def fill_value(f: Field) -> object:
     """The field's ``_FillValue``, or netCDF's default fill for its type."""
     return schema_fill_value(f.attrs, np.dtype(f.dtype))
@@ -105,8 +150,13 @@ class ModelOutput:
                  hints: Mapping[str, str] | None = None, overwrite: bool = False,
                  attrs: Mapping[str, object] | None = None, stripe_count: int | None = None,
                  stripe_size: int | None = None, dims: Sequence[str] | None = None, time_name: str = "time",
+                 time_units: str | None = None, calendar: str | None = None,
                  time_attrs: Mapping[str, object] | None = None, variables: Sequence[ncio.Variable] = (),
                  extra_dims: Mapping[str, int] | None = None) -> None:
+        """``time_units``, ``calendar``: those of the values given to :meth:`write` (default
+        ``seconds since 1970-01-01 00:00:00``, ``standard``); ``time_attrs``: more attributes of the time
+        coordinate (``bounds``), or all of them when they hold ``units`` (then without ``time_units``);
+        ``attrs``: global attributes (``Conventions = "CF-1.8"`` and a ``history`` line are added)."""
         self.grid, self.comm, self.rank = as_grid(decomp, comm), comm, comm.Get_rank()
         self.strategy = Strategy.choose(strategy, mode, comm, self.grid, hints=hints, stripe_count=stripe_count,
                                         stripe_size=stripe_size)
@@ -131,8 +181,8 @@ class ModelOutput:
             if dims.setdefault(name, length) != length:
                 raise ClimioError(f"dimension '{name}' of length {length} is already {dims[name]} long",
                                   collective=True)
-        schema_variables = [ncio.Variable(time_name, "f8", (time_name,), dict(time_attrs) if time_attrs is not None
-                                          else {"long_name": "time", "units": "s"})]
+        schema_variables = [ncio.Variable(time_name, "f8", (time_name,),
+                                          time_attributes(time_units, calendar, time_attrs))]
         for f in fields:
             var_attrs = dict(f.attrs)
             if holes:
@@ -145,7 +195,8 @@ class ModelOutput:
         if unknown:
             raise ClimioError(f"variable dimension '{unknown[0]}' is neither the grid's, a level's nor in extra_dims",
                               collective=True)
-        schema = ncio.Schema(dims, (*schema_variables, *variables), dict(attrs or {}))
+        schema = ncio.Schema(dims, (*schema_variables, *variables),
+                             global_attributes(attrs, self.strategy.name, mode, comm.Get_size()))
         shared: dict[tuple[int | None, str], Route | Gatherer] = {}  # fields of one shape and type share one
         self._routes: dict[str, Route | Gatherer] = {}
         self._stripe_routes: dict[tuple[int | None, str, int], Route] = {}
@@ -183,7 +234,8 @@ class ModelOutput:
         return self.strategy.route(self.comm, self.grid, f.levels, f.dtype, fill=fill_value(f), unit=unit)
 
     def write(self, step: int, fields: Mapping[str, np.ndarray], time: float) -> None:
-        """Write record ``step`` of every field from this rank's local arrays (collective).
+        """Write record ``step`` of every field from this rank's local arrays, at ``time`` (in the time units)
+        (collective).
 
         One field at a time: moved to the writers, then written, so that a writer
         holds one field's record rather than the whole step's.
