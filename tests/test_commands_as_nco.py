@@ -149,6 +149,22 @@ def test_top_level_help_is_written_for_users() -> None:
     assert "argument parsing" not in text and "``" not in text  # not the module's docstring
 
 
+def test_option_help_says_what_the_option_does() -> None:
+    """eva's help: --covariate serves both methods, --plot draws the longest return period, list options show both
+    spellings; gen's --mode lists every storage mode."""
+    from climio.cli import build_parser
+    from climio.core.ncio.modes import MODES
+
+    parser = build_parser()
+    eva = parser.parse_args(["eva", "a.nc", "b.nc"]).parser.format_help().replace("\n", " ")
+    eva = " ".join(eva.split())
+    assert "gev: the location is linear in it" in eva and "pot: the log of the GPD scale is" in eva
+    assert "longest return period" in eva and "100-year" not in eva
+    assert "e.g. 20,100 or 20 100" in eva
+    gen = " ".join(parser.parse_args(["gen", "cmip", "x.nc"]).parser.format_help().split())
+    assert f"storage mode: {', '.join(MODES)}" in gen and "seed 0" not in gen
+
+
 # -- inputs out of time order ------------------------------------------------------------------------------------
 
 @prepare
@@ -208,6 +224,7 @@ def prepare_suffixes(b: Batch) -> None:
             b.add(f"suffix-{k}-{nranks}", [EC_EARTH[0] if a == "IN" else folder / a if a.startswith(("out.", "map."))
                                            else a for a in argv], nranks)
         b.add(f"h5-{nranks}", ["subset", "--mode", "hdf5", EC_EARTH[0], b.folder(f"h5-{nranks}") / "out.h5"], nranks)
+    b.add("pdf", ["eva", *MONTHLY_POT, "--plot", b.folder("pdf") / "map.pdf", *EC_EARTH, b.folder("pdf") / "out.nc"])
 
 
 @pytest.mark.parametrize("nranks", RANKS)
@@ -277,3 +294,9 @@ def test_interrupted_eva_exit_status_matches_its_output(tmp_path: Path) -> None:
         seen.add(process.returncode)
     assert leftovers(str(tmp_path)) == []
     assert 130 in seen  # the early signals stopped it
+
+
+def test_the_maps_suffix_chooses_its_format(runs: Batch) -> None:
+    result = runs.result("pdf")
+    assert result.returncode == 0, result.stderr
+    assert (runs.folder("pdf") / "map.pdf").read_bytes()[:5] == b"%PDF-"

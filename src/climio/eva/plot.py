@@ -24,6 +24,7 @@ be read as if it were measured.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -215,5 +216,6 @@ def figure(where: Map, values: dict[str, np.ndarray], fields: Fields) -> Figure:
 def draw(path: str, where: Map, values: dict[str, np.ndarray], fields: Fields) -> None:
     """Both maps, written atomically to ``path``."""
     drawn = figure(where, values, fields)
-    targets.write_atomically(path, "--plot", lambda temp: drawn.savefig(temp, dpi=130, format="png"),
+    kind = os.path.splitext(path)[1][1:].lower()  # the suffix chooses the format (core.targets.IMAGE_SUFFIXES)
+    targets.write_atomically(path, "--plot", lambda temp: drawn.savefig(temp, dpi=130, format=kind),
                              "; the analysis was not published either")
