@@ -123,8 +123,8 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         dates); the global attributes that identify the data (not ``tracking_id``, ``creation_date``...).
         References to variables that are not there are dropped, never left dangling (a DataArray brings no
         ``lat_bnds`` or ``rotated_pole``: its ``lat`` then names no bounds, its results no grid mapping).
-        Variables that ``xr.open_mfdataset`` repeated along time (``rotated_pole``, ``lat_bnds``: their
-        ``encoding["original_shape"]`` has no time) come as each file has them. ``history`` gets a line for
+        Variables that ``xr.open_mfdataset`` repeated along time (``rotated_pole``, ``lat_bnds``) come as
+        each file has them. ``history`` gets a line for
         this call; ``period`` is in years (:data:`climio.eva.cf.PERIOD_ATTRS`); ``climio_tail``,
         ``climio_npy``, ``climio_min_exceed`` record the options. Written with ``to_netcdf`` (in the input's
         format, e.g. ``format="NETCDF4_CLASSIC"``), it differs from the command's file only in ``history``,

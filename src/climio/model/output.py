@@ -143,7 +143,14 @@ def fill_value(f: Field) -> object:
 
 
 class ModelOutput:
-    """One netCDF file of time records of decomposed fields, written with one strategy."""
+    """One netCDF file of time records of decomposed fields, written with one strategy.
+
+    ``time_units`` and ``calendar`` are those of the times given to :meth:`write` (default ``seconds since
+    1970-01-01 00:00:00`` and ``standard``; a model passes its start, e.g. ``seconds since 2016-07-01
+    00:00:00``, and its calendar); ``time_attrs`` adds attributes to the time coordinate (``bounds``), or
+    gives all of them when it holds ``units`` (then without ``time_units``/``calendar``: the C API passes the
+    record variable's own). ``attrs`` are global attributes; ``Conventions = "CF-1.8"`` and a ``history``
+    line are added."""
 
     def __init__(self, path: str, decomp: GridDecomposition | Decomposition, fields: Sequence[Field],
                  comm: MPI.Comm, *, mode: str = "cdf5", strategy: str = "direct", gather: str | None = None,
@@ -153,10 +160,6 @@ class ModelOutput:
                  time_units: str | None = None, calendar: str | None = None,
                  time_attrs: Mapping[str, object] | None = None, variables: Sequence[ncio.Variable] = (),
                  extra_dims: Mapping[str, int] | None = None) -> None:
-        """``time_units``, ``calendar``: those of the values given to :meth:`write` (default
-        ``seconds since 1970-01-01 00:00:00``, ``standard``); ``time_attrs``: more attributes of the time
-        coordinate (``bounds``), or all of them when they hold ``units`` (then without ``time_units``);
-        ``attrs``: global attributes (``Conventions = "CF-1.8"`` and a ``history`` line are added)."""
         self.grid, self.comm, self.rank = as_grid(decomp, comm), comm, comm.Get_rank()
         self.strategy = Strategy.choose(strategy, mode, comm, self.grid, hints=hints, stripe_count=stripe_count,
                                         stripe_size=stripe_size)
