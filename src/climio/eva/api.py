@@ -10,9 +10,9 @@ block maxima (GEV).
     gev = fit_gev(ds, var="pr", block="year", return_periods=[20, 100])
 
 The same statistics as ``climio eva`` (:mod:`climio.eva.pot`, :mod:`climio.eva.block_maxima`), one
-process, no files; and the same output: the result is built by the command's own :class:`~climio.eva.output.Layout`
-and :func:`~climio.eva.output.schema` (over the input Dataset as a :class:`~climio.eva.output.Source`), so
-``result.to_netcdf(path)`` writes the command's file.
+process, no files; and the same output: the result is built by the command's own
+:class:`~climio.eva.output.Layout` and :func:`~climio.eva.output.schema` (over the input Dataset as a
+:class:`~climio.eva.output.Source`), so ``result.to_netcdf(path)`` writes the command's file.
 Dask-backed input stays lazy: the fits run chunk by chunk over the non-time
 dimensions when the result is computed.
 """
@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import xarray as xr
-
 from xarray.coding.strings import CharacterArrayCoder, EncodedStringCoder
 from xarray.conventions import encode_cf_variable
 
@@ -124,13 +123,13 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         References to variables that are not there are dropped, never left dangling (a DataArray brings no
         ``lat_bnds`` or ``rotated_pole``: its ``lat`` then names no bounds, its results no grid mapping).
         Variables that ``xr.open_mfdataset`` repeated along time (``rotated_pole``, ``lat_bnds``) come as
-        each file has them. ``history`` gets a line for
-        this call; ``period`` is in years (:data:`climio.eva.cf.PERIOD_ATTRS`); ``climio_tail``,
-        ``climio_npy``, ``climio_min_exceed`` record the options. Written with ``to_netcdf`` (in the input's
-        format, e.g. ``format="NETCDF4_CLASSIC"``), it differs from the command's file only in ``history``,
-        ``climio_inputs`` (the command's input paths), and what xarray's writer does: a scalar char variable
-        (``rotated_pole``) gets a length-1 dimension ``string1``, ``season_name`` an ``_Encoding``
-        attribute, and ``coordinates`` comes last among a variable's attributes.
+        each file has them. ``history`` gets a line for this call; ``period`` is in years
+        (:data:`climio.eva.cf.PERIOD_ATTRS`); ``climio_tail``, ``climio_npy``, ``climio_min_exceed`` record
+        the options. Written with ``to_netcdf`` (in the input's format, e.g. ``format="NETCDF4_CLASSIC"``),
+        it differs from the command's file only in ``history``, ``climio_inputs`` (the command's input
+        paths), and what xarray's writer does: a scalar char variable (``rotated_pole``) gets a length-1
+        dimension ``string1``, ``season_name`` an ``_Encoding`` attribute, and ``coordinates`` comes last
+        among a variable's attributes.
 
     Missing values are NaN, or equal to the DataArray's ``_FillValue``/``missing_value`` attributes (xarray's
     default decoding has already made them NaN). Dask-backed input stays lazy: time is rechunked into one
@@ -441,7 +440,8 @@ def _declared(frame: xr.Dataset, name: str | None = None) -> tuple[dict[str, Var
     file's own time units text (xarray's encoder rewrites ``days since 1950-1-1 00:00``) and ``coordinates``.
     The analysed variable ``name`` names its coordinates even when no file did (xarray writes them so)."""
     first = frame.isel({d: slice(0, 1) for d in frame.dims})
-    declared, sizes = {}, {}
+    declared: dict[str, Variable] = {}
+    sizes: dict[str, int | None] = {}
     for key, variable in first.variables.items():
         encoded = _stored(variable, str(key))
         stored = variable.encoding
@@ -533,8 +533,6 @@ def _prepare(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None, var:
     if array.chunks is not None and len(array.chunksizes[time_dim]) > 1:
         array = array.chunk({time_dim: -1})  # a cell needs its whole series: one chunk along time
     return _Given(array, time_dim, name, attrs, missing, frame, step, calendar)
-
-
 
 
 def _data_variable(data: xr.Dataset, var: str | None) -> str:

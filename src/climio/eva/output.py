@@ -43,7 +43,7 @@ NOT_CARRIED = ("Conventions", "title", "history", "tracking_id", "creation_date"
 
 class Source(Protocol):
     """What the output is made from, whoever read it: the command's joined files (:class:`FileSource`) or the
-    xarray API's Dataset (:class:`climio.eva.api`). One :class:`Layout` and one :func:`schema` for both make the
+    xarray API's Dataset (:mod:`climio.eva.api`). One :class:`Layout` and one :func:`schema` for both make the
     API's result, written with ``to_netcdf``, the command's file."""
 
     @property
