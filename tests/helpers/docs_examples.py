@@ -301,8 +301,15 @@ class PythonSession:
                                         start_new_session=True)
 
     def run(self, code: str, name: str, timeout: float = COMMAND_TIMEOUT) -> Outcome:
+        return self._ask({"code": code, "name": name}, timeout)
+
+    def climio(self, argv: list[str], env: dict[str, str], timeout: float = COMMAND_TIMEOUT) -> Outcome:
+        """One plain climio command line, run in this interpreter (no start-up of its own)."""
+        return self._ask({"climio": argv, "env": env}, timeout)
+
+    def _ask(self, request: dict, timeout: float) -> Outcome:
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(json.dumps({"code": code, "name": name}) + "\n")
+        self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
         ready, _, _ = select.select([self.process.stdout], [], [], timeout)
         if not ready:
@@ -312,7 +319,7 @@ class PythonSession:
         if not reply:
             return Outcome(f"the interpreter ended (status {self.process.wait()})", "")
         answer = json.loads(reply)
-        return Outcome(0 if answer["ok"] else 1, answer["output"])
+        return Outcome(answer.get("status", 0 if answer["ok"] else 1), answer["output"])
 
     def close(self) -> None:
         if self.process.poll() is None:
@@ -363,17 +370,32 @@ def run_page(page: Path, directory: Path) -> Report:
     pending: list[Command] = []  # batchable climio commands waiting for their launch
 
     def flush() -> None:
-        """Run the pending climio commands: consecutive ones with the same rank count share one launch."""
+        """Run the pending climio commands: plain ones in the page's interpreter (as climio_batch runs a table,
+        without a start-up each), benchmarks (which launch mpiexec themselves) and consecutive ones with the
+        same rank count in a launch of their own."""
+        nonlocal session
         while pending:
             from climio_batch import _layer  # noqa: PLC0415
 
             first = climio_call(pending[0].line, cwd)
             assert first is not None
+            if first[0] is None and first[1][:1] != ["bench"] and _layer(first[1]) == "ompio":
+                command = pending.pop(0)
+                if session is None:
+                    session = PythonSession(cwd, env)
+                began = time.monotonic()
+                outcome = session.climio(first[1], env)
+                report.timings.append((f"climio {' '.join(first[1])[:50]} (in the page's interpreter)",
+                                       time.monotonic() - began))
+                check(report, command.line, outcome, command.expected, command.block.where)
+                report.commands += 1
+                continue
             group = []
             for command in pending:
                 call = climio_call(command.line, cwd)
                 assert call is not None
-                if call[0] != first[0] or _layer(call[1]) != _layer(first[1]):
+                if call[0] != first[0] or _layer(call[1]) != _layer(first[1]) or \
+                        (first[0] is None and call[1][:1] != ["bench"]):
                     break
                 group.append((command, call[1]))
             del pending[:len(group)]
