@@ -357,7 +357,8 @@ EXAMPLES = """examples:
   mpiexec -n 4 climio eva --method gev --ci 0.95 IN.nc OUT.nc
                                                       GEV fits with 95% intervals on 4 ranks
 exit status: 0 the output is complete; 2 bad input (nothing written); 1 a run-time fault (nothing
-written); 128+N stopped by signal N (nothing written): see docs/usage.md."""
+written); 128+N stopped by signal N (nothing written; under mpiexec, the launcher's status, 1 for
+Open MPI): see docs/usage.md."""
 
 def build_parser() -> Parser:
     common = Parser(add_help=False)
