@@ -34,10 +34,7 @@ def prepare(fn):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Batch:
-    b = Batch(tmp_path_factory.mktemp("runs"))
-    for fn in PREPARE:
-        fn(b)
-    return b
+    return Batch.prepared(tmp_path_factory.mktemp("runs"), PREPARE)
 
 
 def values(path: Path | str) -> dict[str, np.ndarray]:

@@ -26,8 +26,11 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 ABORTED = -1000  # no process exit status: a test checking any real status fails on it
 HERE = Path(__file__).resolve()
@@ -45,6 +48,26 @@ class Result:
 
 # ------------------------------------------------------------------------------------------------ process side
 
+@contextmanager
+def descriptors_to(out: BinaryIO, err: BinaryIO) -> Iterator[None]:
+    """File descriptors 1 and 2 into ``out`` and ``err`` for the block, so that what libraries print is caught
+    too; restored afterwards, whatever happened."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    os.dup2(out.fileno(), 1)
+    os.dup2(err.fileno(), 2)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
 def _case(argv: list[str], rank: int, where: str, index: int) -> tuple[int | str, str, str]:
     """Run one command line with fds 1 and 2 in files of this rank's own; (status, stdout, stderr)."""
     import traceback
@@ -54,32 +77,18 @@ def _case(argv: list[str], rank: int, where: str, index: int) -> tuple[int | str
 
     trace.reset()
     paths = [os.path.join(where, f"case{index}.rank{rank}.{name}") for name in ("out", "err")]
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    files = [open(p, "wb") for p in paths]
-    os.dup2(files[0].fileno(), 1)
-    os.dup2(files[1].fileno(), 2)
     status: int | str
-    try:
-        cli.main(list(argv))
-        status = 0
-    except SystemExit as stop:
-        status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
-        if isinstance(stop.code, str):
-            sys.stderr.write(stop.code + "\n")
-    except BaseException:  # noqa: BLE001 - recorded: the test fails on it
-        status = "exception"
-        sys.stderr.write(traceback.format_exc())
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in saved:
-            os.close(fd)
-        for f in files:
-            f.close()
+    with open(paths[0], "wb") as out, open(paths[1], "wb") as err, descriptors_to(out, err):
+        try:
+            cli.main(list(argv))
+            status = 0
+        except SystemExit as stop:
+            status = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+            if isinstance(stop.code, str):
+                sys.stderr.write(stop.code + "\n")
+        except BaseException:  # noqa: BLE001 - recorded: the test fails on it
+            status = "exception"
+            sys.stderr.write(traceback.format_exc())
     texts = [Path(p).read_text(errors="replace") for p in paths]
     for p in paths:
         os.unlink(p)
@@ -231,6 +240,14 @@ class Batch:
     (``folder(name)``); ``result(name)`` runs every registered case at once on first use, one table per rank
     count and MPI-IO layer, the tables in the order they were first registered (so a case may read what a case
     of an earlier table wrote)."""
+
+    @classmethod
+    def prepared(cls, workdir: str | Path, preparers: Iterable[Callable[[Batch], None]]) -> Batch:
+        """A batch with every case the test module's ``prepare_*`` functions add (its module-scoped fixture)."""
+        batch = cls(workdir)
+        for prepare in preparers:
+            prepare(batch)
+        return batch
 
     def __init__(self, workdir: str | Path, timeout: float = 180, aborts: bool = False) -> None:
         self.workdir, self.timeout, self.aborts = Path(workdir), timeout, aborts

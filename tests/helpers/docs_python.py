@@ -17,6 +17,8 @@ import sys
 import tempfile
 import traceback
 
+from climio_batch import _case, descriptors_to
+
 
 def main() -> None:
     answers = os.fdopen(os.dup(1), "w")
@@ -26,32 +28,19 @@ def main() -> None:
     for index, line in enumerate(requests):
         request = json.loads(line)
         if "climio" in request:
-            from climio_batch import _case
-
             os.environ.update(request.get("env", {}))
             status, out, err = _case(request["climio"], 0, scratch, index)
             answers.write(json.dumps({"ok": status == 0, "status": status, "output": out + err}) + "\n")
             answers.flush()
             continue
         with tempfile.TemporaryFile() as capture:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            saved = [os.dup(1), os.dup(2)]
-            os.dup2(capture.fileno(), 1)
-            os.dup2(capture.fileno(), 2)
             ok = True
-            try:
-                exec(compile(request["code"], request["name"], "exec"), namespace)  # noqa: S102 - the docs' own code
-            except BaseException:  # noqa: BLE001 - reported to the test
-                ok = False
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os.dup2(saved[0], 1)
-                os.dup2(saved[1], 2)
-                for fd in saved:
-                    os.close(fd)
+            with descriptors_to(capture, capture):
+                try:
+                    exec(compile(request["code"], request["name"], "exec"), namespace)  # noqa: S102 - the docs' own code
+                except BaseException:  # noqa: BLE001 - reported to the test
+                    ok = False
+                    traceback.print_exc()
             capture.seek(0)
             output = capture.read().decode(errors="replace")
         answers.write(json.dumps({"ok": ok, "output": output}) + "\n")
