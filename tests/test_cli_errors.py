@@ -15,7 +15,7 @@ from conftest import climio, leftovers, one_error_line, run
 from climio.core.mpi import mpiexec_command
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
-from climio_batch import Batch  # noqa: E402
+from climio_batch import Batch, Preparers  # noqa: E402
 
 HELPER = str(Path(__file__).parent / "helpers" / "fail_on_rank.py")
 SMALL = ("--shape", "5,4,6")
@@ -24,17 +24,12 @@ SMALL = ("--shape", "5,4,6")
 # (helpers/climio_batch.py: one launch each, every case captured as a process of its own); each ``prepare_*``
 # function adds a test's runs, each in a directory of its own (``runs.folder(name)``). What only a real process
 # shows (signals, kills, aborts of a rank, the exit status of a usage error under mpiexec) keeps its own launch.
-PREPARE = []
-
-
-def prepare(fn):  # type: ignore[no-untyped-def]
-    PREPARE.append(fn)
-    return fn
+prepare = Preparers()
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Batch:
-    return Batch.prepared(tmp_path_factory.mktemp("runs"), PREPARE)
+    return Batch.prepared(tmp_path_factory.mktemp("runs"), prepare)
 
 
 @prepare

@@ -17,24 +17,19 @@ import pytest
 from conftest import DATA, climio_argv, leftovers, one_error_line
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
-from climio_batch import Batch  # noqa: E402
+from climio_batch import Batch, Preparers  # noqa: E402
 
 EC_EARTH = [str(DATA / "real" / f"tas_Amon_EC-EARTH_historical_r1i1p1_{years}.nc")
             for years in ("185001-185912", "186001-186912", "187001-187912")]
 SHUFFLED = [EC_EARTH[2], EC_EARTH[0], EC_EARTH[1]]
 MONTHLY_POT = ["-v", "tas", "--npy", "12", "--tail", "0.1", "--min-exceed", "3"]
 RANKS = (None, 2)
-PREPARE = []
-
-
-def prepare(fn):  # type: ignore[no-untyped-def]
-    PREPARE.append(fn)
-    return fn
+prepare = Preparers()
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Batch:
-    return Batch.prepared(tmp_path_factory.mktemp("runs"), PREPARE)
+    return Batch.prepared(tmp_path_factory.mktemp("runs"), prepare)
 
 
 def values(path: Path | str) -> dict[str, np.ndarray]:

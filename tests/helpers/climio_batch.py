@@ -235,6 +235,15 @@ def run_table(cases: list[list[str]], nranks: int | None, workdir: str | Path, t
             for k, r in enumerate(results)]
 
 
+class Preparers(list):
+    """A test module's ``prepare_*`` functions, registered by decorating them with the instance (``prepare =
+    Preparers()``, then ``@prepare``); :meth:`Batch.prepared` runs them all into one batch."""
+
+    def __call__(self, fn: Callable[[Batch], None]) -> Callable[[Batch], None]:
+        self.append(fn)
+        return fn
+
+
 class Batch:
     """Cases registered by name, each with its rank count (None: a plain process) and a directory of its own
     (``folder(name)``); ``result(name)`` runs every registered case at once on first use, one table per rank
