@@ -299,6 +299,19 @@ def cmd_bench_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
                 out=args.out, geodesic_input=args.input, cold=args.cold)
 
 
+def cmd_serve(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.serve import server
+
+    server.serve(comm)
+
+
+def servers_communicator() -> MPI.Comm:
+    """climio serve runs on the servers' own communicator: the model's ranks share COMM_WORLD with it."""
+    from climio.serve import connect
+
+    return connect.servers_communicator()
+
+
 def cmd_bench_startup(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import startup
 
@@ -504,6 +517,10 @@ def build_parser() -> Parser:
     sub.add_argument("--hint", action="append", metavar="KEY=VALUE", help="MPI-IO hint (repeatable)")
     sub.set_defaults(func=cmd_subset, paths=written_by_subset)
 
+    serve = commands.add_parser("serve", parents=[common], help="I/O server ranks: receive a model's output over MPI "
+                                "and write it while the model computes (docs/serve-protocol.md)")
+    serve.set_defaults(func=cmd_serve, communicator=servers_communicator, auto_mpi_io="romio")
+
     bench = commands.add_parser("bench", help="benchmarks")
     suites = bench.add_subparsers(dest="suite", required=True, metavar="SUITE", parser_class=Parser)
     io = suites.add_parser("io", parents=[common],
@@ -666,7 +683,7 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
     try:
         layer = getattr(args, "mpi_io", "auto")
         mpi.choose_mpi_io(getattr(args, "auto_mpi_io", "ompio") if layer == "auto" else layer)
-        comm = mpi.world()
+        comm = getattr(args, "communicator", mpi.world)()
         mpi.agree(comm, lambda: check_paths(args))
         targets.declare(t.path for t in declared_paths(args)[0])
         func(args, comm)

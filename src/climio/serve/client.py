@@ -1,0 +1,420 @@
+"""A Python model's side of the I/O servers: send output to ``climio serve`` instead of writing it.
+
+    servers = client.connect()                           # the model's ranks: every world rank but the servers'
+    comm = servers.comm
+    with client.ServedOutput("out.nc", d, [Field("T", levels=35)], servers, mode="cdf5", strategy="agg") as out:
+        for step in range(nsteps):
+            out.write(step, {"T": T_local}, time=step * 3600.0)   # returns once T_local may be reused
+    servers.finalize()
+
+:class:`ServedOutput` takes :class:`~climio.model.output.ModelOutput`'s arguments and methods, and the servers
+write the same file. Each call copies the data into a bounded buffer and sends it without waiting for the
+servers; when the buffer is full, the call waits for the oldest sends (back-pressure). A failure on the
+servers arrives as one line, the same on every model rank, raised at the rank's next call on that file and at
+the latest at its close or at :meth:`Servers.finalize`. Every wait for the servers ends after ``timeout``
+seconds with an error naming them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from climio.core import ncio
+from climio.core.decomp import Decomposition, Hyperslab
+from climio.errors import ClimioError, IOFault
+from climio.model.decomposition import BlockDecomposition, GridDecomposition, PointDecomposition
+from climio.model.output import Field, ModelOutput, as_grid, time_attributes
+from climio.serve import connect as connecting
+from climio.serve import protocol as wire
+from climio.serve.protocol import Kind
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+BUFFER_BYTES = 32 << 20  # per model rank: data sent but not yet taken by the servers
+TIMEOUT = 600.0  # seconds any wait for the servers may last (CLIMIO_SERVE_TIMEOUT overrides)
+EIO = -4  # the C API's code of a machine fault
+
+
+@dataclass(frozen=True)
+class ServedField(Field):
+    """A :class:`Field` the servers may reduce over time: ``reduce=("mean", 24)`` writes one record per 24 steps,
+    their mean in float64 cast to the field's type (also ``min``, ``max``, ``sum``, and ``instant``: every 24th
+    step), with CF ``cell_methods`` and time bounds. Every recorded field of a file is then reduced over as
+    many steps."""
+
+    reduce: tuple[str, int] | None = None
+
+
+@dataclass
+class InFlight:
+    """Sends not yet complete, and the copies they read from."""
+
+    requests: list[MPI.Request]
+    buffers: list[np.ndarray]
+    nbytes: int
+
+
+class Servers:
+    """A model's connection to its I/O servers (:func:`connect`); model rank ``r`` talks to server ``r % S``."""
+
+    def __init__(self, comm: MPI.Intracomm, inter: MPI.Intercomm, servers: range, buffer_bytes: int,
+                 timeout: float) -> None:
+        self.comm, self.inter, self.world_ranks = comm, inter, servers
+        self.server = comm.Get_rank() % inter.Get_remote_size()
+        self.limit, self.timeout = buffer_bytes, timeout
+        self.inflight: deque[InFlight] = deque()
+        self.replies: dict[int, tuple[int, str]] = {}
+        self.system_error = ""
+        self.decomps: dict[int, tuple[GridDecomposition, int]] = {}  # id(object): the object (kept alive), its id
+        self.count = 0
+        self.finalized = False
+        self._reply = np.zeros(wire.REPLY_LEN, np.int64)
+        self._reply_request: MPI.Request | None = inter.Irecv(wire.buffer(self._reply), source=self.server,
+                                                              tag=wire.TAG_REPLY)
+        atexit.register(self._at_exit)
+
+    @property
+    def name(self) -> str:
+        first, last = self.world_ranks.start, self.world_ranks.stop - 1
+        return f"I/O servers (world ranks {first}-{last})" if last > first else f"I/O server (world rank {first})"
+
+    # -- sending
+
+    def send(self, kind: Kind, ident: int, args: Sequence[int] = (), names: Sequence[str] = (),
+             data: Sequence[np.ndarray] = ()) -> None:
+        """Send one message without waiting for the server; its data are copied first, so the caller may reuse
+        them at once. Waits for the oldest sends while the buffer would overflow."""
+        if self.finalized:
+            raise ClimioError(f"{self.name}: the connection was finalized", collective=True)
+        header, text = wire.encode(kind, ident, args, names)
+        buffers = [header, *([np.frombuffer(text, np.uint8)] if text else []),
+                   *(np.array(d, order="C", copy=True).ravel() for d in data)]
+        nbytes = sum(b.nbytes for b in buffers)
+        self.progress()
+        while self.inflight and sum(f.nbytes for f in self.inflight) + nbytes > self.limit:
+            oldest = self.inflight[0]
+            self.wait(lambda: self._complete(oldest), "the data sent before (the client buffer is full)")
+            self.progress()
+        tags = [wire.TAG_HEADER, *[wire.TAG_PAYLOAD] * (len(buffers) - 1)]
+        requests = [self.inter.Isend(wire.buffer(b), dest=self.server, tag=t) for b, t in zip(buffers, tags)]
+        self.inflight.append(InFlight(requests, buffers, nbytes))
+
+    def _complete(self, sent: InFlight) -> bool:
+        from mpi4py import MPI
+
+        return bool(MPI.Request.Testall(sent.requests))
+
+    def progress(self) -> None:
+        """Let go of completed sends and take the replies that arrived."""
+        while self.inflight and self._complete(self.inflight[0]):
+            self.inflight.popleft()
+        while self._reply_request is not None and self._reply_request.Test():
+            ident, code, size = (int(v) for v in self._reply[1:])
+            text = np.zeros(size, np.uint8)
+            if size:
+                self.inter.Recv(wire.buffer(text), source=self.server, tag=wire.TAG_REPLY_TEXT)
+            message = text.tobytes().decode()
+            if ident == wire.SYSTEM and code:
+                self.system_error = message
+            self.replies[ident] = (code, message)
+            if ident == wire.SYSTEM:
+                self._reply_request = None  # the last reply: nothing more comes
+                return
+            self._reply_request = self.inter.Irecv(wire.buffer(self._reply), source=self.server, tag=wire.TAG_REPLY)
+
+    def wait(self, done: Callable[[], bool], what: str) -> None:
+        """Poll until ``done`` (a bounded wait: MPI's own waits cannot time out)."""
+        deadline = time.monotonic() + self.timeout
+        pause = 1e-4
+        while not done():
+            if time.monotonic() > deadline:
+                raise IOFault(f"{self.name} did not take {what} within {self.timeout:g} s: check that climio serve "
+                              f"runs (its errors are on its stderr), or give connect() a longer timeout")
+            time.sleep(pause)
+            pause = min(2 * pause, 0.01)
+            self.progress()
+
+    def reply(self, ident: int, what: str) -> tuple[int, str]:
+        """Wait for the servers' final word on file ``ident`` (or the connection: SYSTEM)."""
+        self.wait(lambda: ident in self.replies or bool(self.system_error), what)
+        return self.replies.pop(ident, None) or (-1, self.system_error)
+
+    def check(self) -> None:
+        self.progress()
+        if self.system_error:
+            raise ClimioError(self.system_error, collective=True)
+
+    # -- what ServedOutput sends once
+
+    def new_file(self) -> int:
+        self.count += 1
+        return self.count
+
+    def decomposition(self, grid: GridDecomposition) -> int:
+        """The id of ``grid`` on the servers; its compmap is sent the first time."""
+        known = self.decomps.get(id(grid))
+        if known is not None:
+            return known[1]
+        ident = self.new_file()
+        self.decomps[id(grid)] = (grid, ident)
+        compmap = compmap_of(grid)
+        self.send(Kind.DECOMP, ident, [len(grid.grid), compmap.size], (),
+                  [np.array(grid.grid, np.int64), compmap])
+        return ident
+
+    # -- the end
+
+    def finalize(self) -> None:
+        """Close what the servers still hold (publishing it) and end the connection (collective over the model).
+        Raises the servers' error, if they had one."""
+        if self.finalized:
+            return
+        self.check()
+        self.send(Kind.FINALIZE, 0)
+        code, message = self.reply(wire.SYSTEM, "the finalize")
+        self.wait(lambda: all(self._complete(f) for f in self.inflight), "the last data")
+        self.finalized = True
+        self.inflight.clear()
+        self.inter.Free()
+        failures = [text for ident, (c, text) in sorted(self.replies.items()) if c]
+        if code or failures:
+            raise ClimioError(message if code else failures[0], collective=True)
+
+    def _at_exit(self) -> None:
+        """A model that ends without finalizing still lets the servers (and MPI_Finalize) end."""
+        from mpi4py import MPI
+
+        if not self.finalized and not self.system_error and not MPI.Is_finalized():
+            try:
+                self.finalize()
+            except ClimioError as err:
+                sys.stderr.write(f"climio: error: {err}\n")
+
+
+def connect(comm: MPI.Intracomm | None = None, *, buffer_bytes: int = BUFFER_BYTES,
+            timeout: float | None = None) -> Servers:
+    """Connect the model's ranks (``comm``, collective over it only; default: every world rank but the servers,
+    :func:`~climio.serve.connect.model_communicator`) to the I/O servers of this launch."""
+    if timeout is None:
+        timeout = float(os.environ.get("CLIMIO_SERVE_TIMEOUT", TIMEOUT))
+    comm = connecting.model_communicator() if comm is None else comm
+    inter, servers = connecting.connect(comm)
+    return Servers(comm, inter, servers, buffer_bytes, timeout)
+
+
+def box_offsets(grid: tuple[int, ...], box: Hyperslab) -> np.ndarray:
+    """The C-order flat offsets of a box's points, in the box's C order."""
+    strides = np.cumprod((*grid[1:], 1)[::-1])[::-1]
+    flat = np.zeros(box.count, np.int64)
+    for axis, (start, count, stride) in enumerate(zip(box.start, box.count, strides)):
+        shape = [1] * len(grid)
+        shape[axis] = count
+        flat += ((start + np.arange(count, dtype=np.int64)) * stride).reshape(shape)
+    return flat.ravel()
+
+
+def compmap_of(grid: GridDecomposition) -> np.ndarray:
+    """This rank's PIO compmap (1-based, 0 for a local element that is no grid point), halo and ghosts left out."""
+    if isinstance(grid, BlockDecomposition):
+        return box_offsets(grid.grid, grid.box) + 1
+    if isinstance(grid, PointDecomposition):
+        return np.where(grid.offsets >= 0, grid.offsets + 1, 0)
+    raise ClimioError(f"served output takes block and point decompositions, not {type(grid).__name__}",
+                      collective=True)
+
+
+class ServedOutput:
+    """:class:`~climio.model.output.ModelOutput`'s file, written by the I/O servers: the same arguments (but
+    ``servers`` for the communicator, and no ``gather``, ``hints`` or striping, which the servers choose) and
+    the same methods, which return without waiting for the servers. A variable of ``variables`` must not span
+    the grid (make it a ``Field(records=False)``)."""
+
+    def __init__(self, path: str, decomp: GridDecomposition | Decomposition, fields: Sequence[Field],
+                 servers: Servers, *, mode: str = "cdf5", strategy: str = "direct", overwrite: bool = False,
+                 attrs: Mapping[str, object] | None = None, dims: Sequence[str] | None = None,
+                 time_name: str = "time", time_units: str | None = None, calendar: str | None = None,
+                 time_attrs: Mapping[str, object] | None = None, variables: Sequence[ncio.Variable] = (),
+                 extra_dims: Mapping[str, int] | None = None) -> None:
+        servers.check()
+        self.servers, self.path, self.time_name = servers, path, time_name
+        self.grid = as_grid(decomp, servers.comm)
+        self.fields = {f.name: f for f in fields}
+        self.variables = {v.name: v for v in variables}
+        self.error, self.error_code, self.reported, self.closed = "", 0, False, False
+        names = tuple(dims) if dims is not None else ModelOutput._grid_dims(self)  # type: ignore[arg-type]
+        if len(names) != len(self.grid.grid):
+            raise ClimioError(f"dims {names} do not name the {len(self.grid.grid)} dimensions of the grid "
+                              f"{self.grid.grid}", collective=True)
+        self.dims: dict[str, int] = {}
+        self.varids: dict[str, int] = {}
+        decomp_id = servers.decomposition(self.grid)
+        self.id = servers.new_file()
+        servers.send(Kind.CREATE, self.id, [decomp_id, wire.CLOBBER if overwrite else wire.NOCLOBBER],
+                     [path, mode, strategy])
+        self._dim(time_name, wire.UNLIMITED)
+        for f in sorted((f for f in fields if f.levels is not None), key=lambda f: f.levels):
+            self._dim(f.level_name, f.levels, f"field '{f.name}': level dimension")
+        for name, length in (*zip(names, self.grid.grid), *(extra_dims or {}).items()):
+            self._dim(name, length)
+        self._var(time_name, "f8", (time_name,), time_attributes(time_units, calendar, time_attrs))
+        for f in fields:
+            varid = self._var(f.name, f.dtype, ((time_name,) if f.records else ()) + ((f.level_name,) if f.levels
+                                                                                    else ()) + names, f.attrs)
+            if f.deflate or f.quantize or f.codecs:
+                quantize = [k for k, v in wire.QUANTIZE.items() if f.quantize and v == f.quantize[0]]
+                servers.send(Kind.DEF_COMPRESS, self.id, [varid, f.deflate, quantize[0] if quantize else 0,
+                                                          f.quantize[1] if f.quantize else 0],
+                             [f.codecs] if f.codecs else [])
+            spec = getattr(f, "reduce", None)
+            if spec is not None:
+                op, count = wire.parse_reduce(spec, f"field '{f.name}'")
+                servers.send(Kind.DEF_REDUCE, self.id, [varid, op, count])
+        for v in variables:
+            lengths = tuple(self.dims.get(d, -1) for d in v.dims)
+            if len(lengths) >= len(self.grid.grid) and lengths[len(lengths) - len(self.grid.grid):] == self.grid.grid:
+                raise ClimioError(f"variable '{v.name}' {v.dims} spans the grid: the servers take it for a decomposed "
+                                  f"field; make it a Field(records=False) and write it with write_field",
+                                  collective=True)
+            self._var(v.name, str(np.dtype(v.dtype)), v.dims, v.attrs)
+        for name, value in (attrs or {}).items():
+            self._att(wire.GLOBAL, name, value)
+        servers.send(Kind.ENDDEF, self.id)
+
+    def _dim(self, name: str, length: int, what: str = "dimension") -> None:
+        if name in self.dims:
+            if self.dims[name] != length:
+                raise ClimioError(f"{what} '{name}' of length {length} is already {self.dims[name]} long",
+                                  collective=True)
+            return
+        self.dims[name] = length
+        self.servers.send(Kind.DEF_DIM, self.id, [length], [name])
+
+    def _var(self, name: str, dtype: str, dims: Sequence[str], attrs: Mapping[str, object]) -> int:
+        unknown = [d for d in dims if d not in self.dims]
+        if unknown:
+            raise ClimioError(f"variable '{name}': dimension '{unknown[0]}' is neither the grid's, a level's nor in "
+                              f"extra_dims", collective=True)
+        varid = self.varids[name] = len(self.varids)
+        ids = np.array([list(self.dims).index(d) for d in dims], np.int64)
+        self.servers.send(Kind.DEF_VAR, self.id, [wire.xtype_of(dtype, f"variable '{name}'"), ids.size], [name],
+                          [ids])
+        for key, value in attrs.items():
+            self._att(varid, key, value)
+        return varid
+
+    def _att(self, varid: int, name: str, value: object) -> None:
+        if isinstance(value, str):
+            self.servers.send(Kind.PUT_ATT, self.id, [varid, wire.CHAR, len(value.encode())],
+                              [name, value])
+            return
+        values = np.asarray(value).ravel()
+        self.servers.send(Kind.PUT_ATT, self.id, [varid, wire.xtype_of(values.dtype, f"attribute '{name}'"),
+                                                   values.size], [name], [values])
+
+    # -- writing
+
+    def _check(self) -> None:
+        """Raise the servers' error on this file (again, once it was raised: the file is abandoned)."""
+        self.servers.check()
+        if not self.error and self.servers.replies.get(self.id, (0, ""))[0]:
+            self.error_code, self.error = self.servers.replies.pop(self.id)
+        if self.error:
+            raise self._failure()
+        if self.closed:
+            raise ClimioError(f"{self.path}: the served output was closed", collective=True)
+
+    def _failure(self) -> ClimioError:
+        self.reported = True
+        return (IOFault if self.error_code == EIO else ClimioError)(self.error, collective=True)
+
+    def write(self, step: int, fields: Mapping[str, np.ndarray], time: float) -> None:
+        """Send record ``step`` of every recorded field and its time (as :meth:`ModelOutput.write`)."""
+        recorded = [name for name, f in self.fields.items() if f.records]
+        missing, fixed = set(recorded) - set(fields), set(fields) - set(recorded)
+        if missing or fixed:
+            raise ClimioError(f"output step {step}: no data for field(s) {', '.join(sorted(missing))}" if missing else
+                              f"output step {step}: field(s) {', '.join(sorted(fixed))} have no records: write them "
+                              f"once with write_field(None, name, local)", collective=True)
+        self.write_time(step, time)
+        for name in recorded:
+            self.write_field(step, name, fields[name])
+
+    def write_time(self, step: int, time: float) -> None:
+        """Send record ``step``'s time (model rank 0's is written)."""
+        self._check()
+        self.servers.send(Kind.PUT_TIME, self.id, [step], (), [np.array([time], np.float64)])
+
+    def write_field(self, step: int | None, name: str, local: np.ndarray) -> None:
+        """Send record ``step`` of one field (None: a field without records) from this rank's local array (with
+        its halo or without), halo and ghosts stripped."""
+        self._check()
+        if name not in self.fields:
+            raise ClimioError(f"no field '{name}' in this output (it has {', '.join(self.fields)})", collective=True)
+        f = self.fields[name]
+        if (step is None) == f.records:
+            raise ClimioError(f"field '{name}' " + ("has records: give the step" if step is None else
+                                                   "has no records: write it with step None"), collective=True)
+        local = np.asarray(local)
+        owned = self._owned(local, f.levels)
+        self.servers.send(Kind.WRITE, self.id, [self.varids[name], wire.NOFRAME if step is None else step,
+                                                wire.xtype_of(owned.dtype, f"field '{name}'"), owned.size], (),
+                          [owned])
+
+    def _owned(self, local: np.ndarray, levels: int | None) -> np.ndarray:
+        """The owned points of a local array (as is when its shape is not the decomposition's: the servers then
+        name the mismatch on every rank)."""
+        if isinstance(self.grid, BlockDecomposition):
+            return self.grid.owned_view(local, levels)
+        if isinstance(self.grid, PointDecomposition) and local.shape == self.grid.local_shape(levels):
+            return local[..., :self.grid.offsets.size]
+        return local
+
+    def write_variable(self, name: str, data: np.ndarray | None, step: int | None = None) -> None:
+        """Send one of ``variables`` from model rank 0's ``data`` (others may pass None), whole or record ``step``."""
+        self._check()
+        if name not in self.variables:
+            raise ClimioError(f"no undistributed variable '{name}' in this output (it has "
+                              f"{', '.join(self.variables) or 'none'})", collective=True)
+        dims = self.variables[name].dims
+        if (bool(dims) and dims[0] == self.time_name) != (step is not None):
+            raise ClimioError(f"variable '{name}' " + ("has no records: leave the step out" if step is not None else
+                                                      "has records: give the step"), collective=True)
+        values = np.asarray(data) if self.servers.comm.Get_rank() == 0 else np.zeros(0)
+        self.servers.send(Kind.PUT_VAR, self.id, [self.varids[name], wire.NOFRAME if step is None else step,
+                                                  wire.xtype_of(values.dtype, f"variable '{name}'"), values.size],
+                          (), [values])
+
+    def close(self) -> None:
+        """Wait until the servers have published the file; raise their error if they failed (unless raised
+        already)."""
+        if self.closed:
+            return
+        self.closed = True
+        if not self.error:
+            self.servers.send(Kind.CLOSE, self.id, [0])
+            code, message = self.servers.reply(self.id, f"the close of {self.path}")
+            if code:
+                self.error_code, self.error = code, message
+        if self.error and not self.reported:
+            raise self._failure()
+
+    def __enter__(self) -> ServedOutput:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: object) -> None:
+        if err is None:
+            self.close()
+        elif not self.closed:  # the model failed: the servers discard the file (or dropped it already)
+            self.closed = True
+            if not self.error:
+                self.servers.send(Kind.CLOSE, self.id, [1])

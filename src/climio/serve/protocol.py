@@ -1,0 +1,173 @@
+"""The wire protocol between model ranks and I/O servers (docs/serve-protocol.md), shared by both sides.
+
+Every message is a fixed header of :data:`HEADER_LEN` int64 (tag :data:`TAG_HEADER`), then, in this order and
+with tag :data:`TAG_PAYLOAD`: the text (UTF-8 names, each NUL-terminated, ``header[7]`` bytes, none when 0)
+and the kind's typed buffers, whose types and lengths the header gives (:func:`payload_types`). Nothing is
+pickled: a C client sends the same bytes with ``MPI_Isend`` of ``MPI_INT64_T``, ``MPI_BYTE`` and the data's
+own type. Replies (server to client) are :data:`REPLY_LEN` int64 (tag :data:`TAG_REPLY`), then their text
+(tag :data:`TAG_REPLY_TEXT`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+MAGIC = 0x636C696D696F  # "climio": the first word of the hello, so that a stray message is recognised
+VERSION = 1
+HEADER_LEN = 8
+REPLY_LEN = 4
+TAG_HELLO, TAG_INTERCOMM, TAG_HEADER, TAG_PAYLOAD, TAG_REPLY, TAG_REPLY_TEXT = 7301, 7302, 7303, 7304, 7305, 7306
+SYSTEM = -1  # the id of a reply about the connection rather than one file
+GLOBAL = -1  # PUT_ATT's variable id for a global attribute
+NOFRAME = -1
+UNLIMITED = 0
+CLOBBER, NOCLOBBER = 0, 1
+CHAR = 2  # NC_CHAR: a text attribute
+
+# netCDF's type numbers (NC_BYTE ... NC_INT64), the data types on the wire
+TYPES = {1: np.dtype("i1"), 3: np.dtype("i2"), 4: np.dtype("i4"), 5: np.dtype("f4"), 6: np.dtype("f8"),
+         10: np.dtype("i8")}
+QUANTIZE = {1: "BitGroom", 2: "GranularBR", 3: "BitRound"}  # netCDF's NC_QUANTIZE_* numbers
+
+
+class Kind(IntEnum):
+    """``header[0]``: what a message asks. ``header[1]`` is the id of its file (its decomposition for DECOMP)."""
+
+    DECOMP = 1       # a: ndims, b: maplen; data: int64[ndims] grid, int64[maplen] compmap (1-based, 0 a hole)
+    CREATE = 2       # a: decomposition id, b: CLOBBER/NOCLOBBER; text: path, mode, strategy
+    DEF_DIM = 3      # a: length (UNLIMITED 0); text: name
+    DEF_VAR = 4      # a: xtype, b: ndims; text: name; data: int64[ndims] dimension ids
+    PUT_ATT = 5      # a: varid (GLOBAL -1), b: xtype (CHAR 2: text), c: length; text: name[, value]; data: xtype[c]
+    DEF_COMPRESS = 6  # a: varid, b: deflate level (0 none), c: quantize mode (0 none), d: nsd; text: codecs or none
+    DEF_REDUCE = 7   # a: varid, b: Op, c: steps per output record
+    ENDDEF = 8
+    WRITE = 9        # a: varid, b: frame (NOFRAME -1), c: memtype, d: count; data: memtype[count]
+    PUT_TIME = 10    # a: frame; data: float64[1]
+    PUT_VAR = 11     # a: varid, b: frame, c: memtype, d: count (0 but on model rank 0); data: memtype[count]
+    CLOSE = 12       # a: 0 publish, 1 discard
+    FINALIZE = 13
+
+
+class Reply(IntEnum):
+    OK = 0
+    ERROR = 1
+
+
+class Op(IntEnum):
+    """A field's online reduction over ``count`` steps, and its CF ``cell_methods``."""
+
+    INSTANT = 0
+    MEAN = 1
+    MIN = 2
+    MAX = 3
+    SUM = 4
+
+    @property
+    def cell_method(self) -> str:
+        return {Op.INSTANT: "point", Op.MEAN: "mean", Op.MIN: "minimum", Op.MAX: "maximum", Op.SUM: "sum"}[self]
+
+
+def parse_reduce(spec: tuple[str, int], what: str) -> tuple[Op, int]:
+    """``("mean", 24)`` -> (Op.MEAN, 24), or a one-line error naming the field."""
+    name, count = spec
+    try:
+        op = Op[str(name).upper()]
+    except KeyError:
+        op = None
+    if op is None or int(count) < 1:
+        raise ClimioError(f"{what}: reduce={spec!r}: give (OP, STEPS) with OP one of "
+                          f"{', '.join(o.name.lower() for o in Op)} and STEPS >= 1, e.g. ('mean', 24)",
+                          collective=True)
+    return op, int(count)
+
+
+@dataclass
+class Message:
+    """One message: its header, its names and its typed buffers."""
+
+    header: np.ndarray
+    names: list[str]
+    data: list[np.ndarray]
+
+    @property
+    def kind(self) -> Kind:
+        return Kind(int(self.header[0]))
+
+    @property
+    def id(self) -> int:
+        return int(self.header[1])
+
+    def arg(self, k: int) -> int:
+        """``a`` .. ``e``: header words 2 .. 6."""
+        return int(self.header[2 + k])
+
+
+def wire_type(xtype: int, what: str) -> np.dtype:
+    if xtype not in TYPES:
+        raise ClimioError(f"{what}: type {xtype} is none of 1 (byte), 3 (short), 4 (int), 5 (float), 6 (double), "
+                          f"10 (int64)")
+    return TYPES[xtype]
+
+
+def xtype_of(dtype: np.dtype | str, what: str) -> int:
+    """netCDF's number of a numpy type."""
+    found = [x for x, t in TYPES.items() if t == np.dtype(dtype)]
+    if not found:
+        raise ClimioError(f"{what}: type {np.dtype(dtype).name} has no netCDF number here: use int8, int16, "
+                          f"int32, int64, float32 or float64", collective=True)
+    return found[0]
+
+
+def payload_types(header: np.ndarray) -> list[tuple[np.dtype, int]]:
+    """The typed buffers after the text of a message with this header, in order (what both sides agree on)."""
+    kind, a, b, c, d = (int(header[k]) for k in (0, 2, 3, 4, 5))
+    i8 = np.dtype("i8")
+    if kind == Kind.DECOMP:
+        return [(i8, a), (i8, b)]
+    if kind == Kind.DEF_VAR:
+        return [(i8, b)]
+    if kind == Kind.PUT_ATT and b != CHAR:
+        return [(wire_type(b, "attribute"), c)]
+    if kind in (Kind.WRITE, Kind.PUT_VAR):
+        return [(wire_type(c, "data"), d)]
+    if kind == Kind.PUT_TIME:
+        return [(np.dtype("f8"), 1)]
+    return []
+
+
+def encode(kind: Kind, ident: int, args: Sequence[int] = (), names: Sequence[str] = ()
+           ) -> tuple[np.ndarray, bytes]:
+    """A header and its text."""
+    text = b"".join(n.encode() + b"\0" for n in names)
+    header = np.zeros(HEADER_LEN, np.int64)
+    header[0], header[1] = kind, ident
+    header[2:2 + len(args)] = args
+    header[7] = len(text)
+    return header, text
+
+
+def decode_names(text: bytes) -> list[str]:
+    return [n.decode() for n in text.split(b"\0")[:-1]] if text else []
+
+
+def mpi_type(dtype: np.dtype) -> MPI.Datatype:
+    """The explicit MPI type of a buffer on the wire (``MPI_INT64_T``, not the platform's ``MPI_LONG``)."""
+    from mpi4py import MPI
+
+    return {"i1": MPI.INT8_T, "i2": MPI.INT16_T, "i4": MPI.INT32_T, "i8": MPI.INT64_T, "f4": MPI.FLOAT,
+            "f8": MPI.DOUBLE, "u1": MPI.BYTE}[np.dtype(dtype).newbyteorder("=").str[1:]]
+
+
+def buffer(array: np.ndarray) -> list[object]:
+    """``[array, its MPI type]`` for mpi4py's buffer calls."""
+    return [array, mpi_type(array.dtype)]

@@ -1,0 +1,428 @@
+"""``climio serve``: I/O server ranks that receive model ranks' output and write it through :class:`ModelOutput`.
+
+Model rank ``r`` talks to server ``r % S`` only. Every model rank sends every message (the API is collective
+over the model, as PIO's), so a server takes one message from each of its clients in turn (a *round*); the
+servers check that their rounds agree, then act on them together over their own communicator. A server's
+local array of a field is its clients' pieces side by side, in client order, so its decomposition is the
+concatenation of their compmaps, and :class:`ModelOutput` writes the file with any strategy and mode.
+
+A failure the servers agree on (an unwritable path, a full disk, a definition the mode refuses) abandons the
+file (nothing is published, an older file stays) and is sent to each client as one line; later messages
+about that file are dropped. A failure on one server alone cannot be agreed on and aborts the job, as the
+command line does: nothing ever waits forever.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from climio.capi import calls
+from climio.core import mpi, ncio, trace
+from climio.errors import ClimioError
+from climio.model.decomposition import GridDecomposition, from_compmap
+from climio.model.output import ModelOutput, applicable_modes
+from climio.serve import connect
+from climio.serve import protocol as wire
+from climio.serve.protocol import Kind, Message, Op
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+T = TypeVar("T")
+
+
+@dataclass
+class Accumulator:
+    """One field's online reduction on this server: float64 running values over ``count`` steps."""
+
+    op: Op
+    count: int
+    values: np.ndarray | None = None
+    seen: int = 0
+
+    def add(self, frame: int, local: np.ndarray, name: str) -> np.ndarray | None:
+        """Take step ``frame``; at the period's last step, the reduced record (else None)."""
+        expected = (frame // self.count) * self.count + self.seen
+        if frame != expected:
+            raise calls.CallError(f"field '{name}' is reduced over {self.count} steps: its records come in order, "
+                                  f"got frame {frame} where {expected} was next")
+        x = local.astype(np.float64)  # a copy: the first step starts the sums exactly as numpy's reduce does
+        if self.seen == 0 or self.op == Op.INSTANT:
+            self.values = x
+        elif self.op in (Op.MEAN, Op.SUM):
+            self.values += x
+        else:
+            (np.minimum if self.op == Op.MIN else np.maximum)(self.values, x, out=self.values)
+        self.seen += 1
+        if self.seen < self.count:
+            return None
+        self.seen = 0
+        return self.values / self.count if self.op == Op.MEAN else self.values
+
+
+@dataclass
+class ServedFile:
+    """A file the servers define and write for the model."""
+
+    definition: calls.File
+    pieces: tuple[int, ...]  # grid points per client, in client order
+    codecs: dict[int, str] = field(default_factory=dict)
+    reduce: dict[int, tuple[Op, int]] = field(default_factory=dict)
+    output: ModelOutput | None = None
+    reductions: dict[str, Accumulator] = field(default_factory=dict)
+    every: int = 0  # steps per record of a reduced file (0: every step is a record)
+    period_start: float = 0.0
+
+
+class Server:
+    """One server rank: its clients, the servers' communicator and what the model defined."""
+
+    def __init__(self, comm: MPI.Intracomm, inter: MPI.Intercomm, model_size: int) -> None:
+        self.comm, self.inter = comm, inter
+        self.clients = range(comm.Get_rank(), model_size, comm.Get_size())
+        self.model_size = model_size
+        self.decomps: dict[int, tuple[GridDecomposition, tuple[int, ...]] | str] = {}
+        self.files: dict[int, ServedFile] = {}
+        self.failed: set[int] = set()
+
+    # -- the wire
+
+    def receive(self, client: int) -> Message:
+        """The next message of ``client`` about a file that has not failed (those are dropped)."""
+        while True:
+            header = np.zeros(wire.HEADER_LEN, np.int64)
+            self.inter.Recv(wire.buffer(header), source=client, tag=wire.TAG_HEADER)
+            text = np.zeros(int(header[7]), np.uint8)
+            if text.size:
+                self.inter.Recv(wire.buffer(text), source=client, tag=wire.TAG_PAYLOAD)
+            data = []
+            for dtype, count in wire.payload_types(header):
+                data.append(np.empty(count, dtype))
+                self.inter.Recv(wire.buffer(data[-1]), source=client, tag=wire.TAG_PAYLOAD)
+            message = Message(header, wire.decode_names(text.tobytes()), data)
+            if message.kind in (Kind.DECOMP, Kind.FINALIZE) or message.id not in self.failed:
+                return message
+
+    def reply(self, ident: int, code: int, text: str = "") -> None:
+        """OK (code 0) or an error, to each client of this server."""
+        header = np.array([wire.Reply.ERROR if code else wire.Reply.OK, ident, code, len(text.encode())], np.int64)
+        for client in self.clients:
+            self.inter.Send(wire.buffer(header), dest=client, tag=wire.TAG_REPLY)
+            if text:
+                self.inter.Send(wire.buffer(np.frombuffer(text.encode(), np.uint8)), dest=client,
+                                tag=wire.TAG_REPLY_TEXT)
+
+    def round(self) -> list[Message]:
+        """One message from each client; the clients and the servers must be at the same call."""
+        with trace.phase("serve:receive"):
+            messages = [self.receive(c) for c in self.clients]
+        keys = {tuple(int(v) for v in m.header[:3]) for m in messages}
+        key = np.array(min(keys), np.int64)
+        low, high = key.copy(), key.copy()
+        if self.comm.Get_size() > 1:
+            from mpi4py import MPI
+
+            self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(low), op=MPI.MIN)
+            self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(high), op=MPI.MAX)
+        if len(keys) > 1 or (low != high).any():
+            mpi.abort(self.comm, f"climio serve: the model's ranks made different calls (kind, id, argument "
+                      f"{sorted(keys)} on server {self.comm.Get_rank()}): every rank must make the same calls in the "
+                      f"same order", 2)
+        return messages
+
+    # -- the loop
+
+    def serve(self) -> None:
+        """Act on rounds until every client has finalized."""
+        while True:
+            messages = self.round()
+            kind, ident = messages[0].kind, messages[0].id
+            if kind == Kind.FINALIZE:
+                for number in list(self.files):
+                    self.act(number, lambda f, _: self.close(f, publish=True), messages)
+                self.reply(wire.SYSTEM, 0)
+                return
+            if kind == Kind.DECOMP:
+                self.decomposition(messages)
+                continue
+            handler: Callable[[ServedFile, list[Message]], None] = getattr(self, kind.name.lower())
+            self.act(ident, handler, messages)
+
+    def act(self, ident: int, handler: Callable[[ServedFile, list[Message]], None], messages: list[Message]) -> None:
+        """Run a handler on file ``ident``; an agreed error abandons the file and goes to every client."""
+        try:
+            if messages[0].kind == Kind.CREATE:
+                self.create(ident, messages)
+            elif ident not in self.files:
+                raise calls.CallError(f"no open file with id {ident}", calls.EBADID)
+            else:
+                handler(self.files[ident], messages)
+        except ClimioError as err:
+            if not err.collective:
+                raise  # one server alone: the command line aborts the job
+            self.failed.add(ident)
+            served = self.files.pop(ident, None)
+            if served is not None and served.output is not None:
+                served.output.__exit__(type(err), err, None)
+            self.reply(ident, calls.code_of(err), str(err))
+
+    def agreed(self, work: Callable[[], T]) -> T:
+        """``work`` (no communication) on every server; the first server's error, if any, on all of them."""
+        problem: tuple[int, str] | None = None
+        result = None
+        try:
+            result = work()
+        except ClimioError as err:
+            problem = (calls.code_of(err), str(err))
+        if self.comm.Get_size() > 1 and not mpi.all_true(self.comm, problem is None):
+            problem = next(p for p in self.comm.allgather(problem) if p is not None)
+        if problem is not None:
+            raise calls.CallError(problem[1], problem[0])
+        return result  # type: ignore[return-value]
+
+    # -- the messages
+
+    def decomposition(self, messages: list[Message]) -> None:
+        """Each client's compmap, side by side: this server's share of the grid (kept as an error to report at
+        the create that uses it)."""
+        def build() -> tuple[GridDecomposition, tuple[int, ...]]:
+            grids = {tuple(int(g) for g in m.data[0]) for m in messages}
+            if len(grids) != 1 or not all(g > 0 for g in next(iter(grids))):
+                raise ClimioError(f"decomposition {messages[0].id}: the model ranks gave the grids {sorted(grids)}: "
+                                  f"give one grid of positive lengths")
+            grid = next(iter(grids))
+            maps = [m.data[1] for m in messages]
+            bad = [(c, int(m[(m < 0) | (m > math.prod(grid))][0])) for c, m in zip(self.clients, maps)
+                   if ((m < 0) | (m > math.prod(grid))).any()]
+            if bad:
+                raise ClimioError(f"decomposition {messages[0].id}: compmap entry {bad[0][1]} of model rank "
+                                  f"{bad[0][0]} is outside 1..{math.prod(grid)} (0 for a hole)")
+            compmap = np.concatenate(maps) if maps else np.zeros(0, np.int64)
+            return (from_compmap(grid, compmap, self.comm.Get_size(), self.comm.Get_rank()),
+                    tuple(m.size for m in maps))
+        try:
+            self.decomps[messages[0].id] = self.agreed(build)
+        except ClimioError as err:
+            self.decomps[messages[0].id] = str(err)
+
+    def create(self, ident: int, messages: list[Message]) -> None:
+        m = messages[0]
+
+        def check() -> ServedFile:
+            path, mode, strategy = m.names
+            found = self.decomps.get(m.arg(0), f"no decomposition with id {m.arg(0)}")
+            if isinstance(found, str):
+                raise calls.CallError(f"{path}: {found}", calls.EBADID)
+            if mode not in ncio.MODES:
+                raise ClimioError(f"{path}: mode '{mode}': choose one of {', '.join(ncio.MODES)}")
+            if mode not in applicable_modes(strategy):
+                raise ClimioError(f"{path}: strategy '{strategy}' does not apply to mode '{mode}': it works with "
+                                  f"{', '.join(applicable_modes(strategy))}")
+            return ServedFile(calls.File(None, path, found[0], mode, strategy,  # type: ignore[arg-type]
+                                         m.arg(1) == wire.CLOBBER), found[1])
+        self.files[ident] = self.agreed(check)
+
+    def def_dim(self, f: ServedFile, messages: list[Message]) -> None:
+        d, m = f.definition, messages[0]
+        def check() -> None:
+            self.defining(f, "DEF_DIM")
+            calls._name(m.names[0], f"{d.path}: dimension")
+            if any(n == m.names[0] for n, _ in d.dims) or m.arg(0) < 0 or (
+                    m.arg(0) == wire.UNLIMITED and any(n == wire.UNLIMITED for _, n in d.dims)):
+                raise ClimioError(f"{d.path}: dimension '{m.names[0]}' of length {m.arg(0)}: defined twice, negative "
+                                  f"or a second unlimited one")
+        self.agreed(check)
+        d.dims.append((m.names[0], m.arg(0)))
+
+    def def_var(self, f: ServedFile, messages: list[Message]) -> None:
+        d, m = f.definition, messages[0]
+
+        def check() -> calls.Variable:
+            self.defining(f, "DEF_VAR")
+            name = calls._name(m.names[0], f"{d.path}: variable")
+            dimids = tuple(int(i) for i in m.data[0])
+            if any(not 0 <= i < len(d.dims) for i in dimids) or any(v.name == name for v in d.variables):
+                raise ClimioError(f"{d.path}: variable '{name}': dimension ids {dimids} (0..{len(d.dims) - 1}), "
+                                  f"or defined twice")
+            return calls.Variable(name, wire.wire_type(m.arg(0), f"{d.path}: variable '{name}'"), dimids)
+        d.variables.append(self.agreed(check))
+
+    def put_att(self, f: ServedFile, messages: list[Message]) -> None:
+        d, m = f.definition, messages[0]
+
+        def check() -> dict[str, object]:
+            self.defining(f, "PUT_ATT")
+            calls._name(m.names[0], f"{d.path}: attribute")
+            return d.attrs if m.arg(0) == wire.GLOBAL else d.variable(m.arg(0)).attrs
+        target = self.agreed(check)
+        target[m.names[0]] = m.names[1] if m.arg(1) == wire.CHAR else m.data[0]
+
+    def def_compress(self, f: ServedFile, messages: list[Message]) -> None:
+        d, m = f.definition, messages[0]
+        v = self.agreed(lambda: self.defining(f, "DEF_COMPRESS") and d.variable(m.arg(0)))
+        v.deflate, v.quantize = m.arg(1), (wire.QUANTIZE[m.arg(2)], m.arg(3)) if m.arg(2) else None
+        if m.names:
+            f.codecs[m.arg(0)] = m.names[0]
+
+    def def_reduce(self, f: ServedFile, messages: list[Message]) -> None:
+        d, m = f.definition, messages[0]
+        self.agreed(lambda: self.defining(f, "DEF_REDUCE") and d.variable(m.arg(0)))
+        f.reduce[m.arg(0)] = (Op(m.arg(1)), m.arg(2))
+
+    def defining(self, f: ServedFile, what: str) -> bool:
+        if f.output is not None:
+            raise calls.CallError(f"{f.definition.path}: {what} after enddef", calls.ESTATE)
+        return True
+
+    def enddef(self, f: ServedFile, messages: list[Message]) -> None:
+        """Sort the definitions as ``climio_enddef`` does and create the file (collective)."""
+        d = f.definition
+        layout, fields, times = self.agreed(lambda: self.layout(f))
+        extra = {name: length for name, length in d.dims if name != layout.record}
+        if f.every:
+            extra.setdefault("nv", 2)
+        old = str(d.attrs.get("history", ""))
+        attrs = {**d.attrs, "history": f"climio serve: sent by {self.model_size} model rank(s)\n{old}".strip()}
+        f.output = ModelOutput(d.path, d.decomp, fields, self.comm, mode=d.mode, strategy=d.strategy,
+                               overwrite=d.overwrite, attrs=attrs, dims=layout.grid_names, time_name=layout.record,
+                               time_attrs=times, variables=layout.variables, extra_dims=extra)
+
+    def layout(self, f: ServedFile) -> tuple[calls.Layout, list, dict[str, object] | None]:
+        """The fields with their codecs and reductions, and the time coordinate's attributes: a reduced file's
+        time gets CF bounds (``<time>_bnds``) and each reduced field its ``cell_methods``."""
+        d = f.definition
+        self.defining(f, "ENDDEF")
+        layout = calls._layout(d)
+        names = {d.variables[varid].name: spec for varid, spec in f.reduce.items()}
+        codecs = {d.variables[varid].name: chain for varid, chain in f.codecs.items()}
+        counts = {count for _, count in names.values()}
+        recorded = [fl.name for fl in layout.fields if fl.records]
+        if names and (len(counts) > 1 or set(recorded) - set(names)):
+            raise ClimioError(f"{d.path}: a file with reduced fields needs a reduction over the same number of steps "
+                              f"for every field with records (instant for samples), got "
+                              f"{ {n: names.get(n) for n in recorded} }")
+        fields = []
+        for fl in layout.fields:
+            if fl.name in codecs:
+                fl = dataclasses.replace(fl, codecs=codecs[fl.name], deflate=0, quantize=None)
+            if fl.name in names:
+                op, count = names[fl.name]
+                method = f"time: {op.cell_method}"
+                old = str(fl.attrs.get("cell_methods", ""))
+                fl = dataclasses.replace(fl, attrs={**fl.attrs, "cell_methods": f"{old} {method}".strip()})
+                f.reductions[fl.name] = Accumulator(op, count)
+            fields.append(fl)
+        times = layout.time_attrs
+        if names:
+            f.every = counts.pop()
+            bounds = f"{layout.record}_bnds"
+            times = {**(times or {}), "bounds": bounds}
+            layout.variables.append(ncio.Variable(bounds, "f8", (layout.record, "nv")))
+        return layout, fields, times
+
+    def writing(self, f: ServedFile, what: str) -> ModelOutput:
+        if f.output is None:
+            raise calls.CallError(f"{f.definition.path}: {what} before enddef", calls.ESTATE)
+        return f.output
+
+    def write(self, f: ServedFile, messages: list[Message]) -> None:
+        """One record of a field: the clients' pieces side by side, written or reduced."""
+        d, m = f.definition, messages[0]
+
+        def check() -> tuple[str, np.ndarray]:
+            out = self.writing(f, "WRITE")
+            name = d.variable(m.arg(0)).name
+            if name not in out.fields:
+                raise ClimioError(f"{d.path}: '{name}' is not decomposed: write it with put_var")
+            levels = out.fields[name].levels
+            rows = 1 if levels is None else levels
+            pieces = []
+            for client, piece, points in zip(self.clients, messages, f.pieces):
+                values = piece.data[0]
+                if values.size != rows * points:
+                    raise ClimioError(f"{d.path}: field '{name}': local array of {values.size} elements on model "
+                                      f"rank {client}, expected {rows * points} ({rows} level(s) x {points} points, "
+                                      f"without halo)")
+                pieces.append(values.reshape(rows, points))
+            dtype = np.result_type(*(p.dtype for p in pieces)) if pieces else np.dtype(out.fields[name].dtype)
+            local = np.concatenate(pieces, axis=1) if pieces else np.zeros((rows, 0), dtype)
+            return name, local if levels is not None else local[0]
+        name, local = self.agreed(check)
+        frame = m.arg(1)
+        step = None if frame == wire.NOFRAME else frame
+        if name not in f.reductions or step is None:
+            f.output.write_field(step, name, local)  # type: ignore[union-attr]
+            return
+        with trace.phase("serve:reduce"):
+            reduced = self.agreed(lambda: f.reductions[name].add(frame, local, name))
+        if reduced is not None:
+            f.output.write_field(frame // f.every, name,  # type: ignore[union-attr]
+                                 reduced.astype(f.output.fields[name].dtype))  # type: ignore[union-attr]
+
+    def put_time(self, f: ServedFile, messages: list[Message]) -> None:
+        """A record's time (model rank 0's); a reduced file's records get the middle of their steps' times and
+        the first and last as bounds."""
+        m = messages[0]
+        out = self.agreed(lambda: self.writing(f, "PUT_TIME"))
+        frame, value = m.arg(0), float(m.data[0][0])
+        if not f.every:
+            out.write_time(frame, value)
+            return
+        if frame % f.every == 0:
+            f.period_start = value
+        if frame % f.every == f.every - 1:
+            record = frame // f.every
+            out.write_time(record, (f.period_start + value) / 2)
+            bounds = np.array([f.period_start, value]) if self.comm.Get_rank() == 0 else None
+            out.write_variable(f"{out.time_name}_bnds", bounds, step=record)
+
+    def put_var(self, f: ServedFile, messages: list[Message]) -> None:
+        """An undistributed variable from model rank 0 (server 0's first client)."""
+        d, m = f.definition, messages[0]
+
+        def check() -> tuple[str, np.ndarray | None, int | None]:
+            out = self.writing(f, "PUT_VAR")
+            v = d.variable(m.arg(0))
+            if v.name not in out.variables:
+                raise ClimioError(f"{d.path}: '{v.name}' is not an undistributed variable: write it with "
+                                  + ("put_time" if v.name == out.time_name else "write"))
+            dims = out.variables[v.name].dims
+            step = None if m.arg(1) == wire.NOFRAME else m.arg(1)
+            shape = tuple(dict(d.dims)[n] for n in dims[step is not None:])
+            values = m.data[0]
+            values = values.reshape(shape) if values.size == math.prod(shape) else values
+            return v.name, values.astype(v.dtype, copy=False) if self.comm.Get_rank() == 0 else None, step
+        name, values, step = self.agreed(check)
+        f.output.write_variable(name, values, step)  # type: ignore[union-attr]
+
+    def close(self, f: ServedFile, messages: list[Message] | None = None, *, publish: bool | None = None) -> None:
+        """Publish the file (or discard it, as the model asked), then tell every client."""
+        ident = next(k for k, v in self.files.items() if v is f)
+        publish = (messages[0].arg(0) == 0) if publish is None else publish
+        out = self.agreed(lambda: self.writing(f, "CLOSE"))
+        if publish:
+            out.close()
+        else:
+            err = calls.CallError(f"{f.definition.path}: discarded by the model")
+            out.__exit__(calls.CallError, err, None)
+        self.files.pop(ident)
+        self.reply(ident, 0)
+
+
+def serve(comm: MPI.Intracomm) -> None:
+    """Be an I/O server until the model finalizes (collective over the servers' communicator)."""
+    inter, model_size = connect.accept(comm)
+    server = Server(comm, inter, model_size)
+    if comm.Get_size() > model_size:
+        message = (f"climio serve: {comm.Get_size()} servers for {model_size} model rank(s): start at most as many "
+                   f"servers as model ranks")
+        server.reply(wire.SYSTEM, calls.EINVAL, message)
+        raise ClimioError(message, collective=True)
+    server.serve()
+    inter.Free()

@@ -1,0 +1,149 @@
+"""A model that sends its output to I/O servers and, for comparison, writes the same output itself.
+
+    mpiexec -n M python client.py OUTDIR : -n S python -m climio serve
+    CLIMIO_SERVERS=S mpiexec -n M+S python client.py OUTDIR        (the last S ranks run climio serve)
+
+For each case of :data:`CASES` it writes OUTDIR/served-CASE.nc through the servers and OUTDIR/direct-CASE.nc
+with ModelOutput on the model's communicator; OUTDIR/reduce.nc holds online reductions of the steps of
+:func:`reduce_step`; for each fault case each rank writes OUTDIR/CASE.rankR.txt: the call that raised and the
+error (tests/test_serve.py checks them all).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+if "CLIMIO_SERVERS" in os.environ and int(os.environ["OMPI_COMM_WORLD_RANK"]) >= \
+        int(os.environ["OMPI_COMM_WORLD_SIZE"]) - int(os.environ["CLIMIO_SERVERS"]):
+    from climio.cli import main
+
+    main(["serve"])  # as srun --multi-prog starts the servers: the same launch, the last ranks
+
+from climio.core import ncio  # noqa: E402
+from climio.core.decomp import process_grid  # noqa: E402
+from climio.errors import ClimioError  # noqa: E402
+from climio.model import decomposition as dec  # noqa: E402
+from climio.model.output import ModelOutput  # noqa: E402
+from climio.serve import client  # noqa: E402
+from climio.serve.client import ServedField, ServedOutput  # noqa: E402
+
+NY, NX, NLEV, STEPS = 12, 18, 3, 3
+REDUCE_STEPS, REDUCE_EVERY = 48, 24
+# case: (mode, strategy, decomposition kind, deflate)
+CASES = {"serial": ("serial", "root", "blocks", 0), "cdf5": ("cdf5", "agg:1", "blocks", 0),
+         "hdf5": ("hdf5", "direct", "blocks", 0), "deflate": ("hdf5", "agg:1", "blocks", 4),
+         "points": ("cdf5", "direct", "points", 0)}
+
+
+def decomposition(kind: str, comm: object) -> dec.GridDecomposition:
+    """Blocks with a halo of 2, or every 7th cell of a 1-D grid left as a hole and the rest dealt round, with
+    one ghost cell per rank."""
+    size, rank = comm.Get_size(), comm.Get_rank()  # type: ignore[attr-defined]
+    if kind == "blocks":
+        px, py = process_grid(size, NY, NX)
+        return dec.blocks((NY, NX), px, py, rank, halo=2)
+    cells = np.arange(NY * NX)
+    kept = cells[cells % 7 != 3]
+    mine = kept[rank::size]
+    return dec.from_offsets((NY * NX,), mine, size, rank, ghosts=[(int(mine[-1]) + 1) % (NY * NX)])
+
+
+def local(d: dec.GridDecomposition, values: np.ndarray, fill: float = -999.0) -> np.ndarray:
+    """This rank's local array (halo or ghosts as ``fill``, which must never reach the file) of a global field
+    of shape ``(levels, *grid)``."""
+    out = np.full((values.shape[0], *d.local_shape()), fill, values.dtype)
+    flat = values.reshape(values.shape[0], -1)
+    if isinstance(d, dec.BlockDecomposition):
+        out[(slice(None), *d.interior())] = values[(slice(None), *d.box.slices)]
+    else:
+        out[:, :d.offsets.size] = flat[:, d.offsets]
+    return out
+
+
+def field_values(step: int, grid: tuple[int, ...], levels: int = 1) -> np.ndarray:
+    """Values that say where they are: step, level and flat grid offset."""
+    size = int(np.prod(grid))
+    return (step * 1e4 + np.arange(levels)[:, None] * 1e3 + np.arange(size)[None, :]).reshape(levels, *grid)
+
+
+def write_case(make: Callable[..., object], path: str, kind: str, mode: str, strategy: str, deflate: int,
+               comm: object) -> None:
+    """The same calls through ModelOutput (``comm``: the model's communicator) or ServedOutput (``make``; ``comm``:
+    the servers' handle)."""
+    d = decomposition(kind, getattr(comm, "comm", comm))
+    grid = d.grid
+    dims = ("y", "x") if len(grid) == 2 else ("cell",)
+    fields = [ServedField("T", levels=NLEV, attrs={"units": "K", "valid_range": np.array([0.0, 1e6], "f4")},
+                          level_dim="lev", deflate=deflate),
+              ServedField("ps", dtype="f8", attrs={"units": "Pa", "scale": 2.5}),
+              ServedField("count", dtype="i4"),
+              ServedField("area", dtype="f8", records=False)]
+    variables = [ncio.Variable("lev", "i4", ("lev",), {"positive": "down"}),
+                 ncio.Variable("time_bnds", "f8", ("time", "nv"))]
+    with make(path, d, fields, comm, mode=mode, strategy=strategy, overwrite=True, dims=dims,
+              attrs={"title": "served or not", "answer": np.int32(42)}, variables=variables, extra_dims={"nv": 2},
+              time_units="hours since 2016-07-01 00:00:00", calendar="noleap",
+              time_attrs={"bounds": "time_bnds"}) as out:
+        out.write_variable("lev", np.arange(NLEV, dtype="i4") * 100)
+        out.write_field(None, "area", local(d, field_values(0, grid) + 0.5)[0])
+        for step in range(STEPS):
+            out.write(step, {"T": local(d, field_values(step, grid, NLEV).astype("f4")),
+                             "ps": local(d, field_values(step, grid))[0],
+                             "count": local(d, field_values(step, grid).astype("i4"), fill=-9)[0]},
+                      time=6.0 * step)
+            out.write_variable("time_bnds", [6.0 * step - 3, 6.0 * step + 3], step=step)
+
+
+def reduce_step(step: int) -> np.ndarray:
+    """The global (NY, NX) float64 values of one step of the reductions' field."""
+    return np.random.default_rng(step).normal(280.0, 20.0, (NY, NX))
+
+
+def write_reductions(path: str, servers: client.Servers) -> None:
+    d = decomposition("blocks", servers.comm)
+    ops = ("mean", "min", "max", "sum", "instant")
+    fields = [ServedField(op, dtype="f8" if op == "sum" else "f4", reduce=(op, REDUCE_EVERY),
+                          attrs={"cell_methods": "area: mean"} if op == "mean" else {}) for op in ops]
+    with ServedOutput(path, d, fields, servers, mode="cdf5", strategy="direct", overwrite=True, dims=("y", "x"),
+                      time_units="hours since 2016-07-01 00:00:00") as out:
+        for step in range(REDUCE_STEPS):
+            values = local(d, reduce_step(step)[None])[0]
+            out.write(step, {op: values for op in ops}, time=float(step))
+
+
+def fault(name: str, path: str, mode: str, deflate: int, servers: client.Servers, outdir: Path) -> None:
+    """Write two steps to a file the servers must refuse; record where this rank's error came."""
+    d = decomposition("blocks", servers.comm)
+    call = "create"
+    try:
+        with ServedOutput(path, d, [ServedField("T", deflate=deflate)], servers, mode=mode, strategy="direct",
+                          overwrite=True) as out:
+            for step in range(2):
+                call = f"write {step}"
+                out.write(step, {"T": local(d, field_values(step, d.grid))[0]}, time=float(step))
+            call = "close"
+        result = "no error"
+    except ClimioError as err:
+        result = f"{type(err).__name__}: {err}"
+    (outdir / f"{name}.rank{servers.comm.Get_rank()}.txt").write_text(f"{call}\t{result}\n")
+
+
+def main(outdir: Path) -> None:
+    servers = client.connect(buffer_bytes=4096)  # a small buffer: the sends wait on each other, as when full
+    comm = servers.comm
+    for name, (mode, strategy, kind, deflate) in CASES.items():
+        write_case(ServedOutput, str(outdir / f"served-{name}.nc"), kind, mode, strategy, deflate, servers)
+        write_case(ModelOutput, str(outdir / f"direct-{name}.nc"), kind, mode, strategy, deflate, comm)
+    write_reductions(str(outdir / "reduce.nc"), servers)
+    fault("nodir", str(outdir / "missing" / "x.nc"), "cdf5", 0, servers, outdir)
+    fault("refused", str(outdir / "old.nc"), "cdf5", 4, servers, outdir)  # deflate in a classic file
+    servers.finalize()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

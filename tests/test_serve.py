@@ -1,0 +1,110 @@
+"""climio serve: a model's output sent to I/O server ranks is the file ModelOutput writes itself.
+
+Two launches, each running every case of tests/mpi_serve/client.py: 2 model ranks and 1 server as MPMD app
+contexts (``mpiexec -n 2 python client.py : -n 1 climio serve``), and 4 model ranks with 2 servers in one app
+context whose last ranks serve (``CLIMIO_SERVERS=2``, as ``srun --multi-prog`` starts them). Each launch has a
+timeout: a hang fails.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+
+from climio.core.mpi import mpiexec_command
+from conftest import climio_argv, leftovers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+
+import ncdiff  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parent / "mpi_serve" / "client.py"
+_spec = importlib.util.spec_from_file_location("serve_client", SCRIPT)
+model = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
+_spec.loader.exec_module(model)  # type: ignore[union-attr]
+
+OLD = b"an older file at the path: it must survive a failed write\n"
+
+
+def launch(outdir: Path, nmodel: int, nservers: int, layout: str) -> subprocess.CompletedProcess[str]:
+    program = [sys.executable, str(SCRIPT), str(outdir)]
+    if layout == "mpmd":
+        argv, env = mpiexec_command(nmodel, program)
+        argv += [":", "-n", str(nservers), *climio_argv("serve")]
+    else:
+        argv, env = mpiexec_command(nmodel + nservers, program)
+        env["CLIMIO_SERVERS"] = str(nservers)
+    env["CLIMIO_SERVE_TIMEOUT"] = "60"
+    try:
+        return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=150)
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"timed out (hang?): {' '.join(argv)}\n{err.stderr}")
+
+
+@pytest.fixture(scope="module", params=[(2, 1, "mpmd"), (4, 2, "env")], ids=["2+1-mpmd", "4+2-CLIMIO_SERVERS"])
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+    nmodel, nservers, layout = request.param
+    outdir = tmp_path_factory.mktemp(f"serve{nmodel}")
+    (outdir / "old.nc").write_bytes(OLD)
+    result = launch(outdir, nmodel, nservers, layout)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return outdir, nmodel
+
+
+@pytest.mark.parametrize("case", list(model.CASES))
+def test_served_file_is_the_direct_one(served: tuple[Path, int], case: str) -> None:
+    outdir, nmodel = served
+    differences = ncdiff.diff(outdir / f"served-{case}.nc", outdir / f"direct-{case}.nc")
+    assert not differences, ncdiff.report(case, differences)
+    with netCDF4.Dataset(outdir / f"served-{case}.nc") as ds:
+        assert ds.data_model == netCDF4.Dataset(outdir / f"direct-{case}.nc").data_model
+        assert ds.history.splitlines()[1] == f"climio serve: sent by {nmodel} model rank(s)", ds.history
+        if case == "deflate":
+            assert ds["T"].filters()["zlib"] and ds["T"].filters()["complevel"] == 4
+
+
+def test_online_reductions_are_numpys(served: tuple[Path, int]) -> None:
+    """A mean over 24 steps is numpy's float64 mean cast to the variable's type, bit for bit; so are min, max,
+    sum and the instant (last) step; time is the middle of the steps' times, with bounds."""
+    outdir, _ = served
+    steps = np.stack([model.reduce_step(s) for s in range(model.REDUCE_STEPS)])
+    periods = steps.reshape(-1, model.REDUCE_EVERY, model.NY, model.NX)
+    expected = {"mean": periods.mean(axis=1), "min": periods.min(axis=1), "max": periods.max(axis=1),
+                "sum": periods.sum(axis=1), "instant": periods[:, -1]}
+    methods = {"mean": "area: mean time: mean", "min": "time: minimum", "max": "time: maximum",
+               "sum": "time: sum", "instant": "time: point"}
+    with netCDF4.Dataset(outdir / "reduce.nc") as ds:
+        ds.set_auto_mask(False)
+        for op, want in expected.items():
+            got = ds[op][:]
+            assert got.dtype == np.dtype("f8" if op == "sum" else "f4")
+            assert np.array_equal(got, want.astype(got.dtype)), op
+            assert ds[op].cell_methods == methods[op]
+        assert ds["time"].bounds == "time_bnds"
+        first = np.arange(0, model.REDUCE_STEPS, model.REDUCE_EVERY, dtype="f8")
+        last = first + model.REDUCE_EVERY - 1
+        assert np.array_equal(ds["time"][:], (first + last) / 2)
+        assert np.array_equal(ds["time_bnds"][:], np.stack([first, last], axis=1))
+
+
+@pytest.mark.parametrize("case", ["nodir", "refused"])
+def test_server_fault_reaches_every_rank_once(served: tuple[Path, int], case: str) -> None:
+    """An unwritable path, or a compressed field in a classic file: one error, the same on every model rank,
+    raised by the close at the latest; nothing published, the older file intact, no temporary left."""
+    outdir, nmodel = served
+    lines = [(outdir / f"{case}.rank{r}.txt").read_text().strip().split("\t") for r in range(nmodel)]
+    errors = {error for _, error in lines}
+    assert len(errors) == 1, lines
+    error = errors.pop()
+    assert error.startswith(("ClimioError: ", "IOFault: ")) and "\n" not in error, error
+    assert ("missing" if case == "nodir" else "compression") in error, error
+    assert all(call in ("create", "write 0", "write 1", "close") for call, _ in lines)
+    assert not (outdir / "missing").exists()
+    assert (outdir / "old.nc").read_bytes() == OLD
+    assert not leftovers(str(outdir))
