@@ -69,6 +69,22 @@ def test_served_file_is_the_direct_one(served: tuple[Path, int], case: str) -> N
             assert ds["T"].filters()["zlib"] and ds["T"].filters()["complevel"] == 4
 
 
+@pytest.mark.parametrize("case", model.BOTH)
+def test_files_written_at_once_are_the_direct_ones(served: tuple[Path, int], case: str) -> None:
+    """Two files of two decompositions open at once, their calls interleaved."""
+    outdir, _ = served
+    differences = ncdiff.diff(outdir / f"served-both-{case}.nc", outdir / f"direct-{case}.nc")
+    assert not differences, ncdiff.report(case, differences)
+
+
+def test_client_buffer_stays_bounded(served: tuple[Path, int]) -> None:
+    """The data in flight never passed the buffer, or one message bigger than it."""
+    outdir, nmodel = served
+    for rank in range(nmodel):
+        peak, bound = (int(v) for v in (outdir / f"peak.rank{rank}.txt").read_text().split())
+        assert 0 < peak <= bound, (rank, peak, bound)
+
+
 def test_online_reductions_are_numpys(served: tuple[Path, int]) -> None:
     """A mean over 24 steps is numpy's float64 mean cast to the variable's type, bit for bit; so are min, max,
     sum and the instant (last) step; time is the middle of the steps' times, with bounds."""
@@ -108,3 +124,31 @@ def test_server_fault_reaches_every_rank_once(served: tuple[Path, int], case: st
     assert not (outdir / "missing").exists()
     assert (outdir / "old.nc").read_bytes() == OLD
     assert not leftovers(str(outdir))
+
+
+def test_server_ranks_come_from_the_launch_alone() -> None:
+    """The last app context (Open MPI's sizes per app context), or the last CLIMIO_SERVERS ranks; else a line
+    that says how to start servers."""
+    from climio.errors import ClimioError
+    from climio.serve.connect import server_ranks
+
+    assert server_ranks(5, 1, {"OMPI_APP_CTX_NUM_PROCS": "4 1"}) == range(4, 5)
+    assert server_ranks(7, 2, {"OMPI_APP_CTX_NUM_PROCS": "2 3 2"}) == range(5, 7)
+    assert server_ranks(6, 0, {"CLIMIO_SERVERS": "2", "OMPI_APP_CTX_NUM_PROCS": "6"}) == range(4, 6)
+    for environ in ({"OMPI_APP_CTX_NUM_PROCS": "4"}, {"CLIMIO_SERVERS": "4"}, {"CLIMIO_SERVERS": "x"}, {}):
+        with pytest.raises(ClimioError, match="CLIMIO_SERVERS"):
+            server_ranks(4, 0, environ)
+
+
+def test_a_message_is_a_header_its_names_and_typed_buffers() -> None:
+    """What a C client sends: 8 int64, the NUL-ended names, then buffers whose types and lengths the header gives."""
+    from climio.serve import protocol as wire
+
+    header, text = wire.encode(wire.Kind.WRITE, 3, [1, 0, 5, 12])
+    assert header.dtype == np.int64 and header.tolist() == [9, 3, 1, 0, 5, 12, 0, 0] and text == b""
+    assert wire.payload_types(header) == [(np.dtype("f4"), 12)]
+    header, text = wire.encode(wire.Kind.CREATE, 4, [1, wire.NOCLOBBER], ["out.nc", "cdf5", "agg:2"])
+    assert header[7] == len(text) and wire.decode_names(text) == ["out.nc", "cdf5", "agg:2"]
+    assert wire.payload_types(header) == []
+    header, _ = wire.encode(wire.Kind.DECOMP, 1, [2, 50])
+    assert wire.payload_types(header) == [(np.dtype("i8"), 2), (np.dtype("i8"), 50)]

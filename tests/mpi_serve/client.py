@@ -37,16 +37,19 @@ REDUCE_STEPS, REDUCE_EVERY = 48, 24
 # case: (mode, strategy, decomposition kind, deflate)
 CASES = {"serial": ("serial", "root", "blocks", 0), "cdf5": ("cdf5", "agg:1", "blocks", 0),
          "hdf5": ("hdf5", "direct", "blocks", 0), "deflate": ("hdf5", "agg:1", "blocks", 4),
-         "points": ("cdf5", "direct", "points", 0)}
+         "points": ("cdf5", "direct", "points", 0), "big": ("cdf5", "agg:1", "big", 0)}
+BOTH = ("cdf5", "points")  # written at once, interleaved
+BUFFER = 4096  # the client buffer: smaller than a record of "big", so every such send waits for the one before
 
 
 def decomposition(kind: str, comm: object) -> dec.GridDecomposition:
-    """Blocks with a halo of 2, or every 7th cell of a 1-D grid left as a hole and the rest dealt round, with
-    one ghost cell per rank."""
+    """Blocks with a halo of 2 (``big``: on a grid of 96 x 128, too big for MPI's eager sends), or every 7th
+    cell of a 1-D grid left as a hole and the rest dealt round, with one ghost cell per rank."""
     size, rank = comm.Get_size(), comm.Get_rank()  # type: ignore[attr-defined]
-    if kind == "blocks":
-        px, py = process_grid(size, NY, NX)
-        return dec.blocks((NY, NX), px, py, rank, halo=2)
+    if kind in ("blocks", "big"):
+        grid = (NY, NX) if kind == "blocks" else (96, 128)
+        px, py = process_grid(size, *grid)
+        return dec.blocks(grid, px, py, rank, halo=2)
     cells = np.arange(NY * NX)
     kept = cells[cells % 7 != 3]
     mine = kept[rank::size]
@@ -71,13 +74,11 @@ def field_values(step: int, grid: tuple[int, ...], levels: int = 1) -> np.ndarra
     return (step * 1e4 + np.arange(levels)[:, None] * 1e3 + np.arange(size)[None, :]).reshape(levels, *grid)
 
 
-def write_case(make: Callable[..., object], path: str, kind: str, mode: str, strategy: str, deflate: int,
-               comm: object) -> None:
-    """The same calls through ModelOutput (``comm``: the model's communicator) or ServedOutput (``make``; ``comm``:
-    the servers' handle)."""
+def open_case(make: Callable[..., object], path: str, case: str, comm: object) -> tuple[object, object]:
+    """A case's output through ModelOutput (``comm``: the model's communicator) or ServedOutput (``make``;
+    ``comm``: the servers' handle), and its decomposition."""
+    mode, strategy, kind, deflate = CASES[case]
     d = decomposition(kind, getattr(comm, "comm", comm))
-    grid = d.grid
-    dims = ("y", "x") if len(grid) == 2 else ("cell",)
     fields = [ServedField("T", levels=NLEV, attrs={"units": "K", "valid_range": np.array([0.0, 1e6], "f4")},
                           level_dim="lev", deflate=deflate),
               ServedField("ps", dtype="f8", attrs={"units": "Pa", "scale": 2.5}),
@@ -85,18 +86,41 @@ def write_case(make: Callable[..., object], path: str, kind: str, mode: str, str
               ServedField("area", dtype="f8", records=False)]
     variables = [ncio.Variable("lev", "i4", ("lev",), {"positive": "down"}),
                  ncio.Variable("time_bnds", "f8", ("time", "nv"))]
-    with make(path, d, fields, comm, mode=mode, strategy=strategy, overwrite=True, dims=dims,
-              attrs={"title": "served or not", "answer": np.int32(42)}, variables=variables, extra_dims={"nv": 2},
-              time_units="hours since 2016-07-01 00:00:00", calendar="noleap",
-              time_attrs={"bounds": "time_bnds"}) as out:
-        out.write_variable("lev", np.arange(NLEV, dtype="i4") * 100)
-        out.write_field(None, "area", local(d, field_values(0, grid) + 0.5)[0])
-        for step in range(STEPS):
-            out.write(step, {"T": local(d, field_values(step, grid, NLEV).astype("f4")),
-                             "ps": local(d, field_values(step, grid))[0],
-                             "count": local(d, field_values(step, grid).astype("i4"), fill=-9)[0]},
-                      time=6.0 * step)
-            out.write_variable("time_bnds", [6.0 * step - 3, 6.0 * step + 3], step=step)
+    out = make(path, d, fields, comm, mode=mode, strategy=strategy, overwrite=True,
+               dims=("y", "x") if len(d.grid) == 2 else ("cell",), attrs={"title": "served or not",
+                                                                         "answer": np.int32(42)},
+               variables=variables, extra_dims={"nv": 2}, time_units="hours since 2016-07-01 00:00:00",
+               calendar="noleap", time_attrs={"bounds": "time_bnds"})
+    return out, d
+
+
+def write_step(out: object, d: dec.GridDecomposition, step: int) -> None:
+    """One step of a case (-1: what is written once), with the same calls whoever writes."""
+    grid = d.grid
+    if step < 0:
+        out.write_variable("lev", np.arange(NLEV, dtype="i4") * 100)  # type: ignore[attr-defined]
+        out.write_field(None, "area", local(d, field_values(0, grid) + 0.5)[0])  # type: ignore[attr-defined]
+        return
+    out.write(step, {"T": local(d, field_values(step, grid, NLEV).astype("f4")),  # type: ignore[attr-defined]
+                     "ps": local(d, field_values(step, grid))[0],
+                     "count": local(d, field_values(step, grid).astype("i4"), fill=-9)[0]}, time=6.0 * step)
+    out.write_variable("time_bnds", [6.0 * step - 3, 6.0 * step + 3], step=step)  # type: ignore[attr-defined]
+
+
+def write_case(make: Callable[..., object], path: str, case: str, comm: object) -> None:
+    out, d = open_case(make, path, case, comm)
+    with out:  # type: ignore[attr-defined]
+        for step in range(-1, STEPS):
+            write_step(out, d, step)  # type: ignore[arg-type]
+
+
+def write_interleaved(servers: client.Servers, outdir: Path) -> None:
+    """Two files of two decompositions open at once, their calls interleaved."""
+    opened = [open_case(ServedOutput, str(outdir / f"served-both-{case}.nc"), case, servers) for case in BOTH]
+    with opened[0][0], opened[1][0]:  # type: ignore[attr-defined]
+        for step in range(-1, STEPS):
+            for out, d in opened:
+                write_step(out, d, step)  # type: ignore[arg-type]
 
 
 def reduce_step(step: int) -> np.ndarray:
@@ -134,11 +158,14 @@ def fault(name: str, path: str, mode: str, deflate: int, servers: client.Servers
 
 
 def main(outdir: Path) -> None:
-    servers = client.connect(buffer_bytes=4096)  # a small buffer: the sends wait on each other, as when full
+    servers = client.connect(buffer_bytes=BUFFER)
     comm = servers.comm
-    for name, (mode, strategy, kind, deflate) in CASES.items():
-        write_case(ServedOutput, str(outdir / f"served-{name}.nc"), kind, mode, strategy, deflate, servers)
-        write_case(ModelOutput, str(outdir / f"direct-{name}.nc"), kind, mode, strategy, deflate, comm)
+    for case in CASES:
+        write_case(ServedOutput, str(outdir / f"served-{case}.nc"), case, servers)
+        write_case(ModelOutput, str(outdir / f"direct-{case}.nc"), case, comm)
+    write_interleaved(servers, outdir)
+    largest = NLEV * decomposition("big", comm).owned * 4 + 8 * 8  # the biggest message: a record of T, its header
+    (outdir / f"peak.rank{comm.Get_rank()}.txt").write_text(f"{servers.peak_bytes} {max(BUFFER, largest)}\n")
     write_reductions(str(outdir / "reduce.nc"), servers)
     fault("nodir", str(outdir / "missing" / "x.nc"), "cdf5", 0, servers, outdir)
     fault("refused", str(outdir / "old.nc"), "cdf5", 4, servers, outdir)  # deflate in a classic file

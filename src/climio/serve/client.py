@@ -73,6 +73,7 @@ class Servers:
         self.server = comm.Get_rank() % inter.Get_remote_size()
         self.limit, self.timeout = buffer_bytes, timeout
         self.inflight: deque[InFlight] = deque()
+        self.peak_bytes = 0  # the most the buffer held at once: for sizing buffer_bytes
         self.replies: dict[int, tuple[int, str]] = {}
         self.system_error = ""
         self.decomps: dict[int, tuple[GridDecomposition, int]] = {}  # id(object): the object (kept alive), its id
@@ -108,6 +109,7 @@ class Servers:
         tags = [wire.TAG_HEADER, *[wire.TAG_PAYLOAD] * (len(buffers) - 1)]
         requests = [self.inter.Isend(wire.buffer(b), dest=self.server, tag=t) for b, t in zip(buffers, tags)]
         self.inflight.append(InFlight(requests, buffers, nbytes))
+        self.peak_bytes = max(self.peak_bytes, sum(f.nbytes for f in self.inflight))
 
     def _complete(self, sent: InFlight) -> bool:
         from mpi4py import MPI
