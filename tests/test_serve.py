@@ -9,9 +9,11 @@ timeout: a hang fails.
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import netCDF4
 import numpy as np
@@ -29,6 +31,12 @@ _spec = importlib.util.spec_from_file_location("serve_client", SCRIPT)
 model = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(model)  # type: ignore[union-attr]
 
+class Launch(NamedTuple):
+    outdir: Path
+    nmodel: int
+    nservers: int
+
+
 OLD = b"an older file at the path: it must survive a failed write\n"
 
 
@@ -36,7 +44,7 @@ def launch(outdir: Path, nmodel: int, nservers: int, layout: str) -> subprocess.
     program = [sys.executable, str(SCRIPT), str(outdir)]
     if layout == "mpmd":
         argv, env = mpiexec_command(nmodel, program)
-        argv += [":", "-n", str(nservers), *climio_argv("serve")]
+        argv += [":", "-n", str(nservers), *climio_argv("serve", "--trace", str(outdir / "trace.json"))]
     else:
         argv, env = mpiexec_command(nmodel + nservers, program)
         env["CLIMIO_SERVERS"] = str(nservers)
@@ -48,18 +56,18 @@ def launch(outdir: Path, nmodel: int, nservers: int, layout: str) -> subprocess.
 
 
 @pytest.fixture(scope="module", params=[(2, 1, "mpmd"), (4, 2, "env")], ids=["2+1-mpmd", "4+2-CLIMIO_SERVERS"])
-def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Launch:
     nmodel, nservers, layout = request.param
     outdir = tmp_path_factory.mktemp(f"serve{nmodel}")
     (outdir / "old.nc").write_bytes(OLD)
     result = launch(outdir, nmodel, nservers, layout)
     assert result.returncode == 0, result.stderr[-4000:]
-    return outdir, nmodel
+    return Launch(outdir, nmodel, nservers)
 
 
 @pytest.mark.parametrize("case", list(model.CASES))
-def test_served_file_is_the_direct_one(served: tuple[Path, int], case: str) -> None:
-    outdir, nmodel = served
+def test_served_file_is_the_direct_one(served: Launch, case: str) -> None:
+    outdir, nmodel = served.outdir, served.nmodel
     differences = ncdiff.diff(outdir / f"served-{case}.nc", outdir / f"direct-{case}.nc")
     assert not differences, ncdiff.report(case, differences)
     with netCDF4.Dataset(outdir / f"served-{case}.nc") as ds:
@@ -70,25 +78,25 @@ def test_served_file_is_the_direct_one(served: tuple[Path, int], case: str) -> N
 
 
 @pytest.mark.parametrize("case", model.BOTH)
-def test_files_written_at_once_are_the_direct_ones(served: tuple[Path, int], case: str) -> None:
+def test_files_written_at_once_are_the_direct_ones(served: Launch, case: str) -> None:
     """Two files of two decompositions open at once, their calls interleaved."""
-    outdir, _ = served
+    outdir = served.outdir
     differences = ncdiff.diff(outdir / f"served-both-{case}.nc", outdir / f"direct-{case}.nc")
     assert not differences, ncdiff.report(case, differences)
 
 
-def test_client_buffer_stays_bounded(served: tuple[Path, int]) -> None:
+def test_client_buffer_stays_bounded(served: Launch) -> None:
     """The data in flight never passed the buffer, or one message bigger than it."""
-    outdir, nmodel = served
+    outdir, nmodel = served.outdir, served.nmodel
     for rank in range(nmodel):
         peak, bound = (int(v) for v in (outdir / f"peak.rank{rank}.txt").read_text().split())
         assert 0 < peak <= bound, (rank, peak, bound)
 
 
-def test_online_reductions_are_numpys(served: tuple[Path, int]) -> None:
+def test_online_reductions_are_numpys(served: Launch) -> None:
     """A mean over 24 steps is numpy's float64 mean cast to the variable's type, bit for bit; so are min, max,
     sum and the instant (last) step; time is the middle of the steps' times, with bounds."""
-    outdir, _ = served
+    outdir = served.outdir
     steps = np.stack([model.reduce_step(s) for s in range(model.REDUCE_STEPS)])
     periods = steps.reshape(-1, model.REDUCE_EVERY, model.NY, model.NX)
     expected = {"mean": periods.mean(axis=1), "min": periods.min(axis=1), "max": periods.max(axis=1),
@@ -110,10 +118,10 @@ def test_online_reductions_are_numpys(served: tuple[Path, int]) -> None:
 
 
 @pytest.mark.parametrize("case", ["nodir", "refused"])
-def test_server_fault_reaches_every_rank_once(served: tuple[Path, int], case: str) -> None:
+def test_server_fault_reaches_every_rank_once(served: Launch, case: str) -> None:
     """An unwritable path, or a compressed field in a classic file: one error, the same on every model rank,
     raised by the close at the latest; nothing published, the older file intact, no temporary left."""
-    outdir, nmodel = served
+    outdir, nmodel = served.outdir, served.nmodel
     lines = [(outdir / f"{case}.rank{r}.txt").read_text().strip().split("\t") for r in range(nmodel)]
     errors = {error for _, error in lines}
     assert len(errors) == 1, lines
@@ -124,6 +132,23 @@ def test_server_fault_reaches_every_rank_once(served: tuple[Path, int], case: st
     assert not (outdir / "missing").exists()
     assert (outdir / "old.nc").read_bytes() == OLD
     assert not leftovers(str(outdir))
+
+
+def test_servers_trace_their_phases(served: Launch) -> None:
+    report = json.loads((served.outdir / "trace.json").read_text())
+    assert report["nranks"] == served.nservers and {"serve:receive", "serve:reduce", "write"} <= set(report["summary"])
+
+
+def test_a_wait_for_the_servers_ends_with_an_error_naming_them() -> None:
+    """MPI's own waits cannot time out: the client polls, and gives up after its timeout."""
+    from climio.errors import IOFault
+    from climio.serve.client import Servers
+
+    servers = object.__new__(Servers)
+    servers.timeout, servers.world_ranks = 0.05, range(4, 6)
+    servers.progress = lambda: None  # type: ignore[method-assign]
+    with pytest.raises(IOFault, match=r"I/O servers \(world ranks 4-5\) did not take the close of x.nc within 0.05 s"):
+        servers.wait(lambda: False, "the close of x.nc")
 
 
 def test_server_ranks_come_from_the_launch_alone() -> None:

@@ -22,7 +22,7 @@ if "CLIMIO_SERVERS" in os.environ and int(os.environ["OMPI_COMM_WORLD_RANK"]) >=
         int(os.environ["OMPI_COMM_WORLD_SIZE"]) - int(os.environ["CLIMIO_SERVERS"]):
     from climio.cli import main
 
-    main(["serve"])  # as srun --multi-prog starts the servers: the same launch, the last ranks
+    main(["serve", "--trace", os.path.join(sys.argv[1], "trace.json")])  # as srun --multi-prog starts them
 
 from climio.core import ncio  # noqa: E402
 from climio.core.decomp import process_grid  # noqa: E402
