@@ -40,15 +40,18 @@ class Launch(NamedTuple):
 OLD = b"an older file at the path: it must survive a failed write\n"
 
 
-def launch(outdir: Path, nmodel: int, nservers: int, layout: str) -> subprocess.CompletedProcess[str]:
-    program = [sys.executable, str(SCRIPT), str(outdir)]
+def launch(outdir: Path, nmodel: int, nservers: int, layout: str, program: list[str] | None = None,
+           timeout: str = "60") -> subprocess.CompletedProcess[str]:
+    """The test model (or ``program``) on ``nmodel`` ranks and ``nservers`` servers, as MPMD app contexts or
+    (``layout`` env) the last ranks of one."""
+    program = program or [sys.executable, str(SCRIPT), str(outdir)]
     if layout == "mpmd":
         argv, env = mpiexec_command(nmodel, program)
         argv += [":", "-n", str(nservers), *climio_argv("serve", "--trace", str(outdir / "trace.json"))]
     else:
         argv, env = mpiexec_command(nmodel + nservers, program)
         env["CLIMIO_SERVERS"] = str(nservers)
-    env["CLIMIO_SERVE_TIMEOUT"] = "60"
+    env["CLIMIO_SERVE_TIMEOUT"] = timeout
     try:
         return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=150)
     except subprocess.TimeoutExpired as err:
@@ -137,6 +140,14 @@ def test_server_fault_reaches_every_rank_once(served: Launch, case: str) -> None
 def test_servers_trace_their_phases(served: Launch) -> None:
     report = json.loads((served.outdir / "trace.json").read_text())
     assert report["nranks"] == served.nservers and {"serve:receive", "serve:reduce", "write"} <= set(report["summary"])
+
+
+def test_servers_without_a_model_end_with_one_line(tmp_path: Path) -> None:
+    """A model that never connects: the servers give up after CLIMIO_SERVE_TIMEOUT, and the job ends."""
+    idle = [sys.executable, "-c", "import time; from mpi4py import MPI; time.sleep(2)"]
+    result = launch(tmp_path, 1, 1, "mpmd", idle, timeout="0.5")
+    assert result.returncode != 0
+    assert "climio: error: climio serve: no model connected within 0.5 s (CLIMIO_SERVE_TIMEOUT)" in result.stderr
 
 
 def test_a_wait_for_the_servers_ends_with_an_error_naming_them() -> None:

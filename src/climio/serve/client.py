@@ -18,7 +18,6 @@ seconds with an error naming them.
 from __future__ import annotations
 
 import atexit
-import os
 import sys
 import time
 from collections import deque
@@ -41,7 +40,6 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 BUFFER_BYTES = 32 << 20  # per model rank: data sent but not yet taken by the servers
-TIMEOUT = 600.0  # seconds any wait for the servers may last (CLIMIO_SERVE_TIMEOUT overrides)
 EIO = -4  # the C API's code of a machine fault
 
 
@@ -207,11 +205,9 @@ def connect(comm: MPI.Intracomm | None = None, *, buffer_bytes: int = BUFFER_BYT
             timeout: float | None = None) -> Servers:
     """Connect the model's ranks (``comm``, collective over it only; default: every world rank but the servers,
     :func:`~climio.serve.connect.model_communicator`) to the I/O servers of this launch."""
-    if timeout is None:
-        timeout = float(os.environ.get("CLIMIO_SERVE_TIMEOUT", TIMEOUT))
     comm = connecting.model_communicator() if comm is None else comm
     inter, servers = connecting.connect(comm)
-    return Servers(comm, inter, servers, buffer_bytes, timeout)
+    return Servers(comm, inter, servers, buffer_bytes, connecting.timeout() if timeout is None else timeout)
 
 
 def box_offsets(grid: tuple[int, ...], box: Hyperslab) -> np.ndarray:

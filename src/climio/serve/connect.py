@@ -13,6 +13,7 @@ TAG_INTERCOMM)``. A C client does the same with the same calls.
 from __future__ import annotations
 
 import os
+import time
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,8 +25,14 @@ from climio.serve import protocol as wire
 if TYPE_CHECKING:
     from mpi4py import MPI
 
+TIMEOUT = 600.0
 HOW = ("start them as the last app context (mpiexec -n M MODEL : -n S climio serve) or set CLIMIO_SERVERS=S "
        "(the last S ranks)")
+
+
+def timeout() -> float:
+    """Seconds either side waits for the other at most (``CLIMIO_SERVE_TIMEOUT``, default 600)."""
+    return float(os.environ.get("CLIMIO_SERVE_TIMEOUT", TIMEOUT))
 
 
 def server_ranks(world_size: int, appnum: int | None, environ: dict[str, str] | os._Environ[str] = os.environ
@@ -81,14 +88,24 @@ def model_communicator() -> MPI.Intracomm:
 def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
     """Servers: wait for the model's hello, then make the intercommunicator; returns it and the model's size."""
     world, servers = layout()
-    hello = np.zeros(3, np.int64)
+    hello = np.zeros(4, np.int64)
     if comm.Get_rank() == 0:
         from mpi4py import MPI
 
         status = MPI.Status()
-        world.Recv([hello, MPI.INT64_T], source=MPI.ANY_SOURCE, tag=wire.TAG_HELLO, status=status)
-        hello = np.append(hello, status.Get_source())
+        deadline = time.monotonic() + timeout()
+        while not world.Iprobe(source=MPI.ANY_SOURCE, tag=wire.TAG_HELLO, status=status):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
+        else:
+            world.Recv([hello[:3], MPI.INT64_T], source=status.Get_source(), tag=wire.TAG_HELLO)
+            hello[3] = status.Get_source()
     hello = comm.bcast(hello)
+    if int(hello[0]) == 0:
+        raise ClimioError(f"climio serve: no model connected within {timeout():g} s (CLIMIO_SERVE_TIMEOUT): the model "
+                          f"calls climio.serve.client.connect, or sends the hello of docs/serve-protocol.md",
+                          collective=True)
     if int(hello[0]) != wire.MAGIC:
         raise ClimioError(f"climio serve: a stray message on the hello tag {wire.TAG_HELLO} from world rank "
                           f"{int(hello[3])}", collective=True)
