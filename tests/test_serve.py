@@ -120,17 +120,21 @@ def test_online_reductions_are_numpys(served: Launch) -> None:
         assert np.array_equal(ds["time_bnds"][:], np.stack([first, last], axis=1))
 
 
-@pytest.mark.parametrize("case", ["nodir", "refused"])
+NEEDLES = {"nodir": "missing", "refused": "compression", "shape": "on model rank 1", "local": "reduce=('avg', 2)"}
+
+
+@pytest.mark.parametrize("case", list(model.FAULTS))
 def test_server_fault_reaches_every_rank_once(served: Launch, case: str) -> None:
-    """An unwritable path, or a compressed field in a classic file: one error, the same on every model rank,
-    raised by the close at the latest; nothing published, the older file intact, no temporary left."""
+    """An unwritable path, a compressed field in a classic file, a local array too long on one rank, a reduction
+    refused before anything is sent: one error, the same on every model rank, raised by the close at the latest;
+    nothing published, the older file intact, no temporary left."""
     outdir, nmodel = served.outdir, served.nmodel
     lines = [(outdir / f"{case}.rank{r}.txt").read_text().strip().split("\t") for r in range(nmodel)]
     errors = {error for _, error in lines}
     assert len(errors) == 1, lines
     error = errors.pop()
     assert error.startswith(("ClimioError: ", "IOFault: ")) and "\n" not in error, error
-    assert ("missing" if case == "nodir" else "compression") in error, error
+    assert NEEDLES[case] in error, error
     assert all(call in ("create", "write 0", "write 1", "close") for call, _ in lines)
     assert not (outdir / "missing").exists()
     assert (outdir / "old.nc").read_bytes() == OLD

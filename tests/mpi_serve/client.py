@@ -140,16 +140,27 @@ def write_reductions(path: str, servers: client.Servers) -> None:
             out.write(step, {op: values for op in ops}, time=float(step))
 
 
-def fault(name: str, path: str, mode: str, deflate: int, servers: client.Servers, outdir: Path) -> None:
-    """Write two steps to a file the servers must refuse; record where this rank's error came."""
+# fault: (path under OUTDIR, mode, the field, extra elements in model rank 1's local array)
+FAULTS = {"nodir": ("missing/x.nc", "cdf5", ServedField("T"), 0),  # an unwritable path
+          "refused": ("old.nc", "cdf5", ServedField("T", deflate=4), 0),  # compression in a classic file
+          "shape": ("old.nc", "cdf5", ServedField("T"), 1),  # one rank's array too long
+          "local": ("old.nc", "cdf5", ServedField("T", reduce=("avg", 2)), 0)}  # refused before any is sent
+
+
+def fault(name: str, servers: client.Servers, outdir: Path) -> None:
+    """Write two steps to a file that must fail; record the call where this rank's error came, and the error."""
+    path, mode, field, extra = FAULTS[name]
     d = decomposition("blocks", servers.comm)
     call = "create"
     try:
-        with ServedOutput(path, d, [ServedField("T", deflate=deflate)], servers, mode=mode, strategy="direct",
+        with ServedOutput(str(outdir / path), d, [field], servers, mode=mode, strategy="direct",
                           overwrite=True) as out:
             for step in range(2):
                 call = f"write {step}"
-                out.write(step, {"T": local(d, field_values(step, d.grid))[0]}, time=float(step))
+                values = local(d, field_values(step, d.grid))[0]
+                if extra and servers.comm.Get_rank() == 1:
+                    values = np.zeros(values.size + extra)
+                out.write(step, {"T": values}, time=float(step))
             call = "close"
         result = "no error"
     except ClimioError as err:
@@ -167,8 +178,8 @@ def main(outdir: Path) -> None:
     largest = NLEV * decomposition("big", comm).owned * 4 + 8 * 8  # the biggest message: a record of T, its header
     (outdir / f"peak.rank{comm.Get_rank()}.txt").write_text(f"{servers.peak_bytes} {max(BUFFER, largest)}\n")
     write_reductions(str(outdir / "reduce.nc"), servers)
-    fault("nodir", str(outdir / "missing" / "x.nc"), "cdf5", 0, servers, outdir)
-    fault("refused", str(outdir / "old.nc"), "cdf5", 4, servers, outdir)  # deflate in a classic file
+    for name in FAULTS:
+        fault(name, servers, outdir)
     servers.finalize()
 
 

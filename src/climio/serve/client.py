@@ -259,6 +259,18 @@ class ServedOutput:
         self.id = servers.new_file()
         servers.send(Kind.CREATE, self.id, [decomp_id, wire.CLOBBER if overwrite else wire.NOCLOBBER],
                      [path, mode, strategy])
+        try:
+            self._define(fields, names, time_units, calendar, time_attrs, variables, attrs, extra_dims)
+        except ClimioError:  # the same on every rank (the same arguments): the servers drop the file
+            self.closed = True
+            servers.send(Kind.CLOSE, self.id, [1])
+            raise
+
+    def _define(self, fields: Sequence[Field], names: tuple[str, ...], time_units: str | None,
+                calendar: str | None, time_attrs: Mapping[str, object] | None, variables: Sequence[ncio.Variable],
+                attrs: Mapping[str, object] | None, extra_dims: Mapping[str, int] | None) -> None:
+        """Send the file's dimensions, variables and attributes, as ModelOutput lays them out, then ENDDEF."""
+        servers, time_name = self.servers, self.time_name
         self._dim(time_name, wire.UNLIMITED)
         for f in sorted((f for f in fields if f.levels is not None), key=lambda f: f.levels):
             self._dim(f.level_name, f.levels, f"field '{f.name}': level dimension")

@@ -26,7 +26,7 @@ from climio.capi import calls
 from climio.core import mpi, ncio, trace
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, from_compmap
-from climio.model.output import ModelOutput, applicable_modes
+from climio.model.output import Field, ModelOutput, applicable_modes
 from climio.serve import connect
 from climio.serve import protocol as wire
 from climio.serve.protocol import Kind, Message, Op
@@ -44,14 +44,15 @@ class Accumulator:
     op: Op
     count: int
     values: np.ndarray | None = None
-    seen: int = 0
+    seen: int = 0  # steps of the current period
+    next: int = 0  # the frame expected next
 
     def add(self, frame: int, local: np.ndarray, name: str) -> np.ndarray | None:
         """Take step ``frame``; at the period's last step, the reduced record (else None)."""
-        expected = (frame // self.count) * self.count + self.seen
-        if frame != expected:
-            raise calls.CallError(f"field '{name}' is reduced over {self.count} steps: its records come in order, "
-                                  f"got frame {frame} where {expected} was next")
+        if frame != self.next:
+            raise calls.CallError(f"{name} is reduced over {self.count} steps: its records come in order, "
+                                  f"got frame {frame} where {self.next} was next")
+        self.next += 1
         x = local.astype(np.float64)  # a copy: the first step starts the sums exactly as numpy's reduce does
         if self.seen == 0 or self.op == Op.INSTANT:
             self.values = x
@@ -293,7 +294,7 @@ class Server:
                                overwrite=d.overwrite, attrs=attrs, dims=layout.grid_names, time_name=layout.record,
                                time_attrs=times, variables=layout.variables, extra_dims=extra)
 
-    def layout(self, f: ServedFile) -> tuple[calls.Layout, list, dict[str, object] | None]:
+    def layout(self, f: ServedFile) -> tuple[calls.Layout, list[Field], dict[str, object] | None]:
         """The fields with their codecs and reductions, and the time coordinate's attributes: a reduced file's
         time gets CF bounds (``<time>_bnds``) and each reduced field its ``cell_methods``."""
         d = f.definition
@@ -304,9 +305,10 @@ class Server:
         counts = {count for _, count in names.values()}
         recorded = [fl.name for fl in layout.fields if fl.records]
         if names and (len(counts) > 1 or set(recorded) - set(names)):
+            given = ", ".join(f"{n} " + (f"{names[n][0].name.lower()} over {names[n][1]}" if n in names else "none")
+                              for n in recorded)
             raise ClimioError(f"{d.path}: a file with reduced fields needs a reduction over the same number of steps "
-                              f"for every field with records (instant for samples), got "
-                              f"{ {n: names.get(n) for n in recorded} }")
+                              f"for every field with records (instant for samples), got {given}")
         fields = []
         for fl in layout.fields:
             if fl.name in codecs:
@@ -322,6 +324,9 @@ class Server:
         if names:
             f.every = counts.pop()
             bounds = f"{layout.record}_bnds"
+            if any(v.name == bounds for v in d.variables):
+                raise ClimioError(f"{d.path}: define no '{bounds}': the servers write the time bounds of a file with "
+                                  f"reduced fields")
             times = {**(times or {}), "bounds": bounds}
             layout.variables.append(ncio.Variable(bounds, "f8", (layout.record, "nv")))
         return layout, fields, times
@@ -360,7 +365,7 @@ class Server:
             f.output.write_field(step, name, local)  # type: ignore[union-attr]
             return
         with trace.phase("serve:reduce"):
-            reduced = self.agreed(lambda: f.reductions[name].add(frame, local, name))
+            reduced = self.agreed(lambda: f.reductions[name].add(frame, local, f"{d.path}: field '{name}'"))
         if reduced is not None:
             f.output.write_field(frame // f.every, name,  # type: ignore[union-attr]
                                  reduced.astype(f.output.fields[name].dtype))  # type: ignore[union-attr]
@@ -405,12 +410,11 @@ class Server:
         """Publish the file (or discard it, as the model asked), then tell every client."""
         ident = next(k for k, v in self.files.items() if v is f)
         publish = (messages[0].arg(0) == 0) if publish is None else publish
-        out = self.agreed(lambda: self.writing(f, "CLOSE"))
         if publish:
-            out.close()
-        else:
+            self.agreed(lambda: self.writing(f, "CLOSE")).close()
+        elif f.output is not None:
             err = calls.CallError(f"{f.definition.path}: discarded by the model")
-            out.__exit__(calls.CallError, err, None)
+            f.output.__exit__(calls.CallError, err, None)
         self.files.pop(ident)
         self.reply(ident, 0)
 
