@@ -11,3 +11,13 @@ __version__ = "0.1.0"
 from climio.core.plugins import use_system_plugins  # noqa: E402 (before netCDF loads HDF5)
 
 use_system_plugins()
+
+
+def __getattr__(name: str) -> object:
+    """``climio.open_mfdataset`` imports xarray on first use only, so that ``import climio`` (every command)
+    stays light."""
+    if name == "open_mfdataset":
+        from climio.xr import open_mfdataset
+
+        return open_mfdataset
+    raise AttributeError(f"module 'climio' has no attribute '{name}'")

@@ -1,0 +1,212 @@
+"""climio as an xarray backend: ``xr.open_dataset(path, engine="climio")`` and :func:`open_mfdataset`.
+
+Both read through :class:`climio.subset.inputs.Inputs`, the object ``climio subset`` and ``climio eva`` read
+their inputs with, so a file joined here is joined by the commands' rules (time rebased to the first file's
+units, calendars checked, inputs sorted by time, overlaps refused). Values are read lazily, one
+``Store.read`` per hyperslab xarray asks for; CF decoding is xarray's own, as for its netCDF engines, so
+the Dataset is the one ``engine="netcdf4"`` gives.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import xarray as xr
+from xarray.backends import BackendArray, BackendEntrypoint
+from xarray.backends.common import AbstractDataStore
+from xarray.backends.locks import HDF5_LOCK, NETCDFC_LOCK, combine_locks
+from xarray.backends.store import StoreBackendEntrypoint
+from xarray.core import indexing
+from xarray.core.utils import FrozenDict
+
+from climio.core import mpi
+from climio.core.decomp import Hyperslab
+from climio.core.ncio import Variable
+from climio.errors import ClimioError
+from climio.eva import timestep
+from climio.subset.inputs import Inputs, open_inputs
+from climio.subset.timeaxis import calendar_of, describe, time_units
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+# netCDF-C and HDF5 are not thread-safe: dask's threads (and xarray's own engines) take turns through these.
+LOCK = combine_locks([HDF5_LOCK, NETCDFC_LOCK])
+
+
+def self_comm() -> MPI.Comm:
+    """One process's own communicator: xarray reads lazily, whenever each process wants, so its reads must
+    never be collective with other ranks (``mpi.world`` first sets up a process started without mpiexec)."""
+    mpi.world()
+    from mpi4py import MPI
+
+    return MPI.COMM_SELF
+
+
+class ClimioArray(BackendArray):
+    """One variable of the inputs, read on demand: each request is one hyperslab read (the box around xarray's
+    outer indexer), then cut to the steps and lists that xarray asked for."""
+
+    def __init__(self, inputs: Inputs, name: str, lock: threading.Lock | Any) -> None:
+        self.inputs, self.name, self.lock = inputs, name, lock
+        self.shape = inputs.shape(name)
+        self.dtype = inputs.variables[name].numpy_dtype
+
+    def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
+        return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
+
+    def _read(self, key: tuple[Any, ...]) -> np.ndarray:
+        start, count, local, drop = [], [], [], []
+        for axis, (index, size) in enumerate(zip(key, self.shape)):
+            if isinstance(index, slice):
+                first, stop, step = index.indices(size)
+                n = len(range(first, stop, step))
+                start.append(first if n else 0)
+                count.append((n - 1) * step + 1 if n else 0)
+                local.append(slice(None, None, step))
+            elif isinstance(index, (int, np.integer)):
+                start.append(int(index))
+                count.append(1)
+                local.append(slice(None))
+                drop.append(axis)
+            else:  # a 1-D integer array (outer indexing): read from its smallest to its largest index
+                index = np.asarray(index)
+                low = int(index.min()) if index.size else 0
+                start.append(low)
+                count.append(int(index.max()) - low + 1 if index.size else 0)
+                local.append(index - low)
+        slab = Hyperslab(tuple(start), tuple(count))
+        with self.lock:  # a scalar through read_runs, as climio subset reads it (Store.read wants an axis)
+            data = self.inputs.read(self.name, slab) if self.shape else self.inputs.read_runs(self.name, [slab])[0]
+        data = data[tuple(k if isinstance(k, slice) else slice(None) for k in local)]
+        for axis, k in enumerate(local):
+            if not isinstance(k, slice):
+                data = np.take(data, k, axis=axis)  # one axis at a time: outer, not vectorized, indexing
+        return data.reshape([n for axis, n in enumerate(data.shape) if axis not in drop]) if drop else data
+
+
+class ClimioDataStore(AbstractDataStore):
+    """The inputs as xarray's raw (undecoded) variables, dimensions and attributes."""
+
+    def __init__(self, inputs: Inputs, lock: threading.Lock | Any = LOCK) -> None:
+        self.inputs, self.lock = inputs, lock
+
+    def open_store_variable(self, name: str, var: Variable) -> xr.Variable:
+        if var.is_text:
+            data: Any = self.inputs.read_text(name)
+        else:
+            data = indexing.LazilyIndexedArray(ClimioArray(self.inputs, name, self.lock))
+        encoding: dict[str, Any] = {"source": self.inputs.paths[self.inputs.source[name]],
+                                    "original_shape": self.inputs.shape(name)}
+        if self.inputs.data_model.startswith("NETCDF4"):  # climio keeps chunks of filtered variables only
+            level, chunked = var.compression.deflate, var.chunks is not None
+            encoding.update(zlib=level > 0, complevel=level, shuffle=chunked and var.compression.shuffle,
+                            contiguous=not chunked, chunksizes=var.chunks)
+        return xr.Variable(var.dims, data, dict(var.attrs), encoding)
+
+    def get_variables(self) -> FrozenDict:
+        return FrozenDict((name, self.open_store_variable(name, var)) for name, var in self.inputs.variables.items())
+
+    def get_attrs(self) -> FrozenDict:
+        return FrozenDict(self.inputs.attrs)
+
+    def get_dimensions(self) -> FrozenDict:
+        return FrozenDict(self.inputs.dims)
+
+    def get_encoding(self) -> dict[str, Any]:
+        return {"unlimited_dims": set(self.inputs.unlimited), "source": self.inputs.paths[0]}
+
+    def close(self) -> None:
+        self.inputs.__exit__(None, None, None)
+
+
+def _dataset(inputs: Inputs, **decode: Any) -> xr.Dataset:
+    """The inputs decoded by xarray's own store entry point (the CF rules of its netCDF engines)."""
+    store = ClimioDataStore(inputs)
+    try:
+        return StoreBackendEntrypoint().open_dataset(store, **decode)
+    except BaseException:
+        store.close()
+        raise
+
+
+class ClimioBackendEntrypoint(BackendEntrypoint):
+    """``xr.open_dataset(path, engine="climio")``: a netCDF file read lazily through climio's storage layer."""
+
+    description = "Open netCDF files (classic, CDF-5, netCDF-4) through climio's storage layer"
+    url = "docs/xarray.md"
+    open_dataset_parameters = ("filename_or_obj", "drop_variables", "mask_and_scale", "decode_times",
+                               "concat_characters", "decode_coords", "use_cftime", "decode_timedelta", "comm")
+
+    def open_dataset(self, filename_or_obj: str | os.PathLike[str], *,
+                     drop_variables: str | Iterable[str] | None = None, mask_and_scale: bool = True,
+                     decode_times: bool = True, concat_characters: bool = True, decode_coords: bool | str = True,
+                     use_cftime: bool | None = None, decode_timedelta: bool | None = None,
+                     comm: MPI.Comm | None = None) -> xr.Dataset:
+        """``comm``: the communicator of the reads (default: this process alone)."""
+        inputs = open_inputs([os.fspath(filename_or_obj)], comm or self_comm(), None, False)
+        return _dataset(inputs, drop_variables=drop_variables, mask_and_scale=mask_and_scale,
+                        decode_times=decode_times, concat_characters=concat_characters, decode_coords=decode_coords,
+                        use_cftime=use_cftime, decode_timedelta=decode_timedelta)
+
+    def guess_can_open(self, filename_or_obj: Any) -> bool:
+        return isinstance(filename_or_obj, (str, os.PathLike)) and \
+            os.path.splitext(os.fspath(filename_or_obj))[1] in (".nc", ".nc4", ".cdf")
+
+
+def open_mfdataset(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]], dim: str | None = None, *,
+                   allow_gaps: bool = False, chunks: Any = None, comm: MPI.Comm | None = None,
+                   **decode: Any) -> xr.Dataset:
+    """Many files joined along time as ``climio subset`` and ``climio eva`` join them, lazily.
+
+    ``paths``: a glob pattern or a list of files; ``dim``: the joined dimension (default: the record dimension
+    the files share). Times are rebased to the earliest file's units, calendars must agree, the files are
+    taken in time order, and overlapping files are refused; so are missing time steps between files unless
+    ``allow_gaps``. ``chunks`` as in ``xr.open_dataset`` (dask); ``decode`` takes its CF decoding options.
+    """
+    import glob
+
+    if isinstance(paths, (str, os.PathLike)):
+        pattern = os.fspath(paths)
+        files = sorted(glob.glob(pattern))
+        if not files:
+            raise ClimioError(f"open_mfdataset: no file matches '{pattern}'; check the path or pattern")
+    else:
+        files = [os.fspath(p) for p in paths]
+        if not files:
+            raise ClimioError("open_mfdataset: no paths given; pass a list of files or a glob pattern")
+    label = f"open_mfdataset(dim={dim!r})" if dim else "open_mfdataset"
+    inputs = open_inputs(files, comm or self_comm(), dim, False, label=label)
+    try:
+        if len(files) > 1 and inputs.join is None:
+            raise ClimioError(f"{label}: the files share no record dimension; give dim= to say which to join along")
+        if not allow_gaps:
+            _refuse_gaps(inputs, label)
+    except BaseException:
+        inputs.__exit__(None, None, None)
+        raise
+    dataset = _dataset(inputs, **decode)
+    return dataset if chunks is None else dataset.chunk(chunks)
+
+
+def _refuse_gaps(inputs: Inputs, label: str) -> None:
+    """Missing time steps between consecutive files (``Inputs.gaps``, eva's rule) are an error."""
+    join = inputs.join
+    if join is None or join not in inputs.variables or len(inputs.stores) < 2:
+        return
+    attrs = inputs.variables[join].attrs
+    units = time_units(attrs)
+    step = timestep.step_days(inputs.read(join, Hyperslab.whole(inputs.shape(join))), units)
+    days = timestep.unit_days(units)
+    if step is None or days is None or not step > 0:
+        return
+    for a, b, last, first in inputs.gaps(step / days):
+        missing = round((first - last) * days / step) - 1
+        raise ClimioError(f"{label}: '{inputs.paths[a]}' ends at {describe(last, str(units), calendar_of(attrs))} "
+                          f"and '{inputs.paths[b]}' starts at {describe(first, str(units), calendar_of(attrs))}: "
+                          f"{missing} time step(s) missing between them; give the missing file, or "
+                          f"allow_gaps=True to join them anyway")

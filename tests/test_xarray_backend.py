@@ -1,0 +1,177 @@
+"""climio from xarray: the ``climio`` engine gives what ``engine="netcdf4"`` gives on every shipped file,
+``climio.open_mfdataset`` gives what ``climio subset`` joins, refusals are one-line ClimioErrors, and the
+``.climio`` accessor fits as ``fit_pot`` and writes what xarray's own ``to_netcdf`` writes."""
+
+from __future__ import annotations
+
+import shutil
+import warnings
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import DATA
+from conftest import climio as run_climio
+
+import climio as climio_pkg
+import climio.xr  # noqa: F401 (registers .climio)
+from climio.errors import ClimioError
+from climio.eva import fit_pot
+
+FILES = sorted([*(DATA / "real").glob("*.nc"), *(DATA / "real").glob("*.ug"), *(DATA / "cmip").glob("*.nc")])
+NAM = sorted((DATA / "real").glob("pr_NAM-22_*.nc"))
+EC_EARTH = sorted((DATA / "real").glob("tas_Amon_EC-EARTH_*.nc"))
+ENCODINGS = ("dtype", "_FillValue", "missing_value", "units", "calendar", "scale_factor", "add_offset")
+
+
+def _open(path: Path | str, **kwargs: object) -> xr.Dataset:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", xr.SerializationWarning)  # CESM2's two fill values, in both engines
+        return xr.open_dataset(path, **kwargs)  # type: ignore[arg-type]
+
+
+def _same(value: object, other: object) -> bool:
+    a, b = np.asarray(value), np.asarray(other)
+    return a.shape == b.shape and bool(np.array_equal(a, b, equal_nan=a.dtype.kind == "f" and b.dtype.kind == "f"))
+
+
+def assert_same_dataset(got: xr.Dataset, want: xr.Dataset, *, history: bool = True) -> None:
+    """Values (NaN equal NaN), dimensions, attributes and the encodings that decide what a file holds."""
+    assert set(got.variables) == set(want.variables)
+    assert dict(got.sizes) == dict(want.sizes)
+    skip = set() if history else {"history"}
+    assert set(got.attrs) == set(want.attrs)
+    for key in set(want.attrs) - skip:
+        assert _same(got.attrs[key], want.attrs[key]), key
+    for name, variable in want.variables.items():
+        mine = got.variables[name]
+        assert mine.dims == variable.dims and mine.dtype == variable.dtype, name
+        assert mine.equals(variable), name
+        assert set(mine.attrs) == set(variable.attrs), name
+        assert all(_same(mine.attrs[k], variable.attrs[k]) for k in variable.attrs), name
+        for key in ENCODINGS:
+            assert _same(mine.encoding.get(key), variable.encoding.get(key)), (name, key)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_engine_reads_what_netcdf4_reads(path: Path) -> None:
+    want = _open(path, engine="netcdf4")
+    lazy = _open(path, engine="climio")
+    assert not any(v._in_memory for v in lazy.data_vars.values() if v.ndim), "read at open"
+    assert_same_dataset(lazy, want)
+    chunked = _open(path, engine="climio", chunks={})
+    assert all(v.chunks is not None for v in chunked.data_vars.values() if v.ndim)
+    assert_same_dataset(chunked, want)
+    assert lazy.encoding["unlimited_dims"] == want.encoding["unlimited_dims"]
+
+
+def test_outer_indexing_one_read_per_request() -> None:
+    """Steps, lists, integers and reversed slices, mixed on one variable, as netCDF4's engine gives them."""
+    path = DATA / "cmip" / "pr.sresa2.miub_echo_g.run1.atm.da.nc"
+    want, got = _open(path, engine="netcdf4"), _open(path, engine="climio")
+    name = next(n for n, v in want.data_vars.items() if v.ndim == 3)
+    dims = want[name].dims
+    for key in [{dims[0]: slice(3, 400, 7), dims[1]: [5, 0, 2], dims[2]: 1},
+                {dims[0]: [0, 9, 4], dims[1]: slice(None, None, -2), dims[2]: [3, 3, 1]},
+                {dims[0]: slice(10, 10)}, {dims[0]: -1}]:
+        assert got[name].isel(key).equals(want[name].isel(key)), key
+    chunks = _open(path, engine="climio", chunks={dims[0]: 1000})[name]
+    assert chunks.data.npartitions > 1
+    assert chunks.isel({dims[0]: slice(500, 2500, 3)}).equals(want[name].isel({dims[0]: slice(500, 2500, 3)}))
+
+
+@pytest.mark.parametrize("files", [NAM, EC_EARTH], ids=["NAM-22", "EC-EARTH"])
+def test_open_mfdataset_joins_as_subset(files: list[Path], tmp_path: Path) -> None:
+    out = tmp_path / "joined.nc"
+    done = run_climio("subset", *map(str, files), str(out))
+    assert done.returncode == 0, done.stderr
+    want = _open(out)
+    got = climio_pkg.open_mfdataset(list(reversed(files)))  # sorted by time, as the command sorts them
+    assert not any(v._in_memory for v in got.data_vars.values() if v.ndim), "read at open"
+    assert_same_dataset(got, want, history=False)
+    pattern = str(files[0].parent / (files[0].name[:20] + "*"))
+    assert_same_dataset(climio_pkg.open_mfdataset(pattern, chunks={"time": 100}), want, history=False)
+
+
+def test_open_mfdataset_refusals(tmp_path: Path) -> None:
+    def refused(paths: list[Path] | str, *needles: str, **kwargs: object) -> None:
+        with pytest.raises(ClimioError) as err:
+            climio_pkg.open_mfdataset(paths, **kwargs)
+        message = str(err.value)
+        assert "\n" not in message and all(n in message for n in needles), message
+
+    refused([EC_EARTH[0], EC_EARTH[1], EC_EARTH[1]], "overlaps", EC_EARTH[1].name)
+    refused([EC_EARTH[0], EC_EARTH[2]], "time step(s) missing", EC_EARTH[0].name, "allow_gaps=True")
+    gapped = climio_pkg.open_mfdataset([EC_EARTH[0], EC_EARTH[2]], allow_gaps=True)
+    assert gapped.sizes["time"] == 240
+    other = tmp_path / EC_EARTH[1].name
+    shutil.copy(EC_EARTH[1], other)
+    with netCDF4.Dataset(other, "a") as ds:
+        ds["time"].calendar = "noleap"
+    refused([EC_EARTH[0], other], "calendars differ", other.name)
+    refused(str(tmp_path / "none*.nc"), "no file matches")
+
+
+def test_accessor_fit_equals_fit_pot() -> None:
+    """On lazy, dask-chunked input from the engine, as ``fit_pot`` on the loaded values."""
+    ds = _open(DATA / "cmip" / "tiny_daily_pr.nc", engine="climio", chunks={"lat": 1})
+    loaded = _open(DATA / "cmip" / "tiny_daily_pr.nc").load()
+    options = {"tail": 0.02, "return_periods": [10, 50]}
+    for got, want in [(ds["pr"].climio.fit_pot(**options), fit_pot(loaded["pr"], **options)),
+                      (ds.climio.fit_pot(var="pr", **options), fit_pot(loaded, var="pr", **options))]:
+        got, want = got.compute(), want
+        assert got.attrs.pop("history").split(": ", 1)[1] == want.attrs.pop("history").split(": ", 1)[1]
+        xr.testing.assert_identical(got, want)
+
+
+WRITTEN = [DATA / "real" / name for name in ("tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc",
+                                             "o3_AERmon_MPI-ESM1-2-LR_historical_r1i1p1f1_gn_185001.nc",
+                                             "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc")]
+
+
+@pytest.mark.parametrize("path", [*WRITTEN, NAM[0]], ids=lambda p: p.name[:12])
+def test_to_netcdf_writes_what_xarray_writes(path: Path, tmp_path: Path) -> None:
+    ds = _open(path, engine="climio")
+    ds.to_netcdf(tmp_path / "xarray.nc")
+    ds.climio.to_netcdf(tmp_path / "climio.nc")
+    with netCDF4.Dataset(tmp_path / "climio.nc") as got, netCDF4.Dataset(tmp_path / "xarray.nc") as want:
+        assert got.data_model == want.data_model
+        assert {k: len(d) for k, d in got.dimensions.items()} == {k: len(d) for k, d in want.dimensions.items()}
+        assert [d for d in got.dimensions.values() if d.isunlimited()] != [] or \
+            not any(d.isunlimited() for d in want.dimensions.values())
+        assert got.__dict__.keys() == want.__dict__.keys()
+        assert all(_same(got.getncattr(k), want.getncattr(k)) for k in want.ncattrs())
+        assert got.variables.keys() == want.variables.keys()
+        for name, variable in want.variables.items():
+            mine = got[name]
+            assert (mine.dtype, mine.dimensions) == (variable.dtype, variable.dimensions), name
+            assert mine.ncattrs() == variable.ncattrs() or set(mine.ncattrs()) == set(variable.ncattrs()), name
+            assert all(_same(mine.getncattr(k), variable.getncattr(k)) for k in variable.ncattrs()), name
+            assert _same(np.ma.filled(mine[...], 0), np.ma.filled(variable[...], 0)), name
+    xr.testing.assert_identical(_open(tmp_path / "climio.nc"), _open(tmp_path / "xarray.nc"))
+
+
+def test_to_netcdf_modes_compression_and_errors(tmp_path: Path) -> None:
+    ds = _open(EC_EARTH[0], engine="climio")
+    ds.climio.to_netcdf(tmp_path / "packed.nc", deflate=1)
+    with netCDF4.Dataset(tmp_path / "packed.nc") as out:
+        assert out["tas"].filters()["zlib"]
+    ds["tas"].climio.to_netcdf(tmp_path / "tas.nc", mode="cdf5")
+    with netCDF4.Dataset(tmp_path / "tas.nc") as out:
+        assert out.data_model == "NETCDF3_64BIT_DATA"
+    xr.testing.assert_identical(_open(tmp_path / "tas.nc")["tas"], ds["tas"].load())
+    with pytest.raises(ClimioError, match="exists"):
+        ds.climio.to_netcdf(tmp_path / "tas.nc")
+    with pytest.raises(ClimioError, match="no name"):
+        xr.DataArray(np.zeros(3)).climio.to_netcdf(tmp_path / "anon.nc")
+
+
+def test_import_climio_stays_light() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, climio; assert 'xarray' not in sys.modules; assert callable(climio.open_mfdataset); " \
+           "assert 'xarray' in sys.modules"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
