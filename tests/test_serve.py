@@ -141,6 +141,12 @@ def test_server_fault_reaches_every_rank_once(served: Launch, case: str) -> None
     assert not leftovers(str(outdir))
 
 
+def test_a_communicator_that_holds_servers_is_refused(served: Launch) -> None:
+    for rank in range(served.nmodel):
+        text = (served.outdir / f"world.rank{rank}.txt").read_text()
+        assert text.startswith("the model's communicator holds I/O server ranks") and "model_communicator()" in text
+
+
 def test_servers_trace_their_phases(served: Launch) -> None:
     report = json.loads((served.outdir / "trace.json").read_text())
     assert report["nranks"] == served.nservers and {"serve:receive", "serve:reduce", "write"} <= set(report["summary"])

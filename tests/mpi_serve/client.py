@@ -169,7 +169,15 @@ def fault(name: str, servers: client.Servers, outdir: Path) -> None:
 
 
 def main(outdir: Path) -> None:
+    from mpi4py import MPI
+
+    try:
+        client.connect(MPI.COMM_WORLD)  # it holds the servers too: refused, with no communication
+        refused = "no error"
+    except ClimioError as err:
+        refused = str(err)
     servers = client.connect(buffer_bytes=BUFFER)
+    (outdir / f"world.rank{servers.comm.Get_rank()}.txt").write_text(refused)
     comm = servers.comm
     for case in CASES:
         write_case(ServedOutput, str(outdir / f"served-{case}.nc"), case, servers)

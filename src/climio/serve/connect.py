@@ -119,9 +119,17 @@ def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
 def connect(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, range]:
     """Model: the intercommunicator to the servers (collective over ``comm`` only) and their world ranks."""
     world, servers = layout()
-    if comm.Get_rank() == 0:
-        from mpi4py import MPI
+    from mpi4py import MPI
 
+    group, everyone = comm.Get_group(), world.Get_group()
+    ranks = MPI.Group.Translate_ranks(group, list(range(comm.Get_size())), everyone)
+    group.Free()
+    everyone.Free()
+    if any(r in servers for r in ranks):
+        raise ClimioError(f"the model's communicator holds I/O server ranks ({servers.start}-{servers.stop - 1} of "
+                          f"COMM_WORLD): pass the model's own ranks, e.g. climio.serve.connect.model_communicator()",
+                          collective=True)
+    if comm.Get_rank() == 0:
         hello = np.array([wire.MAGIC, wire.VERSION, comm.Get_size()], np.int64)
         world.Send([hello, MPI.INT64_T], dest=servers.start, tag=wire.TAG_HELLO)
     return comm.Create_intercomm(0, world, servers.start, wire.TAG_INTERCOMM), servers
