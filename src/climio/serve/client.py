@@ -96,14 +96,15 @@ class Servers:
         if self.finalized:
             raise ClimioError(f"{self.name}: the connection was finalized", collective=True)
         header, text = wire.encode(kind, ident, args, names)
-        buffers = [header, *([np.frombuffer(text, np.uint8)] if text else []),
-                   *(np.array(d, order="C", copy=True).ravel() for d in data)]
-        nbytes = sum(b.nbytes for b in buffers)
+        arrays = [np.asarray(d) for d in data]
+        nbytes = header.nbytes + len(text) + sum(a.nbytes for a in arrays)
         self.progress()
         while self.inflight and sum(f.nbytes for f in self.inflight) + nbytes > self.limit:
             oldest = self.inflight[0]
             self.wait(lambda: self._complete(oldest), "the data sent before (the client buffer is full)")
             self.progress()
+        buffers = [header, *([np.frombuffer(text, np.uint8)] if text else []),
+                   *(np.array(a, order="C", copy=True).ravel() for a in arrays)]  # the copies the sends read
         tags = [wire.TAG_HEADER, *[wire.TAG_PAYLOAD] * (len(buffers) - 1)]
         requests = [self.inter.Isend(wire.buffer(b), dest=self.server, tag=t) for b, t in zip(buffers, tags)]
         self.inflight.append(InFlight(requests, buffers, nbytes))
@@ -249,6 +250,7 @@ class ServedOutput:
         self.fields = {f.name: f for f in fields}
         self.variables = {v.name: v for v in variables}
         self.error, self.error_code, self.reported, self.closed = "", 0, False, False
+        # ModelOutput's default names of the grid's dimensions (the method reads only .grid)
         names = tuple(dims) if dims is not None else ModelOutput._grid_dims(self)  # type: ignore[arg-type]
         if len(names) != len(self.grid.grid):
             raise ClimioError(f"dims {names} do not name the {len(self.grid.grid)} dimensions of the grid "
