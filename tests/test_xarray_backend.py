@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import warnings
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import netCDF4
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import DATA
+from conftest import DATA, run
 from conftest import climio as run_climio
 
 import climio as climio_pkg
@@ -20,6 +21,7 @@ import climio.xr  # noqa: F401 (registers .climio)
 from climio.errors import ClimioError
 from climio.eva import fit_pot
 
+HELPERS = Path(__file__).resolve().parent / "helpers"
 FILES = sorted([*(DATA / "real").glob("*.nc"), *(DATA / "real").glob("*.ug"), *(DATA / "cmip").glob("*.nc")])
 NAM = sorted((DATA / "real").glob("pr_NAM-22_*.nc"))
 EC_EARTH = sorted((DATA / "real").glob("tas_Amon_EC-EARTH_*.nc"))
@@ -175,3 +177,19 @@ def test_import_climio_stays_light() -> None:
     code = "import sys, climio; assert 'xarray' not in sys.modules; assert callable(climio.open_mfdataset); " \
            "assert 'xarray' in sys.modules"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
+
+
+@pytest.mark.parametrize("nranks, mode, dims", [(1, "hdf5", "lat"), (2, "cdf5", "lat,lon"), (3, "cdf5", "time"),
+                                                (4, "hdf5", "lat")])
+def test_to_netcdf_pieces_under_mpi(nranks: int, mode: str, dims: str, tmp_path: Path) -> None:
+    """Each rank writes the piece it holds (at 4 ranks on 2 latitudes, two ranks hold nothing): the file is the
+    one xarray writes from the whole Dataset."""
+    out = tmp_path / "pieces.nc"
+    done = run([sys.executable, str(HELPERS / "xr_write_pieces.py"), str(EC_EARTH[0]), str(out), mode, dims],
+               nranks=nranks, timeout=120)
+    assert done.returncode == 0, done.stderr
+    whole = _open(EC_EARTH[0], engine="climio")
+    whole.to_netcdf(tmp_path / "xarray.nc")
+    xr.testing.assert_identical(_open(out), _open(tmp_path / "xarray.nc"))
+    with netCDF4.Dataset(out) as got:
+        assert [d for d, dim in got.dimensions.items() if dim.isunlimited()] == ["time"]

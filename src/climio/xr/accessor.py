@@ -12,7 +12,7 @@ through :func:`climio.core.ncio.create`, in any of climio's storage modes and wi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,7 +20,8 @@ import xarray as xr
 from xarray.coding.strings import CharacterArrayCoder, EncodedStringCoder
 from xarray.conventions import cf_encoder, encode_dataset_coordinates
 
-from climio.core import ncio
+from climio.core import mpi, ncio
+from climio.core.decomp import Hyperslab
 from climio.core.ncio.compression import settings
 from climio.errors import ClimioError
 from climio.eva import api
@@ -44,20 +45,31 @@ class _Fits:
         return api.fit_gev(self._obj, dim, **options)
 
     def to_netcdf(self, path: str | os.PathLike[str], mode: str = "hdf5", comm: MPI.Comm | None = None, *,
-                  overwrite: bool = False, deflate: int | None = None, ppc: Iterable[str] | None = None,
-                  chunk_sizes: Iterable[str] | None = None, cmp: str | None = None) -> None:
+                  at: Mapping[str, int] | None = None, overwrite: bool = False, deflate: int | None = None,
+                  ppc: Iterable[str] | None = None, chunk_sizes: Iterable[str] | None = None,
+                  cmp: str | None = None) -> None:
         """Write through climio's storage layer in storage ``mode`` (``hdf5``, ``hdf5-classic``, ``cdf1``,
-        ``cdf2``, ``cdf5``, ``serial``), on ``comm`` (default: every rank of the job, rank 0 writing what each
-        holds whole); ``deflate``, ``ppc``, ``chunk_sizes`` and ``cmp`` are NCO's ``-L``, ``--ppc``,
-        ``--cnk_dmn`` and ``--cmp`` (``ppc=["default=3"]``)."""
+        ``cdf2``, ``cdf5``, ``serial``) on every rank of ``comm`` (default: the job's; collective).
+
+        Without ``at`` every rank holds the whole Dataset and rank 0 writes it. With ``at`` each rank holds its
+        own piece, starting at ``at[dim]`` along each dimension it is split on (the same names on every rank;
+        a rank holding nothing gives a piece of length 0 there), and every rank writes its piece; variables
+        on no split dimension are rank 0's. ``deflate``, ``ppc``, ``chunk_sizes`` and ``cmp`` are NCO's
+        ``-L``, ``--ppc`` (``["default=3"]``), ``--cnk_dmn`` and ``--cmp``."""
         dataset = self._obj if isinstance(self._obj, xr.Dataset) else _as_dataset(self._obj)
+        comm = comm if comm is not None else mpi.world()
         schema, values = _encoded(dataset)
-        compress = settings(deflate, list(ppc) if ppc else None, None, list(chunk_sizes) if chunk_sizes else None, cmp)
+        slabs: dict[str, Hyperslab] = {}
+        if at is not None:
+            schema, slabs = _pieces(schema, values, {str(d): int(n) for d, n in at.items()}, comm)
+        compress = settings(deflate, list(ppc) if ppc else None, None, list(chunk_sizes) if chunk_sizes else None,
+                            cmp)
         with ncio.create(os.fspath(path), schema, mode, comm, overwrite=overwrite, compress=compress) as store:
             for var in schema.variables:
                 if var.is_text:
                     store.write_text(var.name, values[var.name])
-            store.write_many((var.name, values[var.name], None) for var in schema.variables if not var.is_text)
+            store.write_many((var.name, None if var.name in slabs and not slabs[var.name].size else values[var.name],
+                              slabs.get(var.name)) for var in schema.variables if not var.is_text)
 
 
 @xr.register_dataset_accessor("climio")
@@ -98,3 +110,32 @@ def _encoded(dataset: xr.Dataset) -> tuple[ncio.Schema, dict[str, np.ndarray]]:
         declared.append(ncio.Variable(name, data.dtype, tuple(str(d) for d in variable.dims), dict(variable.attrs)))
         values[name] = data
     return ncio.Schema(dims, tuple(declared), dict(attrs)), values
+
+
+def _pieces(schema: ncio.Schema, values: Mapping[str, np.ndarray], at: dict[str, int],
+            comm: MPI.Comm) -> tuple[ncio.Schema, dict[str, Hyperslab]]:
+    """The whole file's schema (rank 0's, on the dimensions' total lengths) and this rank's hyperslab of each
+    variable on a split dimension, after checking that every rank holds the same variables (collective)."""
+    sizes = {d: n for v in schema.variables for d, n in zip(v.dims, values[v.name].shape)}
+    shape = {v.name: (str(v.numpy_dtype), v.dims) for v in schema.variables}
+    pieces = comm.allgather((at, {d: sizes[d] for d in at if d in sizes}, shape))
+    for rank, (other_at, other_sizes, other_shape) in enumerate(pieces):
+        if set(other_at) != set(at) or set(other_sizes) != set(at) or other_shape != pieces[0][2]:
+            raise ClimioError(f"to_netcdf: rank {rank} holds other dimensions or variables than rank 0 (at="
+                              f"{other_at}, variables {sorted(other_shape)}): every rank must give a piece of the "
+                              f"same Dataset, split along the same dimensions, each named by a variable",
+                              collective=True)
+    total = {d: max(other_at[d] + other_sizes[d] for other_at, other_sizes, _ in pieces) for d in at}
+    first = comm.bcast(schema if comm.Get_rank() == 0 else None, root=0)
+    text = [v.name for v in first.variables if v.is_text and set(v.dims) & set(at)]
+    if text:
+        raise ClimioError(f"to_netcdf: text variable '{text[0]}' is split along {sorted(at)}; text is written "
+                          f"whole from rank 0, so give every rank all of it", collective=True)
+    slabs = {}
+    for var in first.variables:
+        if set(var.dims) & set(at):
+            count = values[var.name].shape
+            slabs[var.name] = Hyperslab(tuple(at.get(d, 0) for d in var.dims), count) if all(count) else \
+                Hyperslab.empty(len(var.dims))
+    dims = {d: (None if n is None else total.get(d, n)) for d, n in first.dims.items()}
+    return ncio.Schema(dims, first.variables, first.attrs), slabs
