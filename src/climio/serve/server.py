@@ -192,8 +192,10 @@ class Server:
     def decomposition(self, messages: list[Message]) -> None:
         """Each client's compmap, side by side: this server's share of the grid (kept as an error to report at
         the create that uses it)."""
+        mine = {tuple(int(g) for g in m.data[0]) for m in messages}
+        grids = set().union(*self.comm.allgather(mine))  # every model rank's, through its server
+
         def build() -> tuple[GridDecomposition, tuple[int, ...]]:
-            grids = {tuple(int(g) for g in m.data[0]) for m in messages}
             if len(grids) != 1 or not all(g > 0 for g in next(iter(grids))):
                 raise ClimioError(f"decomposition {messages[0].id}: the model ranks gave the grids {sorted(grids)}: "
                                   f"give one grid of positive lengths")
