@@ -123,7 +123,8 @@ class Server:
         """One message from each client; the clients and the servers must be at the same call."""
         with trace.phase("serve:receive"):
             messages = [self.receive(c) for c in self.clients]
-        keys = {tuple(int(v) for v in m.header[:3]) for m in messages}
+        keys = {tuple(int(v) for v in m.header[:3 if m.kind == Kind.DECOMP else 4]) + (0,) * (m.kind == Kind.DECOMP)
+                for m in messages}  # kind, id, a, b: a frame too (DECOMP's b is each rank's own map length)
         key = np.array(min(keys), np.int64)
         low, high = key.copy(), key.copy()
         if self.comm.Get_size() > 1:
@@ -132,7 +133,7 @@ class Server:
             self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(low), op=MPI.MIN)
             self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(high), op=MPI.MAX)
         if len(keys) > 1 or (low != high).any():
-            mpi.abort(self.comm, f"climio serve: the model's ranks made different calls (kind, id, argument "
+            mpi.abort(self.comm, f"climio serve: the model's ranks made different calls (kind, id, arguments "
                       f"{sorted(keys)} on server {self.comm.Get_rank()}): every rank must make the same calls in the "
                       f"same order", 2)
         return messages
