@@ -152,6 +152,7 @@ def test_to_netcdf_writes_what_xarray_writes(path: Path, tmp_path: Path) -> None
             assert mine.ncattrs() == variable.ncattrs() or set(mine.ncattrs()) == set(variable.ncattrs()), name
             assert all(_same(mine.getncattr(k), variable.getncattr(k)) for k in variable.ncattrs()), name
             assert _same(np.ma.filled(mine[...], 0), np.ma.filled(variable[...], 0)), name
+            assert (mine.chunking(), mine.filters()) == (variable.chunking(), variable.filters()), name
     xr.testing.assert_identical(_open(tmp_path / "climio.nc"), _open(tmp_path / "xarray.nc"))
 
 

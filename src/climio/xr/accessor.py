@@ -22,7 +22,7 @@ from xarray.conventions import cf_encoder, encode_dataset_coordinates
 
 from climio.core import mpi, ncio
 from climio.core.decomp import Hyperslab
-from climio.core.ncio.compression import settings
+from climio.core.ncio.compression import NONE, Compression, settings
 from climio.errors import ClimioError
 from climio.eva import api
 
@@ -58,7 +58,7 @@ class _Fits:
         ``-L``, ``--ppc`` (``["default=3"]``), ``--cnk_dmn`` and ``--cmp``."""
         dataset = self._obj if isinstance(self._obj, xr.Dataset) else _as_dataset(self._obj)
         comm = comm if comm is not None else mpi.world()
-        schema, values = _encoded(dataset)
+        schema, values = _encoded(dataset, ncio.get_mode(mode).nc_format.startswith("NETCDF4"))
         slabs: dict[str, Hyperslab] = {}
         if at is not None:
             schema, slabs = _pieces(schema, values, {str(d): int(n) for d, n in at.items()}, comm)
@@ -91,9 +91,10 @@ def _as_dataset(array: xr.DataArray) -> xr.Dataset:
     return array.to_dataset()
 
 
-def _encoded(dataset: xr.Dataset) -> tuple[ncio.Schema, dict[str, np.ndarray]]:
+def _encoded(dataset: xr.Dataset, netcdf4: bool) -> tuple[ncio.Schema, dict[str, np.ndarray]]:
     """The schema and values that xarray's netCDF writer would store: its CF encoders, then text as netCDF
-    characters (bytes) or strings (unicode)."""
+    characters (bytes) or strings (unicode); in a netCDF-4 file, each variable's chunks and deflate as its
+    encoding gives them (those read from a file, unless its shape changed since)."""
     variables, attrs = cf_encoder(*encode_dataset_coordinates(dataset))
     unlimited = set(dataset.encoding.get("unlimited_dims", ()))
     dims: dict[str, int | None] = {}
@@ -107,9 +108,23 @@ def _encoded(dataset: xr.Dataset) -> tuple[ncio.Schema, dict[str, np.ndarray]]:
         if data.dtype.kind == "U":
             data = data.astype(object)
         dims.update({str(d): None if d in unlimited else int(n) for d, n in variable.sizes.items()})
-        declared.append(ncio.Variable(name, data.dtype, tuple(str(d) for d in variable.dims), dict(variable.attrs)))
+        storage = _storage(variable) if netcdf4 and data.dtype.kind != "O" else (None, NONE)
+        declared.append(ncio.Variable(name, data.dtype, tuple(str(d) for d in variable.dims), dict(variable.attrs),
+                                      *storage))
         values[name] = data
     return ncio.Schema(dims, tuple(declared), dict(attrs)), values
+
+
+def _storage(variable: xr.Variable) -> tuple[tuple[int, ...] | None, Compression]:
+    """Chunk sizes and deflate from a variable's encoding, as xarray's netCDF4 writer takes them (netCDF4-python's
+    default level 4 when ``zlib`` names none), none once its shape differs from the file's it came from."""
+    encoding = variable.encoding
+    if tuple(encoding.get("original_shape", variable.shape)) != variable.shape:
+        return None, NONE
+    chunks = encoding.get("chunksizes")
+    level = int(encoding.get("complevel", 4)) if encoding.get("zlib") else 0
+    return (tuple(int(c) for c in chunks) if chunks and not encoding.get("contiguous") else None,
+            Compression(level, bool(encoding.get("shuffle", False)) and level > 0))
 
 
 def _pieces(schema: ncio.Schema, values: Mapping[str, np.ndarray], at: dict[str, int],
