@@ -18,8 +18,10 @@ from conftest import climio as run_climio
 
 import climio as climio_pkg
 import climio.xr  # noqa: F401 (registers .climio)
+from climio.core.decomp import Hyperslab
 from climio.errors import ClimioError
 from climio.eva import fit_pot
+from climio.subset.inputs import Inputs
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 FILES = sorted([*(DATA / "real").glob("*.nc"), *(DATA / "real").glob("*.ug"), *(DATA / "cmip").glob("*.nc")])
@@ -69,16 +71,23 @@ def test_engine_reads_what_netcdf4_reads(path: Path) -> None:
     assert lazy.encoding["unlimited_dims"] == want.encoding["unlimited_dims"]
 
 
-def test_outer_indexing_one_read_per_request() -> None:
-    """Steps, lists, integers and reversed slices, mixed on one variable, as netCDF4's engine gives them."""
+def test_outer_indexing_one_read_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Steps, lists, integers and reversed slices, mixed on one variable, as netCDF4's engine gives them, each
+    selection in one read."""
     path = DATA / "cmip" / "pr.sresa2.miub_echo_g.run1.atm.da.nc"
     want, got = _open(path, engine="netcdf4"), _open(path, engine="climio")
     name = next(n for n, v in want.data_vars.items() if v.ndim == 3)
     dims = want[name].dims
+    reads: list[Hyperslab] = []
+    read = Inputs.read
+    monkeypatch.setattr(Inputs, "read", lambda self, var, slab, **kw: reads.append(slab) or read(self, var, slab, **kw))
     for key in [{dims[0]: slice(3, 400, 7), dims[1]: [5, 0, 2], dims[2]: 1},
                 {dims[0]: [0, 9, 4], dims[1]: slice(None, None, -2), dims[2]: [3, 3, 1]},
                 {dims[0]: slice(10, 10)}, {dims[0]: -1}]:
+        reads.clear()
         assert got[name].isel(key).equals(want[name].isel(key)), key
+        assert len(reads) == 1, key
+    assert reads[0].count == (1, *want[name].shape[1:])
     chunks = _open(path, engine="climio", chunks={dims[0]: 1000})[name]
     assert chunks.data.npartitions > 1
     assert chunks.isel({dims[0]: slice(500, 2500, 3)}).equals(want[name].isel({dims[0]: slice(500, 2500, 3)}))
