@@ -160,6 +160,19 @@ def test_servers_without_a_model_end_with_one_line(tmp_path: Path) -> None:
     assert "climio: error: climio serve: no model connected within 0.5 s (CLIMIO_SERVE_TIMEOUT)" in result.stderr
 
 
+def test_model_ranks_that_call_differently_end_the_job(tmp_path: Path) -> None:
+    """Rank 1 writes another record than rank 0: the servers cannot pair the calls, and end the job with one line."""
+    code = ("import numpy as np; from climio.serve import client; from climio.model import decomposition as dec; "
+            "from climio.model.output import Field; s = client.connect(); r = s.comm.Get_rank(); "
+            "d = dec.round_robin((10,), 2, r); "
+            f"out = client.ServedOutput('{tmp_path / 'x.nc'}', d, [Field('a')], s); "
+            "out.write(r, {'a': np.ones(d.local_shape())}, 0.0); out.close()")
+    result = launch(tmp_path, 2, 1, "mpmd", [sys.executable, "-c", code])
+    assert result.returncode != 0
+    assert "climio serve: the model's ranks made different calls" in result.stderr, result.stderr
+    assert not (tmp_path / "x.nc").exists() and not leftovers(str(tmp_path))
+
+
 def test_a_wait_for_the_servers_ends_with_an_error_naming_them() -> None:
     """MPI's own waits cannot time out: the client polls, and gives up after its timeout."""
     from climio.errors import IOFault

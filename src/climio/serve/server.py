@@ -125,18 +125,22 @@ class Server:
             messages = [self.receive(c) for c in self.clients]
         keys = {tuple(int(v) for v in m.header[:3 if m.kind == Kind.DECOMP else 4]) + (0,) * (m.kind == Kind.DECOMP)
                 for m in messages}  # kind, id, a, b: a frame too (DECOMP's b is each rank's own map length)
-        key = np.array(min(keys), np.int64)
-        low, high = key.copy(), key.copy()
+        low, high = np.array(min(keys), np.int64), np.array(max(keys), np.int64)
         if self.comm.Get_size() > 1:
             from mpi4py import MPI
 
             self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(low), op=MPI.MIN)
             self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(high), op=MPI.MAX)
-        if len(keys) > 1 or (low != high).any():
-            mpi.abort(self.comm, f"climio serve: the model's ranks made different calls (kind, id, arguments "
-                      f"{sorted(keys)} on server {self.comm.Get_rank()}): every rank must make the same calls in the "
-                      f"same order", 2)
+        if (low != high).any():  # seen by every server
+            self.give_up(f"climio serve: the model's ranks made different calls (kind, id, arguments {low.tolist()} "
+                         f"and {high.tolist()}): every rank must make the same calls in the same order")
         return messages
+
+    def give_up(self, message: str) -> None:
+        """End the servers (collective): every model rank gets ``message`` at its next call, the command line
+        removes the files not yet published and exits with status 2."""
+        self.reply(wire.SYSTEM, calls.EINVAL, message)
+        raise ClimioError(message, collective=True)
 
     # -- the loop
 
@@ -427,9 +431,7 @@ def serve(comm: MPI.Intracomm) -> None:
     inter, model_size = connect.accept(comm)
     server = Server(comm, inter, model_size)
     if comm.Get_size() > model_size:
-        message = (f"climio serve: {comm.Get_size()} servers for {model_size} model rank(s): start at most as many "
-                   f"servers as model ranks")
-        server.reply(wire.SYSTEM, calls.EINVAL, message)
-        raise ClimioError(message, collective=True)
+        server.give_up(f"climio serve: {comm.Get_size()} servers for {model_size} model rank(s): start at most as "
+                       f"many servers as model ranks")
     server.serve()
     inter.Free()
