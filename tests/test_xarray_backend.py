@@ -93,6 +93,19 @@ def test_outer_indexing_one_read_per_request(monkeypatch: pytest.MonkeyPatch) ->
     assert chunks.isel({dims[0]: slice(500, 2500, 3)}).equals(want[name].isel({dims[0]: slice(500, 2500, 3)}))
 
 
+@pytest.mark.timeout(120)
+def test_engines_share_one_lock_under_dask_threads() -> None:
+    """Reads through climio and netcdf4 interleaved on dask's threads take netCDF-C's locks in one order (taken
+    in opposite orders, they deadlocked about one run in six)."""
+    import dask
+
+    with dask.config.set(scheduler="threads", num_workers=4):
+        mine = climio_pkg.open_mfdataset(NAM, chunks={"time": 50})["pr"]
+        theirs = xr.open_mfdataset(NAM, engine="netcdf4", chunks={"time": 50})["pr"]
+        for _ in range(5):
+            assert float(abs(mine - theirs).max()) == 0.0
+
+
 @pytest.mark.parametrize("files", [NAM, EC_EARTH], ids=["NAM-22", "EC-EARTH"])
 def test_open_mfdataset_joins_as_subset(files: list[Path], tmp_path: Path) -> None:
     out = tmp_path / "joined.nc"

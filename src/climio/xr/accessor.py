@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 
-class _Fits:
-    """The fits, shared by both accessors: the object itself is the data to fit."""
+class _Climio:
+    """What both accessors offer: the object itself is the data to fit or write."""
 
     def __init__(self, obj: xr.Dataset | xr.DataArray) -> None:
         self._obj = obj
@@ -73,13 +73,13 @@ class _Fits:
 
 
 @xr.register_dataset_accessor("climio")
-class DatasetAccessor(_Fits):
+class DatasetAccessor(_Climio):
     """``ds.climio``: ``fit_pot``/``fit_gev`` (give ``var=`` when the Dataset has several data variables) and
     ``to_netcdf``."""
 
 
 @xr.register_dataarray_accessor("climio")
-class DataArrayAccessor(_Fits):
+class DataArrayAccessor(_Climio):
     """``da.climio``: ``fit_pot``/``fit_gev`` along its time dimension, and ``to_netcdf`` of the named array
     with its coordinates."""
 

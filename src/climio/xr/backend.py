@@ -18,7 +18,7 @@ import numpy as np
 import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.backends.common import AbstractDataStore
-from xarray.backends.locks import HDF5_LOCK, NETCDFC_LOCK, combine_locks
+from xarray.backends.netCDF4_ import NETCDF4_PYTHON_LOCK
 from xarray.backends.store import StoreBackendEntrypoint
 from xarray.core import indexing
 from xarray.core.utils import FrozenDict
@@ -34,8 +34,9 @@ from climio.subset.timeaxis import calendar_of, describe, time_units
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-# netCDF-C and HDF5 are not thread-safe: dask's threads (and xarray's own engines) take turns through these.
-LOCK = combine_locks([HDF5_LOCK, NETCDFC_LOCK])
+# netCDF-C and HDF5 are not thread-safe: dask's threads take turns through the netcdf4 engine's own lock (one
+# lock object, so its parts are always taken in one order, whichever engine reads).
+LOCK = NETCDF4_PYTHON_LOCK
 
 
 def self_comm() -> MPI.Comm:
