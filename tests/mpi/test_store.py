@@ -198,3 +198,15 @@ def test_read_runs_any_count_per_rank(comm: MPI.Comm, shared_dir: str, mode: str
             assert_all(comm, len(back) == rank % 3, name)
         back = ds.read_runs("v", wanted)
         assert_all(comm, all(np.array_equal(b, field[:, k:k + 1, 1:4]) for k, b in enumerate(back)), "values")
+
+
+@pytest.mark.parametrize("mode", ["hdf5", "cdf5"])
+def test_scalar_variable_reads_on_every_rank(comm: MPI.Comm, shared_dir: str, mode: str) -> None:
+    """A variable without dimensions (CMIP's scalar `height`, a grid mapping) is one value that every rank reads."""
+    path = os.path.join(shared_dir, f"scalar-{mode}.nc")
+    schema = ncio.Schema({"x": 3}, [ncio.Variable("height", "f8", ()), ncio.Variable("v", "f4", ("x",))])
+    with ncio.create(path, schema, mode, comm) as ds:
+        ds.write("height", np.array(2.0))  # whole, from rank 0
+        ds.write("v", np.arange(3, dtype="f4"))
+    with ncio.open(path, comm) as ds:
+        assert_all(comm, float(ds.read("height")) == 2.0, "scalar read")

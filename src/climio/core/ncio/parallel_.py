@@ -112,7 +112,7 @@ class ParallelStore(Store):
         where = f"{self.path}: variable '{var.name}'"
         with trace.phase("read", out.nbytes):
             for offset, piece in plan:
-                start = (sampled.start[0] + offset * step, *piece.start[1:]) if piece.size else piece.start
+                start = (sampled.start[0] + offset * step, *piece.start[1:]) if piece.size and piece.count else piece.start
                 part = out[offset:offset + piece.count[0]] if piece.count else out
                 if not out.dtype.isnative:
                     self._stored().read(var, Hyperslab(start, piece.count), part, step)
