@@ -56,6 +56,23 @@ def pip_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return python
 
 
+NUMERICS = ("numpy", "numba", "llvmlite")
+
+
+@pytest.fixture(scope="module")
+def tolerance(pip_python: Path) -> dict[str, float]:
+    """Bit for bit where the pip environment computes with the same numpy, numba and llvmlite as this one (the
+    overlay); where PyPI gave others (``make check-pip``), their math libraries round differently, and a maximum
+    likelihood fit stops within its own tolerance of the optimum: values agree to 1e-9 relative, 1e-12 absolute
+    (a shape parameter near 0)."""
+    def versions(python: Path) -> str:
+        return subprocess.run([str(python), "-c", "import importlib.metadata as m; print(["
+                               f"m.version(p) for p in {NUMERICS!r}])"], capture_output=True, text=True,
+                              check=True, timeout=60).stdout
+    same = versions(pip_python) == versions(Path(sys.executable))
+    return {"rtol": 0.0, "atol": 0.0} if same else {"rtol": 1e-9, "atol": 1e-12}
+
+
 def overlay(venv: Path) -> Path:
     """``venv`` with PyPI's wheel of the locked netCDF4, this environment's packages behind its own (a .pth file;
     climio is this environment's editable install, whose compiled kernels serve both)."""
@@ -119,7 +136,7 @@ def outputs(pip_python: Path, tmp_path_factory: pytest.TempPathFactory
 
 
 @pytest.mark.parametrize("nranks", RANKS)
-def test_same_files_as_the_full_install(outputs, nranks: int) -> None:
+def test_same_files_as_the_full_install(outputs, tolerance: dict[str, float], nranks: int) -> None:
     (full_dir, full), (pip_dir, pip) = outputs["full", nranks], outputs["pip", nranks]
     for name, outcome in full.items():
         assert outcome["status"] == 0, (name, outcome)
@@ -127,7 +144,7 @@ def test_same_files_as_the_full_install(outputs, nranks: int) -> None:
     written = sorted(p.name for p in full_dir.iterdir())
     assert written == sorted(p.name for p in pip_dir.iterdir()) and len(written) == len(full)
     for file in written:
-        assert diff_structure(pip_dir / file, full_dir / file) == [], file
+        assert diff_structure(pip_dir / file, full_dir / file, **tolerance) == [], file
 
 
 def test_rank_zero_writes_and_says_so(outputs) -> None:
@@ -174,7 +191,7 @@ def test_info_lists_what_works(pip_python: Path) -> None:
     assert "needs PnetCDF, not built in" in modes["cdf2"] and "needs parallel HDF5, not built in" in modes["hdf5"]
 
 
-def test_python_api(pip_python: Path, tmp_path: Path) -> None:
+def test_python_api(pip_python: Path, tolerance: dict[str, float], tmp_path: Path) -> None:
     """fit_pot gives the full install's Dataset; ModelOutput and ModelInput round-trip in every mode on one
     process (netCDF-C alone) and in serial mode on two ranks."""
     script, series = Path(__file__).parent / "helpers" / "python_api_check.py", CMIP / "tiny_daily_pr.nc"
@@ -186,5 +203,5 @@ def test_python_api(pip_python: Path, tmp_path: Path) -> None:
         want = [f"{m} {s} ok" for m in modes.split(",") for s in (["root"] if m == "serial" else
                                                                   ["root", "direct", "agg"])]
         assert done.stdout.split("\n")[-len(want) - 1:-1] == want, done.stdout
-    assert diff_structure(tmp_path / "pip-pot.nc", tmp_path / "full-pot.nc") == []
-    assert diff_structure(tmp_path / "pip2-pot.nc", tmp_path / "full-pot.nc") == []
+    assert diff_structure(tmp_path / "pip-pot.nc", tmp_path / "full-pot.nc", **tolerance) == []
+    assert diff_structure(tmp_path / "pip2-pot.nc", tmp_path / "full-pot.nc", **tolerance) == []

@@ -90,7 +90,7 @@ def _diff_attrs(where: str, got: dict[str, Any], want: dict[str, Any]) -> list[s
     return out
 
 
-def _diff_data(name: str, got: Any, want: Any) -> list[str]:
+def _diff_data(name: str, got: Any, want: Any, rtol: float = 0.0, atol: float = 0.0) -> list[str]:
     a, b = np.asarray(got), np.asarray(want)
     if a.shape != b.shape:
         return [f"{name}: data shape {a.shape} (want {b.shape})"]
@@ -103,7 +103,9 @@ def _diff_data(name: str, got: Any, want: Any) -> list[str]:
     elif a.dtype.kind in "fc":
         same = (a == b) | (np.isnan(a) & np.isnan(b))
         same &= np.signbit(a) == np.signbit(b)
-        if same.all():  # equal as numbers, different bits (NaN payloads)
+        if rtol or atol:
+            same |= np.isclose(a, b, rtol=rtol, atol=atol)
+        elif same.all():  # equal as numbers, different bits (NaN payloads)
             return [f"{name}: data equal as numbers but not bitwise (NaN payloads?)"]
     else:
         same = a == b
@@ -116,8 +118,9 @@ def _diff_data(name: str, got: Any, want: Any) -> list[str]:
 
 
 def diff_structure(got: str | Path, want: str | Path, ignore_global: Iterable[str] = IGNORED_GLOBAL,
-                   data: bool = True) -> list[str]:
-    """Differences between two files read with netCDF4-python; [] when equal."""
+                   data: bool = True, rtol: float = 0.0, atol: float = 0.0) -> list[str]:
+    """Differences between two files read with netCDF4-python; [] when equal (floating-point values within
+    ``atol + rtol * |want|`` of each other, where given; else bit for bit)."""
     ignore = tuple(ignore_global)
     out: list[str] = []
     with netCDF4.Dataset(got) as g, netCDF4.Dataset(want) as w:
@@ -145,7 +148,7 @@ def diff_structure(got: str | Path, want: str | Path, ignore_global: Iterable[st
                 out.append(f"{name}: dimensions {a.dimensions} (want {b.dimensions})")
             out += _diff_attrs(name, _attrs(a), _attrs(b))
             if data and ta == tb:
-                out += _diff_data(name, a[...], b[...])
+                out += _diff_data(name, a[...], b[...], rtol, atol)
     return out
 
 
