@@ -2,7 +2,9 @@
 
 A stop signal can come while the command is still importing its libraries (a second on a busy node): from the
 first instant it ends the process with one line and status 128 + signal, never a traceback. The command installs
-its own handlers once it knows what it writes (``climio.cli.run``).
+its own handlers once it knows what it writes (``climio.cli.run``). Once the command has ended, the stop signals
+are ignored: the interpreter's shutdown (MPI_Finalize among it) would otherwise put back their default action,
+which would end a finished command with a signal's status instead of its own.
 """
 
 import os
@@ -14,12 +16,19 @@ def _stopped_before_start(signum: int, frame: object) -> None:
     os._exit(128 + signum)
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 def main() -> None:
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for signum in STOP_SIGNALS:
         signal.signal(signum, _stopped_before_start)
     from climio.cli import main as command
 
-    command()
+    try:
+        command()
+    finally:
+        for signum in STOP_SIGNALS:  # the interpreter's shutdown keeps SIG_IGN as it is (not a Python handler)
+            signal.signal(signum, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

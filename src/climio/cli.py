@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from climio import __version__
+from climio.__main__ import STOP_SIGNALS
 from climio.core import mpi, targets, trace
 from climio.core.targets import Target, check as check_targets
 from climio.core.ncio.modes import MODES
@@ -648,9 +649,6 @@ def name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
             for sub in action.choices.values():
                 sub.set_defaults(parser=sub)
                 name_leaf_parsers(sub)
-
-
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def stop_on_signal(signum: int, frame: object) -> None:
