@@ -27,7 +27,7 @@ import sys
 from conftest import DATA, leftovers, one_error_line
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
-from climio_batch import Batch, Result  # noqa: E402
+from climio_batch import Batch, Preparers, Result, SubsetRuns  # noqa: E402
 
 REAL = DATA / "real"
 FESOM = REAL / "fesom.mesh.diag.nc"
@@ -59,39 +59,13 @@ def refused(result: subprocess.CompletedProcess[str] | Result, out: Path, *needl
 # inputs in a directory of its own and adds its runs, each writing into a directory of its own; the test checks.
 # ---------------------------------------------------------------------------------------------------------------
 
-PREPARE = []
-
-
-def prepare(fn):  # type: ignore[no-untyped-def]
-    PREPARE.append(fn)
-    return fn
-
-
-class Runs:
-    def __init__(self, batch: Batch) -> None:
-        self.batch = batch
-
-    def subset(self, name: str, *args: object, nranks: int | None = None, out: str = "out.nc") -> Path:
-        """Add ``climio subset ARGS OUT`` (a plain process when nranks is None, else under mpiexec); OUT is in the
-        case's own directory."""
-        path = self.batch.folder(name) / out
-        self.batch.add(name, ["subset", *map(str, args), str(path)], nranks)
-        return path
-
-    def out(self, name: str, out: str = "out.nc") -> Path:
-        return self.batch.folder(name) / out
-
-    def result(self, name: str) -> Result:
-        return self.batch.result(name)
-
-    def folder(self, name: str) -> Path:
-        return self.batch.folder(f"inputs-{name}")
+prepare = Preparers()
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory, meshes: dict[str, Path], points: Path, geos: Path) -> Runs:
-    r = Runs(Batch(tmp_path_factory.mktemp("runs"), timeout=TIMEOUT))
-    for fn in PREPARE:
+def runs(tmp_path_factory: pytest.TempPathFactory, meshes: dict[str, Path], points: Path, geos: Path) -> SubsetRuns:
+    r = SubsetRuns(Batch(tmp_path_factory.mktemp("runs"), timeout=TIMEOUT))
+    for fn in prepare:
         fn(r, meshes=meshes, points=points, geos=geos)
     return r
 
@@ -402,7 +376,7 @@ VARIANT_RANKS = {"rows-0based-int32": (1,), "transposed-1based-int64-fill999": (
 
 
 @prepare
-def prepare_synthetic_ugrid(r: Runs, meshes: dict[str, Path], **_: Path) -> None:
+def prepare_synthetic_ugrid(r: SubsetRuns, meshes: dict[str, Path], **_: Path) -> None:
     for variant in UGRID_VARIANTS:
         for nranks in VARIANT_RANKS[variant]:
             r.subset(f"{variant}-{nranks}", "-b", SYNTHETIC_BOX[0], meshes[variant],
@@ -410,7 +384,7 @@ def prepare_synthetic_ugrid(r: Runs, meshes: dict[str, Path], **_: Path) -> None
 
 
 @pytest.mark.parametrize("variant", list(UGRID_VARIANTS))
-def test_synthetic_ugrid_either_orientation(meshes: dict[str, Path], runs: Runs, variant: str) -> None:
+def test_synthetic_ugrid_either_orientation(meshes: dict[str, Path], runs: SubsetRuns, variant: str) -> None:
     src = meshes[variant]
     outs = []
     for nranks in VARIANT_RANKS[variant]:
@@ -427,11 +401,11 @@ def test_synthetic_ugrid_either_orientation(meshes: dict[str, Path], runs: Runs,
 
 
 @prepare
-def prepare_synthetic_ugrid_index_range(r: Runs, meshes: dict[str, Path], **_: Path) -> None:
+def prepare_synthetic_ugrid_index_range(r: SubsetRuns, meshes: dict[str, Path], **_: Path) -> None:
     r.subset("index-range", "-d", "n_face,3,20", meshes["transposed-1based-int64-fill999"], nranks=2)
 
 
-def test_synthetic_ugrid_index_range(meshes: dict[str, Path], runs: Runs) -> None:
+def test_synthetic_ugrid_index_range(meshes: dict[str, Path], runs: SubsetRuns) -> None:
     src = meshes["transposed-1based-int64-fill999"]
     out = runs.out("index-range")
     ok(runs.result("index-range"))  # subset -d n_face,3,20 src out at 2 ranks
@@ -440,7 +414,7 @@ def test_synthetic_ugrid_index_range(meshes: dict[str, Path], runs: Runs) -> Non
 
 
 @prepare
-def prepare_ambiguous_dimension(r: Runs, **_: Path) -> None:
+def prepare_ambiguous_dimension(r: SubsetRuns, **_: Path) -> None:
     tmp_path = r.folder("ambiguous")
     mesh = write_ugrid(tmp_path / "mesh.nc", transposed=False, start=0, dtype="i4", fill=-1, face_coords=True,
                        nlon=12, nlat=4, nsplit=12)
@@ -451,14 +425,14 @@ def prepare_ambiguous_dimension(r: Runs, **_: Path) -> None:
     r.subset("ambiguous", "-b", SYNTHETIC_BOX[0], mesh, data, nranks=2)
 
 
-def test_data_file_on_mesh_ambiguous_dimension_is_refused(runs: Runs) -> None:
+def test_data_file_on_mesh_ambiguous_dimension_is_refused(runs: SubsetRuns) -> None:
     """12 x 4 nodes = 48, 36 quads with 12 split = 48 faces: a 48-element data dimension could be either."""
     refused(runs.result("ambiguous"), runs.out("ambiguous"),  # subset -b BOX mesh data out at 2 ranks
             "'ncol'", "n_face", "n_node", "ncrename")
 
 
 @prepare
-def prepare_connectivity_past(r: Runs, **_: Path) -> None:
+def prepare_connectivity_past(r: SubsetRuns, **_: Path) -> None:
     src = write_ugrid(r.folder("past") / "corrupt.nc", transposed=True, start=1, dtype="i8", fill=999,
                       face_coords=True)
     with netCDF4.Dataset(src, "a") as ds:
@@ -466,13 +440,13 @@ def prepare_connectivity_past(r: Runs, **_: Path) -> None:
     r.subset("past", "-b", SYNTHETIC_BOX[0], src, nranks=2)
 
 
-def test_connectivity_past_its_dimension_is_refused(runs: Runs) -> None:
+def test_connectivity_past_its_dimension_is_refused(runs: SubsetRuns) -> None:
     refused(runs.result("past"), runs.out("past"),  # subset -b BOX corrupt.nc out at 2 ranks
             "face_nodes", "beyond dimension 'n_node'", "start_index 1")
 
 
 @prepare
-def prepare_corrupt_link(r: Runs, **_: Path) -> None:
+def prepare_corrupt_link(r: SubsetRuns, **_: Path) -> None:
     src = write_ugrid(r.folder("corrupt-link") / "corrupt.nc", transposed=False, start=0, dtype="i4", fill=-1,
                       face_coords=True)
     with netCDF4.Dataset(src, "a") as ds:
@@ -480,7 +454,7 @@ def prepare_corrupt_link(r: Runs, **_: Path) -> None:
     r.subset("corrupt-link", "-b", SYNTHETIC_BOX[0], src, nranks=3)
 
 
-def test_corrupt_link_read_only_for_the_output_is_refused_once(runs: Runs) -> None:
+def test_corrupt_link_read_only_for_the_output_is_refused_once(runs: SubsetRuns) -> None:
     """face_faces is not read while selecting, only renumbered on output: still one line from all ranks."""
     refused(runs.result("corrupt-link"), runs.out("corrupt-link"),  # subset -b BOX corrupt.nc out at 3 ranks
             "face_faces", "beyond dimension 'n_face'")
@@ -494,12 +468,12 @@ FESOM_BOX = ("20,-20,160,90", (20.0, -20.0, 160.0, 90.0))
 
 
 @prepare
-def prepare_fesom(r: Runs, **_: Path) -> None:
+def prepare_fesom(r: SubsetRuns, **_: Path) -> None:
     for name, nranks in (("one.nc", None), ("three.nc", 3)):
         r.subset(f"fesom-{name}", "-b", FESOM_BOX[0], FESOM, nranks=nranks, out=name)
 
 
-def test_fesom_transposed_mesh(runs: Runs) -> None:
+def test_fesom_transposed_mesh(runs: SubsetRuns) -> None:
     """FESOM stores its connectivity (n3, elem) and has no face centres: centroids of the nodes."""
     outs = [runs.out("fesom-one.nc", "one.nc"), runs.out("fesom-three.nc", "three.nc")]
     for out, nranks in zip(outs, (None, 3)):
@@ -516,12 +490,12 @@ NE30_BOX = ("20,-20,160,90", (20.0, -20.0, 160.0, 90.0))
 
 
 @prepare
-def prepare_ne30(r: Runs, **_: Path) -> None:
+def prepare_ne30(r: SubsetRuns, **_: Path) -> None:
     r.subset("ne30", "-b", NE30_BOX[0], NE30, NE30_DATA, nranks=2)
     r.subset("ne30-psi", "-v", "psi", "-b", NE30_BOX[0], NE30_DATA, NE30, nranks=3, out="psi.nc")
 
 
-def test_ne30_data_in_second_file_is_cut_with_the_mesh(runs: Runs) -> None:
+def test_ne30_data_in_second_file_is_cut_with_the_mesh(runs: SubsetRuns) -> None:
     out = runs.out("ne30")
     result = runs.result("ne30")  # subset -b BOX NE30 NE30_DATA out at 2 ranks
     ok(result)
@@ -559,13 +533,13 @@ ICON_BOX = "350.,5.,-2.,2."  # across the file's 0/360 seam: 28 cells
 
 
 @prepare
-def prepare_icon(r: Runs, **_: Path) -> None:
+def prepare_icon(r: SubsetRuns, **_: Path) -> None:
     for nranks in (None, 3):
         r.subset(f"icon-{nranks}", "-X", ICON_BOX, ICON, nranks=nranks)
 
 
 @pytest.mark.parametrize("nranks", (None, 3))
-def test_icon_points_equal_ncks(tmp_path: Path, runs: Runs, nranks: int | None) -> None:
+def test_icon_points_equal_ncks(tmp_path: Path, runs: SubsetRuns, nranks: int | None) -> None:
     box = ICON_BOX
     out = runs.out(f"icon-{nranks}")
     ok(runs.result(f"icon-{nranks}"))  # subset -X BOX ICON out
@@ -600,14 +574,14 @@ def points(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @prepare
-def prepare_points(r: Runs, points: Path, **_: Path) -> None:
+def prepare_points(r: SubsetRuns, points: Path, **_: Path) -> None:
     r.subset("points", "-X", "-20.,20.,-10.,10.", points, nranks=2)
     # the second run replaces an existing output (-O)
     (r.batch.folder("points-dateline") / "out.nc").write_bytes(b"an older output, replaced with -O\n")
     r.subset("points-dateline", "-O", "-X", "170.,-170.,-10.,10.", points, nranks=2)
 
 
-def test_points_edges_and_dateline(points: Path, runs: Runs, tmp_path: Path) -> None:
+def test_points_edges_and_dateline(points: Path, runs: SubsetRuns, tmp_path: Path) -> None:
     """Edges are inclusive; a box across the file's -180/180 seam keeps the cells on both sides in input order.
 
     ncks -X 170.,-170.,... on longitudes in [-180, 180) keeps every cell (NCO wraps boxes across the origin
@@ -666,12 +640,12 @@ GEOS_CUT = ("-d", "nf,1,2", "-d", "Xdim,2,5", "-d", "Ydim,3,9,2")
 
 
 @prepare
-def prepare_geos(r: Runs, geos: Path, **_: Path) -> None:
+def prepare_geos(r: SubsetRuns, geos: Path, **_: Path) -> None:
     r.subset("geos-box", "-b", "40,-40,120,60", geos, nranks=2)
     r.subset("geos-cut", *GEOS_CUT, geos, nranks=2)
 
 
-def test_geos_cubed_sphere_box_refused_index_cut_works(geos: Path, runs: Runs, tmp_path: Path) -> None:
+def test_geos_cubed_sphere_box_refused_index_cut_works(geos: Path, runs: SubsetRuns, tmp_path: Path) -> None:
     refused(runs.result("geos-box"), runs.out("geos-box"),  # subset -b 40,-40,120,60 geos out at 2 ranks
             str(geos), "GEOS cubed-sphere", "-b/-X is not supported", "-d nf,")
     args = GEOS_CUT
@@ -747,7 +721,7 @@ LAYOUTS = [("scrip", "SCRIP grid file", "-d grid_size,"), ("esmf", "ESMF unstruc
 
 
 @prepare
-def prepare_other_layouts(r: Runs, **_: Path) -> None:
+def prepare_other_layouts(r: SubsetRuns, **_: Path) -> None:
     for kind, _, _ in LAYOUTS:
         src = write_layout(r.folder(kind) / f"{kind}.nc", kind)
         r.subset(f"{kind}-box", "-X", "0,90,0,45", src)
@@ -761,7 +735,7 @@ def prepare_other_layouts(r: Runs, **_: Path) -> None:
 
 
 @pytest.mark.parametrize("kind,what,advice", LAYOUTS, ids=[k for k, _, _ in LAYOUTS])
-def test_other_layouts_refuse_boxes(runs: Runs, kind: str, what: str, advice: str) -> None:
+def test_other_layouts_refuse_boxes(runs: SubsetRuns, kind: str, what: str, advice: str) -> None:
     src = runs.folder(kind) / f"{kind}.nc"
     refused(runs.result(f"{kind}-box"), runs.out(f"{kind}-box"),  # subset -X 0,90,0,45 src out, plainly
             str(src), what, "-b/-X is not supported", advice)

@@ -20,7 +20,7 @@ import sys
 from conftest import DATA, leftovers
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
-from climio_batch import Batch, Result  # noqa: E402
+from climio_batch import Batch, Preparers, Result, SubsetRuns  # noqa: E402
 
 REAL = DATA / "real"
 EC_EARTH = [REAL / f"tas_Amon_EC-EARTH_historical_r1i1p1_{y}01-{y + 9}12.nc" for y in (1850, 1860, 1870)]
@@ -98,39 +98,13 @@ def make(path: Path, units: str, values: object, calendar: str | None = "standar
 # directory of its own and adds its runs, each writing into a directory of its own; the test then checks them.
 # ---------------------------------------------------------------------------------------------------------------
 
-PREPARE = []
-
-
-def prepare(fn):  # type: ignore[no-untyped-def]
-    PREPARE.append(fn)
-    return fn
-
-
-class Runs:
-    def __init__(self, batch: Batch) -> None:
-        self.batch = batch
-        self.files: dict[str, Path] = {}
-
-    def add(self, name: str, argv: list[object], nranks: int | None = None) -> Path:
-        """Add ``climio subset ARGV OUT``; the case's output path OUT (``out.nc`` in its own directory)."""
-        out = self.batch.folder(name) / "out.nc"
-        self.batch.add(name, ["subset", *map(str, argv), str(out)], nranks)
-        return out
-
-    def out(self, name: str) -> Path:
-        return self.batch.folder(name) / "out.nc"
-
-    def result(self, name: str) -> Result:
-        return self.batch.result(name)
-
-    def folder(self, name: str) -> Path:
-        return self.batch.folder(f"inputs-{name}")
+prepare = Preparers()
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    r = Runs(Batch(tmp_path_factory.mktemp("runs")))
-    for fn in PREPARE:
+def runs(tmp_path_factory: pytest.TempPathFactory) -> SubsetRuns:
+    r = SubsetRuns(Batch(tmp_path_factory.mktemp("runs")))
+    for fn in prepare:
         fn(r)
     return r
 
@@ -147,13 +121,13 @@ def ncrcat_ec(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @prepare
-def prepare_join_ec_earth(r: Runs) -> None:
+def prepare_join_ec_earth(r: SubsetRuns) -> None:
     for nranks in (1, 2, 3):
-        r.add(f"ec-join-n{nranks}", [*EC_EARTH], nranks)
+        r.subset(f"ec-join-n{nranks}", *EC_EARTH, nranks=nranks)
 
 
 @pytest.mark.parametrize("nranks", (1, 2, 3))
-def test_join_ec_earth_rebases_like_ncrcat(ncrcat_ec: Path, runs: Runs, nranks: int) -> None:
+def test_join_ec_earth_rebases_like_ncrcat(ncrcat_ec: Path, runs: SubsetRuns, nranks: int) -> None:
     with netCDF4.Dataset(EC_EARTH[1]) as ds:
         assert ds["time"].units.startswith("days since 1860")  # the files really differ in units
     out = runs.out(f"ec-join-n{nranks}")
@@ -171,13 +145,13 @@ EC_CUTS = [("1859-11-01,1860-03-01", 1), ("1860-01-20", 2), ("1869-12-16T12:00,1
 
 
 @prepare
-def prepare_ec_cuts(r: Runs) -> None:
+def prepare_ec_cuts(r: SubsetRuns) -> None:
     for cut, nranks in EC_CUTS:
-        r.add(f"ec-cut-{cut}", ["-d", f"time,{cut}", *EC_EARTH], nranks)
+        r.subset(f"ec-cut-{cut}", "-d", f"time,{cut}", *EC_EARTH, nranks=nranks)
 
 
 @pytest.mark.parametrize("cut,nranks", EC_CUTS, ids=[c for c, _ in EC_CUTS])
-def test_join_ec_earth_cut_by_date_like_ncks(ncrcat_ec: Path, runs: Runs, tmp_path: Path, cut: str,
+def test_join_ec_earth_cut_by_date_like_ncks(ncrcat_ec: Path, runs: SubsetRuns, tmp_path: Path, cut: str,
                                              nranks: int) -> None:
     out, want = runs.out(f"ec-cut-{cut}"), tmp_path / "ncks.nc"
     ok(runs.result(f"ec-cut-{cut}"))  # subset -d time,CUT EC_EARTH... out at nranks
@@ -189,10 +163,10 @@ CORDEX_CUT = ("-d", "time,2055-12-25,2056-01-03 12:00")
 
 
 @prepare
-def prepare_join_cordex(r: Runs) -> None:
+def prepare_join_cordex(r: SubsetRuns) -> None:
     for nranks in (1, 3):
         cut = CORDEX_CUT if nranks == 3 else ()
-        r.add(f"cordex-n{nranks}", [*cut, *CORDEX], nranks)
+        r.subset(f"cordex-n{nranks}", *cut, *CORDEX, nranks=nranks)
 
 
 @pytest.fixture(scope="module")
@@ -203,7 +177,7 @@ def ncrcat_cordex(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("nranks", (1, 3))
-def test_join_cordex_like_ncrcat(tmp_path: Path, runs: Runs, ncrcat_cordex: Path, nranks: int) -> None:
+def test_join_cordex_like_ncrcat(tmp_path: Path, runs: SubsetRuns, ncrcat_cordex: Path, nranks: int) -> None:
     want = ncrcat_cordex  # ncrcat of the two files, made once for both rank counts
     out = runs.out(f"cordex-n{nranks}")
     cut = CORDEX_CUT if nranks == 3 else ()
@@ -230,13 +204,13 @@ CESM_CUTS = [
 
 
 @prepare
-def prepare_dates_noleap(r: Runs) -> None:
+def prepare_dates_noleap(r: SubsetRuns) -> None:
     for cut, nranks in CESM_CUTS:
-        r.add(f"cesm-{cut}", ["-d", f"time,{cut}", CESM], nranks)
+        r.subset(f"cesm-{cut}", "-d", f"time,{cut}", CESM, nranks=nranks)
 
 
 @pytest.mark.parametrize("cut,nranks", CESM_CUTS, ids=[c for c, _ in CESM_CUTS])
-def test_dates_noleap_like_ncks(tmp_path: Path, runs: Runs, cut: str, nranks: int) -> None:
+def test_dates_noleap_like_ncks(tmp_path: Path, runs: SubsetRuns, cut: str, nranks: int) -> None:
     out, want = runs.out(f"cesm-{cut}"), tmp_path / "ncks.nc"
     ok(runs.result(f"cesm-{cut}"))  # subset -d time,CUT CESM out at nranks
     nco("ncks", "-O", "-d", f"time,{cut}", str(CESM), str(want))
@@ -249,13 +223,13 @@ CUTS_360 = [("2000-02-30,2000-03-02", [59, 60], 2), ("2001-12-30 12:00", [719], 
 
 
 @prepare
-def prepare_dates_360_day(r: Runs) -> None:
+def prepare_dates_360_day(r: SubsetRuns) -> None:
     src = make(r.folder("d360") / "d360.nc", "days since 2000-01-01", DAYS_360, calendar="360_day", bounds=None)
     for cut, _, nranks in CUTS_360:
-        r.add(f"d360-{cut}", ["-O", "-d", f"time,{cut}", src], nranks)
+        r.subset(f"d360-{cut}", "-O", "-d", f"time,{cut}", src, nranks=nranks)
 
 
-def test_dates_360_day(tmp_path: Path, runs: Runs) -> None:
+def test_dates_360_day(tmp_path: Path, runs: SubsetRuns) -> None:
     days = DAYS_360
     src = runs.folder("d360") / "d360.nc"
     for cut, expected, nranks in CUTS_360:
@@ -267,13 +241,13 @@ def test_dates_360_day(tmp_path: Path, runs: Runs) -> None:
 
 
 @prepare
-def prepare_dates_noleap_synthetic(r: Runs) -> None:
+def prepare_dates_noleap_synthetic(r: SubsetRuns) -> None:
     hours = np.arange(0, 2 * 365 * 24, 6, dtype=np.float64)  # six-hourly, hours since 2001-01-01, noleap
     src = make(r.folder("six") / "six.nc", "hours since 2001-01-01 00:00:00", hours, calendar="365_day", bounds=None)
-    r.add("six", ["-d", "time,2001-02-28 18:00,2001-03-01 06:00", src])
+    r.subset("six", "-d", "time,2001-02-28 18:00,2001-03-01 06:00", src)
 
 
-def test_dates_noleap_synthetic(runs: Runs) -> None:
+def test_dates_noleap_synthetic(runs: SubsetRuns) -> None:
     out = runs.out("six")
     ok(runs.result("six"))  # subset -d "time,2001-02-28 18:00,2001-03-01 06:00" six.nc out, plainly
     start = (31 + 27) * 24 + 18  # 28 Feb 18:00, then 1 March (no 29 February)
@@ -283,15 +257,15 @@ def test_dates_noleap_synthetic(runs: Runs) -> None:
 
 
 @prepare
-def prepare_bad_dates(r: Runs) -> None:
+def prepare_bad_dates(r: SubsetRuns) -> None:
     src = make(r.folder("bad-dates") / "a.nc", "days since 2001-01-01", np.arange(10.0), calendar="noleap")
-    r.add("bad-dates-x", ["-d", "x,2001-01-01,2001-01-05", src], 2)
-    r.add("bad-dates-feb29", ["-d", "time,2001-02-29", src])
-    r.add("bad-dates-after", ["-d", "time,2002-01-01,", src])
-    r.add("bad-dates-index", ["-d", "time,-2,", src])
+    r.subset("bad-dates-x", "-d", "x,2001-01-01,2001-01-05", src, nranks=2)
+    r.subset("bad-dates-feb29", "-d", "time,2001-02-29", src)
+    r.subset("bad-dates-after", "-d", "time,2002-01-01,", src)
+    r.subset("bad-dates-index", "-d", "time,-2,", src)
 
 
-def test_bad_dates(runs: Runs) -> None:
+def test_bad_dates(runs: SubsetRuns) -> None:
     fails(runs.result("bad-dates-x"), runs.out("bad-dates-x"),  # at 2 ranks
           "-d x,2001-01-01,2001-01-05", "dimension 'x'", "no coordinate with CF time units", "'m'")
     fails(runs.result("bad-dates-feb29"), runs.out("bad-dates-feb29"),
@@ -349,16 +323,16 @@ def cftime_rebased(path: Path, name: str, units: str, calendar: str) -> np.ndarr
 
 
 @prepare
-def prepare_join_mixed_units(r: Runs) -> None:
+def prepare_join_mixed_units(r: SubsetRuns) -> None:
     tmp_path = r.folder("mixed")
     files = [make(tmp_path / "a.nc", "days since 2000-01-01", [0.25, 1.25, 2.25]),
              make(tmp_path / "b.nc", "hours since 2000-01-04 06:00", [0.0, 7.0, 30.5, 49.0], calendar="gregorian"),
              make(tmp_path / "c.nc", "minutes since 1999-12-01", np.arange(2) * 1440.0 + 37 * 1440 + 13.0)]
-    r.add("mixed", files, 3)
-    r.add("mixed-cut", ["-d", "time,2000-01-04T06:00,2000-01-06 00:00", *files], 3)
+    r.subset("mixed", *files, nranks=3)
+    r.subset("mixed-cut", "-d", "time,2000-01-04T06:00,2000-01-06 00:00", *files, nranks=3)
 
 
-def test_join_mixed_units(tmp_path: Path, runs: Runs) -> None:
+def test_join_mixed_units(tmp_path: Path, runs: SubsetRuns) -> None:
     files = [runs.folder("mixed") / name for name in ("a.nc", "b.nc", "c.nc")]
     out = runs.out("mixed")
     ok(runs.result("mixed"))  # subset a b c out at 3 ranks
@@ -381,7 +355,7 @@ MANY_UNITS = ("h.nc", "d.nc", "s.nc", "m.nc")
 
 
 @prepare
-def prepare_join_many_units(r: Runs) -> None:
+def prepare_join_many_units(r: SubsetRuns) -> None:
     tmp_path = r.folder("many")
     rng = np.random.default_rng(7)
     files = [make(tmp_path / "h.nc", "hours since 2000-01-01", [0.0, 1.0, 2.0]),
@@ -389,10 +363,10 @@ def prepare_join_many_units(r: Runs) -> None:
              make(tmp_path / "s.nc", "seconds since 2001-03-01 00:00:07", np.sort(rng.uniform(0, 1e8, 12))),
              make(tmp_path / "m.nc", "minutes since 2017-01-01", np.sort(rng.uniform(0, 1e6, 12)))]
     assert [f.name for f in files] == list(MANY_UNITS)
-    r.add("many", files)
+    r.subset("many", *files)
 
 
-def test_join_many_units_like_ncrcat(tmp_path: Path, runs: Runs) -> None:
+def test_join_many_units_like_ncrcat(tmp_path: Path, runs: SubsetRuns) -> None:
     files = [runs.folder("many") / name for name in MANY_UNITS]
     out, want = runs.out("many"), tmp_path / "ncrcat.nc"
     ok(runs.result("many"))  # subset h d s m out, plainly
@@ -401,14 +375,14 @@ def test_join_many_units_like_ncrcat(tmp_path: Path, runs: Runs) -> None:
 
 
 @prepare
-def prepare_join_calendar_aliases(r: Runs) -> None:
+def prepare_join_calendar_aliases(r: SubsetRuns) -> None:
     tmp_path = r.folder("aliases")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0], calendar="365_day", dtype="f4")
     b = make(tmp_path / "b.nc", "hours since 2000-01-03", [0.0, 12.0], calendar="noleap", dtype="f4")
-    r.add("aliases", [a, b])
+    r.subset("aliases", a, b)
 
 
-def test_join_calendar_aliases_and_float32(runs: Runs) -> None:
+def test_join_calendar_aliases_and_float32(runs: SubsetRuns) -> None:
     out = runs.out("aliases")
     ok(runs.result("aliases"))  # subset a b out, plainly
     got = read_all(out)
@@ -419,32 +393,32 @@ def test_join_calendar_aliases_and_float32(runs: Runs) -> None:
 
 
 @prepare
-def prepare_join_calendars_differ(r: Runs) -> None:
+def prepare_join_calendars_differ(r: SubsetRuns) -> None:
     tmp_path = r.folder("calendars")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0], calendar="gregorian")
     b = make(tmp_path / "b.nc", "days since 2000-01-03", [0.0, 1.0], calendar="noleap")
     c = make(tmp_path / "c.nc", "days since 2000-01-03", [0.0, 1.0], calendar=None)  # no attribute: standard
-    r.add("calendars-differ", [a, b], 2)
-    r.add("calendars-none", [a, c])
+    r.subset("calendars-differ", a, b, nranks=2)
+    r.subset("calendars-none", a, c)
 
 
-def test_join_calendars_differ(runs: Runs) -> None:
+def test_join_calendars_differ(runs: SubsetRuns) -> None:
     fails(runs.result("calendars-differ"), runs.out("calendars-differ"),  # subset a b out at 2 ranks
           "calendars differ", "/a.nc'", "/b.nc'", "'standard'", "'noleap'")
     ok(runs.result("calendars-none"))  # subset a c out (c has no calendar attribute: standard), plainly
 
 
 @prepare
-def prepare_join_overlap_and_order(r: Runs) -> None:
+def prepare_join_overlap_and_order(r: SubsetRuns) -> None:
     tmp_path = r.folder("overlap")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0, 2.0])
     b = make(tmp_path / "b.nc", "hours since 2000-01-03", [0.0, 24.0])  # starts on a's last time
     c = make(tmp_path / "c.nc", "days since 2000-01-10", [0.0, 1.0])
-    r.add("overlap", ["--join", "time", a, b], 2)
-    r.add("order", [c, a])
+    r.subset("overlap", "--join", "time", a, b, nranks=2)
+    r.subset("order", c, a)
 
 
-def test_join_overlap_and_order(runs: Runs) -> None:
+def test_join_overlap_and_order(runs: SubsetRuns) -> None:
     fails(runs.result("overlap"), runs.out("overlap"),  # subset --join time a b out at 2 ranks
           "--join time", "/b.nc'", "/a.nc'", "overlaps", "2000-01-03")
     # subset c a out: taken in time order (as cdo mergetime), a's units first, with a note saying so
@@ -455,21 +429,21 @@ def test_join_overlap_and_order(runs: Runs) -> None:
 
 
 @prepare
-def prepare_join_not_increasing(r: Runs) -> None:
+def prepare_join_not_increasing(r: SubsetRuns) -> None:
     tmp_path = r.folder("increasing")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0])
     b = make(tmp_path / "b.nc", "days since 2000-01-05", [0.0, 2.0, 1.0])
-    r.add("increasing", [a, b], 2)
+    r.subset("increasing", a, b, nranks=2)
 
 
-def test_join_not_increasing_inside_a_file(runs: Runs) -> None:
+def test_join_not_increasing_inside_a_file(runs: SubsetRuns) -> None:
     line = fails(runs.result("increasing"), runs.out("increasing"),  # subset a b out at 2 ranks
                  "not strictly increasing inside", "/b.nc'", "record 1", "2000-01-07", "2000-01-06")
     assert "a.nc" not in line
 
 
 @prepare
-def prepare_join_integer_time(r: Runs) -> None:
+def prepare_join_integer_time(r: SubsetRuns) -> None:
     tmp_path = r.folder("integer")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", np.array([0, 1, 2]), dtype="i4",
              bounds=np.array([[0, 1], [1, 2], [2, 3]]))
@@ -479,12 +453,12 @@ def prepare_join_integer_time(r: Runs) -> None:
                 bounds=np.array([[0, 12], [12, 48], [48, 72]]))
     bounds_only = make(tmp_path / "d.nc", "hours since 2000-01-04", np.array([0, 24, 48]), dtype="i4",
                        bounds=np.array([[0, 6], [6, 48], [48, 72]]))
-    r.add("integer-exact", [a, exact], 2)
-    r.add("integer-half", [a, half])
-    r.add("integer-bounds", [a, bounds_only])
+    r.subset("integer-exact", a, exact, nranks=2)
+    r.subset("integer-half", a, half)
+    r.subset("integer-bounds", a, bounds_only)
 
 
-def test_join_integer_time(runs: Runs) -> None:
+def test_join_integer_time(runs: SubsetRuns) -> None:
     out = runs.out("integer-exact")
     ok(runs.result("integer-exact"))  # subset a b out at 2 ranks
     got = read_all(out)
@@ -497,23 +471,23 @@ def test_join_integer_time(runs: Runs) -> None:
 
 
 @prepare
-def prepare_join_fill_values(r: Runs) -> None:
+def prepare_join_fill_values(r: SubsetRuns) -> None:
     tmp_path = r.folder("fill")
     a = make(tmp_path / "a.nc", "days since 2000-01-01", [0.0, 1.0])
     b = make(tmp_path / "b.nc", "days since 2000-01-03", [0.0, 1.0], bounds=np.array([[-0.5, -999.0], [0.5, 1.5]]))
     with netCDF4.Dataset(b, "a") as ds:
         ds["time_bnds"].missing_value = -999.0
-    r.add("fill", [a, b])
+    r.subset("fill", a, b)
 
 
-def test_join_fill_values_are_not_rebased(runs: Runs) -> None:
+def test_join_fill_values_are_not_rebased(runs: SubsetRuns) -> None:
     out = runs.out("fill")
     ok(runs.result("fill"))  # subset a b out, plainly
     np.testing.assert_array_equal(read_all(out)["time_bnds"][2:], [[1.5, -999.0], [2.5, 3.5]])
 
 
 @prepare
-def prepare_join_climatology(r: Runs) -> None:
+def prepare_join_climatology(r: SubsetRuns) -> None:
     tmp_path = r.folder("climatology")
     files = []
     for name, units in (("a.nc", "days since 2000-01-01"), ("b.nc", "days since 2001-01-01")):
@@ -521,10 +495,10 @@ def prepare_join_climatology(r: Runs) -> None:
         with netCDF4.Dataset(path, "a") as ds:
             ds.createVariable("climatology_bnds", "f8", ("time", "nv"))[:] = [[0.0, 31.0], [31.0, 59.0]]
         files.append(path)
-    r.add("climatology", files)
+    r.subset("climatology", *files)
 
 
-def test_join_rebases_climatology_bounds(runs: Runs) -> None:
+def test_join_rebases_climatology_bounds(runs: SubsetRuns) -> None:
     out = runs.out("climatology")
     ok(runs.result("climatology"))  # subset a b out, plainly
     got = read_all(out)
@@ -550,19 +524,19 @@ def monthly(path: Path, month: int, names: tuple[str, ...] = ("psi",), ncol: int
 
 
 @prepare
-def prepare_union_of_record_files(r: Runs) -> None:
+def prepare_union_of_record_files(r: SubsetRuns) -> None:
     tmp_path = r.folder("union-records")
     mesh = tmp_path / "outCSne30.ug"
     mesh.write_bytes((REAL / "outCSne30.ug").read_bytes())
     months = [monthly(tmp_path / f"m{m}.nc", m) for m in range(3)]
     again = monthly(tmp_path / "again.nc", 0)
     nco("ncrcat", "-O", str(months[1]), str(months[2]), str(tmp_path / "m12.nc"))
-    r.add("union-records-default", [mesh, *months], 2)
-    r.add("union-records-again", ["--union", months[0], again])
-    r.add("union-records-more", ["--union", months[0], tmp_path / "m12.nc"])
+    r.subset("union-records-default", mesh, *months, nranks=2)
+    r.subset("union-records-again", "--union", months[0], again)
+    r.subset("union-records-more", "--union", months[0], tmp_path / "m12.nc")
 
 
-def test_union_of_record_files_is_an_error(runs: Runs) -> None:
+def test_union_of_record_files_is_an_error(runs: SubsetRuns) -> None:
     # the default for these inputs (no unlimited dimension shared by all of them) is a union: subset mesh m0 m1 m2
     # out at 2 ranks
     fails(runs.result("union-records-default"), runs.out("union-records-default"),
@@ -576,7 +550,7 @@ def test_union_of_record_files_is_an_error(runs: Runs) -> None:
 
 
 @prepare
-def prepare_union_on_one_time_axis(r: Runs) -> None:
+def prepare_union_on_one_time_axis(r: SubsetRuns) -> None:
     tmp_path = r.folder("union-one-axis")
     mesh = tmp_path / "outCSne30.ug"
     mesh.write_bytes((REAL / "outCSne30.ug").read_bytes())
@@ -585,10 +559,10 @@ def prepare_union_on_one_time_axis(r: Runs) -> None:
     with netCDF4.Dataset(b, "a") as ds:  # the same times in other units
         ds["time"].units = "hours since 2000-01-01"
         ds["time"][:] = ds["time"][:] * 24
-    r.add("union-one-axis", ["--union", mesh, a, b], 2)
+    r.subset("union-one-axis", "--union", mesh, a, b, nranks=2)
 
 
-def test_union_on_one_time_axis_stays_allowed(runs: Runs) -> None:
+def test_union_on_one_time_axis_stays_allowed(runs: SubsetRuns) -> None:
     out = runs.out("union-one-axis")
     ok(runs.result("union-one-axis"))  # subset --union mesh a b out at 2 ranks
     got = read_all(out)
@@ -601,7 +575,7 @@ def test_union_on_one_time_axis_stays_allowed(runs: Runs) -> None:
 
 
 @prepare
-def prepare_unlimited_time_last(r: Runs) -> None:
+def prepare_unlimited_time_last(r: SubsetRuns) -> None:
     path = r.folder("last") / "last.nc"
     with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
         ds.createDimension("lat", 3)
@@ -612,11 +586,11 @@ def prepare_unlimited_time_last(r: Runs) -> None:
         time[:] = np.arange(40.0)
         ds.createVariable("pr", "f4", ("lat", "lon", "time"))[:] = np.arange(240, dtype="f4").reshape(3, 2, 40)
     for nranks in (1, 2):
-        r.add(f"last-n{nranks}", ["-d", "time,2000-01-05,2000-01-20", path], nranks)
+        r.subset(f"last-n{nranks}", "-d", "time,2000-01-05,2000-01-20", path, nranks=nranks)
 
 
 @pytest.mark.parametrize("nranks", [1, 2])
-def test_unlimited_time_after_other_dimensions_like_ncks(tmp_path: Path, runs: Runs, nranks: int) -> None:
+def test_unlimited_time_after_other_dimensions_like_ncks(tmp_path: Path, runs: SubsetRuns, nranks: int) -> None:
     """netCDF-4 allows the unlimited dimension anywhere: a (lat, lon, time) file is cut by dates as ncks cuts it
     (climio once refused it: 'the unlimited dimension must come first')."""
     path = runs.folder("last") / "last.nc"

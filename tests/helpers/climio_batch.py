@@ -236,10 +236,11 @@ def run_table(cases: list[list[str]], nranks: int | None, workdir: str | Path, t
 
 
 class Preparers(list):
-    """A test module's ``prepare_*`` functions, registered by decorating them with the instance (``prepare =
+    """A test module's ``prepare_*`` functions (each adds cases to a Batch, or to a wrapper of one such as
+    SubsetRuns), registered by decorating them with the instance (``prepare =
     Preparers()``, then ``@prepare``); :meth:`Batch.prepared` runs them all into one batch."""
 
-    def __call__(self, fn: Callable[[Batch], None]) -> Callable[[Batch], None]:
+    def __call__(self, fn: Callable[..., None]) -> Callable[..., None]:
         self.append(fn)
         return fn
 
@@ -288,6 +289,29 @@ class Batch:
                 done = run_table(table, nranks, self.workdir / f"batch-n{nranks}-{layer}", self.timeout, self.aborts)
                 self.results.update(zip(names, done))
         return self.results[name]
+
+
+class SubsetRuns:
+    """A batch of ``climio subset`` runs: each case writes OUT into a directory of its own; a test makes its inputs
+    in ``folder(name)``."""
+
+    def __init__(self, batch: Batch) -> None:
+        self.batch = batch
+
+    def subset(self, name: str, *args: object, nranks: int | None = None, out: str = "out.nc") -> Path:
+        """Add ``climio subset ARGS OUT`` (a plain process when nranks is None, else under mpiexec); returns OUT."""
+        path = self.out(name, out)
+        self.batch.add(name, ["subset", *map(str, args), str(path)], nranks)
+        return path
+
+    def out(self, name: str, out: str = "out.nc") -> Path:
+        return self.batch.folder(name) / out
+
+    def result(self, name: str) -> Result:
+        return self.batch.result(name)
+
+    def folder(self, name: str) -> Path:
+        return self.batch.folder(f"inputs-{name}")
 
 
 if __name__ == "__main__":
