@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -149,11 +150,16 @@ def test_box_on_nominal_axes_is_refused(case: str, refusals: dict[str, Refusal])
 # -- deflated NC_STRING variables -------------------------------------------------------------------------------
 
 def hdf5_libraries() -> tuple[ctypes.CDLL, ctypes.CDLL]:
-    """The HDF5 library and its high-level one, as netCDF4-python loaded them (the same build writes the file)."""
-    paths = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines() if "libhdf5" in line}
-    main = next(p for p in paths if "_hl" not in Path(p).name and "cpp" not in Path(p).name)
-    high = next(p for p in paths if "_hl" in Path(p).name and "cpp" not in Path(p).name)
-    return ctypes.CDLL(main), ctypes.CDLL(high)
+    """The HDF5 library and its high-level one that netCDF4-python links (the same build writes the file;
+    another test of this process may have loaded a second HDF5 beside it, whose ids do not mix with these)."""
+    maps = {line.split()[-1] for line in Path("/proc/self/maps").read_text().splitlines() if ".so" in line}
+    extension = next(p for p in sorted(maps) if Path(p).name.startswith("_netCDF4."))  # netCDF4-python's own
+    linked = subprocess.run(["ldd", extension], capture_output=True, text=True, check=True).stdout
+    main = re.search(r"=> (\S*/libhdf5(_[a-z]+)?\.so[.\d]*) ", linked)
+    assert main, linked
+    flavour = Path(main.group(1)).name.split(".so")[0]
+    high = next(p for p in sorted(maps) if re.fullmatch(rf"{flavour}_hl\.so[.\d]*", Path(p).name))
+    return ctypes.CDLL(main.group(1)), ctypes.CDLL(high)
 
 
 def add_deflated_strings(path: Path, dim: str, strings: dict[str, list[str]]) -> None:
