@@ -39,7 +39,8 @@ def attach(ffi: Any) -> None:
         return calls.EINTERNAL
 
     def extern(function: Any) -> Any:
-        return ffi.def_extern(name=function.__name__, onerror=internal)(function)
+        name = function.__name__.replace("climio_", "climiopy_", 1)  # libclimio.so's climio_* call it
+        return ffi.def_extern(name=name, onerror=internal)(function)
 
     @extern
     def climio_init_intracomm_f(fcomm: int, iosysid: Any) -> int:

@@ -1,16 +1,18 @@
-"""Build ``libclimio`` (cffi's embedding mode) and install it with its header and ``climio.pc``.
+"""Build ``libclimio`` and install it with its header and ``climio.pc``.
 
     python -m climio.capi.build PREFIX
 
 installs ``PREFIX/lib/libclimio.so`` and ``PREFIX/include/climio.h`` (C), ``PREFIX/lib/libclimiof.so`` and
-``PREFIX/include/climio_io.mod`` (Fortran) and ``PREFIX/lib/pkgconfig/climio.pc``.
+``PREFIX/include/climio_io.mod`` (Fortran), ``PREFIX/lib/libclimio_py.so`` and ``PREFIX/lib/pkgconfig/climio.pc``.
 
-The C API is declared once, in ``include/climio.h``. Every function there is implemented in Python
-(:mod:`climio.capi.bridge`) except the few in ``glue.c`` that need no interpreter. The library starts the
-interpreter on its first call and adds this environment's site-packages (baked in at build time), so a
-model needs no PYTHONPATH. The compilers are ``$MPICC`` and ``$MPIFC`` (default ``mpicc``, ``mpifort``):
-the header includes ``mpi.h``, and a ``.mod`` file is only read by the compiler that wrote it, so build with
-the model's own. Without a Fortran compiler only the C API is installed.
+The C API is declared once, in ``include/climio.h``. ``libclimio.so`` is plain C and MPI (``libclimio.c``,
+``served.c``): with I/O servers in the launch it speaks their protocol itself. Without them (attached mode)
+it loads ``libclimio_py.so`` with ``dlopen`` on its first call: cffi's embedding mode, whose
+``climiopy_<call>`` functions are implemented in Python (:mod:`climio.capi.bridge`). That library starts
+the interpreter and adds this environment's site-packages (baked in at build time), so a model needs no
+PYTHONPATH. The compilers are ``$MPICC`` and ``$MPIFC`` (default ``mpicc``, ``mpifort``): the header
+includes ``mpi.h``, and a ``.mod`` file is only read by the compiler that wrote it, so build with the model's
+own. Without a Fortran compiler only the C API is installed.
 """
 
 from __future__ import annotations
@@ -27,13 +29,17 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 HEADER = HERE / "include" / "climio.h"
-IN_C = ("climio_init_intracomm", "climio_strerror")  # glue.c's
+C_SOURCES = ("libclimio.c", "served.c")
+ONLY_IN_C = ("climio_init_intracomm", "climio_init_servers", "climio_init_servers_f", "climio_model_comm",
+             "climio_model_comm_f", "climio_strerror")  # they choose the mode, or need no Python
 
 
 def python_api(header: str) -> str:
-    """The header's prototypes that Python implements, as cffi's ``embedding_api`` wants them."""
+    """The header's prototypes that Python implements, renamed ``climiopy_*``, as cffi's ``embedding_api``
+    wants them."""
     prototypes = re.findall(r"^\w[\w ]*\bclimio_\w+\([^;]*\);", header, flags=re.M)
-    return "\n".join(" ".join(p.split()) for p in prototypes if not p.split("(")[0].split()[-1] in IN_C)
+    return "\n".join(" ".join(p.split()).replace(" climio_", " climiopy_", 1) for p in prototypes
+                     if p.split("(")[0].split()[-1] not in ONLY_IN_C)
 
 
 def init_code() -> str:
@@ -57,16 +63,21 @@ def build(prefix: Path) -> Path:
     builder = cffi.FFI()
     builder.embedding_api(python_api(header))
     libdir = sysconfig.get_config_var("LIBDIR")
-    builder.set_source("_climio_capi", f'#include "climio.h"\n{(HERE / "glue.c").read_text()}',
-                       include_dirs=[str(HEADER.parent)], extra_link_args=[f"-Wl,-rpath,{libdir}"])
+    builder.set_source("_climio_capi", "", extra_link_args=[f"-Wl,-rpath,{libdir}"])
     builder.embedding_init_code(init_code())
-    os.environ.setdefault("CC", os.environ.get("MPICC", "mpicc"))
+    compiler = os.environ.get("MPICC", "mpicc")
+    os.environ.setdefault("CC", compiler)
     os.environ.setdefault("LDSHARED", f"{os.environ['CC']} -shared")
-    (prefix / "lib" / "pkgconfig").mkdir(parents=True, exist_ok=True)
+    lib = prefix / "lib"
+    (lib / "pkgconfig").mkdir(parents=True, exist_ok=True)
     (prefix / "include").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
-        built = builder.compile(tmpdir=work, target="libclimio.*")
-        shutil.copy(built, prefix / "lib" / "libclimio.so")
+        built = builder.compile(tmpdir=work, target="libclimio_py.*")
+        shutil.copy(built, lib / "libclimio_py.so")
+        subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", f"-I{HEADER.parent}", f"-I{HERE}",
+                        *(str(HERE / c) for c in C_SOURCES), "-Wl,-soname,libclimio.so", "-o",
+                        os.path.join(work, "libclimio.so"), "-ldl"], check=True)
+        shutil.copy(os.path.join(work, "libclimio.so"), lib / "libclimio.so")
     shutil.copy(HEADER, prefix / "include" / "climio.h")
     fortran = build_fortran(prefix)
     (prefix / "lib" / "pkgconfig" / "climio.pc").write_text(pkg_config(prefix, fortran))

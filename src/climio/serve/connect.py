@@ -6,7 +6,8 @@ size Open MPI gives in ``OMPI_APP_CTX_NUM_PROCS`` (one count per app context; th
 whose number is ``MPI_APPNUM``. The servers make their own communicator with ``MPI_Comm_create_group`` over
 their world ranks. The model's leader (rank 0 of the communicator the model passes) sends the first server a
 hello (:data:`~climio.serve.protocol.MAGIC`, version, the model's size) on MPI_COMM_WORLD, so the servers learn
-its world rank; both sides then call ``MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, remote leader,
+its world rank, and waits (bounded) for the first server's answer in kind, so that a last application that
+is no ``climio serve`` ends in an error rather than a hang; both sides then call ``MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, remote leader,
 TAG_INTERCOMM)``. A C client does the same with the same calls.
 """
 
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio.core import mpi
-from climio.errors import ClimioError
+from climio.errors import ClimioError, IOFault
 from climio.serve import protocol as wire
 
 if TYPE_CHECKING:
@@ -39,10 +40,12 @@ def server_ranks(world_size: int, appnum: int | None, environ: dict[str, str] | 
                  ) -> range:
     """The world ranks of the I/O servers, from the launch's layout alone (no communication)."""
     given = environ.get("CLIMIO_SERVERS")
-    if given is not None:
-        if not given.isdigit() or not 0 < int(given) < world_size:
-            raise ClimioError(f"CLIMIO_SERVERS={given}: give the number of server ranks, 1 to {world_size - 1} "
+    if given:
+        if not given.isdigit() or not 0 <= int(given) < world_size:
+            raise ClimioError(f"CLIMIO_SERVERS={given}: give the number of server ranks, 0 (none) to {world_size - 1} "
                               f"(the last ranks of the {world_size})", collective=True)
+        if int(given) == 0:
+            raise ClimioError(f"no I/O servers in this launch: CLIMIO_SERVERS=0", collective=True)
         return range(world_size - int(given), world_size)
     counts = environ.get("OMPI_APP_CTX_NUM_PROCS", "").replace(",", " ").split()
     if appnum is None or len(counts) < 2 or not all(c.isdigit() for c in counts):
@@ -101,6 +104,8 @@ def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
         else:
             world.Recv([hello[:3], MPI.INT64_T], source=status.Get_source(), tag=wire.TAG_HELLO)
             hello[3] = status.Get_source()
+            answer = np.array([wire.MAGIC, wire.VERSION, comm.Get_size()], np.int64)
+            world.Send([answer, MPI.INT64_T], dest=int(hello[3]), tag=wire.TAG_HELLO)  # the model waits for it
     hello = comm.bcast(hello)
     if int(hello[0]) == 0:
         raise ClimioError(f"climio serve: no model connected within {timeout():g} s (CLIMIO_SERVE_TIMEOUT): the model "
@@ -129,7 +134,24 @@ def connect(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, range]:
         raise ClimioError(f"the model's communicator holds I/O server ranks ({servers.start}-{servers.stop - 1} of "
                           f"COMM_WORLD): pass the model's own ranks, e.g. climio.serve.connect.model_communicator()",
                           collective=True)
+    answer = np.zeros(3, np.int64)
     if comm.Get_rank() == 0:
         hello = np.array([wire.MAGIC, wire.VERSION, comm.Get_size()], np.int64)
         world.Send([hello, MPI.INT64_T], dest=servers.start, tag=wire.TAG_HELLO)
+        request = world.Irecv([answer, MPI.INT64_T], source=servers.start, tag=wire.TAG_HELLO)
+        deadline = time.monotonic() + timeout()
+        while not request.Test():
+            if time.monotonic() > deadline:
+                request.Cancel()
+                request.Free()
+                break
+            time.sleep(0.01)
+    answer = comm.bcast(answer)
+    if int(answer[0]) != wire.MAGIC:
+        raise IOFault(f"the I/O servers (world rank {servers.start} on) did not answer within {timeout():g} s: start "
+                      f"climio serve as the last application, or set CLIMIO_SERVERS=0 for a launch without it",
+                      collective=True)
+    if int(answer[1]) != wire.VERSION:
+        raise ClimioError(f"climio serve speaks protocol version {int(answer[1])}, this climio {wire.VERSION}: use "
+                          f"one climio for both", collective=True)
     return comm.Create_intercomm(0, world, servers.start, wire.TAG_INTERCOMM), servers

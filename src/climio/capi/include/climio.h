@@ -42,9 +42,18 @@ extern "C" {
 #define CLIMIO_QUANTIZE_GRANULARBR 2
 #define CLIMIO_QUANTIZE_BITROUND   3
 
-/* I/O systems: the model's communicator, used as is (climio never calls MPI_Init or MPI_Finalize). */
+/* I/O systems: the model's communicator, used as is (climio never calls MPI_Init or MPI_Finalize).
+ * climio_init_intracomm writes through the I/O servers when the launch has them (climio serve as the last
+ * MPMD application, or CLIMIO_SERVERS=N: the last N ranks; CLIMIO_SERVERS=0: none), else in this process.
+ * With servers, the communicator must hold model ranks only: climio_model_comm gives one. */
 int climio_init_intracomm(MPI_Comm comm, int *iosysid);
 int climio_init_intracomm_f(int fcomm, int *iosysid);            /* a Fortran handle (MPI_Comm_c2f) */
+int climio_init_servers(MPI_Comm comm, long long buffer_bytes, int *iosysid); /* servers required; buffer
+                                      bytes per rank of data sent but not yet taken (0: the default, 32 MiB) */
+int climio_init_servers_f(int fcomm, long long buffer_bytes, int *iosysid);
+int climio_model_comm(MPI_Comm *comm);  /* the model's ranks (every world rank but the servers'): a new
+                                           communicator, collective over the model's ranks only */
+int climio_model_comm_f(int *fcomm);
 int climio_set_error_handling(int iosysid, int method);
 int climio_finalize(int iosysid);                                /* closes (publishes) what is still open */
 

@@ -1,0 +1,1313 @@
+/* Server mode: the model's side of climio's I/O servers, in C11 and MPI alone (docs/serve-protocol.md).
+ *
+ * Each call turns into one message to this rank's server (model rank r talks to server r % S): a header of 8
+ * int64, its names, its typed data. A message is copied into this rank's buffer and sent with MPI_Isend, so
+ * write_darray returns as soon as the model may reuse its array; while the data in flight would pass the
+ * buffer's bound, a call first waits for the oldest sends (back-pressure). The servers check the calls and
+ * agree on errors; a file's error comes back asynchronously and is returned by the rank's next call on that
+ * file, at the latest by its closefile. Reads (openfile, inq_varid on an opened file, read_darray) wait for
+ * their answer. Every wait polls and ends after CLIMIO_SERVE_TIMEOUT seconds (600) with an error naming the
+ * servers: nothing waits forever. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+enum { TAG_HELLO = 7301, TAG_INTERCOMM, TAG_HEADER, TAG_PAYLOAD, TAG_REPLY, TAG_REPLY_TEXT, TAG_ANSWER,
+       TAG_ANSWER_TEXT, TAG_ANSWER_DATA };
+enum { DECOMP = 1, CREATE, DEF_DIM, DEF_VAR, PUT_ATT, DEF_COMPRESS, DEF_REDUCE, ENDDEF, WRITE, PUT_TIME, PUT_VAR,
+       CLOSE, FINALIZE, OPEN, INQ_VARID, READ };
+enum { NC_CHAR = 2, SYSTEM = -1, SHIFT = 16, MAXITEMS = (1 << SHIFT) - 1 };
+static const int64_t MAGIC = 0x636C696D696FLL, VERSION = 1;
+static const long long DEFAULT_BUFFER = 32LL << 20;
+
+typedef struct message {
+    struct message *next;
+    MPI_Request requests[4];
+    int nrequests;
+    long long bytes;
+    int64_t data[];  /* header, text, buffers: each 8-byte aligned */
+} message;
+
+typedef struct {
+    int n;
+    int ndims;
+    long long grid[8];
+    long long points;     /* owned points per level: this rank's map length */
+    long long withhalo;   /* local points per level with the halo (= points without one) */
+    int halo;
+    long long count[8];   /* a block's box, to strip its halo */
+    int block;
+    int freed;            /* by climio_free_decomp: kept for the files that use it until the finalize */
+} decomp;
+
+typedef struct {
+    char name[257];
+    long long len;
+} dim;
+
+typedef struct {
+    char name[257];
+    int xtype;
+    int ndims;
+    int dimids[8];
+    int deflate;
+    int quantize, nsd;
+} var;
+
+typedef struct iosystem iosystem;
+
+typedef struct {
+    int n;
+    iosystem *sys;
+    char path[4096];
+    decomp *d;
+    char mode[32];
+    int reading, defined;
+    dim *dims;
+    int ndims;
+    var *vars;
+    int nvars;
+    int code;          /* the servers' error on this file, once it arrived */
+    char *error;
+    int reported;
+} file;
+
+typedef struct {
+    long long ident;
+    int code;
+    char *text;
+} reply;
+
+struct iosystem {
+    int index;
+    MPI_Comm comm, inter;
+    int rank, server, first, nservers;
+    long long limit, inflight, peak;
+    double timeout;
+    int abort;
+    message *head, *tail;
+    int64_t reply_header[4];
+    MPI_Request reply_request;
+    reply *replies;
+    int nreplies;
+    int system_code;
+    char *system_error;
+    int count, finalized;
+    decomp *decomps[MAXITEMS + 1];
+    file *files[MAXITEMS + 1];
+};
+
+static iosystem *systems[1 << 13];
+
+/* ------------------------------------------------------------------------------------------ small things */
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void pause_for(double seconds)
+{
+    struct timespec t = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    nanosleep(&t, NULL);
+}
+
+static size_t type_size(int xtype)
+{
+    switch (xtype) {
+    case CLIMIO_BYTE: return 1;
+    case CLIMIO_SHORT: return 2;
+    case CLIMIO_INT: case CLIMIO_FLOAT: return 4;
+    case CLIMIO_DOUBLE: case CLIMIO_INT64: return 8;
+    case NC_CHAR: return 1;
+    default: return 0;
+    }
+}
+
+static MPI_Datatype mpi_type(int xtype)
+{
+    switch (xtype) {
+    case CLIMIO_BYTE: return MPI_INT8_T;
+    case CLIMIO_SHORT: return MPI_INT16_T;
+    case CLIMIO_INT: return MPI_INT32_T;
+    case CLIMIO_FLOAT: return MPI_FLOAT;
+    case CLIMIO_DOUBLE: return MPI_DOUBLE;
+    case CLIMIO_INT64: return MPI_INT64_T;
+    default: return MPI_BYTE;
+    }
+}
+
+/* A type climio does not take, for `what` (e.g. "variable 'T'") of the file at path. */
+static int bad_type(const char *path, const char *what, int xtype)
+{
+    return climio_fail(CLIMIO_EINVAL, "%s: %s: type %d is none of CLIMIO_BYTE (1), SHORT (3), INT (4), FLOAT (5), "
+                       "DOUBLE (6), INT64 (10)", path, what, xtype);
+}
+
+static double timeout_seconds(void)
+{
+    const char *given = getenv("CLIMIO_SERVE_TIMEOUT");
+    double seconds = given ? atof(given) : 600.0;
+    return seconds > 0 ? seconds : 600.0;
+}
+
+static void servers_name(const iosystem *s, char *out, size_t size)
+{
+    if (s->nservers > 1)
+        snprintf(out, size, "I/O servers (world ranks %d-%d)", s->first, s->first + s->nservers - 1);
+    else
+        snprintf(out, size, "I/O server (world rank %d)", s->first);
+}
+
+/* An error of system s: its code, and the job's end under CLIMIO_ABORT_ON_ERROR. */
+static int failed(iosystem *s, int code)
+{
+    if (code != CLIMIO_NOERR && s != NULL && s->abort) {
+        char message[2048];
+        climio_errmsg(message, (int)sizeof message);
+        fprintf(stderr, "climio: %s\n", message);
+        fflush(stderr);
+        MPI_Abort(s->comm, code == CLIMIO_EIO || code == CLIMIO_EINTERNAL ? 1 : 2);
+    }
+    return code;
+}
+
+/* ------------------------------------------------------------------------------------------ the launch */
+
+int served_layout(int *first, int *count)
+{
+    int world;
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+    const char *given = getenv("CLIMIO_SERVERS");
+    if (given != NULL && *given) {
+        char *end;
+        long n = strtol(given, &end, 10);
+        if (*end || n < 0 || n >= world)
+            return climio_fail(CLIMIO_EINVAL, "CLIMIO_SERVERS=%s: give the number of server ranks, 0 (none) to %d "
+                               "(the last ranks of the %d)", given, world - 1, world);
+        *count = (int)n;
+        *first = world - (int)n;
+        return n > 0;
+    }
+    int *appnum, flag = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &appnum, &flag);
+    const char *sizes = getenv("OMPI_APP_CTX_NUM_PROCS");
+    if (!flag || sizes == NULL)
+        return 0;
+    long total = 0, last = 0;
+    int contexts = 0;
+    for (const char *p = sizes; *p;) {
+        char *end;
+        long n = strtol(p, &end, 10);
+        if (end == p) {
+            if (*p != ' ' && *p != ',')
+                return 0;
+            p++;
+            continue;
+        }
+        total += n;
+        last = n;
+        contexts++;
+        p = end;
+    }
+    if (contexts < 2 || total != world || last < 1)
+        return 0;
+    *count = (int)last;
+    *first = world - (int)last;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------------------------ ids */
+
+static iosystem *system_of(int iosysid)
+{
+    int index = (iosysid & ~CLIMIO_SERVED_BIT) >> SHIFT;
+    if ((iosysid & ((1 << SHIFT) - 1)) != 0 || index <= 0 || index >= (int)(sizeof systems / sizeof *systems))
+        return NULL;
+    return systems[index];
+}
+
+static int bad_system(int iosysid)
+{
+    return climio_fail(CLIMIO_EBADID, "no I/O system with id %d", iosysid);
+}
+
+static int id_of(const iosystem *s, int n)
+{
+    return CLIMIO_SERVED_BIT | s->index << SHIFT | n;
+}
+
+static int new_number(iosystem *s)
+{
+    if (s->count >= MAXITEMS)
+        return climio_fail(CLIMIO_EINVAL, "I/O system %d: more than %d decompositions and files",
+                           id_of(s, 0), MAXITEMS), 0;
+    return ++s->count;
+}
+
+/* ------------------------------------------------------------------------------------------ progress */
+
+static void take_replies(iosystem *s)
+{
+    int done = 1;
+    while (s->reply_request != MPI_REQUEST_NULL && done) {
+        MPI_Test(&s->reply_request, &done, MPI_STATUS_IGNORE);
+        if (!done)
+            break;
+        long long ident = s->reply_header[1], size = s->reply_header[3];
+        int code = (int)s->reply_header[2];
+        char *text = calloc((size_t)size + 1, 1);
+        if (size > 0)
+            MPI_Recv(text, (int)size, MPI_BYTE, s->server, TAG_REPLY_TEXT, s->inter, MPI_STATUS_IGNORE);
+        if (ident == SYSTEM) {
+            if (code) {
+                s->system_code = code;
+                s->system_error = text;
+            } else
+                free(text);
+            s->replies = realloc(s->replies, sizeof(reply) * (size_t)(s->nreplies + 1));
+            s->replies[s->nreplies++] = (reply){SYSTEM, code, NULL};
+            return;  /* the last reply: nothing more comes */
+        }
+        s->replies = realloc(s->replies, sizeof(reply) * (size_t)(s->nreplies + 1));
+        s->replies[s->nreplies++] = (reply){ident, code, text};
+        MPI_Irecv(s->reply_header, 4, MPI_INT64_T, s->server, TAG_REPLY, s->inter, &s->reply_request);
+    }
+}
+
+/* Let go of completed sends and take the replies that arrived. */
+static void progress(iosystem *s)
+{
+    while (s->head) {
+        int done;
+        MPI_Testall(s->head->nrequests, s->head->requests, &done, MPI_STATUSES_IGNORE);
+        if (!done)
+            break;
+        message *m = s->head;
+        s->head = m->next;
+        if (!s->head)
+            s->tail = NULL;
+        s->inflight -= m->bytes;
+        free(m);
+    }
+    take_replies(s);
+}
+
+/* Poll until done(s, arg): MPI's own waits cannot time out. */
+static int wait_for(iosystem *s, int (*done)(iosystem *, const void *), const void *arg, const char *what)
+{
+    double deadline = now() + s->timeout, pause = 1e-5;
+    progress(s);
+    while (!done(s, arg)) {
+        if (now() > deadline) {
+            char name[128];
+            servers_name(s, name, sizeof name);
+            return climio_fail(CLIMIO_EIO, "%s did not take %s within %g s: check that climio serve runs (its "
+                               "errors are on its stderr), or raise CLIMIO_SERVE_TIMEOUT", name, what, s->timeout);
+        }
+        pause_for(pause);
+        pause = pause < 5e-3 ? 2 * pause : 1e-2;
+        progress(s);
+    }
+    return CLIMIO_NOERR;
+}
+
+static int oldest_sent(iosystem *s, const void *head)
+{
+    return s->head != head;
+}
+
+static int all_sent(iosystem *s, const void *unused)
+{
+    (void)unused;
+    return s->head == NULL;
+}
+
+static int has_reply(iosystem *s, const void *ident)
+{
+    long long wanted = *(const long long *)ident;
+    if (s->system_error)
+        return 1;
+    for (int i = 0; i < s->nreplies; i++)
+        if (s->replies[i].ident == wanted)
+            return 1;
+    return 0;
+}
+
+/* Take the reply about ident, if it came: 1 with its code and text (the caller frees it), else 0. */
+static int pop_reply(iosystem *s, long long ident, int *code, char **text)
+{
+    for (int i = 0; i < s->nreplies; i++)
+        if (s->replies[i].ident == ident) {
+            *code = s->replies[i].code;
+            *text = s->replies[i].text;
+            s->replies[i] = s->replies[--s->nreplies];
+            return 1;
+        }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ sending */
+
+typedef struct {
+    const void *data;
+    long long count;
+    int xtype;
+} buffer;
+
+static size_t aligned(size_t bytes)
+{
+    return (bytes + 7) & ~(size_t)7;
+}
+
+/* Send one message without waiting for the server: its data are copied first. */
+static int send(iosystem *s, int kind, long long ident, const long long args[5], const char *const *names,
+                int nnames, const buffer *buffers, int nbuffers)
+{
+    if (s->finalized)
+        return climio_fail(CLIMIO_EBADID, "I/O system %d was finalized", id_of(s, 0));
+    size_t text = 0, bytes = 64;
+    for (int i = 0; i < nnames; i++)
+        text += strlen(names[i]) + 1;
+    bytes += aligned(text);
+    for (int i = 0; i < nbuffers; i++)
+        bytes += aligned((size_t)buffers[i].count * type_size(buffers[i].xtype));
+    progress(s);
+    while (s->head && s->inflight + (long long)bytes > s->limit) {
+        int code = wait_for(s, oldest_sent, s->head, "the data sent before (the client buffer is full)");
+        if (code)
+            return code;
+    }
+    message *m = malloc(sizeof(message) + bytes);
+    if (m == NULL)
+        return climio_fail(CLIMIO_EIO, "climio: no memory for a message of %zu bytes to the I/O servers", bytes);
+    m->next = NULL;
+    m->bytes = (long long)bytes;
+    int64_t *header = m->data;
+    memset(header, 0, 64);
+    header[0] = kind;
+    header[1] = ident;
+    for (int i = 0; i < 5 && args; i++)
+        header[2 + i] = args[i];
+    header[7] = (int64_t)text;
+    char *at = (char *)(header + 8);
+    m->nrequests = 0;
+    MPI_Isend(header, 8, MPI_INT64_T, s->server, TAG_HEADER, s->inter, &m->requests[m->nrequests++]);
+    if (text) {
+        char *start = at;
+        for (int i = 0; i < nnames; i++) {
+            size_t n = strlen(names[i]) + 1;
+            memcpy(at, names[i], n);
+            at += n;
+        }
+        MPI_Isend(start, (int)text, MPI_BYTE, s->server, TAG_PAYLOAD, s->inter, &m->requests[m->nrequests++]);
+        at = start + aligned(text);
+    }
+    for (int i = 0; i < nbuffers; i++) {
+        size_t n = (size_t)buffers[i].count * type_size(buffers[i].xtype);
+        if (n)
+            memcpy(at, buffers[i].data, n);
+        MPI_Isend(at, (int)buffers[i].count, mpi_type(buffers[i].xtype), s->server, TAG_PAYLOAD, s->inter,
+                  &m->requests[m->nrequests++]);
+        at += aligned(n);
+    }
+    if (s->tail)
+        s->tail->next = m;
+    else
+        s->head = m;
+    s->tail = m;
+    s->inflight += m->bytes;
+    if (s->inflight > s->peak)
+        s->peak = s->inflight;
+    return CLIMIO_NOERR;
+}
+
+/* The servers' error on the connection, if one came. */
+static int system_check(iosystem *s)
+{
+    progress(s);
+    if (s->system_error) {
+        climio_keep_error(s->system_error);
+        return s->system_code;
+    }
+    if (s->finalized)
+        return climio_fail(CLIMIO_EBADID, "I/O system %d was finalized", id_of(s, 0));
+    return CLIMIO_NOERR;
+}
+
+/* ------------------------------------------------------------------------------------------ connecting */
+
+/* Whether a receive completed. */
+static int acked(iosystem *s, const void *request)
+{
+    (void)s;
+    int done;
+    MPI_Test((MPI_Request *)request, &done, MPI_STATUS_IGNORE);
+    return done;
+}
+
+int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid)
+{
+    int first, count;
+    *iosysid = -1;
+    if (served_layout(&first, &count) <= 0)
+        return climio_fail(CLIMIO_EINVAL, "climio: no I/O servers in this launch");
+    int index = 1;
+    while (index < (int)(sizeof systems / sizeof *systems) && systems[index])
+        index++;
+    if (index == (int)(sizeof systems / sizeof *systems))
+        return climio_fail(CLIMIO_EINVAL, "climio: too many I/O systems");
+    iosystem *s = calloc(1, sizeof(iosystem));
+    s->index = index;
+    s->comm = comm;
+    s->first = first;
+    s->nservers = count;
+    s->timeout = timeout_seconds();
+    s->reply_request = MPI_REQUEST_NULL;
+    const char *megabytes = getenv("CLIMIO_SERVE_BUFFER_MB");
+    s->limit = buffer_bytes > 0 ? buffer_bytes : megabytes ? atoll(megabytes) << 20 : DEFAULT_BUFFER;
+    if (s->limit <= 0)
+        s->limit = DEFAULT_BUFFER;
+    MPI_Comm_rank(comm, &s->rank);
+    int size;
+    MPI_Comm_size(comm, &size);
+    /* The hello: the model's leader tells the first server the model's size and waits for its answer, so that
+     * a last application that is no climio serve ends in an error, not in MPI_Intercomm_create forever. */
+    int64_t answer[3] = {0, 0, 0};
+    if (s->rank == 0) {
+        int64_t hello[3] = {MAGIC, VERSION, size};
+        MPI_Request request;
+        MPI_Send(hello, 3, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD);
+        MPI_Irecv(answer, 3, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD, &request);
+        if (wait_for(s, acked, &request, "the hello") != CLIMIO_NOERR) {
+            MPI_Cancel(&request);
+            MPI_Request_free(&request);
+            answer[0] = 0;
+        }
+    }
+    MPI_Bcast(answer, 3, MPI_INT64_T, 0, comm);
+    if (answer[0] != MAGIC || answer[1] != VERSION) {
+        char name[128];
+        servers_name(s, name, sizeof name);
+        free(s);
+        if (answer[0])
+            return climio_fail(CLIMIO_EINVAL, "climio serve speaks protocol version %lld, this libclimio %lld: use "
+                               "one climio for both", (long long)answer[1], (long long)VERSION);
+        return climio_fail(CLIMIO_EIO, "%s did not answer within %g s: start climio serve as the last application, "
+                           "or set CLIMIO_SERVERS=0 for a launch without it", name, timeout_seconds());
+    }
+    MPI_Intercomm_create(comm, 0, MPI_COMM_WORLD, first, TAG_INTERCOMM, &s->inter);
+    int remote;
+    MPI_Comm_remote_size(s->inter, &remote);
+    s->nservers = remote;
+    s->server = s->rank % remote;
+    MPI_Irecv(s->reply_header, 4, MPI_INT64_T, s->server, TAG_REPLY, s->inter, &s->reply_request);
+    systems[index] = s;
+    *iosysid = id_of(s, 0);
+    return CLIMIO_NOERR;
+}
+
+int served_set_error_handling(int iosysid, int method)
+{
+    iosystem *s = system_of(iosysid);
+    if (s == NULL)
+        return bad_system(iosysid);
+    if (method != CLIMIO_RETURN_ERROR && method != CLIMIO_ABORT_ON_ERROR)
+        return failed(s, climio_fail(CLIMIO_EINVAL, "error handling %d: use CLIMIO_RETURN_ERROR (0) or "
+                                     "CLIMIO_ABORT_ON_ERROR (1)", method));
+    s->abort = method == CLIMIO_ABORT_ON_ERROR;
+    return CLIMIO_NOERR;
+}
+
+static void free_file(file *f)
+{
+    f->sys->files[f->n] = NULL;
+    free(f->dims);
+    free(f->vars);
+    free(f->error);
+    free(f);
+}
+
+int served_finalize(int iosysid)
+{
+    iosystem *s = system_of(iosysid);
+    if (s == NULL)
+        return bad_system(iosysid);
+    int code = system_check(s);
+    if (code)
+        return failed(s, code);
+    long long ident = SYSTEM;
+    code = send(s, FINALIZE, 0, NULL, NULL, 0, NULL, 0);
+    if (!code)
+        code = wait_for(s, has_reply, &ident, "the finalize");
+    if (!code)
+        code = wait_for(s, all_sent, NULL, "the last data");
+    if (code)
+        return failed(s, code);
+    s->finalized = 1;
+    MPI_Comm_free(&s->inter);
+    if (s->system_error) {
+        climio_keep_error(s->system_error);
+        code = s->system_code;
+    }
+    for (int n = 1; n <= s->count; n++) {  /* a file's error not returned yet */
+        file *f = s->files[n];
+        int reply_code;
+        char *text = NULL;
+        if (f && !code && !f->error && pop_reply(s, n, &reply_code, &text) && reply_code) {
+            climio_keep_error(text);
+            code = reply_code;
+        }
+        free(text);
+        if (f && f->error && !f->reported && !code) {
+            climio_keep_error(f->error);
+            code = f->code;
+        }
+        if (f)
+            free_file(f);
+        free(s->decomps[n]);
+    }
+    for (int i = 0; i < s->nreplies; i++)
+        free(s->replies[i].text);
+    free(s->replies);
+    free(s->system_error);
+    systems[s->index] = NULL;
+    int abort = s->abort;
+    MPI_Comm comm = s->comm;
+    free(s);
+    if (code && abort) {
+        char message[2048];
+        climio_errmsg(message, (int)sizeof message);
+        fprintf(stderr, "climio: %s\n", message);
+        MPI_Abort(comm, code == CLIMIO_EIO ? 1 : 2);
+    }
+    return code;
+}
+
+/* ------------------------------------------------------------------------------------------ decompositions */
+
+/* The first rank's error among the model's ranks, on every rank (for arguments that differ between ranks). */
+static int agree(iosystem *s, int code)
+{
+    int size, first;
+    MPI_Comm_size(s->comm, &size);
+    first = code ? s->rank : size;
+    MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, s->comm);
+    if (first == size)
+        return CLIMIO_NOERR;
+    char message[2048];
+    climio_errmsg(message, (int)sizeof message);
+    MPI_Bcast(&code, 1, MPI_INT, first, s->comm);
+    MPI_Bcast(message, (int)sizeof message, MPI_CHAR, first, s->comm);
+    climio_keep_error(message);
+    return code;
+}
+
+static int send_decomp(iosystem *s, decomp *d, const long long *compmap, int *ioid)
+{
+    long long args[5] = {d->ndims, d->points, 0, 0, 0};
+    buffer buffers[2] = {{d->grid, d->ndims, CLIMIO_INT64}, {compmap, d->points, CLIMIO_INT64}};
+    int code = send(s, DECOMP, d->n, args, NULL, 0, buffers, 2);
+    if (code) {
+        free(d);
+        return failed(s, code);
+    }
+    s->decomps[d->n] = d;
+    *ioid = id_of(s, d->n);
+    return CLIMIO_NOERR;
+}
+
+static int decomp_of(iosystem *s, int ioid, decomp **out);
+
+static int check_grid(iosystem *s, int ndims, const long long *gdimlen, const char *call)
+{
+    if (ndims < 1 || ndims > 8)
+        return climio_fail(CLIMIO_EINVAL, "%s: a grid of %d dimensions: give 1 to 8", call, ndims);
+    for (int a = 0; a < ndims; a++)
+        if (gdimlen[a] < 1)
+            return climio_fail(CLIMIO_EINVAL, "%s: grid length %lld of dimension %d must be positive", call,
+                               gdimlen[a], a);
+    (void)s;
+    return CLIMIO_NOERR;
+}
+
+int served_init_decomp_blocks(int iosysid, int ndims, const long long *gdimlen, const long long *start,
+                              const long long *count, int halo, int *ioid)
+{
+    iosystem *s = system_of(iosysid);
+    *ioid = -1;
+    if (s == NULL)
+        return bad_system(iosysid);
+    int code = system_check(s);
+    if (!code)
+        code = check_grid(s, ndims, gdimlen, "climio_init_decomp_blocks");
+    for (int a = 0; !code && a < ndims; a++)
+        if (start[a] < 0 || count[a] < 0 || start[a] + count[a] > gdimlen[a])
+            code = climio_fail(CLIMIO_EINVAL, "climio_init_decomp_blocks: box start %lld count %lld along dimension "
+                               "%d on rank %d lies outside the grid's %lld (0-based, C order)", start[a], count[a],
+                               a, s->rank, gdimlen[a]);
+    if (!code && halo < 0)
+        code = climio_fail(CLIMIO_EINVAL, "climio_init_decomp_blocks: halo %d must be >= 0", halo);
+    code = agree(s, code);
+    if (code)
+        return failed(s, code);
+    decomp *d = calloc(1, sizeof(decomp));
+    d->n = new_number(s);
+    if (!d->n) {
+        free(d);
+        return failed(s, CLIMIO_EINVAL);
+    }
+    d->ndims = ndims;
+    d->block = 1;
+    d->halo = halo;
+    d->points = d->withhalo = 1;
+    for (int a = 0; a < ndims; a++) {
+        d->grid[a] = gdimlen[a];
+        d->count[a] = count[a];
+        d->points *= count[a];
+        d->withhalo *= count[a] + (a >= ndims - 2 ? 2 * halo : 0);  /* the halo: the last two axes */
+    }
+    long long *compmap = malloc(sizeof(long long) * (size_t)(d->points ? d->points : 1));
+    long long index[8] = {0};
+    for (long long k = 0; k < d->points; k++) {  /* the box's points in C order, as 1-based grid offsets */
+        long long offset = 0;
+        for (int a = 0; a < ndims; a++)
+            offset = offset * gdimlen[a] + start[a] + index[a];
+        compmap[k] = offset + 1;
+        for (int a = ndims - 1; a >= 0; a--) {
+            if (++index[a] < count[a])
+                break;
+            index[a] = 0;
+        }
+    }
+    code = send_decomp(s, d, compmap, ioid);
+    free(compmap);
+    return code;
+}
+
+int served_init_decomp(int iosysid, int ndims, const long long *gdimlen, long long maplen,
+                       const long long *compmap, int *ioid)
+{
+    iosystem *s = system_of(iosysid);
+    *ioid = -1;
+    if (s == NULL)
+        return bad_system(iosysid);
+    int code = system_check(s);
+    if (!code)
+        code = check_grid(s, ndims, gdimlen, "climio_init_decomp");
+    if (!code && maplen < 0)
+        code = climio_fail(CLIMIO_EINVAL, "climio_init_decomp: map length %lld on rank %d must be >= 0", maplen,
+                           s->rank);
+    code = agree(s, code);
+    if (code)
+        return failed(s, code);
+    decomp *d = calloc(1, sizeof(decomp));
+    d->n = new_number(s);
+    if (!d->n) {
+        free(d);
+        return failed(s, CLIMIO_EINVAL);
+    }
+    d->ndims = ndims;
+    for (int a = 0; a < ndims; a++)
+        d->grid[a] = gdimlen[a];
+    d->points = d->withhalo = maplen;
+    return send_decomp(s, d, compmap, ioid);
+}
+
+int served_free_decomp(int iosysid, int ioid)
+{
+    iosystem *s = system_of(iosysid);
+    if (s == NULL)
+        return bad_system(iosysid);
+    int code = system_check(s);
+    if (code)
+        return failed(s, code);
+    decomp *d;
+    code = decomp_of(s, ioid, &d);
+    if (code)
+        return failed(s, code);
+    d->freed = 1;  /* the servers keep theirs until the finalize */
+    return CLIMIO_NOERR;
+}
+
+/* ------------------------------------------------------------------------------------------ files */
+
+/* The file of ncid, with the servers' error on it returned once (later calls: EBADID). */
+static int file_of(int ncid, file **out)
+{
+    iosystem *s = system_of(ncid & ~((1 << SHIFT) - 1));
+    int n = ncid & ((1 << SHIFT) - 1);
+    *out = NULL;
+    if (s == NULL || !s->files[n])
+        return climio_fail(CLIMIO_EBADID, "no open file with id %d", ncid);
+    file *f = s->files[n];
+    int code = system_check(s);
+    if (code)
+        return failed(s, code);
+    char *text;
+    if (!f->error && pop_reply(s, n, &code, &text)) {
+        f->code = code ? code : CLIMIO_EINTERNAL;
+        f->error = text ? text : calloc(1, 1);
+    }
+    if (f->error && !f->reported) {
+        f->reported = 1;
+        climio_keep_error(f->error);
+        return failed(s, f->code);
+    }
+    if (f->error)
+        return failed(s, climio_fail(CLIMIO_EBADID, "%s: abandoned after an earlier error (%s)", f->path, f->error));
+    *out = f;
+    return CLIMIO_NOERR;
+}
+
+static int decomp_of(iosystem *s, int ioid, decomp **out)
+{
+    int n = ioid & ((1 << SHIFT) - 1);
+    if (!CLIMIO_SERVED(ioid) || system_of(ioid & ~((1 << SHIFT) - 1)) != s || !s->decomps[n] || s->decomps[n]->freed)
+        return climio_fail(CLIMIO_EBADID, "no decomposition with id %d in I/O system %d", ioid, id_of(s, 0));
+    *out = s->decomps[n];
+    return CLIMIO_NOERR;
+}
+
+static file *new_file(iosystem *s, decomp *d, const char *path)
+{
+    int n = new_number(s);
+    if (!n)
+        return NULL;
+    file *f = calloc(1, sizeof(file));
+    f->n = n;
+    f->sys = s;
+    f->d = d;
+    snprintf(f->path, sizeof f->path, "%s", path);
+    s->files[n] = f;
+    return f;
+}
+
+int served_createfile(int iosysid, int ioid, int *ncid, const char *mode, const char *strategy, const char *path,
+                      int flags)
+{
+    iosystem *s = system_of(iosysid);
+    decomp *d;
+    *ncid = -1;
+    if (s == NULL)
+        return bad_system(iosysid);
+    int code = system_check(s);
+    if (!code)
+        code = decomp_of(s, ioid, &d);
+    if (!code && flags != CLIMIO_CLOBBER && flags != CLIMIO_NOCLOBBER)
+        code = climio_fail(CLIMIO_EINVAL, "%s: flags %d: use CLIMIO_CLOBBER (0) or CLIMIO_NOCLOBBER (1)", path,
+                           flags);
+    if (!code && strlen(path) >= 4096)
+        code = climio_fail(CLIMIO_EINVAL, "%.200s...: a path of over 4095 bytes", path);
+    if (code)
+        return failed(s, code);
+    file *f = new_file(s, d, path);
+    if (f == NULL)
+        return failed(s, CLIMIO_EINVAL);
+    snprintf(f->mode, sizeof f->mode, "%s", mode);
+    long long args[5] = {d->n, flags, 0, 0, 0};
+    const char *names[3] = {path, mode, strategy};
+    code = send(s, CREATE, f->n, args, names, 3, NULL, 0);
+    if (code) {
+        free_file(f);
+        return failed(s, code);
+    }
+    *ncid = id_of(s, f->n);
+    return CLIMIO_NOERR;
+}
+
+/* Wait for the answer to the request just sent (header: ok/error, value, code, text bytes; then the text):
+ * its value, or an error code with the servers' message. */
+static int await_answer(iosystem *s, const char *what, long long *value)
+{
+    int64_t header[4];
+    MPI_Request request;
+    MPI_Irecv(header, 4, MPI_INT64_T, s->server, TAG_ANSWER, s->inter, &request);
+    int code = wait_for(s, acked, &request, what);
+    if (code) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+        return code;
+    }
+    if (header[3] > 0) {
+        char *text = calloc((size_t)header[3] + 1, 1);
+        MPI_Recv(text, (int)header[3], MPI_BYTE, s->server, TAG_ANSWER_TEXT, s->inter, MPI_STATUS_IGNORE);
+        climio_keep_error(text);
+        free(text);
+    }
+    *value = header[1];
+    return header[0] ? (header[2] ? (int)header[2] : CLIMIO_EINTERNAL) : CLIMIO_NOERR;
+}
+
+int served_openfile(int iosysid, int ioid, int *ncid, const char *strategy, const char *path)
+{
+    iosystem *s = system_of(iosysid);
+    decomp *d;
+    *ncid = -1;
+    if (s == NULL)
+        return bad_system(iosysid);
+    int code = system_check(s);
+    if (!code)
+        code = decomp_of(s, ioid, &d);
+    if (!code && strlen(path) >= 4096)
+        code = climio_fail(CLIMIO_EINVAL, "%.200s...: a path of over 4095 bytes", path);
+    if (code)
+        return failed(s, code);
+    file *f = new_file(s, d, path);
+    if (f == NULL)
+        return failed(s, CLIMIO_EINVAL);
+    f->reading = 1;
+    long long args[5] = {d->n, 0, 0, 0, 0}, value;
+    const char *names[2] = {path, strategy};
+    code = send(s, OPEN, f->n, args, names, 2, NULL, 0);
+    if (!code)
+        code = await_answer(s, "the open", &value);
+    if (code) {
+        free_file(f);
+        return failed(s, code);
+    }
+    *ncid = id_of(s, f->n);
+    return CLIMIO_NOERR;
+}
+
+int served_closefile(int ncid)
+{
+    file *f;
+    iosystem *s = system_of(ncid & ~((1 << SHIFT) - 1));
+    int n = ncid & ((1 << SHIFT) - 1);
+    if (s && s->files[n] && s->files[n]->reported) {  /* abandoned, its error returned: just released */
+        free_file(s->files[n]);
+        return CLIMIO_NOERR;
+    }
+    int code = file_of(ncid, &f);
+    if (code) {
+        if (s && s->files[n] && s->files[n]->reported)
+            free_file(s->files[n]);
+        return code;
+    }
+    long long args[5] = {0, 0, 0, 0, 0}, ident = f->n;
+    code = send(s, CLOSE, f->n, args, NULL, 0, NULL, 0);
+    char what[4200];
+    snprintf(what, sizeof what, "the close of %s", f->path);
+    if (!code)
+        code = wait_for(s, has_reply, &ident, what);
+    if (!code && s->system_error) {
+        climio_keep_error(s->system_error);
+        code = s->system_code;
+    }
+    char *text = NULL;
+    int reply_code = 0;
+    if (!code && pop_reply(s, f->n, &reply_code, &text) && reply_code) {
+        climio_keep_error(text);
+        code = reply_code;
+    }
+    free(text);
+    free_file(f);
+    return failed(s, code);
+}
+
+/* ------------------------------------------------------------------------------------------ definitions */
+
+static int bad_name(const char *name, const char *path, const char *what)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > 256 || strchr(name, '/') || name[0] == ' ' || name[n - 1] == ' ')
+        return climio_fail(CLIMIO_EINVAL, "%s: %s name '%s': give 1 to 256 characters, no '/' and no edge spaces",
+                           path, what, name);
+    return CLIMIO_NOERR;
+}
+
+/* The file of a definition call: open, writable and still being defined. */
+static int defining(int ncid, const char *call, file **f)
+{
+    int code = file_of(ncid, f);
+    if (code)
+        return code;
+    if ((*f)->reading || (*f)->defined)
+        return failed((*f)->sys, climio_fail(CLIMIO_ESTATE, "%s: %s after climio_enddef (or on a file opened for "
+                                             "reading)", (*f)->path, call));
+    return CLIMIO_NOERR;
+}
+
+static int variable(file *f, int varid, var **v)
+{
+    if (varid < 0 || varid >= f->nvars)
+        return failed(f->sys, climio_fail(CLIMIO_EBADID, "%s: no variable id %d (it has %d: 0..%d)", f->path,
+                                          varid, f->nvars, f->nvars - 1));
+    *v = &f->vars[varid];
+    return CLIMIO_NOERR;
+}
+
+int served_def_dim(int ncid, const char *name, long long len, int *dimid)
+{
+    file *f;
+    int code = defining(ncid, "climio_def_dim", &f);
+    if (code)
+        return code;
+    code = bad_name(name, f->path, "dimension");
+    for (int i = 0; !code && i < f->ndims; i++)
+        if (!strcmp(f->dims[i].name, name))
+            code = climio_fail(CLIMIO_EINVAL, "%s: dimension '%s' is already defined", f->path, name);
+    for (int i = 0; !code && i < f->ndims; i++)
+        if (len == CLIMIO_UNLIMITED && f->dims[i].len == CLIMIO_UNLIMITED)
+            code = climio_fail(CLIMIO_EINVAL, "%s: dimension '%s': a second CLIMIO_UNLIMITED one", f->path, name);
+    if (!code && len < 0)
+        code = climio_fail(CLIMIO_EINVAL, "%s: dimension '%s': length %lld is negative", f->path, name, len);
+    if (code)
+        return failed(f->sys, code);
+    long long args[5] = {len, 0, 0, 0, 0};
+    code = send(f->sys, DEF_DIM, f->n, args, &name, 1, NULL, 0);
+    if (code)
+        return failed(f->sys, code);
+    f->dims = realloc(f->dims, sizeof(dim) * (size_t)(f->ndims + 1));
+    snprintf(f->dims[f->ndims].name, sizeof f->dims[f->ndims].name, "%s", name);
+    f->dims[f->ndims].len = len;
+    *dimid = f->ndims++;
+    return CLIMIO_NOERR;
+}
+
+int served_def_var(int ncid, const char *name, int xtype, int ndims, const int *dimids, int *varid)
+{
+    file *f;
+    int code = defining(ncid, "climio_def_var", &f);
+    if (code)
+        return code;
+    code = bad_name(name, f->path, "variable");
+    for (int i = 0; !code && i < f->nvars; i++)
+        if (!strcmp(f->vars[i].name, name))
+            code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s' is already defined", f->path, name);
+    if (!code && (xtype == NC_CHAR || !type_size(xtype))) {
+        char what[300];
+        snprintf(what, sizeof what, "variable '%s'", name);
+        code = bad_type(f->path, what, xtype);
+    }
+    if (!code && (ndims < 0 || ndims > 8))
+        code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s': %d dimensions (0 to 8)", f->path, name, ndims);
+    for (int i = 0; !code && i < ndims; i++)
+        if (dimids[i] < 0 || dimids[i] >= f->ndims)
+            code = climio_fail(CLIMIO_EBADID, "%s: variable '%s': no dimension id %d (0..%d)", f->path, name,
+                               dimids[i], f->ndims - 1);
+    if (code)
+        return failed(f->sys, code);
+    long long ids[8], args[5] = {xtype, ndims, 0, 0, 0};
+    for (int i = 0; i < ndims; i++)
+        ids[i] = dimids[i];
+    buffer data = {ids, ndims, CLIMIO_INT64};
+    code = send(f->sys, DEF_VAR, f->n, args, &name, 1, &data, 1);
+    if (code)
+        return failed(f->sys, code);
+    f->vars = realloc(f->vars, sizeof(var) * (size_t)(f->nvars + 1));
+    var *v = &f->vars[f->nvars];
+    memset(v, 0, sizeof *v);
+    snprintf(v->name, sizeof v->name, "%s", name);
+    v->xtype = xtype;
+    v->ndims = ndims;
+    memcpy(v->dimids, dimids, sizeof(int) * (size_t)ndims);
+    *varid = f->nvars++;
+    return CLIMIO_NOERR;
+}
+
+/* A variable's compression, whole: deflate and quantization travel together. */
+static int send_compression(file *f, int varid, const var *v)
+{
+    long long args[5] = {varid, v->deflate, v->quantize, v->nsd, 0};
+    return failed(f->sys, send(f->sys, DEF_COMPRESS, f->n, args, NULL, 0, NULL, 0));
+}
+
+static int compressible(file *f, const var *v, const char *what)
+{
+    if (strcmp(f->mode, "hdf5") && strcmp(f->mode, "hdf5-classic"))
+        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: variable '%s': %s needs mode hdf5, not '%s'", f->path,
+                                          v->name, what, f->mode));
+    return CLIMIO_NOERR;
+}
+
+int served_def_var_deflate(int ncid, int varid, int shuffle, int deflate, int level)
+{
+    file *f;
+    var *v;
+    int code = defining(ncid, "climio_def_var_deflate", &f);
+    if (!code)
+        code = variable(f, varid, &v);
+    if (!code)
+        code = compressible(f, v, "compression");
+    if (code)
+        return code;
+    if (deflate && (level < 1 || level > 9))
+        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: variable '%s': deflate level %d is not 1..9", f->path,
+                                          v->name, level));
+    if (deflate && !shuffle)
+        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: variable '%s': climio deflates with the shuffle "
+                                          "filter: pass shuffle 1", f->path, v->name));
+    v->deflate = deflate ? level : 0;
+    return send_compression(f, varid, v);
+}
+
+int served_def_var_quantize(int ncid, int varid, int quantize_mode, int nsd)
+{
+    file *f;
+    var *v;
+    int code = defining(ncid, "climio_def_var_quantize", &f);
+    if (!code)
+        code = variable(f, varid, &v);
+    if (!code)
+        code = compressible(f, v, "quantization");
+    if (code)
+        return code;
+    if (quantize_mode < 1 || quantize_mode > 3 || nsd < 1 || (v->xtype != CLIMIO_FLOAT && v->xtype != CLIMIO_DOUBLE))
+        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: variable '%s': quantize mode %d (1 BitGroom, "
+                                          "2 GranularBR, 3 BitRound) with %d digits/bits needs a float variable",
+                                          f->path, v->name, quantize_mode, nsd));
+    v->quantize = quantize_mode;
+    v->nsd = nsd;
+    return send_compression(f, varid, v);
+}
+
+static int attribute_target(int ncid, int varid, const char *name, file **f)
+{
+    var *v;
+    int code = defining(ncid, "climio_put_att", f);
+    if (!code && varid != CLIMIO_GLOBAL)
+        code = variable(*f, varid, &v);
+    if (!code)
+        code = failed((*f)->sys, bad_name(name, (*f)->path, "attribute"));
+    return code;
+}
+
+int served_put_att_text(int ncid, int varid, const char *name, const char *value)
+{
+    file *f;
+    int code = attribute_target(ncid, varid, name, &f);
+    if (code)
+        return code;
+    long long args[5] = {varid, NC_CHAR, (long long)strlen(value), 0, 0};
+    const char *names[2] = {name, value};
+    return failed(f->sys, send(f->sys, PUT_ATT, f->n, args, names, 2, NULL, 0));
+}
+
+int served_put_att_double(int ncid, int varid, const char *name, int xtype, long long len, const double *values)
+{
+    file *f;
+    int code = attribute_target(ncid, varid, name, &f);
+    if (code)
+        return code;
+    if (xtype == NC_CHAR || !type_size(xtype)) {
+        char what[300];
+        snprintf(what, sizeof what, "attribute '%s'", name);
+        return failed(f->sys, bad_type(f->path, what, xtype));
+    }
+    if (len < 0)
+        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: attribute '%s': length %lld", f->path, name, len));
+    void *stored = malloc(type_size(xtype) * (size_t)(len ? len : 1));  /* the numbers in the attribute's type */
+    for (long long i = 0; i < len; i++)
+        switch (xtype) {
+        case CLIMIO_BYTE: ((int8_t *)stored)[i] = (int8_t)values[i]; break;
+        case CLIMIO_SHORT: ((int16_t *)stored)[i] = (int16_t)values[i]; break;
+        case CLIMIO_INT: ((int32_t *)stored)[i] = (int32_t)values[i]; break;
+        case CLIMIO_FLOAT: ((float *)stored)[i] = (float)values[i]; break;
+        case CLIMIO_INT64: ((int64_t *)stored)[i] = (int64_t)values[i]; break;
+        default: ((double *)stored)[i] = values[i];
+        }
+    long long args[5] = {varid, xtype, len, 0, 0};
+    buffer data = {stored, len, xtype};
+    code = send(f->sys, PUT_ATT, f->n, args, &name, 1, &data, 1);
+    free(stored);
+    return failed(f->sys, code);
+}
+
+int served_enddef(int ncid)
+{
+    file *f;
+    int code = defining(ncid, "climio_enddef", &f);
+    if (code)
+        return code;
+    code = send(f->sys, ENDDEF, f->n, NULL, NULL, 0, NULL, 0);
+    if (!code)
+        f->defined = 1;
+    return failed(f->sys, code);
+}
+
+int served_inq_varid(int ncid, const char *name, int *varid)
+{
+    file *f;
+    int code = file_of(ncid, &f);
+    if (code)
+        return code;
+    if (!f->reading) {
+        for (int i = 0; i < f->nvars; i++)
+            if (!strcmp(f->vars[i].name, name)) {
+                *varid = i;
+                return CLIMIO_NOERR;
+            }
+        return failed(f->sys, climio_fail(CLIMIO_EBADID, "%s: no variable '%s'", f->path, name));
+    }
+    long long value;
+    code = send(f->sys, INQ_VARID, f->n, NULL, &name, 1, NULL, 0);
+    if (!code)
+        code = await_answer(f->sys, "the variable lookup", &value);
+    if (!code)
+        *varid = (int)value;
+    return failed(f->sys, code);
+}
+
+/* ------------------------------------------------------------------------------------------ data */
+
+static int writing(int ncid, const char *call, file **f)
+{
+    int code = file_of(ncid, f);
+    if (code)
+        return code;
+    if ((*f)->reading || !(*f)->defined)
+        return failed((*f)->sys, climio_fail(CLIMIO_ESTATE, "%s: %s before climio_enddef (or on a file opened for "
+                                             "reading)", (*f)->path, call));
+    return CLIMIO_NOERR;
+}
+
+int served_put_time(int ncid, long long frame, double time)
+{
+    file *f;
+    int code = writing(ncid, "climio_put_time", &f);
+    if (code)
+        return code;
+    if (frame < 0)
+        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: frame %lld must be >= 0 (0-based from C, 1-based "
+                                          "from Fortran)", f->path, frame));
+    long long args[5] = {frame, 0, 0, 0, 0};
+    buffer data = {&time, 1, CLIMIO_DOUBLE};
+    return failed(f->sys, send(f->sys, PUT_TIME, f->n, args, NULL, 0, &data, 1));
+}
+
+/* Levels of a decomposed variable: its lengths after the record dimension over the grid's points (0: the
+ * variable is not laid out over the grid; the servers then say what it is). */
+static long long rows_of(const file *f, const var *v)
+{
+    long long inner = 1, grid = 1;
+    int first = v->ndims > 0 && f->dims[v->dimids[0]].len == CLIMIO_UNLIMITED;
+    for (int i = first; i < v->ndims; i++)
+        inner *= f->dims[v->dimids[i]].len;
+    for (int a = 0; a < f->d->ndims; a++)
+        grid *= f->d->grid[a];
+    return grid > 0 && inner % grid == 0 ? inner / grid : 0;
+}
+
+/* Copy between a block's halo'd local array (rows of the halo'd box; the halo on the last two axes) and its
+ * owned points packed in C order: out of the halo'd array (writes), or into it, the halo untouched (reads). */
+static void halo_copy(const decomp *d, long long rows, char *haloed, char *packed, size_t size, int into_haloed)
+{
+    long long shape[8], inner = 1, index[8];
+    int nd = d->ndims;
+    for (int a = 0; a < nd; a++)
+        shape[a] = d->count[a] + (a >= nd - 2 ? 2 * d->halo : 0);
+    for (int a = 0; a < nd - 1; a++)
+        inner *= d->count[a];
+    size_t line_bytes = (size_t)d->count[nd - 1] * size;
+    for (long long r = 0; r < rows; r++) {
+        memset(index, 0, sizeof index);
+        for (long long line = 0; line < inner; line++) {  /* each owned line along the last axis */
+            long long offset = r;
+            for (int a = 0; a < nd - 1; a++)
+                offset = offset * shape[a] + index[a] + (a >= nd - 2 ? d->halo : 0);
+            char *at = haloed + (size_t)(offset * shape[nd - 1] + d->halo) * size;
+            memcpy(into_haloed ? at : packed, into_haloed ? packed : at, line_bytes);
+            packed += line_bytes;
+            for (int a = nd - 2; a >= 0; a--) {
+                if (++index[a] < d->count[a])
+                    break;
+                index[a] = 0;
+            }
+        }
+    }
+}
+
+int served_write_darray(int ncid, int varid, long long frame, int memtype, long long arraylen, const void *array)
+{
+    file *f;
+    var *v;
+    int code = writing(ncid, "climio_write_darray", &f);
+    if (!code)
+        code = variable(f, varid, &v);
+    if (code)
+        return code;
+    if (memtype == NC_CHAR || !type_size(memtype)) {
+        char what[300];
+        snprintf(what, sizeof what, "memory type of '%s'", v->name);
+        return failed(f->sys, bad_type(f->path, what, memtype));
+    }
+    long long rows = rows_of(f, v), args[5] = {varid, frame, memtype, arraylen, 0};
+    const decomp *d = f->d;
+    if (d->block && d->halo && rows && arraylen == rows * d->withhalo && d->withhalo != d->points) {
+        size_t size = type_size(memtype);
+        char *owned = malloc(size * (size_t)(rows * d->points > 0 ? rows * d->points : 1));
+        halo_copy(d, rows, (char *)array, owned, size, 0);
+        args[3] = rows * d->points;
+        buffer data = {owned, rows * d->points, memtype};
+        code = send(f->sys, WRITE, f->n, args, NULL, 0, &data, 1);
+        free(owned);
+    } else {
+        buffer data = {array, arraylen, memtype};
+        code = send(f->sys, WRITE, f->n, args, NULL, 0, &data, 1);
+    }
+    return failed(f->sys, code);
+}
+
+int served_put_var(int ncid, int varid, long long frame, int memtype, long long len, const void *values)
+{
+    file *f;
+    var *v;
+    int code = writing(ncid, "climio_put_var", &f);
+    if (!code)
+        code = variable(f, varid, &v);
+    if (code)
+        return code;
+    if (memtype == NC_CHAR || !type_size(memtype)) {
+        char what[300];
+        snprintf(what, sizeof what, "memory type of '%s'", v->name);
+        return failed(f->sys, bad_type(f->path, what, memtype));
+    }
+    long long count = f->sys->rank == 0 ? len : 0, args[5] = {varid, frame, memtype, count, 0};
+    buffer data = {values, count, memtype};
+    return failed(f->sys, send(f->sys, PUT_VAR, f->n, args, NULL, 0, &data, 1));
+}
+
+int served_read_darray(int ncid, int varid, long long frame, int memtype, long long arraylen, void *array)
+{
+    file *f;
+    int code = file_of(ncid, &f);
+    if (code)
+        return code;
+    if (!f->reading)
+        return failed(f->sys, climio_fail(CLIMIO_ESTATE, "%s: climio_read_darray on a file opened for writing",
+                                          f->path));
+    if (memtype == NC_CHAR || !type_size(memtype))
+        return failed(f->sys, bad_type(f->path, "memory type", memtype));
+    iosystem *s = f->sys;
+    const decomp *d = f->d;
+    long long args[5] = {varid, frame, memtype, arraylen, d->withhalo}, count;
+    code = send(s, READ, f->n, args, NULL, 0, NULL, 0);
+    if (!code)
+        code = await_answer(s, "the read", &count);
+    if (code)
+        return failed(s, code);
+    size_t size = type_size(memtype);
+    int halo = d->block && d->halo && d->points && count / d->points * d->withhalo == arraylen && count != arraylen;
+    char *into = halo ? malloc(size * (size_t)(count ? count : 1)) : array;
+    MPI_Request request;
+    MPI_Irecv(into, (int)count, mpi_type(memtype), s->server, TAG_ANSWER_DATA, s->inter, &request);
+    code = wait_for(s, acked, &request, "the data read");
+    if (code) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+    } else if (halo)
+        halo_copy(d, count / d->points, array, into, size, 1);
+    if (halo)
+        free(into);
+    return failed(s, code);
+}
