@@ -13,11 +13,17 @@ servers; when the buffer is full, the call waits for the oldest sends (back-pres
 servers arrives as one line, the same on every model rank, raised at the rank's next call on that file and at
 the latest at its close or at :meth:`Servers.finalize`. Every wait for the servers ends after ``timeout``
 seconds with an error naming them.
+
+:class:`ServedInput` reads a restart through the servers (``read`` waits for the data):
+
+    with client.ServedInput("restart.nc", d, servers) as restart:
+        theta = restart.read("theta", 0)                 # this rank's local array, halo as ModelInput fills it
 """
 
 from __future__ import annotations
 
 import atexit
+import math
 import sys
 import time
 from collections import deque
@@ -28,6 +34,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio.core import ncio
+from climio.core.ncio.schema import fill_value
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError, IOFault
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, PointDecomposition
@@ -144,6 +151,34 @@ class Servers:
             time.sleep(pause)
             pause = min(2 * pause, 0.01)
             self.progress()
+
+    def ask(self, kind: Kind, ident: int, args: Sequence[int], names: Sequence[str], what: str,
+            data: np.dtype | None = None) -> tuple[int, np.ndarray | None]:
+        """Send a synchronous message (OPEN, INQ_VARID, READ) and wait for its answer: its value and, for a READ
+        (``data``: the memory type), the data; the servers' error is raised, the same on every model rank."""
+        self.send(kind, ident, args, names)
+        header = np.zeros(wire.ANSWER_LEN, np.int64)
+        request = self.inter.Irecv(wire.buffer(header), source=self.server, tag=wire.TAG_ANSWER)
+        try:
+            self.wait(lambda: bool(request.Test()) or bool(self.system_error), what)
+        finally:
+            if not request.Test():  # the servers ended (or the wait timed out): nothing will come
+                request.Cancel()
+                request.Wait()
+        if self.system_error:
+            raise ClimioError(self.system_error, collective=True)
+        ok, value, code, size = (int(v) for v in header)
+        text = np.zeros(size, np.uint8)
+        if size:
+            self.inter.Recv(wire.buffer(text), source=self.server, tag=wire.TAG_ANSWER_TEXT)
+        if ok != wire.Reply.OK:
+            raise (IOFault if code == EIO else ClimioError)(text.tobytes().decode(), collective=True)
+        if data is None:
+            return value, None
+        values = np.empty(value, data)
+        request = self.inter.Irecv(wire.buffer(values), source=self.server, tag=wire.TAG_ANSWER_DATA)
+        self.wait(lambda: bool(request.Test()), what)
+        return value, values
 
     def reply(self, ident: int, what: str) -> tuple[int, str]:
         """Wait for the servers' final word on file ``ident`` (or the connection: SYSTEM)."""
@@ -430,3 +465,134 @@ class ServedOutput:
             self.closed = True
             if not self.error:
                 self.servers.send(Kind.CLOSE, self.id, [1])
+
+
+@dataclass(frozen=True)
+class Described:
+    """What a model rank needs of a variable to shape its local array: the file's header, read by model rank 0."""
+
+    levels: int | None
+    dtype: np.dtype
+    fill: object
+
+
+class ServedInput:
+    """:class:`~climio.model.input.ModelInput`'s reads, done by the I/O servers (collective over the model): the
+    servers open ``path`` with ``strategy`` and send each rank its own points of a record, as stored (no
+    unpacking, as ``climio_read_darray``). A block decomposition's halo, a point decomposition's ghosts (which
+    ModelInput reads: exchange them as after a step) and local elements that are no grid point keep the
+    variable's fill value. A failed read leaves the file open; the servers' errors are the same on every model
+    rank."""
+
+    def __init__(self, path: str, decomp: GridDecomposition | Decomposition, servers: Servers,
+                 strategy: str = "auto") -> None:
+        servers.check()
+        self.servers, self.path, self.closed = servers, path, False
+        self.grid = as_grid(decomp, servers.comm)
+        decomp_id = servers.decomposition(self.grid)
+        self.map_length = compmap_of(self.grid).size
+        self.id = servers.new_file()
+        servers.ask(Kind.OPEN, self.id, [decomp_id], [path, strategy], f"the open of {path}")
+        self.varids: dict[str, int] = {}
+        try:
+            self.described = self._describe()
+        except ClimioError:
+            self.close()
+            raise
+
+    def _describe(self) -> dict[str, Described]:
+        """Each numeric variable's levels, type and fill value, from the header (model rank 0 reads it)."""
+        comm = self.servers.comm
+        described: dict[str, Described] | str = {}
+        if comm.Get_rank() == 0:
+            from mpi4py import MPI
+
+            try:
+                store = ncio.open(self.path, MPI.COMM_SELF, read="root")
+                try:
+                    schema, grid = store.schema, self.grid.grid
+                    for v in (v for v in schema.variables if not v.is_text):
+                        shape = store.shape(v.name)
+                        rest = shape[1:] if v.dims and schema.dims[v.dims[0]] is None else shape
+                        levels = rest[0] if len(rest) == len(grid) + 1 else None
+                        described[v.name] = Described(levels, v.numpy_dtype,  # type: ignore[index]
+                                                      fill_value(v.attrs, v.numpy_dtype))
+                finally:
+                    store.close()
+            except ClimioError as err:
+                described = f"{self.path}: {err}"
+        described = comm.bcast(described, root=0)
+        if isinstance(described, str):
+            raise ClimioError(described, collective=True)
+        return described
+
+    @property
+    def variables(self) -> tuple[str, ...]:
+        return tuple(self.described)
+
+    def _varid(self, name: str) -> int:
+        if name not in self.varids:
+            self.varids[name] = self.servers.ask(Kind.INQ_VARID, self.id, [], [name],
+                                                 f"the look-up of '{name}' in {self.path}")[0]
+        return self.varids[name]
+
+    def read(self, name: str, step: int | None = None, out: np.ndarray | None = None) -> np.ndarray:
+        """Variable ``name`` (its record ``step`` if it has records) into this rank's local array, with its halo
+        (or into ``out``, filled in place: the local shape with the halo or without, of a type that holds the
+        values; climio does not round floats into integers). Without ``out``, in the variable's own type."""
+        if self.closed:
+            raise ClimioError(f"{self.path}: the served input was closed", collective=True)
+        self.servers.check()
+        varid = self._varid(name)
+        about = self.described.get(name, Described(None, np.dtype("f8"), np.nan))
+        if out is None:
+            known = about.dtype in wire.TYPES.values()
+            out = np.empty(self.grid.local_shape(about.levels), about.dtype if known else np.dtype("f8"))
+        local = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
+        memtype = wire.xtype_of(local.dtype, f"{self.path}: variable '{name}': out")
+        halo = math.prod(self.grid.local_shape())
+        _, values = self.servers.ask(Kind.READ, self.id, [varid, wire.NOFRAME if step is None else step, memtype,
+                                                         local.size, halo], (),
+                                     f"the read of '{name}' from {self.path}", local.dtype)
+        assert values is not None
+        if values.size == local.size:
+            local.reshape(-1)[...] = values
+            return self._copied(local, out)
+        rows = local.size // halo  # the servers took local.size as rows x halo
+        with np.errstate(all="ignore"):  # the halo or ghosts, not sent: the fill value
+            local[...] = np.asarray(about.fill).astype(local.dtype)
+        if isinstance(self.grid, BlockDecomposition):
+            grid = self.grid
+            local.reshape(rows, *grid.local_shape())[(slice(None), *grid.interior())] = \
+                values.reshape(rows, *grid.box.count)
+        else:
+            local.reshape(rows, halo)[:, :self.map_length] = values.reshape(rows, self.map_length)
+        return self._copied(local, out)
+
+    @staticmethod
+    def _copied(local: np.ndarray, out: np.ndarray) -> np.ndarray:
+        if local is not out:
+            out[...] = local
+        return out
+
+    def close(self) -> None:
+        """Let the servers close the file (collective); raise their error, if any."""
+        if self.closed:
+            return
+        self.closed = True
+        self.servers.send(Kind.CLOSE, self.id, [0])
+        code, message = self.servers.reply(self.id, f"the close of {self.path}")
+        if code:
+            raise (IOFault if code == EIO else ClimioError)(message, collective=True)
+
+    def __enter__(self) -> ServedInput:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, err: BaseException | None, tb: object) -> None:
+        if err is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except ClimioError:
+            pass  # the model's own error goes on

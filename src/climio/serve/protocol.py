@@ -5,7 +5,9 @@ with tag :data:`TAG_PAYLOAD`: the text (UTF-8 names, each NUL-terminated, ``head
 and the kind's typed buffers, whose types and lengths the header gives (:func:`payload_types`). Nothing is
 pickled: a C client sends the same bytes with ``MPI_Isend`` of ``MPI_INT64_T``, ``MPI_BYTE`` and the data's
 own type. Replies (server to client) are :data:`REPLY_LEN` int64 (tag :data:`TAG_REPLY`), then their text
-(tag :data:`TAG_REPLY_TEXT`).
+(tag :data:`TAG_REPLY_TEXT`). The synchronous kinds (:data:`SYNC`: OPEN, INQ_VARID, READ) each get one answer
+the client waits for: :data:`ANSWER_LEN` int64 (tag :data:`TAG_ANSWER`), its text (:data:`TAG_ANSWER_TEXT`) and,
+for a READ that succeeded, the client's piece of the record (:data:`TAG_ANSWER_DATA`).
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ MAGIC = 0x636C696D696F  # "climio": the first word of the hello, so that a stray
 VERSION = 1
 HEADER_LEN = 8
 REPLY_LEN = 4
+ANSWER_LEN = 4
 TAG_HELLO, TAG_INTERCOMM, TAG_HEADER, TAG_PAYLOAD, TAG_REPLY, TAG_REPLY_TEXT = 7301, 7302, 7303, 7304, 7305, 7306
+TAG_ANSWER, TAG_ANSWER_TEXT, TAG_ANSWER_DATA = 7307, 7308, 7309  # a synchronous answer: header, text, READ's data
 SYSTEM = -1  # the id of a reply about the connection rather than one file
 GLOBAL = -1  # PUT_ATT's variable id for a global attribute
 NOFRAME = -1
@@ -56,6 +60,13 @@ class Kind(IntEnum):
     PUT_VAR = 11     # a: varid, b: frame, c: memtype, d: count (0 but on model rank 0); data: memtype[count]
     CLOSE = 12       # a: 0 publish, 1 discard
     FINALIZE = 13
+    OPEN = 14        # a: decomposition id; text: path, strategy. Answer value: 0
+    INQ_VARID = 15   # text: name. Answer value: the varid
+    READ = 16        # a: varid, b: frame, c: memtype, d: local length, e: local points per level with halo.
+    #                  Answer value: elements sent on TAG_ANSWER_DATA (levels x map length, no halo)
+
+
+SYNC = (Kind.OPEN, Kind.INQ_VARID, Kind.READ)  # the kinds a client waits on: always answered, never dropped
 
 
 class Reply(IntEnum):

@@ -10,6 +10,10 @@ A failure the servers agree on (an unwritable path, a full disk, a definition th
 file (nothing is published, an older file stays) and is sent to each client as one line; later messages
 about that file are dropped. A failure on one server alone cannot be agreed on and aborts the job, as the
 command line does: nothing ever waits forever.
+
+Reads (OPEN, INQ_VARID, READ) are synchronous: the client waits, so each gets exactly one answer on every
+client, never dropped, the servers' agreed error included. A file opened for reading is read with
+:class:`ModelInput` over the same concatenated decomposition, and each client gets its piece of the record.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from climio.capi import calls
 from climio.core import mpi, ncio, trace
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, from_compmap
+from climio.model.input import ModelInput
 from climio.model.output import Field, ModelOutput, applicable_modes
 from climio.serve import connect
 from climio.serve import protocol as wire
@@ -69,7 +74,7 @@ class Accumulator:
 
 @dataclass
 class ServedFile:
-    """A file the servers define and write for the model."""
+    """A file the servers define and write for the model, or one they read for it (``input``)."""
 
     definition: calls.File
     pieces: tuple[int, ...]  # grid points per client, in client order
@@ -79,6 +84,7 @@ class ServedFile:
     reductions: dict[str, Accumulator] = field(default_factory=dict)
     every: int = 0  # steps per record of a reduced file (0: every step is a record)
     period_start: float = 0.0
+    input: ModelInput | None = None
 
 
 class Server:
@@ -95,7 +101,8 @@ class Server:
     # -- the wire
 
     def receive(self, client: int) -> Message:
-        """The next message of ``client`` about a file that has not failed (those are dropped)."""
+        """The next message of ``client`` about a file that has not failed (those are dropped, but for the
+        synchronous kinds: their client waits for an answer)."""
         while True:
             header = np.zeros(wire.HEADER_LEN, np.int64)
             self.inter.Recv(wire.buffer(header), source=client, tag=wire.TAG_HEADER)
@@ -107,7 +114,7 @@ class Server:
                 data.append(np.empty(count, dtype))
                 self.inter.Recv(wire.buffer(data[-1]), source=client, tag=wire.TAG_PAYLOAD)
             message = Message(header, wire.decode_names(text.tobytes()), data)
-            if message.kind in (Kind.DECOMP, Kind.FINALIZE) or message.id not in self.failed:
+            if message.kind in (Kind.DECOMP, Kind.FINALIZE, *wire.SYNC) or message.id not in self.failed:
                 return message
 
     def reply(self, ident: int, code: int, text: str = "") -> None:
@@ -118,6 +125,19 @@ class Server:
             if text:
                 self.inter.Send(wire.buffer(np.frombuffer(text.encode(), np.uint8)), dest=client,
                                 tag=wire.TAG_REPLY_TEXT)
+
+    def answer(self, code: int, text: str = "", values: list[int] | None = None,
+               data: list[np.ndarray] | None = None) -> None:
+        """A synchronous answer to each client: OK (code 0) with its value (and, for READ, its data) or an error."""
+        for k, client in enumerate(self.clients):
+            header = np.array([wire.Reply.ERROR if code else wire.Reply.OK, values[k] if values else 0, code,
+                               len(text.encode())], np.int64)
+            self.inter.Send(wire.buffer(header), dest=client, tag=wire.TAG_ANSWER)
+            if text:
+                self.inter.Send(wire.buffer(np.frombuffer(text.encode(), np.uint8)), dest=client,
+                                tag=wire.TAG_ANSWER_TEXT)
+            if data is not None and not code:
+                self.inter.Send(wire.buffer(data[k]), dest=client, tag=wire.TAG_ANSWER_DATA)
 
     def round(self) -> list[Message]:
         """One message from each client; the clients and the servers must be at the same call."""
@@ -157,6 +177,9 @@ class Server:
             if kind == Kind.DECOMP:
                 self.decomposition(messages)
                 continue
+            if kind in wire.SYNC:
+                self.synchronous(messages)
+                continue
             handler: Callable[[ServedFile, list[Message]], None] = getattr(self, kind.name.lower())
             self.act(ident, handler, messages)
 
@@ -167,6 +190,9 @@ class Server:
                 self.create(ident, messages)
             elif ident not in self.files:
                 raise calls.CallError(f"no open file with id {ident}", calls.EBADID)
+            elif self.files[ident].input is not None and messages[0].kind not in (Kind.CLOSE, Kind.FINALIZE):
+                raise calls.CallError(f"{self.files[ident].definition.path}: {messages[0].kind.name} on a file "
+                                      f"opened for reading", calls.ESTATE)
             else:
                 handler(self.files[ident], messages)
         except ClimioError as err:
@@ -176,6 +202,8 @@ class Server:
             served = self.files.pop(ident, None)
             if served is not None and served.output is not None:
                 served.output.__exit__(type(err), err, None)
+            if served is not None and served.input is not None:
+                served.input.close()
             self.reply(ident, calls.code_of(err), str(err))
 
     def agreed(self, work: Callable[[], T]) -> T:
@@ -417,13 +445,112 @@ class Server:
         """Publish the file (or discard it, as the model asked), then tell every client."""
         ident = next(k for k, v in self.files.items() if v is f)
         publish = (messages[0].arg(0) == 0) if publish is None else publish
-        if publish:
+        if f.input is not None:
+            f.input.close()
+        elif publish:
             self.agreed(lambda: self.writing(f, "CLOSE")).close()
         elif f.output is not None:
             err = calls.CallError(f"{f.definition.path}: discarded by the model")
             f.output.__exit__(calls.CallError, err, None)
         self.files.pop(ident)
         self.reply(ident, 0)
+
+    # -- the synchronous messages: reads
+
+    def synchronous(self, messages: list[Message]) -> None:
+        """OPEN, INQ_VARID or READ: one answer to each client, OK or the servers' agreed error. A failed OPEN keeps
+        nothing; a failed READ leaves its file open (as in attached mode, reads abandon no file)."""
+        m = messages[0]
+        values: list[int] = [0] * len(self.clients)
+        data: list[np.ndarray] | None = None
+        try:
+            if m.kind == Kind.OPEN:
+                self.open(m.id, messages)
+            elif m.id not in self.files:
+                raise calls.CallError(f"no open file with id {m.id}", calls.EBADID)
+            elif m.kind == Kind.INQ_VARID:
+                values = [self.inq_varid(self.files[m.id], messages)] * len(self.clients)
+            else:
+                data = self.read(self.files[m.id], messages)
+                values = [piece.size for piece in data]
+        except ClimioError as err:
+            if not err.collective:
+                raise  # one server alone: the command line aborts the job
+            self.answer(calls.code_of(err), str(err))
+            return
+        self.answer(0, values=values, data=data)
+
+    def open(self, ident: int, messages: list[Message]) -> None:
+        """Open a file for reading over this server's share of the decomposition (collective)."""
+        m = messages[0]
+
+        def check() -> tuple[str, str, GridDecomposition, tuple[int, ...]]:
+            if len(m.names) != 2:
+                raise calls.CallError(f"OPEN of file id {ident}: give its text as two names, path and strategy")
+            path, strategy = m.names
+            if ident in self.files or ident in self.failed:
+                raise calls.CallError(f"{path}: file id {ident} is in use: give OPEN a new id")
+            found = self.decomps.get(m.arg(0), f"no decomposition with id {m.arg(0)}")
+            if isinstance(found, str):
+                raise calls.CallError(f"{path}: {found}", calls.EBADID)
+            return path, strategy, *found
+        path, strategy, grid, pieces = self.agreed(check)
+        reader = ModelInput(path, grid, self.comm, strategy=strategy)  # its errors are the same on every server
+        names = [v.name for v in reader._store.schema.variables]  # numbered as calls.openfile numbers them
+        definition = calls.File(None, path, grid, strategy=strategy, input=reader,  # type: ignore[arg-type]
+                                variables=[calls.Variable(n, np.dtype("f8"), ()) for n in names])
+        self.files[ident] = ServedFile(definition, pieces, input=reader)
+
+    def inq_varid(self, f: ServedFile, messages: list[Message]) -> int:
+        name = messages[0].names[0] if messages[0].names else ""
+        found = [i for i, v in enumerate(f.definition.variables) if v.name == name]
+        if not found:
+            raise calls.CallError(f"{f.definition.path}: no variable '{name}'", calls.EBADID)
+        return found[0]
+
+    def read(self, f: ServedFile, messages: list[Message]) -> list[np.ndarray]:
+        """One record of a variable, split into the clients' pieces (levels x map length each, in their types)."""
+        d, m = f.definition, messages[0]
+
+        def check() -> tuple[str, int | None, list[np.dtype]]:
+            if f.input is None:
+                raise calls.CallError(f"{d.path}: READ on a file opened for writing", calls.ESTATE)
+            v = d.variable(m.arg(0))
+            levels, records = f.input.levels(v.name)
+            stored = f.input._store.schema.variable(v.name).numpy_dtype
+            step = calls._step(d, v, m.arg(1), records)
+            rows = 1 if levels is None else levels
+            memtypes = []
+            for client, piece, points in zip(self.clients, messages, f.pieces):
+                memory = wire.wire_type(piece.arg(2), f"{d.path}: variable '{v.name}': memory of model rank {client}")
+                if memory.kind != "f" and stored.kind == "f":
+                    raise calls.CallError(f"{d.path}: variable '{v.name}' is {stored.name}: read it into a float "
+                                          f"array, not {memory.name} (climio does not round)")
+                count, halo = piece.arg(3), piece.arg(4)
+                if count not in (rows * points, rows * halo):
+                    raise calls.CallError(
+                        f"{d.path}: variable '{v.name}': local array of {count} elements on model rank {client}, "
+                        f"expected {rows * points} ({rows} level(s) x {points} points)"
+                        + (f" or {rows * halo} (with the halo: {halo} points per level)" if halo != points else ""))
+                memtypes.append(memory)
+            return v.name, step, memtypes
+        name, step, memtypes = self.agreed(check)
+        with trace.phase("serve:read"):
+            values = f.input.read(name, step, cf=False)  # type: ignore[union-attr]  # errors: the same on all servers
+        local = values.reshape(-1, values.shape[-1])
+        bounds = np.cumsum((0, *f.pieces))
+
+        def convert() -> list[np.ndarray]:
+            pieces = []
+            for client, lo, hi, memory in zip(self.clients, bounds[:-1], bounds[1:], memtypes):
+                piece = local[:, lo:hi]
+                problem = calls._out_of_range(piece, memory)
+                if problem:
+                    raise calls.CallError(f"{d.path}: variable '{name}' read into {memory.name} on model rank "
+                                          f"{client}: {problem}")
+                pieces.append(np.ascontiguousarray(piece, memory).ravel())
+            return pieces
+        return self.agreed(convert)
 
 
 def serve(comm: MPI.Intracomm) -> None:
