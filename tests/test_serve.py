@@ -2,14 +2,15 @@
 
 Two launches, each running every case of tests/mpi_serve/client.py: 2 model ranks and 1 server as MPMD app
 contexts (``mpiexec -n 2 python client.py : -n 1 climio serve``), and 4 model ranks with 2 servers in one app
-context whose last ranks serve (``CLIMIO_SERVERS=2``, as ``srun --multi-prog`` starts them). Each launch has a
-timeout: a hang fails.
+context whose last ranks serve (``CLIMIO_SERVERS=2``, as ``srun --multi-prog`` starts them). The same launches
+read served files back through the servers (ServedInput). Each launch has a timeout: a hang fails.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,19 @@ SCRIPT = Path(__file__).resolve().parent / "mpi_serve" / "client.py"
 _spec = importlib.util.spec_from_file_location("serve_client", SCRIPT)
 model = importlib.util.module_from_spec(_spec)  # type: ignore[arg-type]
 _spec.loader.exec_module(model)  # type: ignore[union-attr]
+
+class FakeComm(NamedTuple):
+    """What decomposition() asks of a communicator."""
+
+    size: int
+    rank: int
+
+    def Get_size(self) -> int:  # noqa: N802
+        return self.size
+
+    def Get_rank(self) -> int:  # noqa: N802
+        return self.rank
+
 
 class Launch(NamedTuple):
     outdir: Path
@@ -141,6 +155,41 @@ def test_server_fault_reaches_every_rank_once(served: Launch, case: str) -> None
     assert not leftovers(str(outdir))
 
 
+@pytest.mark.parametrize("case", list(model.READS))
+def test_a_served_file_read_through_the_servers_is_what_was_written(served: Launch, case: str) -> None:
+    """Every field of a file written through the servers, read back through them (ServedInput): the values written,
+    exactly, and ModelInput's local arrays (a block decomposition's halo with the fill value), also into float64 and
+    int16 arrays."""
+    for rank in range(served.nmodel):
+        assert (served.outdir / f"read-{case}.rank{rank}.txt").read_text().strip() == "ok", rank
+
+
+READ_NEEDLES = {"missing": "restart.nc' does not exist",
+                "float-into-int": "variable 'ps' is float64: read it into a float array, not int32 (climio does not "
+                                  "round)",
+                "shape": "variable 'ps': local array of {n} elements on model rank 1, expected {m} (1 level(s) x {m} "
+                         "points) or {h} (with the halo: {h} points per level)",
+                "varid": "served-cdf5.nc: no variable id 99",
+                "failed-id": "no open file with id"}
+
+
+@pytest.mark.parametrize("case", model.READ_FAULTS)
+def test_a_refused_read_is_one_line_on_every_rank(served: Launch, case: str) -> None:
+    """A missing file, a float into an int array, one rank's array too long, a bad varid, a look-up in a file the
+    servers failed (never dropped: the client waits for it): the same one-line error on every model rank; after a
+    refused read the file stays open and the next read works."""
+    lines = {(served.outdir / f"read-{case}.rank{r}.txt").read_text() for r in range(served.nmodel)}
+    assert len(lines) == 1, lines
+    line = lines.pop().rstrip("\n")
+    needle = READ_NEEDLES[case]
+    if case == "shape":  # rank 1's local array of ps with its halo, and one element more
+        d = model.decomposition("blocks", FakeComm(served.nmodel, 1))
+        halo = math.prod(d.local_shape())
+        needle = needle.format(n=halo + 1, m=d.owned, h=halo)
+    assert line.startswith("ClimioError: ") and "\n" not in line and needle in line, line
+    assert "the next read was wrong" not in line
+
+
 def test_a_communicator_that_holds_servers_is_refused(served: Launch) -> None:
     for rank in range(served.nmodel):
         text = (served.outdir / f"world.rank{rank}.txt").read_text()
@@ -211,3 +260,7 @@ def test_a_message_is_a_header_its_names_and_typed_buffers() -> None:
     assert wire.payload_types(header) == []
     header, _ = wire.encode(wire.Kind.DECOMP, 1, [2, 50])
     assert wire.payload_types(header) == [(np.dtype("i8"), 2), (np.dtype("i8"), 50)]
+    header, text = wire.encode(wire.Kind.READ, 5, [2, wire.NOFRAME, 6, 36, 64])
+    assert header.tolist() == [16, 5, 2, -1, 6, 36, 64, 0] and wire.payload_types(header) == []
+    assert (wire.TAG_ANSWER, wire.TAG_ANSWER_TEXT, wire.TAG_ANSWER_DATA) == (7307, 7308, 7309)
+    assert [int(k) for k in wire.SYNC] == [14, 15, 16]

@@ -6,11 +6,14 @@
 For each case of :data:`CASES` it writes OUTDIR/served-CASE.nc through the servers and OUTDIR/direct-CASE.nc
 with ModelOutput on the model's communicator; OUTDIR/reduce.nc holds online reductions of the steps of
 :func:`reduce_step`; for each fault case each rank writes OUTDIR/CASE.rankR.txt: the call that raised and the
-error (tests/test_serve.py checks them all).
+error. Each case of :data:`READS` reads its served file back through the servers (:class:`ServedInput`) and
+writes OUTDIR/read-CASE.rankR.txt: ``ok`` or what differs; each of :data:`READ_FAULTS` writes
+OUTDIR/read-NAME.rankR.txt: the error (tests/test_serve.py checks them all).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -28,9 +31,11 @@ from climio.core import ncio  # noqa: E402
 from climio.core.decomp import process_grid  # noqa: E402
 from climio.errors import ClimioError  # noqa: E402
 from climio.model import decomposition as dec  # noqa: E402
+from climio.model.input import ModelInput  # noqa: E402
 from climio.model.output import ModelOutput  # noqa: E402
 from climio.serve import client  # noqa: E402
-from climio.serve.client import ServedField, ServedOutput  # noqa: E402
+from climio.serve.client import ServedField, ServedInput, ServedOutput  # noqa: E402
+from climio.serve.protocol import Kind  # noqa: E402
 
 NY, NX, NLEV, STEPS = 12, 18, 3, 3
 REDUCE_STEPS, REDUCE_EVERY = 48, 24
@@ -168,6 +173,89 @@ def fault(name: str, servers: client.Servers, outdir: Path) -> None:
     (outdir / f"{name}.rank{servers.comm.Get_rank()}.txt").write_text(f"{call}\t{result}\n")
 
 
+READS = {"cdf5": "auto", "points": "direct"}  # served files read back: blocks with a halo, points with a ghost
+
+
+def owned(d: dec.GridDecomposition, local_values: np.ndarray) -> np.ndarray:
+    """The owned points of a local array (levels first)."""
+    if isinstance(d, dec.BlockDecomposition):
+        return local_values[(slice(None), *d.interior())]
+    return local_values[:, :d.offsets.size]
+
+
+def read_back(servers: client.Servers, outdir: Path, case: str) -> str:
+    """Read every field of a served file through the servers: the original values exactly, and the local arrays
+    ModelInput reads itself (with the halo's fill value; ghosts are not read); ``ok`` or what differs."""
+    path = str(outdir / f"served-{case}.nc")
+    d = decomposition(CASES[case][2], servers.comm)
+    problems = []
+    with ServedInput(path, d, servers, strategy=READS[case]) as served, \
+            ModelInput(path, d, servers.comm, strategy="direct") as direct:
+        reads = [("T", 0), ("ps", 1), ("count", 2), ("T", STEPS - 1), ("area", None)]
+        for name, step in reads:
+            got = served.read(name, step)
+            want = direct.read(name, step, cf=False)
+            values = {"T": field_values(step or 0, d.grid, NLEV).astype("f4"), "ps": field_values(step or 0, d.grid),
+                      "count": field_values(step or 0, d.grid).astype("i4"), "area": field_values(0, d.grid) + 0.5}
+            original = owned(d, local(d, values[name]))
+            mine = owned(d, got if got.ndim > len(d.local_shape()) else got[None])
+            if isinstance(d, dec.PointDecomposition):  # ghosts are not read through the servers
+                got, want = got[..., :d.offsets.size], want[..., :d.offsets.size]
+            if got.dtype != want.dtype or got.shape != want.shape or not np.array_equal(got, want, equal_nan=True):
+                problems.append(f"{name} {step}: {got.dtype}{got.shape} differs from ModelInput's {want.dtype}"
+                                f"{want.shape}")
+            elif not np.array_equal(mine, original):
+                problems.append(f"{name} {step}: not the values written")
+        into = np.zeros(d.local_shape(NLEV), "f8")  # into an array of another type, in place
+        served.read("T", 1, out=into)
+        if not np.array_equal(owned(d, into), owned(d, local(d, field_values(1, d.grid, NLEV)))):
+            problems.append("T into float64: not the values written")
+        narrow = np.zeros(d.local_shape(), "i2")[None]  # narrower: every value fits
+        served.read("count", 2, out=narrow[0])
+        if not np.array_equal(owned(d, narrow), owned(d, local(d, field_values(2, d.grid).astype("i2")))):
+            problems.append("count into int16: not the values written")
+    return "; ".join(problems) or "ok"
+
+
+# read faults: a missing file, a float variable into an int array, one rank's array too long, a bad varid, a
+# synchronous message about a file the servers failed (they drop its other messages, never these)
+READ_FAULTS = ("missing", "float-into-int", "shape", "varid", "failed-id")
+
+
+def read_fault(name: str, servers: client.Servers, outdir: Path) -> None:
+    """A read the servers refuse: record the error; a refused read leaves the file open (the next read works)."""
+    d = decomposition("blocks", servers.comm)
+    rank = servers.comm.Get_rank()
+    result = "no error"
+    try:
+        if name == "missing":
+            ServedInput(str(outdir / "missing" / "restart.nc"), d, servers)
+        elif name == "failed-id":
+            out = ServedOutput(str(outdir / "missing" / "x.nc"), d, [ServedField("T")], servers, overwrite=True)
+            try:
+                out.close()
+            except ClimioError:
+                pass
+            servers.ask(Kind.INQ_VARID, out.id, [], ["T"], "a look-up in a failed file")
+        else:
+            with ServedInput(str(outdir / "served-cdf5.nc"), d, servers) as restart:
+                try:
+                    if name == "float-into-int":
+                        restart.read("ps", 0, out=np.zeros(d.local_shape(), "i4"))
+                    elif name == "shape":
+                        restart.read("ps", 0, out=np.zeros(math.prod(d.local_shape()) + (rank == 1)))
+                    else:
+                        servers.ask(Kind.READ, restart.id, [99, 0, 6, 1, 1], (), "a read of varid 99")
+                except ClimioError as err:
+                    result = f"{type(err).__name__}: {err}"
+                after = restart.read("ps", 1)
+                if not np.array_equal(owned(d, after[None]), owned(d, local(d, field_values(1, d.grid)))):
+                    result += " (and the next read was wrong)"
+    except ClimioError as err:
+        result = f"{type(err).__name__}: {err}"
+    (outdir / f"read-{name}.rank{rank}.txt").write_text(f"{result}\n")
+
+
 def main(outdir: Path) -> None:
     from mpi4py import MPI
 
@@ -188,6 +276,14 @@ def main(outdir: Path) -> None:
     write_reductions(str(outdir / "reduce.nc"), servers)
     for name in FAULTS:
         fault(name, servers, outdir)
+    for case in READS:
+        try:
+            result = read_back(servers, outdir, case)
+        except ClimioError as err:
+            result = f"{type(err).__name__}: {err}"
+        (outdir / f"read-{case}.rank{comm.Get_rank()}.txt").write_text(f"{result}\n")
+    for name in READ_FAULTS:
+        read_fault(name, servers, outdir)
     servers.finalize()
 
 
