@@ -165,6 +165,7 @@ def test_a_served_file_read_through_the_servers_is_what_was_written(served: Laun
 
 
 READ_NEEDLES = {"missing": "restart.nc' does not exist",
+                "strategy": "served-cdf5.nc: read strategy 'rows': choose one of root, direct, agg, agg:N, auto",
                 "float-into-int": "variable 'ps' is float64: read it into a float array, not int32 (climio does not "
                                   "round)",
                 "shape": "variable 'ps': local array of {n} elements on model rank 1, expected {m} (1 level(s) x {m} "
@@ -175,7 +176,7 @@ READ_NEEDLES = {"missing": "restart.nc' does not exist",
 
 @pytest.mark.parametrize("case", model.READ_FAULTS)
 def test_a_refused_read_is_one_line_on_every_rank(served: Launch, case: str) -> None:
-    """A missing file, a float into an int array, one rank's array too long, a bad varid, a look-up in a file the
+    """A missing file, a write strategy, a float into an int array, one rank's array too long, a bad varid, a look-up in a file the
     servers failed (never dropped: the client waits for it): the same one-line error on every model rank; after a
     refused read the file stays open and the next read works."""
     lines = {(served.outdir / f"read-{case}.rank{r}.txt").read_text() for r in range(served.nmodel)}

@@ -217,9 +217,9 @@ def read_back(servers: client.Servers, outdir: Path, case: str) -> str:
     return "; ".join(problems) or "ok"
 
 
-# read faults: a missing file, a float variable into an int array, one rank's array too long, a bad varid, a
+# read faults: a missing file, a write strategy, a float variable into an int array, one rank's array too long, a bad varid, a
 # synchronous message about a file the servers failed (they drop its other messages, never these)
-READ_FAULTS = ("missing", "float-into-int", "shape", "varid", "failed-id")
+READ_FAULTS = ("missing", "strategy", "float-into-int", "shape", "varid", "failed-id")
 
 
 def read_fault(name: str, servers: client.Servers, outdir: Path) -> None:
@@ -228,8 +228,9 @@ def read_fault(name: str, servers: client.Servers, outdir: Path) -> None:
     rank = servers.comm.Get_rank()
     result = "no error"
     try:
-        if name == "missing":
-            ServedInput(str(outdir / "missing" / "restart.nc"), d, servers)
+        if name in ("missing", "strategy"):
+            ServedInput(str(outdir / ("missing/restart.nc" if name == "missing" else "served-cdf5.nc")), d, servers,
+                        strategy="auto" if name == "missing" else "rows")
         elif name == "failed-id":
             out = ServedOutput(str(outdir / "missing" / "x.nc"), d, [ServedField("T")], servers, overwrite=True)
             try:

@@ -519,7 +519,7 @@ class ServedInput:
                                                       fill_value(v.attrs, v.numpy_dtype))
                 finally:
                     store.close()
-            except ClimioError as err:
+            except Exception as err:  # noqa: BLE001 - any: the other ranks wait at the broadcast
                 described = f"{self.path}: {err}"
         described = comm.bcast(described, root=0)
         if isinstance(described, str):

@@ -30,8 +30,9 @@ from climio.capi import calls
 from climio.core import mpi, ncio, trace
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, from_compmap
-from climio.model.input import ModelInput
+from climio.model.input import READ_STRATEGIES, ModelInput
 from climio.model.output import Field, ModelOutput, applicable_modes
+from climio.model.strategy import parse_strategy
 from climio.serve import connect
 from climio.serve import protocol as wire
 from climio.serve.protocol import Kind, Message, Op
@@ -493,6 +494,9 @@ class Server:
             found = self.decomps.get(m.arg(0), f"no decomposition with id {m.arg(0)}")
             if isinstance(found, str):
                 raise calls.CallError(f"{path}: {found}", calls.EBADID)
+            if parse_strategy(strategy)[0] not in READ_STRATEGIES:  # before the file is opened
+                raise calls.CallError(f"{path}: read strategy '{strategy}': choose one of root, direct, agg, agg:N, "
+                                      f"auto")
             return path, strategy, *found
         path, strategy, grid, pieces = self.agreed(check)
         reader = ModelInput(path, grid, self.comm, strategy=strategy)  # its errors are the same on every server
@@ -537,7 +541,7 @@ class Server:
         name, step, memtypes = self.agreed(check)
         with trace.phase("serve:read"):
             values = f.input.read(name, step, cf=False)  # type: ignore[union-attr]  # errors: the same on all servers
-        local = values.reshape(-1, values.shape[-1])
+        local = values if values.ndim == 2 else values[None]  # levels x this server's points (perhaps none)
         bounds = np.cumsum((0, *f.pieces))
 
         def convert() -> list[np.ndarray]:
