@@ -3,13 +3,17 @@
  * areas area(y, x) without records; and the undistributed coordinates lat(y), lon(x), lev(lev) and the
  * time bounds time_bnds(time, nv), given whole on every rank (rank 0's are written).
  *
- *   mpiexec -n 4 write_fields OUT.nc [MODE [STRATEGY [NSTEPS]]]      (default cdf5 agg 3)
+ *   mpiexec -n 4 write_fields OUT.nc [MODES [STRATEGY [NSTEPS]]]      (default cdf5 agg 3)
+ *   mpiexec -n 4 write_fields OUT.nc serial,hdf5,cdf5 auto           (OUT.serial.nc, OUT.hdf5.nc, ...)
+ *   mpiexec -n 4 write_fields OUT.nc : -n 1 climio serve            (the same file, written by a server)
  *
  * Every value tells where it belongs: T = step*1e4 + lev*1e3 + y*NX + x (ps: the same, level 0, plus 0.5),
  * so the file can be checked point by point; the halo holds -999, which must never reach the file.
- * The last record of T is then read back through the same decomposition and checked. */
+ * The last record of T is then read back through the same decomposition and checked. The program runs on
+ * the communicator climio_model_comm gives: every rank of the launch but the I/O servers'. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <climio.h>
 
 enum { NY = 24, NX = 36, NLEV = 4, HALO = 2 };
@@ -30,7 +34,6 @@ static void block_range(long long n, int parts, int index, long long *start, lon
             char message_[512];                                                     \
             climio_errmsg(message_, sizeof message_);                               \
             fprintf(stderr, "write_fields: %s (%s)\n", message_, climio_strerror(status_)); \
-            MPI_Finalize();                                                         \
             return 1;                                                               \
         }                                                                           \
     } while (0)
@@ -40,22 +43,51 @@ static double value(int step, int lev, long long y, long long x)
     return step * 1e4 + lev * 1e3 + (double)(y * NX + x);
 }
 
+/* Write one file in one mode and read its last record of T back: the number of values that differ. */
+static int write_and_read(MPI_Comm comm, int iosys, const char *path, const char *mode, const char *strategy,
+                          int nsteps, long long *wrong);
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     if (argc < 2) {
-        fprintf(stderr, "usage: write_fields OUT.nc [MODE [STRATEGY [NSTEPS]]]\n");
+        fprintf(stderr, "usage: write_fields OUT.nc [MODES [STRATEGY [NSTEPS]]]\n");
         MPI_Finalize();
         return 2;
     }
-    const char *path = argv[1];
-    const char *mode = argc > 2 ? argv[2] : "cdf5";
+    char modes[256];
+    snprintf(modes, sizeof modes, "%s", argc > 2 ? argv[2] : "cdf5");
     const char *strategy = argc > 3 ? argv[3] : "agg";
-    int nsteps = argc > 4 ? atoi(argv[4]) : 3;
+    int nsteps = argc > 4 ? atoi(argv[4]) : 3, several = strchr(modes, ',') != NULL, rank, status = 0, iosys;
+    MPI_Comm comm;
+    CHECK(climio_model_comm(&comm));
+    MPI_Comm_rank(comm, &rank);
+    CHECK(climio_init_intracomm(comm, &iosys));
+    for (char *mode = strtok(modes, ","); mode && !status; mode = strtok(NULL, ",")) {
+        char path[4096];
+        const char *dot = strrchr(argv[1], '.');
+        if (several && dot)  /* the mode before the suffix: out.nc -> out.cdf5.nc */
+            snprintf(path, sizeof path, "%.*s.%s%s", (int)(dot - argv[1]), argv[1], mode, dot);
+        else
+            snprintf(path, sizeof path, several ? "%s.%s" : "%s", argv[1], mode);
+        long long wrong = 0;
+        status = write_and_read(comm, iosys, path, mode, strategy, nsteps, &wrong);
+        if (rank == 0 && !status)
+            printf("write_fields: %s written and read back, %lld values differ\n", path, wrong);
+        status = status ? status : wrong != 0;
+    }
+    CHECK(climio_finalize(iosys));
+    MPI_Comm_free(&comm);
+    MPI_Finalize();
+    return status;
+}
 
+static int write_and_read(MPI_Comm comm, int iosys, const char *path, const char *mode, const char *strategy,
+                          int nsteps, long long *wrong)
+{
     int rank, size, dims[2] = {0, 0};
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
     MPI_Dims_create(size, 2, dims);              /* dims[0] rows of ranks along y, dims[1] along x */
     int row = rank / dims[1], col = rank % dims[1];
     long long grid[2] = {NY, NX}, start[2], count[2];
@@ -66,8 +98,7 @@ int main(int argc, char **argv)
     float *t = malloc(sizeof(float) * NLEV * ly * lx);
     double *ps = malloc(sizeof(double) * ly * lx);
 
-    int iosys, ioid, ncid, dimids[4], nv, t_id, ps_id, time_id, area_id, lat_id, lon_id, lev_id, bnds_id;
-    CHECK(climio_init_intracomm(MPI_COMM_WORLD, &iosys));
+    int ioid, ncid, dimids[4], nv, t_id, ps_id, time_id, area_id, lat_id, lon_id, lev_id, bnds_id;
     CHECK(climio_init_decomp_blocks(iosys, 2, grid, start, count, HALO, &ioid));
     CHECK(climio_createfile(iosys, ioid, &ncid, mode, strategy, path, CLIMIO_CLOBBER));
     CHECK(climio_def_dim(ncid, "time", CLIMIO_UNLIMITED, &dimids[0]));
@@ -130,23 +161,18 @@ int main(int argc, char **argv)
 
     /* Read the last record of T back into the halo'd local array, through the same decomposition. */
     int in, t_in;
-    long long wrong = 0;
     CHECK(climio_openfile(iosys, ioid, &in, "auto", path));
     CHECK(climio_inq_varid(in, "T", &t_in));
     CHECK(climio_read_darray(in, t_in, nsteps - 1, CLIMIO_FLOAT, NLEV * ly * lx, t));
     for (int k = 0; k < NLEV; k++)
         for (long long j = HALO; j < ly - HALO; j++)
             for (long long i = HALO; i < lx - HALO; i++)
-                wrong += t[(k * ly + j) * lx + i] != (float)value(nsteps - 1, k, start[0] + j - HALO,
-                                                                  start[1] + i - HALO);
+                *wrong += t[(k * ly + j) * lx + i] != (float)value(nsteps - 1, k, start[0] + j - HALO,
+                                                                   start[1] + i - HALO);
     CHECK(climio_closefile(in));
-    MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("write_fields: %s written and read back, %lld values differ\n", path, wrong);
+    MPI_Allreduce(MPI_IN_PLACE, wrong, 1, MPI_LONG_LONG, MPI_SUM, comm);
     CHECK(climio_free_decomp(iosys, ioid));
-    CHECK(climio_finalize(iosys));
     free(t);
     free(ps);
-    MPI_Finalize();
-    return wrong != 0;
+    return 0;
 }
