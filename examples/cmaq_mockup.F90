@@ -4,7 +4,9 @@
 !
 !   mpiexec -n 4 cmaq_mockup OUT.nc [domain=CA|EUS|CONUS|NXxNYxNLAYxNSPEC] [grid=PXxPY] [strategy=agg]
 !                                   [mode=cdf5] [steps=3] [timing=FILE.json]
+!   mpiexec -n 4 cmaq_mockup OUT.nc ... : -n 1 climio serve     (written by an I/O server)
 !
+! The model runs on the communicator climio_model_comm gives: every rank of the launch but the servers'.
 ! The values are those of `climio bench model` (climio.bench.model.value): species s at the C-order
 ! record offset f = (lay*NY + row)*NX + col is mod(7 f + 13 s, 1000003), exact in real(4), so the file
 ! can be compared element by element with the same fields written through the Python API. The halo
@@ -20,7 +22,7 @@ program cmaq_mockup
   integer, parameter :: HALO = 2
   character(len=512) :: path, timing
   character(len=64) :: domain, grid, strategy, mode
-  integer :: nx, ny, nlay, nspec, px, py, steps, ierr, rank, nranks, row, col
+  integer :: nx, ny, nlay, nspec, px, py, steps, ierr, rank, nranks, row, col, comm
   integer :: start(2), count(2), iosys, ioid, ncid, dims(4), step, s, calls, lay, j, i
   integer, allocatable :: varids(:)
   real(4), allocatable :: conc(:, :, :, :), scratch(:, :, :, :)
@@ -29,8 +31,10 @@ program cmaq_mockup
   integer(8) :: f
 
   call MPI_Init(ierr)
-  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
-  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
+  rank = 0
+  call check(climio_model_comm(comm))
+  call MPI_Comm_rank(comm, rank, ierr)
+  call MPI_Comm_size(comm, nranks, ierr)
   call arguments()
 
   row = rank / px
@@ -54,7 +58,7 @@ program cmaq_mockup
   calls = 0
   io = 0
   started = MPI_Wtime()
-  call check(climio_init_intracomm(MPI_COMM_WORLD, iosys))
+  call check(climio_init_intracomm(comm, iosys))
   first = MPI_Wtime() - started
   started = MPI_Wtime()
   call check(climio_init_decomp_blocks(iosys, [nx, ny], start, count, HALO, ioid))
@@ -90,10 +94,10 @@ program cmaq_mockup
   call check(climio_closefile(ncid))
   call check(climio_free_decomp(iosys, ioid))
   call check(climio_finalize(iosys))
-  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call MPI_Barrier(comm, ierr)
   io = io + MPI_Wtime() - started
-  call MPI_Reduce(io, slowest, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
-  call MPI_Reduce(first, start_s, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, MPI_COMM_WORLD, ierr)
+  call MPI_Reduce(io, slowest, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, comm, ierr)
+  call MPI_Reduce(first, start_s, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, comm, ierr)
   if (rank == 0 .and. len_trim(timing) > 0) then
      open (newunit=i, file=trim(timing), status="replace", action="write")
      write (i, '(a, es24.16, a, es24.16, a, i0, a, es24.16, a, i0, a)') '{"start_s": ', start_s, &
@@ -101,6 +105,7 @@ program cmaq_mockup
           steps * (nspec + 1), '}'
      close (i)
   end if
+  call MPI_Comm_free(comm, ierr)
   call MPI_Finalize(ierr)
 
 contains

@@ -19,7 +19,8 @@ module climio_io
   integer, parameter, public :: CLIMIO_QUANTIZE_BITGROOM = 1, CLIMIO_QUANTIZE_GRANULARBR = 2, &
        CLIMIO_QUANTIZE_BITROUND = 3
 
-  public :: climio_init_intracomm, climio_set_error_handling, climio_finalize, climio_init_decomp_blocks, &
+  public :: climio_init_intracomm, climio_init_servers, climio_model_comm, climio_set_error_handling, &
+       climio_finalize, climio_init_decomp_blocks, &
        climio_init_decomp, climio_free_decomp, climio_createfile, climio_openfile, climio_closefile, &
        climio_def_dim, climio_def_var, climio_def_var_deflate, climio_def_var_quantize, climio_put_att, &
        climio_enddef, climio_inq_varid, climio_put_time, climio_write_darray, climio_read_darray, climio_put_var, &
@@ -47,6 +48,16 @@ module climio_io
        integer(c_int), value :: fcomm
        integer(c_int) :: iosysid
      end function c_init_intracomm
+     integer(c_int) function c_init_servers(fcomm, buffer_bytes, iosysid) bind(C, name="climio_init_servers_f")
+       import :: c_int, c_long_long
+       integer(c_int), value :: fcomm
+       integer(c_long_long), value :: buffer_bytes
+       integer(c_int) :: iosysid
+     end function c_init_servers
+     integer(c_int) function c_model_comm(fcomm) bind(C, name="climio_model_comm_f")
+       import :: c_int
+       integer(c_int) :: fcomm
+     end function c_model_comm
      integer(c_int) function c_set_error_handling(iosysid, method) bind(C, name="climio_set_error_handling")
        import :: c_int
        integer(c_int), value :: iosysid, method
@@ -203,6 +214,24 @@ contains
     integer, intent(out) :: iosysid
     status = c_init_intracomm(int(comm, c_int), iosysid)
   end function climio_init_intracomm
+
+  !> Server mode on the model's communicator, with `buffer_bytes` per rank of data sent but not yet taken by the
+  !> servers (0: 32 MiB); an error when the launch has no I/O servers.
+  integer function climio_init_servers(comm, buffer_bytes, iosysid) result(status)
+    integer, intent(in) :: comm
+    integer(8), intent(in) :: buffer_bytes
+    integer, intent(out) :: iosysid
+    status = c_init_servers(int(comm, c_int), int(buffer_bytes, c_long_long), iosysid)
+  end function climio_init_servers
+
+  !> The model's ranks: every rank of the launch but the I/O servers' (a new communicator; MPI_COMM_WORLD's
+  !> duplicate when there are no servers). Collective over the model's ranks only.
+  integer function climio_model_comm(comm) result(status)
+    integer, intent(out) :: comm
+    integer(c_int) :: fcomm
+    status = c_model_comm(fcomm)
+    comm = int(fcomm)
+  end function climio_model_comm
 
   integer function climio_set_error_handling(iosysid, method) result(status)
     integer, intent(in) :: iosysid, method

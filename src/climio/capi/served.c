@@ -9,12 +9,16 @@
  * their answer. Every wait polls and ends after CLIMIO_SERVE_TIMEOUT seconds (600) with an error naming the
  * servers: nothing waits forever. */
 #define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -99,6 +103,7 @@ struct iosystem {
     int system_code;
     char *system_error;
     int count, finalized;
+    char *lost;  /* the servers stopped answering: every later call returns this at once */
     decomp *decomps[MAXITEMS + 1];
     file *files[MAXITEMS + 1];
 };
@@ -301,17 +306,57 @@ static void progress(iosystem *s)
     take_replies(s);
 }
 
-/* Poll until done(s, arg): MPI's own waits cannot time out. */
+/* Remove the temporary outputs for path (.NAME.HOST.PID.HEX.climio-tmp) of servers of this host that no longer
+ * run: a server killed outright leaves its unfinished file, which nothing else would remove. */
+static void remove_dead_temporaries(const char *path)
+{
+    char directory[4096], host[256] = "";
+    const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+    snprintf(directory, sizeof directory, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    if (slash == path)
+        snprintf(directory, sizeof directory, "/");
+    gethostname(host, sizeof host - 1);
+    if (strchr(host, '.'))
+        *strchr(host, '.') = '\0';
+    DIR *dir = opendir(directory);
+    struct dirent *entry;
+    size_t n = strlen(name), h = strlen(host);
+    while (dir && (entry = readdir(dir)) != NULL) {
+        const char *e = entry->d_name, *end = e + strlen(e);
+        if (e[0] != '.' || strncmp(e + 1, name, n) || e[n + 1] != '.' || strncmp(e + n + 2, host, h) ||
+            e[n + 2 + h] != '.' || end - e < 12 || strcmp(end - 11, ".climio-tmp"))
+            continue;
+        long pid = strtol(e + n + 3 + h, NULL, 10);
+        if (pid > 0 && kill((pid_t)pid, 0) == -1 && errno == ESRCH) {
+            char stale[8192];
+            snprintf(stale, sizeof stale, "%s/%s", directory, e);
+            unlink(stale);
+        }
+    }
+    if (dir)
+        closedir(dir);
+}
+
+/* Poll until done(s, arg): MPI's own waits cannot time out. After the timeout the servers count as lost. */
 static int wait_for(iosystem *s, int (*done)(iosystem *, const void *), const void *arg, const char *what)
 {
     double deadline = now() + s->timeout, pause = 1e-5;
+    if (s->lost)
+        return climio_fail(CLIMIO_EIO, "%s", s->lost);
     progress(s);
     while (!done(s, arg)) {
         if (now() > deadline) {
             char name[128];
             servers_name(s, name, sizeof name);
-            return climio_fail(CLIMIO_EIO, "%s did not take %s within %g s: check that climio serve runs (its "
-                               "errors are on its stderr), or raise CLIMIO_SERVE_TIMEOUT", name, what, s->timeout);
+            climio_fail(CLIMIO_EIO, "%s did not take %s within %g s: check that climio serve runs (its errors are "
+                        "on its stderr), or raise CLIMIO_SERVE_TIMEOUT; nothing was published", name, what,
+                        s->timeout);
+            s->lost = calloc(2048, 1);
+            climio_errmsg(s->lost, 2048);
+            for (int n = 1; n <= s->count && s->rank == 0; n++)
+                if (s->files[n] && !s->files[n]->reading)
+                    remove_dead_temporaries(s->files[n]->path);
+            return CLIMIO_EIO;
         }
         pause_for(pause);
         pause = pause < 5e-3 ? 2 * pause : 1e-2;
@@ -433,6 +478,8 @@ static int send(iosystem *s, int kind, long long ident, const long long args[5],
 /* The servers' error on the connection, if one came. */
 static int system_check(iosystem *s)
 {
+    if (s->lost)
+        return climio_fail(CLIMIO_EIO, "%s", s->lost);
     progress(s);
     if (s->system_error) {
         climio_keep_error(s->system_error);
@@ -914,6 +961,29 @@ int served_closefile(int ncid)
     return failed(s, code);
 }
 
+/* A call this rank refuses itself (a variable id, memory type or frame of its own): it still sends the call, as
+ * -kind with its code and message, so that the servers stay in step and fail the file on every rank with this
+ * message; here the error is returned at once and the file is abandoned. */
+static int refuse(file *f, int kind, int code)
+{
+    char message[2048];
+    climio_errmsg(message, (int)sizeof message);
+    long long args[5] = {code, 0, 0, 0, 0};
+    const char *text = message;
+    int sent = send(f->sys, -kind, f->n, args, &text, 1, NULL, 0);
+    long long value;
+    if (!sent && (kind == READ || kind == INQ_VARID))  /* the servers answer every rank: take it */
+        sent = await_answer(f->sys, "the refused call", &value) == CLIMIO_EINTERNAL ? CLIMIO_EINTERNAL : 0;
+    if (!f->reading) {  /* reads abandon no file: the servers answer, and the file stays open */
+        free(f->error);
+        f->error = strdup(message);
+        f->code = code;
+        f->reported = 1;
+    }
+    climio_keep_error(message);
+    return failed(f->sys, sent ? sent : code);
+}
+
 /* ------------------------------------------------------------------------------------------ definitions */
 
 static int bad_name(const char *name, const char *path, const char *what)
@@ -937,12 +1007,23 @@ static int defining(int ncid, const char *call, file **f)
     return CLIMIO_NOERR;
 }
 
+/* The variable of varid, or an error code (with its message kept). */
 static int variable(file *f, int varid, var **v)
 {
     if (varid < 0 || varid >= f->nvars)
-        return failed(f->sys, climio_fail(CLIMIO_EBADID, "%s: no variable id %d (it has %d: 0..%d)", f->path,
-                                          varid, f->nvars, f->nvars - 1));
+        return climio_fail(CLIMIO_EBADID, "%s: no variable id %d (it has %d: 0..%d)", f->path, varid, f->nvars,
+                           f->nvars - 1);
     *v = &f->vars[varid];
+    return CLIMIO_NOERR;
+}
+
+static int type_of(file *f, const char *what, const char *name, int xtype)
+{
+    if (xtype == NC_CHAR || !type_size(xtype)) {
+        char where[300];
+        snprintf(where, sizeof where, "%s '%s'", what, name);
+        return bad_type(f->path, where, xtype);
+    }
     return CLIMIO_NOERR;
 }
 
@@ -962,7 +1043,7 @@ int served_def_dim(int ncid, const char *name, long long len, int *dimid)
     if (!code && len < 0)
         code = climio_fail(CLIMIO_EINVAL, "%s: dimension '%s': length %lld is negative", f->path, name, len);
     if (code)
-        return failed(f->sys, code);
+        return refuse(f, DEF_DIM, code);
     long long args[5] = {len, 0, 0, 0, 0};
     code = send(f->sys, DEF_DIM, f->n, args, &name, 1, NULL, 0);
     if (code)
@@ -984,11 +1065,8 @@ int served_def_var(int ncid, const char *name, int xtype, int ndims, const int *
     for (int i = 0; !code && i < f->nvars; i++)
         if (!strcmp(f->vars[i].name, name))
             code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s' is already defined", f->path, name);
-    if (!code && (xtype == NC_CHAR || !type_size(xtype))) {
-        char what[300];
-        snprintf(what, sizeof what, "variable '%s'", name);
-        code = bad_type(f->path, what, xtype);
-    }
+    if (!code)
+        code = type_of(f, "variable", name, xtype);
     if (!code && (ndims < 0 || ndims > 8))
         code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s': %d dimensions (0 to 8)", f->path, name, ndims);
     for (int i = 0; !code && i < ndims; i++)
@@ -996,7 +1074,7 @@ int served_def_var(int ncid, const char *name, int xtype, int ndims, const int *
             code = climio_fail(CLIMIO_EBADID, "%s: variable '%s': no dimension id %d (0..%d)", f->path, name,
                                dimids[i], f->ndims - 1);
     if (code)
-        return failed(f->sys, code);
+        return refuse(f, DEF_VAR, code);
     long long ids[8], args[5] = {xtype, ndims, 0, 0, 0};
     for (int i = 0; i < ndims; i++)
         ids[i] = dimids[i];
@@ -1015,6 +1093,16 @@ int served_def_var(int ncid, const char *name, int xtype, int ndims, const int *
     return CLIMIO_NOERR;
 }
 
+/* The variable of a compression call, in a mode that compresses: its error code otherwise. */
+static int compressible(file *f, int varid, var **v, const char *what)
+{
+    int code = variable(f, varid, v);
+    if (!code && strcmp(f->mode, "hdf5") && strcmp(f->mode, "hdf5-classic"))
+        code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s': %s needs mode hdf5, not '%s'", f->path, (*v)->name,
+                           what, f->mode);
+    return code;
+}
+
 /* A variable's compression, whole: deflate and quantization travel together. */
 static int send_compression(file *f, int varid, const var *v)
 {
@@ -1022,31 +1110,21 @@ static int send_compression(file *f, int varid, const var *v)
     return failed(f->sys, send(f->sys, DEF_COMPRESS, f->n, args, NULL, 0, NULL, 0));
 }
 
-static int compressible(file *f, const var *v, const char *what)
-{
-    if (strcmp(f->mode, "hdf5") && strcmp(f->mode, "hdf5-classic"))
-        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: variable '%s': %s needs mode hdf5, not '%s'", f->path,
-                                          v->name, what, f->mode));
-    return CLIMIO_NOERR;
-}
-
 int served_def_var_deflate(int ncid, int varid, int shuffle, int deflate, int level)
 {
     file *f;
     var *v;
     int code = defining(ncid, "climio_def_var_deflate", &f);
-    if (!code)
-        code = variable(f, varid, &v);
-    if (!code)
-        code = compressible(f, v, "compression");
     if (code)
         return code;
-    if (deflate && (level < 1 || level > 9))
-        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: variable '%s': deflate level %d is not 1..9", f->path,
-                                          v->name, level));
-    if (deflate && !shuffle)
-        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: variable '%s': climio deflates with the shuffle "
-                                          "filter: pass shuffle 1", f->path, v->name));
+    code = compressible(f, varid, &v, "compression");
+    if (!code && deflate && (level < 1 || level > 9))
+        code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s': deflate level %d is not 1..9", f->path, v->name, level);
+    if (!code && deflate && !shuffle)
+        code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s': climio deflates with the shuffle filter: pass "
+                           "shuffle 1", f->path, v->name);
+    if (code)
+        return refuse(f, DEF_COMPRESS, code);
     v->deflate = deflate ? level : 0;
     return send_compression(f, varid, v);
 }
@@ -1056,38 +1134,38 @@ int served_def_var_quantize(int ncid, int varid, int quantize_mode, int nsd)
     file *f;
     var *v;
     int code = defining(ncid, "climio_def_var_quantize", &f);
-    if (!code)
-        code = variable(f, varid, &v);
-    if (!code)
-        code = compressible(f, v, "quantization");
     if (code)
         return code;
-    if (quantize_mode < 1 || quantize_mode > 3 || nsd < 1 || (v->xtype != CLIMIO_FLOAT && v->xtype != CLIMIO_DOUBLE))
-        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: variable '%s': quantize mode %d (1 BitGroom, "
-                                          "2 GranularBR, 3 BitRound) with %d digits/bits needs a float variable",
-                                          f->path, v->name, quantize_mode, nsd));
+    code = compressible(f, varid, &v, "quantization");
+    if (!code && (quantize_mode < 1 || quantize_mode > 3 || nsd < 1 ||
+                  (v->xtype != CLIMIO_FLOAT && v->xtype != CLIMIO_DOUBLE)))
+        code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s': quantize mode %d (1 BitGroom, 2 GranularBR, "
+                           "3 BitRound) with %d digits/bits needs a float variable", f->path, v->name, quantize_mode,
+                           nsd);
+    if (code)
+        return refuse(f, DEF_COMPRESS, code);
     v->quantize = quantize_mode;
     v->nsd = nsd;
     return send_compression(f, varid, v);
 }
 
-static int attribute_target(int ncid, int varid, const char *name, file **f)
+/* The target of an attribute: the file being defined, a variable of it or CLIMIO_GLOBAL, and a good name. */
+static int attribute_target(file *f, int varid, const char *name)
 {
     var *v;
-    int code = defining(ncid, "climio_put_att", f);
-    if (!code && varid != CLIMIO_GLOBAL)
-        code = variable(*f, varid, &v);
-    if (!code)
-        code = failed((*f)->sys, bad_name(name, (*f)->path, "attribute"));
-    return code;
+    int code = varid == CLIMIO_GLOBAL ? CLIMIO_NOERR : variable(f, varid, &v);
+    return code ? code : bad_name(name, f->path, "attribute");
 }
 
 int served_put_att_text(int ncid, int varid, const char *name, const char *value)
 {
     file *f;
-    int code = attribute_target(ncid, varid, name, &f);
+    int code = defining(ncid, "climio_put_att", &f);
     if (code)
         return code;
+    code = attribute_target(f, varid, name);
+    if (code)
+        return refuse(f, PUT_ATT, code);
     long long args[5] = {varid, NC_CHAR, (long long)strlen(value), 0, 0};
     const char *names[2] = {name, value};
     return failed(f->sys, send(f->sys, PUT_ATT, f->n, args, names, 2, NULL, 0));
@@ -1096,16 +1174,16 @@ int served_put_att_text(int ncid, int varid, const char *name, const char *value
 int served_put_att_double(int ncid, int varid, const char *name, int xtype, long long len, const double *values)
 {
     file *f;
-    int code = attribute_target(ncid, varid, name, &f);
+    int code = defining(ncid, "climio_put_att", &f);
     if (code)
         return code;
-    if (xtype == NC_CHAR || !type_size(xtype)) {
-        char what[300];
-        snprintf(what, sizeof what, "attribute '%s'", name);
-        return failed(f->sys, bad_type(f->path, what, xtype));
-    }
-    if (len < 0)
-        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: attribute '%s': length %lld", f->path, name, len));
+    code = attribute_target(f, varid, name);
+    if (!code)
+        code = type_of(f, "attribute", name, xtype);
+    if (!code && len < 0)
+        code = climio_fail(CLIMIO_EINVAL, "%s: attribute '%s': length %lld", f->path, name, len);
+    if (code)
+        return refuse(f, PUT_ATT, code);
     void *stored = malloc(type_size(xtype) * (size_t)(len ? len : 1));  /* the numbers in the attribute's type */
     for (long long i = 0; i < len; i++)
         switch (xtype) {
@@ -1171,6 +1249,27 @@ static int writing(int ncid, const char *call, file **f)
     return CLIMIO_NOERR;
 }
 
+/* Whether a variable has the record dimension (first). */
+static int has_records(const file *f, const var *v)
+{
+    return v->ndims > 0 && f->dims[v->dimids[0]].len == CLIMIO_UNLIMITED;
+}
+
+/* The variable, memory type and frame of a data call, checked: 0 or an error code. */
+static int data_call(file *f, int varid, long long frame, int memtype, var **v)
+{
+    int code = variable(f, varid, v);
+    if (!code)
+        code = type_of(f, "memory type of", (*v)->name, memtype);
+    if (!code && has_records(f, *v) && frame < 0)
+        code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s': frame %lld must be >= 0 (0-based from C, 1-based from "
+                           "Fortran)", f->path, (*v)->name, frame);
+    if (!code && !has_records(f, *v) && frame != CLIMIO_NOFRAME)
+        code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s' has no record dimension: pass CLIMIO_NOFRAME, not %lld",
+                           f->path, (*v)->name, frame);
+    return code;
+}
+
 int served_put_time(int ncid, long long frame, double time)
 {
     file *f;
@@ -1178,8 +1277,8 @@ int served_put_time(int ncid, long long frame, double time)
     if (code)
         return code;
     if (frame < 0)
-        return failed(f->sys, climio_fail(CLIMIO_EINVAL, "%s: frame %lld must be >= 0 (0-based from C, 1-based "
-                                          "from Fortran)", f->path, frame));
+        return refuse(f, PUT_TIME, climio_fail(CLIMIO_EINVAL, "%s: frame %lld must be >= 0 (0-based from C, 1-based "
+                                               "from Fortran)", f->path, frame));
     long long args[5] = {frame, 0, 0, 0, 0};
     buffer data = {&time, 1, CLIMIO_DOUBLE};
     return failed(f->sys, send(f->sys, PUT_TIME, f->n, args, NULL, 0, &data, 1));
@@ -1190,7 +1289,7 @@ int served_put_time(int ncid, long long frame, double time)
 static long long rows_of(const file *f, const var *v)
 {
     long long inner = 1, grid = 1;
-    int first = v->ndims > 0 && f->dims[v->dimids[0]].len == CLIMIO_UNLIMITED;
+    int first = has_records(f, v);
     for (int i = first; i < v->ndims; i++)
         inner *= f->dims[v->dimids[i]].len;
     for (int a = 0; a < f->d->ndims; a++)
@@ -1232,15 +1331,11 @@ int served_write_darray(int ncid, int varid, long long frame, int memtype, long 
     file *f;
     var *v;
     int code = writing(ncid, "climio_write_darray", &f);
-    if (!code)
-        code = variable(f, varid, &v);
     if (code)
         return code;
-    if (memtype == NC_CHAR || !type_size(memtype)) {
-        char what[300];
-        snprintf(what, sizeof what, "memory type of '%s'", v->name);
-        return failed(f->sys, bad_type(f->path, what, memtype));
-    }
+    code = data_call(f, varid, frame, memtype, &v);
+    if (code)
+        return refuse(f, WRITE, code);
     long long rows = rows_of(f, v), args[5] = {varid, frame, memtype, arraylen, 0};
     const decomp *d = f->d;
     if (d->block && d->halo && rows && arraylen == rows * d->withhalo && d->withhalo != d->points) {
@@ -1263,15 +1358,11 @@ int served_put_var(int ncid, int varid, long long frame, int memtype, long long 
     file *f;
     var *v;
     int code = writing(ncid, "climio_put_var", &f);
-    if (!code)
-        code = variable(f, varid, &v);
     if (code)
         return code;
-    if (memtype == NC_CHAR || !type_size(memtype)) {
-        char what[300];
-        snprintf(what, sizeof what, "memory type of '%s'", v->name);
-        return failed(f->sys, bad_type(f->path, what, memtype));
-    }
+    code = data_call(f, varid, frame, memtype, &v);
+    if (code)
+        return refuse(f, PUT_VAR, code);
     long long count = f->sys->rank == 0 ? len : 0, args[5] = {varid, frame, memtype, count, 0};
     buffer data = {values, count, memtype};
     return failed(f->sys, send(f->sys, PUT_VAR, f->n, args, NULL, 0, &data, 1));
@@ -1287,7 +1378,7 @@ int served_read_darray(int ncid, int varid, long long frame, int memtype, long l
         return failed(f->sys, climio_fail(CLIMIO_ESTATE, "%s: climio_read_darray on a file opened for writing",
                                           f->path));
     if (memtype == NC_CHAR || !type_size(memtype))
-        return failed(f->sys, bad_type(f->path, "memory type", memtype));
+        return refuse(f, READ, bad_type(f->path, "memory type", memtype));
     iosystem *s = f->sys;
     const decomp *d = f->d;
     long long args[5] = {varid, frame, memtype, arraylen, d->withhalo}, count;

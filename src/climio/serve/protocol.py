@@ -112,7 +112,12 @@ class Message:
 
     @property
     def kind(self) -> Kind:
-        return Kind(int(self.header[0]))
+        return Kind(abs(int(self.header[0])))
+
+    @property
+    def refused(self) -> bool:
+        """A call its client refused itself (``-kind``): ``a`` is its error code, the text its one-line message."""
+        return int(self.header[0]) < 0
 
     @property
     def id(self) -> int:
@@ -142,6 +147,8 @@ def xtype_of(dtype: np.dtype | str, what: str) -> int:
 def payload_types(header: np.ndarray) -> list[tuple[np.dtype, int]]:
     """The typed buffers after the text of a message with this header, in order (what both sides agree on)."""
     kind, a, b, c, d = (int(header[k]) for k in (0, 2, 3, 4, 5))
+    if kind < 0:  # refused by its client: the text alone
+        return []
     i8 = np.dtype("i8")
     if kind == Kind.DECOMP:
         return [(i8, a), (i8, b)]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -98,6 +99,8 @@ class Server:
         self.decomps: dict[int, tuple[GridDecomposition, tuple[int, ...]] | str] = {}
         self.files: dict[int, ServedFile] = {}
         self.failed: set[int] = set()
+        self.names_differ = False  # in the last round, between some model ranks
+        self.refused = False  # the last round's call, by some model rank
 
     # -- the wire
 
@@ -144,18 +147,54 @@ class Server:
         """One message from each client; the clients and the servers must be at the same call."""
         with trace.phase("serve:receive"):
             messages = [self.receive(c) for c in self.clients]
-        keys = {tuple(int(v) for v in m.header[:3 if m.kind == Kind.DECOMP else 4]) + (0,) * (m.kind == Kind.DECOMP)
-                for m in messages}  # kind, id, a, b: a frame too (DECOMP's b is each rank's own map length)
-        low, high = np.array(min(keys), np.int64), np.array(max(keys), np.int64)
+        # kind, id, a, b: a frame too (DECOMP's b is each rank's own map length); a refused call: kind and id
+        keys = {(int(m.kind), m.id) + ((0, 0) if m.refused else (m.arg(0), 0) if m.kind == Kind.DECOMP
+                                       else (m.arg(0), m.arg(1))) for m in messages}
+        texts = [zlib.crc32("\0".join(m.names).encode()) for m in messages if not m.refused]  # names, paths, values
+        refused = int(any(m.refused for m in messages))
+        none = np.iinfo(np.int64)
+        low = np.array([*min(keys, default=(none.max,) * 4), min(texts, default=none.max), refused], np.int64)
+        high = np.array([*max(keys, default=(none.min,) * 4), max(texts, default=none.min), refused], np.int64)
         if self.comm.Get_size() > 1:
             from mpi4py import MPI
 
             self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(low), op=MPI.MIN)
             self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(high), op=MPI.MAX)
-        if (low != high).any():  # seen by every server
-            self.give_up(f"climio serve: the model's ranks made different calls (kind, id, arguments {low.tolist()} "
-                         f"and {high.tolist()}): every rank must make the same calls in the same order")
+        self.refused = bool(high[-1])
+        if (low[:2] != high[:2]).any() or (not self.refused and (low[2:4] != high[2:4]).any()):  # every server
+            self.give_up(f"climio serve: the model's ranks made different calls (kind, id, arguments "
+                         f"{low[:4].tolist()} and {high[:4].tolist()}): every rank must make the same calls in the "
+                         f"same order")
+        self.names_differ = bool(low[4] != high[4]) and low[4] <= high[4]
         return messages
+
+    def refusal(self, messages: list[Message]) -> None:
+        """A call some model rank refused itself (a bad variable id, memory type or frame of its own): the first
+        refusing rank's code and message, on every client (agreed over the servers)."""
+        if not self.refused:
+            return
+
+        def check() -> None:
+            for m in messages:
+                if m.refused:
+                    raise calls.CallError(m.names[0] if m.names else "a model rank refused the call", m.arg(0))
+        self.agreed(check)
+
+    def same_names(self, messages: list[Message]) -> None:
+        """Refuse a call whose names (a path, a variable's name, an attribute's value) differ between model ranks:
+        the servers would otherwise act on one rank's silently. Agreed: the file fails on every rank."""
+        if not self.names_differ:
+            return
+
+        def check() -> None:
+            for client, m in zip(self.clients, messages):
+                if m.names != messages[0].names:
+                    raise calls.CallError(f"{messages[0].kind.name}: model rank {self.clients[0]} passed "
+                                          f"{', '.join(messages[0].names)} and model rank {client} "
+                                          f"{', '.join(m.names)}: every rank passes the same")
+            raise calls.CallError(f"{messages[0].kind.name}: the model's ranks passed different names (model rank "
+                                  f"{self.clients[0]}: {', '.join(messages[0].names)}): every rank passes the same")
+        self.agreed(check)
 
     def give_up(self, message: str) -> None:
         """End the servers (collective): every model rank gets ``message`` at its next call, the command line
@@ -187,6 +226,8 @@ class Server:
     def act(self, ident: int, handler: Callable[[ServedFile, list[Message]], None], messages: list[Message]) -> None:
         """Run a handler on file ``ident``; an agreed error abandons the file and goes to every client."""
         try:
+            self.refusal(messages)
+            self.same_names(messages)
             if messages[0].kind == Kind.CREATE:
                 self.create(ident, messages)
             elif ident not in self.files:
@@ -465,6 +506,8 @@ class Server:
         values: list[int] = [0] * len(self.clients)
         data: list[np.ndarray] | None = None
         try:
+            self.refusal(messages)
+            self.same_names(messages)
             if m.kind == Kind.OPEN:
                 self.open(m.id, messages)
             elif m.id not in self.files:
