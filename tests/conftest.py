@@ -7,11 +7,13 @@ and every run has a timeout: a hang fails the test instead of hanging CI.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -99,3 +101,37 @@ def level_factor(xi: float, big_l: float) -> tuple[float, float]:
     else:
         g1 = big_l**2 * (x * math.exp(x) - math.expm1(x)) / x**2
     return g, g1
+
+
+def compile_programs(out: Path, sources: list[tuple[str, str, Path]]) -> dict[str, Path]:
+    """Compile ``(name, compiler, source)`` as a model would be built: the system's MPI compilers and
+    ``pkg-config --cflags --libs climio``, side by side (each in a directory of its own, as Fortran writes its
+    module files where it runs)."""
+    flags = climio_pkg_config()
+    jobs = {}
+    for name, compiler, source in sources:
+        (out / f"{name}.build").mkdir()
+        jobs[name] = (compiler, source, subprocess.Popen([compiler, "-Wall", str(source), "-o", str(out / name), *flags],
+                                                         cwd=out / f"{name}.build", stdout=subprocess.PIPE,
+                                                         stderr=subprocess.PIPE, text=True))
+    built = {}
+    for name, (compiler, source, job) in jobs.items():
+        _, errors = job.communicate(timeout=300)
+        assert job.returncode == 0, f"{compiler} {source.name}: {errors}"
+        built[name] = out / name
+    return built
+
+
+@contextlib.contextmanager
+def small_tmpfs(size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (e.g. ``50m``; needs root, as in CI and on the development VM), or the test is skipped."""
+    mount = Path(tempfile.mkdtemp(prefix="climio-full-"))
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        mount.rmdir()
+        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()})")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=True)
+        mount.rmdir()

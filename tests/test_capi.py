@@ -18,7 +18,7 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import DATA, climio_pkg_config, run
+from conftest import DATA, climio_pkg_config, compile_programs, run
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = ROOT / "examples"
@@ -28,26 +28,12 @@ EBADID, EINVAL, EIO = -1, -2, -4
 
 @pytest.fixture(scope="module")
 def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The examples and the fault program, compiled as a model would be: the system's MPI compilers and
-    ``pkg-config --cflags --libs climio`` (side by side; each in a directory of its own, as Fortran writes its
-    module files where it runs)."""
-    out = tmp_path_factory.mktemp("capi-bin")
-    flags = climio_pkg_config()
-    jobs = {}
-    for name, compiler, source in (("write_fields", "mpicc", EXAMPLES / "write_fields.c"),
-                                   ("cmaq_mockup", "mpifort", EXAMPLES / "cmaq_mockup.F90"),
-                                   ("faults", "mpifort", ROOT / "tests" / "capi" / "faults.F90"),
-                                   ("read_real", "mpicc", ROOT / "tests" / "capi" / "read_real.c")):
-        (out / f"{name}.build").mkdir()
-        jobs[name] = (compiler, source, subprocess.Popen([compiler, "-Wall", str(source), "-o", str(out / name), *flags],
-                                                         cwd=out / f"{name}.build", stdout=subprocess.PIPE,
-                                                         stderr=subprocess.PIPE, text=True))
-    built = {}
-    for name, (compiler, source, job) in jobs.items():
-        _, errors = job.communicate(timeout=300)
-        assert job.returncode == 0, f"{compiler} {source.name}: {errors}"
-        built[name] = out / name
-    return built
+    """The examples and the fault program, compiled as a model would be."""
+    return compile_programs(tmp_path_factory.mktemp("capi-bin"),
+                            [("write_fields", "mpicc", EXAMPLES / "write_fields.c"),
+                             ("cmaq_mockup", "mpifort", EXAMPLES / "cmaq_mockup.F90"),
+                             ("faults", "mpifort", ROOT / "tests" / "capi" / "faults.F90"),
+                             ("read_real", "mpicc", ROOT / "tests" / "capi" / "read_real.c")])
 
 
 def test_pkg_config_names_the_installed_library() -> None:

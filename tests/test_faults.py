@@ -9,13 +9,12 @@ import resource
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import climio, climio_argv, leftovers, run
+from conftest import climio, climio_argv, leftovers, run, small_tmpfs
 
 from climio.core.mpi import mpiexec_command
 
@@ -29,15 +28,9 @@ OLD = b"the previous output, which a failed run must leave as it was"
 
 @pytest.fixture(scope="module")
 def small_disk() -> Iterator[Path]:
-    """A 50 MB tmpfs (needs root, as in CI and on the development VM)."""
-    mount = Path(tempfile.mkdtemp(prefix="climio-full-"))
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=50m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        mount.rmdir()
-        pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()}); the ulimit cases still run")
-    yield mount
-    subprocess.run(["umount", str(mount)], check=True)
-    mount.rmdir()
+    """A 50 MB tmpfs."""
+    with small_tmpfs("50m") as mount:
+        yield mount
 
 
 @pytest.fixture(scope="module")
