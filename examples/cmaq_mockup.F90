@@ -3,7 +3,7 @@
 ! layer) real(4) array; every step does an artificial workload over every species and writes them all.
 !
 !   mpiexec -n 4 cmaq_mockup OUT.nc [domain=CA|EUS|CONUS|NXxNYxNLAYxNSPEC] [grid=PXxPY] [strategy=agg]
-!                                   [mode=cdf5] [steps=3] [timing=FILE.json]
+!                                   [mode=cdf5] [steps=3] [work=SECONDS] [io=yes|no] [timing=FILE.json]
 !   mpiexec -n 4 cmaq_mockup OUT.nc ... : -n 1 climio serve     (written by an I/O server)
 !
 ! The model runs on the communicator climio_model_comm gives: every rank of the launch but the servers'.
@@ -13,7 +13,9 @@
 ! holds -1, which must never reach the file. With timing=, rank 0 writes as JSON the time of the first
 ! call (climio_init_intracomm starts the library's Python), the I/O time after it (decomposition, create,
 ! define, every write, close; the slowest rank's), the number of climio calls, and rank 0's own time in
-! the steps' calls (climio_put_time and climio_write_darray) with their number.
+! the steps' calls (climio_put_time and climio_write_darray) with their number, and the whole run's time
+! (workload and output, the slowest rank's). work= makes each step's workload last that many seconds at least;
+! io=no leaves out every climio call (the same program without output, for comparisons).
 program cmaq_mockup
   use mpi
   use climio_io
@@ -26,7 +28,8 @@ program cmaq_mockup
   integer :: start(2), count(2), iosys, ioid, ncid, dims(4), step, s, calls, lay, j, i
   integer, allocatable :: varids(:)
   real(4), allocatable :: conc(:, :, :, :), scratch(:, :, :, :)
-  real(8) :: started, io, slowest, start_s, first, steps_s
+  real(8) :: started, io, slowest, start_s, first, steps_s, work, run_started, run_s
+  logical :: with_io
   character(len=16) :: name
   integer(8) :: f
 
@@ -57,30 +60,13 @@ program cmaq_mockup
 
   calls = 0
   io = 0
-  started = MPI_Wtime()
-  call check(climio_init_intracomm(comm, iosys))
-  first = MPI_Wtime() - started
-  started = MPI_Wtime()
-  call check(climio_init_decomp_blocks(iosys, [nx, ny], start, count, HALO, ioid))
-  call check(climio_createfile(iosys, ioid, ncid, mode, strategy, path))
-  call check(climio_def_dim(ncid, "COL", nx, dims(1)))
-  call check(climio_def_dim(ncid, "ROW", ny, dims(2)))
-  call check(climio_def_dim(ncid, "LAY", nlay, dims(3)))
-  call check(climio_def_dim(ncid, "time", CLIMIO_UNLIMITED, dims(4)))
-  call check(climio_def_var(ncid, "time", CLIMIO_DOUBLE, [dims(4)], i))
-  call check(climio_put_att(ncid, i, "units", "s"))
-  do s = 1, nspec
-     write (name, '(a, i3.3)') "SPEC", s - 1
-     call check(climio_def_var(ncid, trim(name), CLIMIO_FLOAT, dims, varids(s)))
-     call check(climio_put_att(ncid, varids(s), "units", "ppmV"))
-  end do
-  call check(climio_put_att(ncid, CLIMIO_GLOBAL, "title", "CMAQ mock-up (Fortran)"))
-  call check(climio_enddef(ncid))
-  io = io + MPI_Wtime() - started
-
+  first = 0
   steps_s = 0
+  run_started = MPI_Wtime()
+  if (with_io) call open_output()
   do step = 1, steps
-     scratch = conc * 1.0001  ! the artificial workload
+     call workload()
+     if (.not. with_io) cycle
      started = MPI_Wtime()
      call check(climio_put_time(ncid, step, 3600d0 * (step - 1)))
      do s = 1, nspec
@@ -89,26 +75,67 @@ program cmaq_mockup
      steps_s = steps_s + MPI_Wtime() - started
   end do
   io = io + steps_s
-
-  started = MPI_Wtime()
-  call check(climio_closefile(ncid))
-  call check(climio_free_decomp(iosys, ioid))
-  call check(climio_finalize(iosys))
+  if (with_io) call close_output()
   call MPI_Barrier(comm, ierr)
-  io = io + MPI_Wtime() - started
+  started = MPI_Wtime() - run_started
+  call MPI_Reduce(started, run_s, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, comm, ierr)
   call MPI_Reduce(io, slowest, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, comm, ierr)
   call MPI_Reduce(first, start_s, 1, MPI_DOUBLE_PRECISION, MPI_MAX, 0, comm, ierr)
   if (rank == 0 .and. len_trim(timing) > 0) then
      open (newunit=i, file=trim(timing), status="replace", action="write")
-     write (i, '(a, es24.16, a, es24.16, a, i0, a, es24.16, a, i0, a)') '{"start_s": ', start_s, &
+     write (i, '(a, es24.16, a, es24.16, a, i0, a, es24.16, a, i0, a, es24.16, a)') '{"start_s": ', start_s, &
           ', "io_s": ', slowest, ', "calls": ', calls, ', "steps_s": ', steps_s, ', "step_calls": ', &
-          steps * (nspec + 1), '}'
+          steps * (nspec + 1), ', "run_s": ', run_s, '}'
      close (i)
   end if
   call MPI_Comm_free(comm, ierr)
   call MPI_Finalize(ierr)
 
 contains
+
+  !> climio_init_intracomm (timed apart: attached, it starts the library's Python), the decomposition, the
+  !> file and its definitions.
+  subroutine open_output()
+    started = MPI_Wtime()
+    call check(climio_init_intracomm(comm, iosys))
+    first = MPI_Wtime() - started
+    started = MPI_Wtime()
+    call check(climio_init_decomp_blocks(iosys, [nx, ny], start, count, HALO, ioid))
+    call check(climio_createfile(iosys, ioid, ncid, mode, strategy, path))
+    call check(climio_def_dim(ncid, "COL", nx, dims(1)))
+    call check(climio_def_dim(ncid, "ROW", ny, dims(2)))
+    call check(climio_def_dim(ncid, "LAY", nlay, dims(3)))
+    call check(climio_def_dim(ncid, "time", CLIMIO_UNLIMITED, dims(4)))
+    call check(climio_def_var(ncid, "time", CLIMIO_DOUBLE, [dims(4)], i))
+    call check(climio_put_att(ncid, i, "units", "s"))
+    do s = 1, nspec
+       write (name, '(a, i3.3)') "SPEC", s - 1
+       call check(climio_def_var(ncid, trim(name), CLIMIO_FLOAT, dims, varids(s)))
+       call check(climio_put_att(ncid, varids(s), "units", "ppmV"))
+    end do
+    call check(climio_put_att(ncid, CLIMIO_GLOBAL, "title", "CMAQ mock-up (Fortran)"))
+    call check(climio_enddef(ncid))
+    io = io + MPI_Wtime() - started
+  end subroutine open_output
+
+  subroutine close_output()
+    started = MPI_Wtime()
+    call check(climio_closefile(ncid))
+    call check(climio_free_decomp(iosys, ioid))
+    call check(climio_finalize(iosys))
+    call MPI_Barrier(comm, ierr)
+    io = io + MPI_Wtime() - started
+  end subroutine close_output
+
+  !> The artificial workload over every species, repeated until `work` seconds have passed.
+  subroutine workload()
+    real(8) :: begun
+    begun = MPI_Wtime()
+    scratch = conc * 1.0001
+    do while (MPI_Wtime() - begun < work)
+       scratch = scratch * 1.0001
+    end do
+  end subroutine workload
 
   subroutine check(code)
     integer, intent(in) :: code
@@ -138,6 +165,8 @@ contains
     strategy = "agg"
     mode = "cdf5"
     steps = 3
+    work = 0
+    with_io = .true.
     timing = ""
     do k = 2, command_argument_count()
        call get_command_argument(k, arg)
@@ -155,6 +184,10 @@ contains
           read (arg(x + 1:), *) steps
        case ("timing")
           timing = arg(x + 1:)
+       case ("work")
+          read (arg(x + 1:), *) work
+       case ("io")
+          with_io = arg(x + 1:) /= "no"
        case default
           if (rank == 0) write (0, '(a)') "cmaq_mockup: unknown argument '" // trim(arg) // "'"
           call MPI_Abort(MPI_COMM_WORLD, 2, ierr)
@@ -162,7 +195,7 @@ contains
     end do
     if (len_trim(path) == 0) then
        if (rank == 0) write (0, '(a)') "usage: cmaq_mockup OUT.nc [domain=CA] [grid=PXxPY] [strategy=agg] " // &
-            "[mode=cdf5] [steps=3] [timing=FILE]"
+            "[mode=cdf5] [steps=3] [work=SECONDS] [io=yes|no] [timing=FILE]"
        call MPI_Abort(MPI_COMM_WORLD, 2, ierr)
     end if
     select case (domain)

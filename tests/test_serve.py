@@ -251,6 +251,7 @@ def test_server_ranks_come_from_the_launch_alone() -> None:
 
 def test_a_message_is_a_header_its_names_and_typed_buffers() -> None:
     """What a C client sends: 8 int64, the NUL-ended names, then buffers whose types and lengths the header gives."""
+    from climio.errors import ClimioError
     from climio.serve import protocol as wire
 
     header, text = wire.encode(wire.Kind.WRITE, 3, [1, 0, 5, 12])
@@ -264,4 +265,15 @@ def test_a_message_is_a_header_its_names_and_typed_buffers() -> None:
     header, text = wire.encode(wire.Kind.READ, 5, [2, wire.NOFRAME, 6, 36, 64])
     assert header.tolist() == [16, 5, 2, -1, 6, 36, 64, 0] and wire.payload_types(header) == []
     assert (wire.TAG_ANSWER, wire.TAG_ANSWER_TEXT, wire.TAG_ANSWER_DATA) == (7307, 7308, 7309)
+    # a packet: messages back to back, text and buffers padded to 8 bytes, as a C client lays them out
+    write, _ = wire.encode(wire.Kind.WRITE, 3, [1, 0, 5, 3])
+    create, names = wire.encode(wire.Kind.CREATE, 4, [1, wire.NOCLOBBER], ["out.nc", "cdf5", "agg:2"])
+    values = np.array([1.5, -2.0, 3.25], np.float32)
+    packet = np.concatenate([wire.pack(write, b"", [values]), wire.pack(create, names, [])])
+    assert packet.size == 64 + 16 + 64 + 24 and packet[64 + 12:64 + 16].tolist() == [0, 0, 0, 0]
+    first, second = wire.unpack(packet)
+    assert first.kind == wire.Kind.WRITE and first.data[0].tolist() == [1.5, -2.0, 3.25]
+    assert second.names == ["out.nc", "cdf5", "agg:2"] and second.data == []
+    with pytest.raises(ClimioError, match="ends inside a message"):
+        wire.unpack(packet[:-8])
     assert [int(k) for k in wire.SYNC] == [14, 15, 16]

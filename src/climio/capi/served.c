@@ -1,13 +1,14 @@
 /* Server mode: the model's side of climio's I/O servers, in C11 and MPI alone (docs/serve-protocol.md).
  *
  * Each call turns into one message to this rank's server (model rank r talks to server r % S): a header of 8
- * int64, its names, its typed data. A message is copied into this rank's buffer and sent with MPI_Isend, so
- * write_darray returns as soon as the model may reuse its array; while the data in flight would pass the
- * buffer's bound, a call first waits for the oldest sends (back-pressure). The servers check the calls and
- * agree on errors; a file's error comes back asynchronously and is returned by the rank's next call on that
- * file, at the latest by its closefile. Reads (openfile, inq_varid on an opened file, read_darray) wait for
- * their answer. Every wait polls and ends after CLIMIO_SERVE_TIMEOUT seconds (600) with an error naming the
- * servers: nothing waits forever. */
+ * int64, its names, its typed data. Messages are copied into this rank's buffer, a ring, back to back, and go
+ * out in packets (several messages in one MPI_Isend), so write_darray returns as soon as the model may reuse
+ * its array, and a step of many fields is a few large sends that the servers take while the model computes.
+ * While the ring is full, a call first waits for the oldest packets (back-pressure). The servers check the
+ * calls and agree on errors; a file's error comes back asynchronously and is returned by the rank's next call
+ * on that file, at the latest by its closefile. Reads (openfile, inq_varid on an opened file, read_darray)
+ * wait for their answer. Every wait polls and ends after CLIMIO_SERVE_TIMEOUT seconds (600) with an error
+ * naming the servers: nothing waits forever. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
@@ -22,21 +23,23 @@
 
 #include "internal.h"
 
-enum { TAG_HELLO = 7301, TAG_INTERCOMM, TAG_HEADER, TAG_PAYLOAD, TAG_REPLY, TAG_REPLY_TEXT, TAG_ANSWER,
+enum { TAG_HELLO = 7301, TAG_INTERCOMM, TAG_PACKET, TAG_UNUSED, TAG_REPLY, TAG_REPLY_TEXT, TAG_ANSWER,
        TAG_ANSWER_TEXT, TAG_ANSWER_DATA };
 enum { DECOMP = 1, CREATE, DEF_DIM, DEF_VAR, PUT_ATT, DEF_COMPRESS, DEF_REDUCE, ENDDEF, WRITE, PUT_TIME, PUT_VAR,
        CLOSE, FINALIZE, OPEN, INQ_VARID, READ };
 enum { NC_CHAR = 2, SYSTEM = -1, SHIFT = 16, MAXITEMS = (1 << SHIFT) - 1 };
-static const int64_t MAGIC = 0x636C696D696FLL, VERSION = 1;
+static const int64_t MAGIC = 0x636C696D696FLL, VERSION = 2;
 static const long long DEFAULT_BUFFER = 32LL << 20;
+static const long long PACKET_BYTES = 4LL << 20;  /* a packet is posted once it holds this much */
+static const int EAGER_PACKETS = 4;                /* ... or at once while fewer packets are in flight */
 
-typedef struct message {
-    struct message *next;
-    MPI_Request requests[4];
-    int nrequests;
-    long long bytes;
-    int64_t data[];  /* header, text, buffers: each 8-byte aligned */
-} message;
+/* A packet in flight: messages back to back, sent as one MPI_BYTE message. */
+typedef struct packet {
+    struct packet *next;
+    MPI_Request request;
+    long long offset;  /* in the ring; -1: one message larger than the ring, in `own` */
+    char *own;
+} packet;
 
 typedef struct {
     int n;
@@ -92,10 +95,14 @@ struct iosystem {
     int index;
     MPI_Comm comm, inter;
     int rank, server, first, nservers;
-    long long limit, inflight, peak;
+    long long limit;
+    char *ring;                    /* the client buffer (limit bytes): packets in the order sent, then the open one */
+    long long head, tail;          /* the oldest live byte of the ring, and where the next message goes */
+    long long open_start, open;    /* the packet being filled: its offset and bytes */
+    int ring_packets, packets;     /* packets in flight: in the ring, and all */
     double timeout;
     int abort;
-    message *head, *tail;
+    packet *oldest, *newest;  /* packets in flight, in the order sent */
     int64_t reply_header[4];
     MPI_Request reply_request;
     reply *replies;
@@ -288,20 +295,64 @@ static void take_replies(iosystem *s)
     }
 }
 
-/* Let go of completed sends and take the replies that arrived. */
+/* Post the packet being filled (no-op when empty). */
+static void post(iosystem *s)
+{
+    if (s->open == 0)
+        return;
+    packet *p = calloc(1, sizeof(packet));
+    p->offset = s->open_start;
+    MPI_Isend(s->ring + s->open_start, (int)s->open, MPI_BYTE, s->server, TAG_PACKET, s->inter, &p->request);
+    if (s->newest)
+        s->newest->next = p;
+    else
+        s->oldest = p;
+    s->newest = p;
+    s->ring_packets++;
+    s->packets++;
+    s->open_start = s->tail;
+    s->open = 0;
+}
+
+/* The offset where a message of `total` bytes goes in the ring, or -1 while older packets hold the room. A
+ * packet is contiguous: before the ring wraps to its start, the open packet is posted. */
+static long long room(iosystem *s, long long total)
+{
+    if (s->ring_packets == 0 && s->open == 0)
+        s->head = s->tail = s->open_start = 0;
+    if (s->tail > s->head || (s->ring_packets == 0 && s->open == 0)) {  /* free: the end, then the start */
+        if (s->limit - s->tail >= total)
+            return s->tail;
+        if (s->head < total)
+            return -1;
+        post(s);
+        s->tail = s->open_start = 0;
+        return 0;
+    }
+    return s->head - s->tail >= total ? s->tail : -1;  /* wrapped: free up to the oldest live byte */
+}
+
+/* Let go of completed packets (in the order sent) and take the replies that arrived. */
 static void progress(iosystem *s)
 {
-    while (s->head) {
+    while (s->oldest) {
         int done;
-        MPI_Testall(s->head->nrequests, s->head->requests, &done, MPI_STATUSES_IGNORE);
+        MPI_Test(&s->oldest->request, &done, MPI_STATUS_IGNORE);
         if (!done)
             break;
-        message *m = s->head;
-        s->head = m->next;
-        if (!s->head)
-            s->tail = NULL;
-        s->inflight -= m->bytes;
-        free(m);
+        packet *p = s->oldest;
+        s->oldest = p->next;
+        if (!s->oldest)
+            s->newest = NULL;
+        s->packets--;
+        if (p->offset >= 0)
+            s->ring_packets--;
+        free(p->own);
+        free(p);
+        packet *next = s->oldest;  /* the oldest live byte: the next packet in the ring, else the open one */
+        while (next && next->offset < 0)
+            next = next->next;
+        s->head = next ? next->offset : s->open_start;
     }
     take_replies(s);
 }
@@ -337,12 +388,14 @@ static void remove_dead_temporaries(const char *path)
         closedir(dir);
 }
 
-/* Poll until done(s, arg): MPI's own waits cannot time out. After the timeout the servers count as lost. */
+/* Poll until done(s, arg), the packet being filled posted first: MPI's own waits cannot time out. After the
+ * timeout the servers count as lost. */
 static int wait_for(iosystem *s, int (*done)(iosystem *, const void *), const void *arg, const char *what)
 {
     double deadline = now() + s->timeout, pause = 1e-5;
     if (s->lost)
         return climio_fail(CLIMIO_EIO, "%s", s->lost);
+    post(s);  /* what the servers must see before they can answer */
     progress(s);
     while (!done(s, arg)) {
         if (now() > deadline) {
@@ -365,15 +418,23 @@ static int wait_for(iosystem *s, int (*done)(iosystem *, const void *), const vo
     return CLIMIO_NOERR;
 }
 
-static int oldest_sent(iosystem *s, const void *head)
+static int oldest_sent(iosystem *s, const void *oldest)
 {
-    return s->head != head;
+    return s->oldest != oldest;
 }
 
 static int all_sent(iosystem *s, const void *unused)
 {
     (void)unused;
-    return s->head == NULL;
+    return s->oldest == NULL;
+}
+
+/* Post what is in the ring and wait until the packets in flight are fewer: room for the next message. */
+static int make_room(iosystem *s)
+{
+    post(s);
+    return s->oldest ? wait_for(s, oldest_sent, s->oldest, "the data sent before (the client buffer is full)")
+                    : climio_fail(CLIMIO_EINTERNAL, "climio: the client buffer is empty and yet has no room");
 }
 
 static int has_reply(iosystem *s, const void *ident)
@@ -402,11 +463,17 @@ static int pop_reply(iosystem *s, long long ident, int *code, char **text)
 
 /* ------------------------------------------------------------------------------------------ sending */
 
+/* A typed buffer of a message; with `haloed` set, data is a block's halo'd local array of `rows` rows whose owned
+ * points (count of them) are what is sent, copied straight into the message. */
 typedef struct {
     const void *data;
     long long count;
     int xtype;
+    const decomp *haloed;
+    long long rows;
 } buffer;
+
+static void halo_copy(const decomp *d, long long rows, char *haloed, char *packed, size_t size, int into_haloed);
 
 static size_t aligned(size_t bytes)
 {
@@ -425,53 +492,66 @@ static int send(iosystem *s, int kind, long long ident, const long long args[5],
     bytes += aligned(text);
     for (int i = 0; i < nbuffers; i++)
         bytes += aligned((size_t)buffers[i].count * type_size(buffers[i].xtype));
+    long long total = (long long)bytes, at;
+    char *into;
     progress(s);
-    while (s->head && s->inflight + (long long)bytes > s->limit) {
-        int code = wait_for(s, oldest_sent, s->head, "the data sent before (the client buffer is full)");
+    if (total > s->limit) {  /* one message larger than the ring: alone, once everything before it is sent */
+        post(s);
+        int code = s->oldest ? wait_for(s, all_sent, NULL, "the data sent before (a message larger than the "
+                                       "client buffer)") : CLIMIO_NOERR;
         if (code)
             return code;
+        into = malloc((size_t)total);
+        if (into == NULL)
+            return climio_fail(CLIMIO_EIO, "climio: no memory for a message of %lld bytes to the I/O servers", total);
+    } else {
+        if (s->ring == NULL && (s->ring = malloc((size_t)s->limit)) == NULL)
+            return climio_fail(CLIMIO_EIO, "climio: no memory for the client buffer of %lld bytes", s->limit);
+        while ((at = room(s, total)) < 0) {
+            int code = make_room(s);
+            if (code)
+                return code;
+        }
+        into = s->ring + at;
     }
-    message *m = malloc(sizeof(message) + bytes);
-    if (m == NULL)
-        return climio_fail(CLIMIO_EIO, "climio: no memory for a message of %zu bytes to the I/O servers", bytes);
-    m->next = NULL;
-    m->bytes = (long long)bytes;
-    int64_t *header = m->data;
-    memset(header, 0, 64);
-    header[0] = kind;
-    header[1] = ident;
+    int64_t header[8] = {kind, ident, 0, 0, 0, 0, 0, (int64_t)text};
     for (int i = 0; i < 5 && args; i++)
         header[2 + i] = args[i];
-    header[7] = (int64_t)text;
-    char *at = (char *)(header + 8);
-    m->nrequests = 0;
-    MPI_Isend(header, 8, MPI_INT64_T, s->server, TAG_HEADER, s->inter, &m->requests[m->nrequests++]);
-    if (text) {
-        char *start = at;
-        for (int i = 0; i < nnames; i++) {
-            size_t n = strlen(names[i]) + 1;
-            memcpy(at, names[i], n);
-            at += n;
-        }
-        MPI_Isend(start, (int)text, MPI_BYTE, s->server, TAG_PAYLOAD, s->inter, &m->requests[m->nrequests++]);
-        at = start + aligned(text);
+    memcpy(into, header, sizeof header);
+    char *out = into + sizeof header;
+    for (int i = 0; i < nnames; i++) {
+        size_t n = strlen(names[i]) + 1;
+        memcpy(out, names[i], n);
+        out += n;
     }
+    memset(out, 0, (size_t)(into + 64 + aligned(text) - out));  /* the text's padding */
+    out = into + 64 + aligned(text);
     for (int i = 0; i < nbuffers; i++) {
         size_t n = (size_t)buffers[i].count * type_size(buffers[i].xtype);
-        if (n)
-            memcpy(at, buffers[i].data, n);
-        MPI_Isend(at, (int)buffers[i].count, mpi_type(buffers[i].xtype), s->server, TAG_PAYLOAD, s->inter,
-                  &m->requests[m->nrequests++]);
-        at += aligned(n);
+        if (n && buffers[i].haloed)
+            halo_copy(buffers[i].haloed, buffers[i].rows, (char *)buffers[i].data, out, type_size(buffers[i].xtype), 0);
+        else if (n)
+            memcpy(out, buffers[i].data, n);
+        memset(out + n, 0, aligned(n) - n);
+        out += aligned(n);
     }
-    if (s->tail)
-        s->tail->next = m;
-    else
-        s->head = m;
-    s->tail = m;
-    s->inflight += m->bytes;
-    if (s->inflight > s->peak)
-        s->peak = s->inflight;
+    if (total > s->limit) {
+        packet *p = calloc(1, sizeof(packet));
+        p->offset = -1;
+        p->own = into;
+        MPI_Isend(into, (int)total, MPI_BYTE, s->server, TAG_PACKET, s->inter, &p->request);
+        if (s->newest)
+            s->newest->next = p;
+        else
+            s->oldest = p;
+        s->newest = p;
+        s->packets++;
+        return CLIMIO_NOERR;
+    }
+    s->tail = (into - s->ring) + total;
+    s->open += total;
+    if (s->open >= PACKET_BYTES || s->packets < EAGER_PACKETS)
+        post(s);
     return CLIMIO_NOERR;
 }
 
@@ -626,6 +706,7 @@ int served_finalize(int iosysid)
         free(s->replies[i].text);
     free(s->replies);
     free(s->system_error);
+    free(s->ring);
     systems[s->index] = NULL;
     int abort = s->abort;
     MPI_Comm comm = s->comm;
@@ -661,7 +742,7 @@ static int agree(iosystem *s, int code)
 static int send_decomp(iosystem *s, decomp *d, const long long *compmap, int *ioid)
 {
     long long args[5] = {d->ndims, d->points, 0, 0, 0};
-    buffer buffers[2] = {{d->grid, d->ndims, CLIMIO_INT64}, {compmap, d->points, CLIMIO_INT64}};
+    buffer buffers[2] = {{d->grid, d->ndims, CLIMIO_INT64, NULL, 0}, {compmap, d->points, CLIMIO_INT64, NULL, 0}};
     int code = send(s, DECOMP, d->n, args, NULL, 0, buffers, 2);
     if (code) {
         free(d);
@@ -1338,19 +1419,12 @@ int served_write_darray(int ncid, int varid, long long frame, int memtype, long 
         return refuse(f, WRITE, code);
     long long rows = rows_of(f, v), args[5] = {varid, frame, memtype, arraylen, 0};
     const decomp *d = f->d;
+    buffer data = {array, arraylen, memtype, NULL, 0};
     if (d->block && d->halo && rows && arraylen == rows * d->withhalo && d->withhalo != d->points) {
-        size_t size = type_size(memtype);
-        char *owned = malloc(size * (size_t)(rows * d->points > 0 ? rows * d->points : 1));
-        halo_copy(d, rows, (char *)array, owned, size, 0);
+        data = (buffer){array, rows * d->points, memtype, d, rows};  /* the owned points, halo stripped */
         args[3] = rows * d->points;
-        buffer data = {owned, rows * d->points, memtype};
-        code = send(f->sys, WRITE, f->n, args, NULL, 0, &data, 1);
-        free(owned);
-    } else {
-        buffer data = {array, arraylen, memtype};
-        code = send(f->sys, WRITE, f->n, args, NULL, 0, &data, 1);
     }
-    return failed(f->sys, code);
+    return failed(f->sys, send(f->sys, WRITE, f->n, args, NULL, 0, &data, 1));
 }
 
 int served_put_var(int ncid, int varid, long long frame, int memtype, long long len, const void *values)

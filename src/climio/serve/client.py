@@ -102,6 +102,8 @@ class Servers:
         them at once. Waits for the oldest sends while the buffer would overflow."""
         if self.finalized:
             raise ClimioError(f"{self.name}: the connection was finalized", collective=True)
+        from mpi4py import MPI
+
         header, text = wire.encode(kind, ident, args, names)
         arrays = [np.asarray(d) for d in data]
         nbytes = header.nbytes + len(text) + sum(a.nbytes for a in arrays)
@@ -110,11 +112,9 @@ class Servers:
             oldest = self.inflight[0]
             self.wait(lambda: self._complete(oldest), "the data sent before (the client buffer is full)")
             self.progress()
-        buffers = [header, *([np.frombuffer(text, np.uint8)] if text else []),
-                   *(np.array(a, order="C", copy=True).ravel() for a in arrays)]  # the copies the sends read
-        tags = [wire.TAG_HEADER, *[wire.TAG_PAYLOAD] * (len(buffers) - 1)]
-        requests = [self.inter.Isend(wire.buffer(b), dest=self.server, tag=t) for b, t in zip(buffers, tags)]
-        self.inflight.append(InFlight(requests, buffers, nbytes))
+        packet = wire.pack(header, text, arrays)  # the copy the send reads: one message per packet
+        request = self.inter.Isend([packet, MPI.BYTE], dest=self.server, tag=wire.TAG_PACKET)
+        self.inflight.append(InFlight([request], [packet], nbytes))
         self.peak_bytes = max(self.peak_bytes, sum(f.nbytes for f in self.inflight))
 
     def _complete(self, sent: InFlight) -> bool:

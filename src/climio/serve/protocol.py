@@ -1,14 +1,15 @@
 """The wire protocol between model ranks and I/O servers (docs/serve-protocol.md), shared by both sides.
 
-Every message is a fixed header of :data:`HEADER_LEN` int64 (tag :data:`TAG_HEADER`), then, in this order and
-with tag :data:`TAG_PAYLOAD`: the text (UTF-8 names, each NUL-terminated, ``header[7]`` bytes, none when 0)
-and the kind's typed buffers, whose types and lengths the header gives (:func:`payload_types`). Nothing is
-pickled: a C client sends the same bytes with ``MPI_Isend`` of ``MPI_INT64_T``, ``MPI_BYTE`` and the data's
-own type. Replies (server to client) are :data:`REPLY_LEN` int64 (tag :data:`TAG_REPLY`), then their text
-(tag :data:`TAG_REPLY_TEXT`). The synchronous kinds (:data:`SYNC`: OPEN, INQ_VARID, READ) each get one answer
-the client waits for: :data:`ANSWER_LEN` int64 (tag :data:`TAG_ANSWER`), its text (:data:`TAG_ANSWER_TEXT`) and,
-for a READ that succeeded, the client's piece of the record (:data:`TAG_ANSWER_DATA`).
-"""
+A model rank sends its server *packets* (tag :data:`TAG_PACKET`, ``MPI_BYTE``): one or more messages back to
+back, so that a step of many fields travels in a few large sends the servers take while the model computes.
+Every message is a fixed header of :data:`HEADER_LEN` int64, the text (UTF-8 names, each NUL-terminated,
+``header[7]`` bytes) and the kind's typed buffers, whose types and lengths the header gives
+(:func:`payload_types`); the text and each buffer are padded with zeros to a multiple of 8 bytes
+(:func:`pack`, :func:`unpack`). Nothing is pickled: a C client lays out the same bytes. Replies (server to
+client) are :data:`REPLY_LEN` int64 (tag :data:`TAG_REPLY`), then their text (tag :data:`TAG_REPLY_TEXT`). The
+synchronous kinds (:data:`SYNC`: OPEN, INQ_VARID, READ) each get one answer the client waits for:
+:data:`ANSWER_LEN` int64 (tag :data:`TAG_ANSWER`), its text (:data:`TAG_ANSWER_TEXT`) and, for a READ that
+succeeded, the client's piece of the record (:data:`TAG_ANSWER_DATA`)."""
 
 from __future__ import annotations
 
@@ -25,11 +26,11 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 MAGIC = 0x636C696D696F  # "climio": the first word of the hello, so that a stray message is recognised
-VERSION = 1
+VERSION = 2  # 2: messages travel in packets
 HEADER_LEN = 8
 REPLY_LEN = 4
 ANSWER_LEN = 4
-TAG_HELLO, TAG_INTERCOMM, TAG_HEADER, TAG_PAYLOAD, TAG_REPLY, TAG_REPLY_TEXT = 7301, 7302, 7303, 7304, 7305, 7306
+TAG_HELLO, TAG_INTERCOMM, TAG_PACKET, TAG_REPLY, TAG_REPLY_TEXT = 7301, 7302, 7303, 7305, 7306
 TAG_ANSWER, TAG_ANSWER_TEXT, TAG_ANSWER_DATA = 7307, 7308, 7309  # a synchronous answer: header, text, READ's data
 SYSTEM = -1  # the id of a reply about the connection rather than one file
 GLOBAL = -1  # PUT_ATT's variable id for a global attribute
@@ -172,6 +173,38 @@ def encode(kind: Kind, ident: int, args: Sequence[int] = (), names: Sequence[str
     header[2:2 + len(args)] = args
     header[7] = len(text)
     return header, text
+
+
+def padded(nbytes: int) -> int:
+    return -(-nbytes // 8) * 8
+
+
+def pack(header: np.ndarray, text: bytes, arrays: Sequence[np.ndarray]) -> np.ndarray:
+    """One message's bytes in a packet: its header, its text and its buffers, each padded to 8 bytes."""
+    parts = [header.astype(np.int64).tobytes(), text + bytes(padded(len(text)) - len(text))]
+    for a in arrays:
+        raw = np.ascontiguousarray(a).tobytes()
+        parts.append(raw + bytes(padded(len(raw)) - len(raw)))
+    return np.frombuffer(b"".join(parts), np.uint8)
+
+
+def unpack(packet: np.ndarray) -> list[Message]:
+    """The messages of a packet, in order (their buffers are views of it)."""
+    messages, at = [], 0
+    while at < packet.size:
+        header = packet[at:at + 8 * HEADER_LEN].view(np.int64)
+        at += 8 * HEADER_LEN
+        text = packet[at:at + int(header[7])].tobytes()
+        at += padded(int(header[7]))
+        data = []
+        for dtype, count in payload_types(header):
+            data.append(packet[at:at + count * dtype.itemsize].view(dtype))
+            at += padded(count * dtype.itemsize)
+        messages.append(Message(header, decode_names(text), data))
+    if at != packet.size:
+        raise ClimioError(f"climio serve: a packet of {packet.size} bytes ends inside a message: the client speaks "
+                          f"another protocol than version {VERSION}")
+    return messages
 
 
 def decode_names(text: bytes) -> list[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -99,6 +100,7 @@ class Server:
         self.decomps: dict[int, tuple[GridDecomposition, tuple[int, ...]] | str] = {}
         self.files: dict[int, ServedFile] = {}
         self.failed: set[int] = set()
+        self.queues: dict[int, deque[Message]] = {c: deque() for c in self.clients}  # messages of packets taken
         self.names_differ = False  # in the last round, between some model ranks
         self.refused = False  # the last round's call, by some model rank
 
@@ -107,17 +109,17 @@ class Server:
     def receive(self, client: int) -> Message:
         """The next message of ``client`` about a file that has not failed (those are dropped, but for the
         synchronous kinds: their client waits for an answer)."""
+        from mpi4py import MPI
+
+        queue = self.queues[client]
         while True:
-            header = np.zeros(wire.HEADER_LEN, np.int64)
-            self.inter.Recv(wire.buffer(header), source=client, tag=wire.TAG_HEADER)
-            text = np.zeros(int(header[7]), np.uint8)
-            if text.size:
-                self.inter.Recv(wire.buffer(text), source=client, tag=wire.TAG_PAYLOAD)
-            data = []
-            for dtype, count in wire.payload_types(header):
-                data.append(np.empty(count, dtype))
-                self.inter.Recv(wire.buffer(data[-1]), source=client, tag=wire.TAG_PAYLOAD)
-            message = Message(header, wire.decode_names(text.tobytes()), data)
+            if not queue:  # the client's next packet: one or more messages
+                status = MPI.Status()
+                self.inter.Probe(source=client, tag=wire.TAG_PACKET, status=status)
+                packet = np.empty(status.Get_count(MPI.BYTE), np.uint8)
+                self.inter.Recv([packet, MPI.BYTE], source=client, tag=wire.TAG_PACKET)
+                queue.extend(wire.unpack(packet))
+            message = queue.popleft()
             if message.kind in (Kind.DECOMP, Kind.FINALIZE, *wire.SYNC) or message.id not in self.failed:
                 return message
 
