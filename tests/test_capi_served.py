@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import netCDF4
+import numpy as np
 import pytest
 from conftest import climio_argv, compile_programs, run, small_tmpfs
 
@@ -131,6 +132,21 @@ def test_a_model_rank_that_writes_through_servers_maps_no_python(programs: dict[
     assert rss < attached_rss / 2, (rss, attached_rss)
     with netCDF4.Dataset(tmp_path / "s.nc") as s, netCDF4.Dataset(tmp_path / "a.nc") as a:
         assert (s["v"][:] == a["v"][:]).all()
+
+
+def test_an_online_mean_from_c_is_numpys_mean_of_the_steps(programs: dict[str, Path], tmp_path: Path) -> None:
+    """climio_def_var_reduce(CLIMIO_MEAN, 3): the servers write one record, numpy's float64 mean of the three steps
+    the model sent, with CF cell_methods and time bounds; attached mode refuses it with one line."""
+    steps = tmp_path / "steps.nc"
+    mapped(finished(served([str(programs["mapped"]), str(steps)], 2, 1)))
+    mapped(finished(served([str(programs["mapped"]), str(tmp_path / "mean.nc"), "mean"], 2, 1)))
+    with netCDF4.Dataset(steps) as every, netCDF4.Dataset(tmp_path / "mean.nc") as reduced:
+        assert reduced["v"].shape == (1, 16, 20) and reduced["v"].cell_methods == "time: mean"
+        assert (reduced["v"][0] == every["v"][:].astype(np.float64).mean(axis=0)).all()
+        assert reduced["time"][:].tolist() == [6.0] and reduced["time_bnds"][:].tolist() == [[0.0, 12.0]]
+    result = run([str(programs["mapped"]), str(tmp_path / "attached.nc"), "mean"], nranks=2, timeout=LAUNCH_TIMEOUT)
+    assert result.returncode != 0 and "online reductions run on the I/O servers" in result.stderr
+    assert not (tmp_path / "attached.nc").exists()
 
 
 @pytest.mark.parametrize("kind, code, said", [("varid", EBADID, "no variable id 99"),

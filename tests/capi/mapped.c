@@ -1,9 +1,10 @@
 /* What a model rank that writes through climio has mapped and how much memory it holds: a small output
- * (decomposition, create, three records, close), then rank 0 prints every file in /proc/self/maps, one
- * "mapped PATH" line each, and "rss_kb N hwm_kb N" from /proc/self/status. With "mpi-only" it does no I/O
- * (the MPI-only baseline of the same size).
+ * (decomposition, create, three records of v = offset + 1000 * step, close), then rank 0 prints every file in
+ * /proc/self/maps, one "mapped PATH" line each, and "rss_kb N hwm_kb N" from /proc/self/status. With
+ * "mpi-only" it does no I/O (the MPI-only baseline of the same size); with "mean" the servers write the mean
+ * of the three steps (climio_def_var_reduce).
  *
- *   mpiexec -n 2 mapped OUT.nc [mpi-only] [: -n 1 climio serve] */
+ *   mpiexec -n 2 mapped OUT.nc [mpi-only|mean] [: -n 1 climio serve] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ static void report(void)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    int only_mpi = argc > 2 && !strcmp(argv[2], "mpi-only"), rank = 0;
+    int only_mpi = argc > 2 && !strcmp(argv[2], "mpi-only"), mean = argc > 2 && !strcmp(argv[2], "mean"), rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (!only_mpi) {
         enum { NY = 16, NX = 20 };
@@ -66,10 +67,19 @@ int main(int argc, char **argv)
         CHECK(climio_def_dim(ncid, "time", CLIMIO_UNLIMITED, &dims[0]));
         CHECK(climio_def_dim(ncid, "y", NY, &dims[1]));
         CHECK(climio_def_dim(ncid, "x", NX, &dims[2]));
+        int time_id;
+        CHECK(climio_def_var(ncid, "time", CLIMIO_DOUBLE, 1, dims, &time_id));
+        CHECK(climio_put_att_text(ncid, time_id, "units", "hours since 2000-01-01"));
         CHECK(climio_def_var(ncid, "v", CLIMIO_DOUBLE, 3, dims, &varid));
+        if (mean)
+            CHECK(climio_def_var_reduce(ncid, varid, CLIMIO_MEAN, 3));
         CHECK(climio_enddef(ncid));
-        for (int step = 0; step < 3; step++)
+        for (int step = 0; step < 3; step++) {
+            CHECK(climio_put_time(ncid, step, 6.0 * step));
             CHECK(climio_write_darray(ncid, varid, step, CLIMIO_DOUBLE, count[0] * NX, field));
+            for (long long i = 0; i < count[0] * NX; i++)
+                field[i] += 1000.0;
+        }
         CHECK(climio_closefile(ncid));
         CHECK(climio_finalize(iosys));
         free(field);

@@ -102,6 +102,10 @@ def attach(ffi: Any) -> None:
         return calls.def_var_deflate(ncid, varid, shuffle, deflate, level)
 
     @extern
+    def climio_def_var_reduce(ncid: int, varid: int, op: int, steps: int) -> int:
+        return calls.def_var_reduce(ncid, varid, op, steps)
+
+    @extern
     def climio_def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int:
         return calls.def_var_quantize(ncid, varid, quantize_mode, nsd)
 

@@ -468,6 +468,18 @@ def def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int
     return on_file(ncid, prepare)[0]
 
 
+def def_var_reduce(ncid: int, varid: int, op: int, steps: int) -> int:
+    """Refused: online reductions run on the I/O servers, which accumulate every step while the model goes on."""
+
+    def prepare(f: File) -> Callable[[], None]:
+        _defining(f, "climio_def_var_reduce")
+        v = f.variable(varid)
+        raise CallError(f"{f.path}: variable '{v.name}': online reductions run on the I/O servers: launch the model "
+                        f"beside climio serve (mpiexec -n M MODEL : -n S climio serve), or write every step")
+
+    return on_file(ncid, prepare)[0]
+
+
 def put_att(ncid: int, varid: int, name: str, value: str | np.ndarray, xtype: int | None = None) -> int:
     """A text attribute (``value`` a str) or numbers stored as netCDF type ``xtype``."""
 

@@ -16,13 +16,15 @@ module climio_io
   integer, parameter, public :: CLIMIO_UNLIMITED = 0, CLIMIO_GLOBAL = -1, CLIMIO_NOFRAME = 0
   integer, parameter, public :: CLIMIO_RETURN_ERROR = 0, CLIMIO_ABORT_ON_ERROR = 1
   integer, parameter, public :: CLIMIO_CLOBBER = 0, CLIMIO_NOCLOBBER = 1
+  integer, parameter, public :: CLIMIO_INSTANT = 0, CLIMIO_MEAN = 1, CLIMIO_MIN = 2, CLIMIO_MAX = 3, CLIMIO_SUM = 4
   integer, parameter, public :: CLIMIO_QUANTIZE_BITGROOM = 1, CLIMIO_QUANTIZE_GRANULARBR = 2, &
        CLIMIO_QUANTIZE_BITROUND = 3
 
   public :: climio_init_intracomm, climio_init_servers, climio_model_comm, climio_set_error_handling, &
        climio_finalize, climio_init_decomp_blocks, &
        climio_init_decomp, climio_free_decomp, climio_createfile, climio_openfile, climio_closefile, &
-       climio_def_dim, climio_def_var, climio_def_var_deflate, climio_def_var_quantize, climio_put_att, &
+       climio_def_dim, climio_def_var, climio_def_var_deflate, climio_def_var_quantize, climio_def_var_reduce, &
+       climio_put_att, &
        climio_enddef, climio_inq_varid, climio_put_time, climio_write_darray, climio_read_darray, climio_put_var, &
        climio_errmsg, climio_strerror
 
@@ -126,6 +128,10 @@ module climio_io
        import :: c_int
        integer(c_int), value :: ncid, varid, quantize_mode, nsd
      end function c_def_var_quantize
+     integer(c_int) function c_def_var_reduce(ncid, varid, op, steps) bind(C, name="climio_def_var_reduce")
+       import :: c_int
+       integer(c_int), value :: ncid, varid, op, steps
+     end function c_def_var_reduce
      integer(c_int) function c_put_att_text(ncid, varid, name, value) bind(C, name="climio_put_att_text")
        import :: c_int, c_char
        integer(c_int), value :: ncid, varid
@@ -318,6 +324,12 @@ contains
     integer, intent(in) :: ncid, varid, quantize_mode, nsd
     status = c_def_var_quantize(ncid, varid, quantize_mode, nsd)
   end function climio_def_var_quantize
+
+  !> An online reduction on the I/O servers: one record per `steps` steps (CLIMIO_MEAN, MIN, MAX, SUM or INSTANT).
+  integer function climio_def_var_reduce(ncid, varid, op, steps) result(status)
+    integer, intent(in) :: ncid, varid, op, steps
+    status = c_def_var_reduce(ncid, varid, op, steps)
+  end function climio_def_var_reduce
 
   integer function put_att_text(ncid, varid, name, value) result(status)
     integer, intent(in) :: ncid, varid

@@ -33,6 +33,7 @@ int served_def_dim(int ncid, const char *name, long long len, int *dimid);
 int served_def_var(int ncid, const char *name, int xtype, int ndims, const int *dimids, int *varid);
 int served_def_var_deflate(int ncid, int varid, int shuffle, int deflate, int level);
 int served_def_var_quantize(int ncid, int varid, int quantize_mode, int nsd);
+int served_def_var_reduce(int ncid, int varid, int op, int steps);
 int served_put_att_text(int ncid, int varid, const char *name, const char *value);
 int served_put_att_double(int ncid, int varid, const char *name, int xtype, long long len, const double *values);
 int served_enddef(int ncid);

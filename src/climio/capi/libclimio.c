@@ -76,6 +76,7 @@ const char *climio_strerror(int code)
     X(def_var, (int ncid, const char *name, int xtype, int ndims, const int *dimids, int *varid))              \
     X(def_var_deflate, (int ncid, int varid, int shuffle, int deflate, int level))                             \
     X(def_var_quantize, (int ncid, int varid, int quantize_mode, int nsd))                                     \
+    X(def_var_reduce, (int ncid, int varid, int op, int steps))                                                \
     X(put_att_text, (int ncid, int varid, const char *name, const char *value))                                \
     X(put_att_double, (int ncid, int varid, const char *name, int xtype, long long len, const double *values)) \
     X(enddef, (int ncid))                                                                                      \
@@ -294,6 +295,11 @@ int climio_def_var_deflate(int ncid, int varid, int shuffle, int deflate, int le
 int climio_def_var_quantize(int ncid, int varid, int quantize_mode, int nsd)
 {
     DISPATCH(ncid, def_var_quantize, ncid, varid, quantize_mode, nsd);
+}
+
+int climio_def_var_reduce(int ncid, int varid, int op, int steps)
+{
+    DISPATCH(ncid, def_var_reduce, ncid, varid, op, steps);
 }
 
 int climio_put_att_text(int ncid, int varid, const char *name, const char *value)

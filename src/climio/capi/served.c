@@ -1230,6 +1230,23 @@ int served_def_var_quantize(int ncid, int varid, int quantize_mode, int nsd)
     return send_compression(f, varid, v);
 }
 
+int served_def_var_reduce(int ncid, int varid, int op, int steps)
+{
+    file *f;
+    var *v = NULL;
+    int code = defining(ncid, "climio_def_var_reduce", &f);
+    if (code)
+        return code;
+    code = variable(f, varid, &v);
+    if (!code && (op < CLIMIO_INSTANT || op > CLIMIO_SUM || steps < 1))
+        code = climio_fail(CLIMIO_EINVAL, "%s: variable '%s': reduce %d over %d steps: give CLIMIO_INSTANT, MEAN, "
+                           "MIN, MAX or SUM over at least 1 step", f->path, v->name, op, steps);
+    if (code)
+        return refuse(f, DEF_REDUCE, code);
+    long long args[5] = {varid, op, steps, 0, 0};
+    return failed(f->sys, send(f->sys, DEF_REDUCE, f->n, args, NULL, 0, NULL, 0));
+}
+
 /* The target of an attribute: the file being defined, a variable of it or CLIMIO_GLOBAL, and a good name. */
 static int attribute_target(file *f, int varid, const char *name)
 {

@@ -38,6 +38,12 @@ extern "C" {
 #define CLIMIO_CLOBBER   0  /* replace an existing file (when the new one is closed whole) */
 #define CLIMIO_NOCLOBBER 1  /* refuse to create over an existing file */
 
+#define CLIMIO_INSTANT 0  /* online reductions on the I/O servers (climio_def_var_reduce): every Nth step, */
+#define CLIMIO_MEAN    1  /* the mean of N steps, */
+#define CLIMIO_MIN     2  /* their minimum, */
+#define CLIMIO_MAX     3  /* their maximum, */
+#define CLIMIO_SUM     4  /* their sum (float64 on the servers, cast to the variable's type) */
+
 #define CLIMIO_QUANTIZE_BITGROOM   1  /* netCDF's NC_QUANTIZE_* */
 #define CLIMIO_QUANTIZE_GRANULARBR 2
 #define CLIMIO_QUANTIZE_BITROUND   3
@@ -75,6 +81,8 @@ int climio_def_dim(int ncid, const char *name, long long len, int *dimid);
 int climio_def_var(int ncid, const char *name, int xtype, int ndims, const int *dimids, int *varid);
 int climio_def_var_deflate(int ncid, int varid, int shuffle, int deflate, int level);
 int climio_def_var_quantize(int ncid, int varid, int quantize_mode, int nsd);
+int climio_def_var_reduce(int ncid, int varid, int op, int steps);  /* servers only: one record per `steps`
+                                           steps (every field with records of the file over as many) */
 int climio_put_att_text(int ncid, int varid, const char *name, const char *value);
 int climio_put_att_double(int ncid, int varid, const char *name, int xtype, long long len,
                           const double *values);
