@@ -85,6 +85,18 @@ def test_bench_model(tmp_path: Path) -> None:
     assert (out / "model.png").read_bytes()[:4] == b"\x89PNG" and (out / "cmaq-rows-cdf5-2x1.nc").exists()
 
 
+def test_bench_model_servers(tmp_path: Path) -> None:
+    """The Fortran mock-up attached and beside a climio serve rank: both files compared, every measure reported."""
+    out = tmp_path / "r"
+    result = climio("bench", "model", "--servers", "1", "--domain", "20x12x3x4", "--grid", "2x1", "--steps", "2",
+                    "--reps", "1", "--strategy", "agg", "--mode", "cdf5", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    (row,) = json.loads((out / "model-served.json").read_text())["table"]
+    assert (row["grid"], row["strategy"], row["mode"], row["buffer_mb"]) == ("2x1", "agg", "cdf5", 32)
+    assert row["sync_step_s"] > 0 and row["served_step_s"] > 0 and row["server_mib_s"] > 0 and row["work_s"] > 0
+    assert "| 2x1 | agg | cdf5 |" in result.stdout and not list(out.glob("*.nc"))
+
+
 def test_bench_model_decomp_file(tmp_path: Path) -> None:
     """A PIO decomposition map drives bench model: the CA-like 2x2 blocks of a (3, 12, 20) field listed point by
     point, and a scattered map with holes; every file holds exactly the values written (holes: fill). --domain
@@ -158,7 +170,7 @@ def test_bench_model_bad_options(tmp_path: Path) -> None:
              (("--strategy", "agg:4"), "--strategy agg:4: more aggregators"),
              (("--decomp", "/nonexistent.dat"), "/nonexistent.dat"),
              (("--quantize", "GranularBR"), "--quantize 'GranularBR'"),
-             (("--deflate", "11"), "deflate level 11"))
+             (("--deflate", "11"), "deflate level 11"), (("--servers", "3", "--grid", "2x1"), "--servers 3"))
     results = refused(tmp_path, [["bench", "model", *args, "--out", str(tmp_path)] for args, _ in cases])
     for (args, needle), result in zip(cases, results):
         assert result.returncode == 2 and needle in result.stderr, (args, result.stderr)

@@ -261,6 +261,13 @@ def cmd_bench_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
 def cmd_bench_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import model
 
+    if args.servers:
+        from climio.bench import served
+
+        served.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=args.strategy.split(","),
+                    modes=name_list(args.mode, "--mode", MODE_NAMES), out=args.out, reps=args.reps,
+                    servers=args.servers, work=args.work, buffer_mb=args.buffer_mb)
+        return
     if args.driver == "fortran":
         from climio.bench import capi
 
@@ -588,6 +595,15 @@ def build_parser() -> Parser:
     mo.add_argument("--call-steps", type=int, default=200, metavar="N",
                     help="with --driver fortran: steps of the tiny runs that measure the cost per call (default "
                     "200; 0 skips them)")
+    mo.add_argument("--servers", type=int, default=0, metavar="N",
+                    help="run examples/cmaq_mockup.F90 beside N climio serve ranks against the same program writing "
+                    "itself, with a workload between steps, and report the output time the model sees per step, the "
+                    "run's time, the servers' bandwidth and the model ranks' memory")
+    mo.add_argument("--work", type=float, metavar="SECONDS",
+                    help="with --servers: the workload per step (default 1.5 x the synchronous write per step)")
+    mo.add_argument("--buffer-mb", type=int, metavar="MB",
+                    help="with --servers: the client buffer per model rank (default one step of its fields, at "
+                    "least 32)")
     mo.add_argument("--rows-json", help=argparse.SUPPRESS)  # used by the driver to collect each mpiexec's rows
     mo.set_defaults(func=cmd_bench_model, auto_mpi_io="romio")  # ROMIO writes aggregated output faster here
 

@@ -755,6 +755,26 @@ static int send_decomp(iosystem *s, decomp *d, const long long *compmap, int *io
 
 static int decomp_of(iosystem *s, int ioid, decomp **out);
 
+/* A new decomposition of the grid once the ranks agree that none has an error (`code`: this rank's, replaced
+ * by the agreed one), or NULL. */
+static decomp *new_decomp(iosystem *s, int *code, int ndims, const long long *gdimlen)
+{
+    *code = agree(s, *code);
+    if (*code)
+        return NULL;
+    decomp *d = calloc(1, sizeof(decomp));
+    d->n = new_number(s);
+    if (!d->n) {
+        free(d);
+        *code = CLIMIO_EINVAL;
+        return NULL;
+    }
+    d->ndims = ndims;
+    for (int a = 0; a < ndims; a++)
+        d->grid[a] = gdimlen[a];
+    return d;
+}
+
 static int check_grid(iosystem *s, int ndims, const long long *gdimlen, const char *call)
 {
     if (ndims < 1 || ndims > 8)
@@ -784,21 +804,13 @@ int served_init_decomp_blocks(int iosysid, int ndims, const long long *gdimlen, 
                                a, s->rank, gdimlen[a]);
     if (!code && halo < 0)
         code = climio_fail(CLIMIO_EINVAL, "climio_init_decomp_blocks: halo %d must be >= 0", halo);
-    code = agree(s, code);
-    if (code)
+    decomp *d = new_decomp(s, &code, ndims, gdimlen);
+    if (d == NULL)
         return failed(s, code);
-    decomp *d = calloc(1, sizeof(decomp));
-    d->n = new_number(s);
-    if (!d->n) {
-        free(d);
-        return failed(s, CLIMIO_EINVAL);
-    }
-    d->ndims = ndims;
     d->block = 1;
     d->halo = halo;
     d->points = d->withhalo = 1;
     for (int a = 0; a < ndims; a++) {
-        d->grid[a] = gdimlen[a];
         d->count[a] = count[a];
         d->points *= count[a];
         d->withhalo *= count[a] + (a >= ndims - 2 ? 2 * halo : 0);  /* the halo: the last two axes */
@@ -834,18 +846,9 @@ int served_init_decomp(int iosysid, int ndims, const long long *gdimlen, long lo
     if (!code && maplen < 0)
         code = climio_fail(CLIMIO_EINVAL, "climio_init_decomp: map length %lld on rank %d must be >= 0", maplen,
                            s->rank);
-    code = agree(s, code);
-    if (code)
+    decomp *d = new_decomp(s, &code, ndims, gdimlen);
+    if (d == NULL)
         return failed(s, code);
-    decomp *d = calloc(1, sizeof(decomp));
-    d->n = new_number(s);
-    if (!d->n) {
-        free(d);
-        return failed(s, CLIMIO_EINVAL);
-    }
-    d->ndims = ndims;
-    for (int a = 0; a < ndims; a++)
-        d->grid[a] = gdimlen[a];
     d->points = d->withhalo = maplen;
     return send_decomp(s, d, compmap, ioid);
 }
@@ -1159,7 +1162,7 @@ int served_def_var(int ncid, const char *name, int xtype, int ndims, const int *
     long long ids[8], args[5] = {xtype, ndims, 0, 0, 0};
     for (int i = 0; i < ndims; i++)
         ids[i] = dimids[i];
-    buffer data = {ids, ndims, CLIMIO_INT64};
+    buffer data = {.data = ids, .count = ndims, .xtype = CLIMIO_INT64};
     code = send(f->sys, DEF_VAR, f->n, args, &name, 1, &data, 1);
     if (code)
         return failed(f->sys, code);
@@ -1293,7 +1296,7 @@ int served_put_att_double(int ncid, int varid, const char *name, int xtype, long
         default: ((double *)stored)[i] = values[i];
         }
     long long args[5] = {varid, xtype, len, 0, 0};
-    buffer data = {stored, len, xtype};
+    buffer data = {.data = stored, .count = len, .xtype = xtype};
     code = send(f->sys, PUT_ATT, f->n, args, &name, 1, &data, 1);
     free(stored);
     return failed(f->sys, code);
@@ -1378,7 +1381,7 @@ int served_put_time(int ncid, long long frame, double time)
         return refuse(f, PUT_TIME, climio_fail(CLIMIO_EINVAL, "%s: frame %lld must be >= 0 (0-based from C, 1-based "
                                                "from Fortran)", f->path, frame));
     long long args[5] = {frame, 0, 0, 0, 0};
-    buffer data = {&time, 1, CLIMIO_DOUBLE};
+    buffer data = {.data = &time, .count = 1, .xtype = CLIMIO_DOUBLE};
     return failed(f->sys, send(f->sys, PUT_TIME, f->n, args, NULL, 0, &data, 1));
 }
 
@@ -1455,7 +1458,7 @@ int served_put_var(int ncid, int varid, long long frame, int memtype, long long 
     if (code)
         return refuse(f, PUT_VAR, code);
     long long count = f->sys->rank == 0 ? len : 0, args[5] = {varid, frame, memtype, count, 0};
-    buffer data = {values, count, memtype};
+    buffer data = {.data = values, .count = count, .xtype = memtype};
     return failed(f->sys, send(f->sys, PUT_VAR, f->n, args, NULL, 0, &data, 1));
 }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,6 +35,16 @@ HOW = ("start them as the last app context (mpiexec -n M MODEL : -n S climio ser
 def timeout() -> float:
     """Seconds either side waits for the other at most (``CLIMIO_SERVE_TIMEOUT``, default 600)."""
     return float(os.environ.get("CLIMIO_SERVE_TIMEOUT", TIMEOUT))
+
+
+def within_timeout(done: Callable[[], bool]) -> bool:
+    """Poll ``done`` until it is true or :func:`timeout` seconds pass (MPI's own waits cannot time out)."""
+    deadline = time.monotonic() + timeout()
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
 
 
 def server_ranks(world_size: int, appnum: int | None, environ: dict[str, str] | os._Environ[str] = os.environ
@@ -96,12 +107,7 @@ def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
         from mpi4py import MPI
 
         status = MPI.Status()
-        deadline = time.monotonic() + timeout()
-        while not world.Iprobe(source=MPI.ANY_SOURCE, tag=wire.TAG_HELLO, status=status):
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.01)
-        else:
+        if within_timeout(lambda: world.Iprobe(source=MPI.ANY_SOURCE, tag=wire.TAG_HELLO, status=status)):
             world.Recv([hello[:3], MPI.INT64_T], source=status.Get_source(), tag=wire.TAG_HELLO)
             hello[3] = status.Get_source()
             answer = np.array([wire.MAGIC, wire.VERSION, comm.Get_size()], np.int64)
@@ -139,13 +145,9 @@ def connect(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, range]:
         hello = np.array([wire.MAGIC, wire.VERSION, comm.Get_size()], np.int64)
         world.Send([hello, MPI.INT64_T], dest=servers.start, tag=wire.TAG_HELLO)
         request = world.Irecv([answer, MPI.INT64_T], source=servers.start, tag=wire.TAG_HELLO)
-        deadline = time.monotonic() + timeout()
-        while not request.Test():
-            if time.monotonic() > deadline:
-                request.Cancel()
-                request.Free()
-                break
-            time.sleep(0.01)
+        if not within_timeout(request.Test):
+            request.Cancel()
+            request.Free()
     answer = comm.bcast(answer)
     if int(answer[0]) != wire.MAGIC:
         raise IOFault(f"the I/O servers (world rank {servers.start} on) did not answer within {timeout():g} s: start "
