@@ -149,7 +149,7 @@ def test_cmaq_mockup_fortran_equals_python(programs: dict[str, Path], references
             assert all(np.array_equal(ds[f"SPEC{s:03d}"][step], expected) for step in range(3))
         assert list(ds["time"][:]) == [0.0, 3600.0, 7200.0]
     measured = json.loads(timing.read_text())
-    assert set(measured) == {"start_s", "io_s", "calls", "steps_s", "step_calls"}
+    assert set(measured) == {"start_s", "io_s", "calls", "steps_s", "step_calls", "run_s"}
     assert measured["step_calls"] == 3 * (nspec + 1) and 0 < measured["steps_s"] < measured["io_s"]
 
 

@@ -30,8 +30,8 @@ void climio_keep_error(const char *message)
 
 int climio_errmsg(char *buffer, int length)
 {
-    if (length <= 0)
-        return (int)strlen(last_error);
+    if (length <= 0 || buffer == NULL)  /* nothing written, nothing counted */
+        return 0;
     int n = (int)strlen(last_error);
     if (n > length - 1) {
         n = length - 1;
