@@ -137,13 +137,15 @@ contains
     end do
   end subroutine workload
 
+  !> A failed call ends the job, as a model does: the rank that saw it says why, then MPI_Abort (MPI_Finalize
+  !> would wait for every rank of the launch, an I/O server that died too).
   subroutine check(code)
     integer, intent(in) :: code
     calls = calls + 1
     if (code /= CLIMIO_NOERR) then
-       if (rank == 0) write (0, '(a)') "cmaq_mockup: " // climio_errmsg()
-       call MPI_Finalize(ierr)
-       stop 1
+       write (0, '(a)') "cmaq_mockup: " // climio_errmsg()
+       flush (0)
+       call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
     end if
   end subroutine check
 

@@ -3,8 +3,9 @@
  * areas area(y, x) without records; and the undistributed coordinates lat(y), lon(x), lev(lev) and the
  * time bounds time_bnds(time, nv), given whole on every rank (rank 0's are written).
  *
- *   mpiexec -n 4 write_fields OUT.nc [MODES [STRATEGY [NSTEPS]]]      (default cdf5 agg 3)
+ *   mpiexec -n 4 write_fields OUT.nc [MODES [STRATEGIES [NSTEPS]]]    (default cdf5 agg 3)
  *   mpiexec -n 4 write_fields OUT.nc serial,hdf5,cdf5 auto           (OUT.serial.nc, OUT.hdf5.nc, ...)
+ *   mpiexec -n 4 write_fields OUT.nc serial,cdf5 root,stripe         (a strategy per mode)
  *   mpiexec -n 4 write_fields OUT.nc : -n 1 climio serve            (the same file, written by a server)
  *
  * Every value tells where it belongs: T = step*1e4 + lev*1e3 + y*NX + x (ps: the same, level 0, plus 0.5),
@@ -43,6 +44,14 @@ static double value(int step, int lev, long long y, long long x)
     return step * 1e4 + lev * 1e3 + (double)(y * NX + x);
 }
 
+/* Item k of a comma-separated list into out (a list of one item gives it for every k). */
+static void item(const char *list, int k, char *out, size_t size)
+{
+    while (k-- > 0 && strchr(list, ','))
+        list = strchr(list, ',') + 1;
+    snprintf(out, size, "%.*s", (int)strcspn(list, ","), list);
+}
+
 /* Write one file in one mode and read its last record of T back: the number of values that differ. */
 static int write_and_read(MPI_Comm comm, int iosys, const char *path, const char *mode, const char *strategy,
                           int nsteps, long long *wrong);
@@ -51,20 +60,23 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     if (argc < 2) {
-        fprintf(stderr, "usage: write_fields OUT.nc [MODES [STRATEGY [NSTEPS]]]\n");
+        fprintf(stderr, "usage: write_fields OUT.nc [MODES [STRATEGIES [NSTEPS]]]\n");
         MPI_Finalize();
         return 2;
     }
-    char modes[256];
-    snprintf(modes, sizeof modes, "%s", argc > 2 ? argv[2] : "cdf5");
-    const char *strategy = argc > 3 ? argv[3] : "agg";
+    const char *modes = argc > 2 ? argv[2] : "cdf5", *strategies = argc > 3 ? argv[3] : "agg";
     int nsteps = argc > 4 ? atoi(argv[4]) : 3, several = strchr(modes, ',') != NULL, rank, status = 0, iosys;
+    int nmodes = 1;
+    for (const char *c = modes; *c; c++)
+        nmodes += *c == ',';
     MPI_Comm comm;
     CHECK(climio_model_comm(&comm));
     MPI_Comm_rank(comm, &rank);
     CHECK(climio_init_intracomm(comm, &iosys));
-    for (char *mode = strtok(modes, ","); mode && !status; mode = strtok(NULL, ",")) {
-        char path[4096];
+    for (int k = 0; k < nmodes && !status; k++) {
+        char mode[64], strategy[64], path[4096];
+        item(modes, k, mode, sizeof mode);
+        item(strategies, k, strategy, sizeof strategy);
         const char *dot = strrchr(argv[1], '.');
         if (several && dot)  /* the mode before the suffix: out.nc -> out.cdf5.nc */
             snprintf(path, sizeof path, "%.*s.%s%s", (int)(dot - argv[1]), argv[1], mode, dot);

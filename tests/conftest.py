@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +23,10 @@ import pytest
 from climio.core.mpi import mpiexec_command
 
 RUN_TIMEOUT = 180
+
+# Open MPI's ranks spin while they wait for a message; the suite's two workers start launches side by side,
+# oversubscribed on 2 cores, where a spinning rank takes the core a rank it waits for needs. Yield instead.
+os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
 
 # Real model output, meshes and daily records (tests/data/README.md gives each file's source and licence).
 DATA = Path(__file__).resolve().parent / "data"
@@ -132,6 +137,11 @@ def small_tmpfs(size: str) -> Iterator[Path]:
         pytest.skip(f"cannot mount a small tmpfs here ({done.stderr.decode().strip()})")
     try:
         yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
+    finally:  # a rank that MPI_Abort ended may hold the mount a moment longer: wait for it, then let go lazily
+        for _ in range(50):
+            if subprocess.run(["umount", str(mount)], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.2)
+        else:
+            subprocess.run(["umount", "--lazy", str(mount)], check=True)
         mount.rmdir()

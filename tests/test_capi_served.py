@@ -82,12 +82,20 @@ def attached(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
     return get
 
 
+# the servers' strategy for each of MODES, per (model ranks, servers): every strategy the servers apply, each in
+# several modes and launches (agg:N needs N servers)
+STRATEGIES = {(2, 1): "root,agg,direct,stripe", (2, 2): "auto,agg:2,agg,direct", (4, 1): "root,direct,stripe,agg",
+              (4, 2): "auto,agg,direct,stripe", (6, 1): "root,direct,agg,stripe", (6, 2): "auto,agg:2,stripe,agg:2"}
+
+
 @pytest.mark.parametrize("nmodel", [2, 4, 6])
 @pytest.mark.parametrize("nservers", [1, 2])
 def test_write_fields_through_servers_is_the_attached_file(programs: dict[str, Path], attached, tmp_path: Path,
                                                            nmodel: int, nservers: int) -> None:
+    """The files of every mode, each written by the servers with another strategy, equal the attached ones."""
     out = tmp_path / "out.nc"
-    result = finished(served([str(programs["write_fields"]), str(out), ",".join(MODES), "auto"], nmodel, nservers))
+    result = finished(served([str(programs["write_fields"]), str(out), ",".join(MODES),
+                              STRATEGIES[nmodel, nservers]], nmodel, nservers))
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("written and read back, 0 values differ") == len(MODES), result.stdout
     reference = attached(nmodel)
@@ -96,9 +104,9 @@ def test_write_fields_through_servers_is_the_attached_file(programs: dict[str, P
     assert sorted(os.listdir(tmp_path)) == sorted(f"out.{mode}.nc" for mode in MODES)  # no temporary left
 
 
-# model ranks, servers, process grid, mode, strategy (the servers' own): every strategy the servers apply
+# model ranks, servers, process grid, mode, strategy (the servers' own): every mode and rank count
 CMAQ = [(2, 1, "2x1", "cdf5", "agg"), (4, 2, "2x2", "hdf5", "agg:2"), (6, 1, "3x2", "serial", "root"),
-        (6, 2, "2x3", "cdf2", "direct"), (4, 1, "4x1", "cdf5", "stripe")]
+        (6, 2, "2x3", "cdf2", "stripe")]
 
 
 @pytest.mark.parametrize("nmodel, nservers, grid, mode, strategy", CMAQ)
@@ -119,34 +127,45 @@ def mapped(result: subprocess.CompletedProcess[str]) -> tuple[list[str], int]:
     return files, int(re.search(r"^rss_kb (\d+)", result.stdout, flags=re.M)[1])
 
 
-def test_a_model_rank_that_writes_through_servers_maps_no_python(programs: dict[str, Path], tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def small_outputs(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+                  ) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """tests/capi/mapped.c's small output at 2 model ranks: through a server and attached, every step and their
+    mean (climio_def_var_reduce)."""
+    base, runs = tmp_path_factory.mktemp("small"), {}
+    for name, args in (("served", []), ("served-mean", ["mean"]), ("attached", []), ("attached-mean", ["mean"])):
+        argv = [str(programs["mapped"]), str(base / f"{name}.nc"), *args]
+        runs[name] = (base / f"{name}.nc", finished(served(argv, 2, 1)) if name.startswith("served") else
+                      run(argv, nranks=2, timeout=LAUNCH_TIMEOUT))
+    return runs
+
+
+def test_a_model_rank_that_writes_through_servers_maps_no_python(small_outputs) -> None:
     """/proc/self/maps of a model rank after its output: through servers no libpython and no file of the Python
     environment but libclimio itself; attached, the interpreter is there (the check can fail)."""
-    files, rss = mapped(finished(served([str(programs["mapped"]), str(tmp_path / "s.nc")], 2, 1)))
+    files, rss = mapped(small_outputs["served"][1])
     python = [f for f in files if "python" in f or "climio_py" in f or
               (f.startswith(sys.prefix) and not f.endswith("/libclimio.so"))]
     assert python == [] and any(f.endswith("/libclimio.so") for f in files), files
-    attached_files, attached_rss = mapped(run([str(programs["mapped"]), str(tmp_path / "a.nc")], nranks=2,
-                                              timeout=LAUNCH_TIMEOUT))
+    attached_files, attached_rss = mapped(small_outputs["attached"][1])
     assert any("libpython" in f for f in attached_files) and any("libclimio_py" in f for f in attached_files)
     assert rss < attached_rss / 2, (rss, attached_rss)
-    with netCDF4.Dataset(tmp_path / "s.nc") as s, netCDF4.Dataset(tmp_path / "a.nc") as a:
+    with netCDF4.Dataset(small_outputs["served"][0]) as s, netCDF4.Dataset(small_outputs["attached"][0]) as a:
         assert (s["v"][:] == a["v"][:]).all()
 
 
-def test_an_online_mean_from_c_is_numpys_mean_of_the_steps(programs: dict[str, Path], tmp_path: Path) -> None:
+def test_an_online_mean_from_c_is_numpys_mean_of_the_steps(small_outputs) -> None:
     """climio_def_var_reduce(CLIMIO_MEAN, 3): the servers write one record, numpy's float64 mean of the three steps
     the model sent, with CF cell_methods and time bounds; attached mode refuses it with one line."""
-    steps = tmp_path / "steps.nc"
-    mapped(finished(served([str(programs["mapped"]), str(steps)], 2, 1)))
-    mapped(finished(served([str(programs["mapped"]), str(tmp_path / "mean.nc"), "mean"], 2, 1)))
-    with netCDF4.Dataset(steps) as every, netCDF4.Dataset(tmp_path / "mean.nc") as reduced:
+    mapped(small_outputs["served-mean"][1])
+    every, reduced = (netCDF4.Dataset(small_outputs[name][0]) for name in ("served", "served-mean"))
+    with every, reduced:
         assert reduced["v"].shape == (1, 16, 20) and reduced["v"].cell_methods == "time: mean"
         assert (reduced["v"][0] == every["v"][:].astype(np.float64).mean(axis=0)).all()
         assert reduced["time"][:].tolist() == [6.0] and reduced["time_bnds"][:].tolist() == [[0.0, 12.0]]
-    result = run([str(programs["mapped"]), str(tmp_path / "attached.nc"), "mean"], nranks=2, timeout=LAUNCH_TIMEOUT)
+    path, result = small_outputs["attached-mean"]
     assert result.returncode != 0 and "online reductions run on the I/O servers" in result.stderr
-    assert not (tmp_path / "attached.nc").exists()
+    assert not path.exists()
 
 
 @pytest.mark.parametrize("kind, code, said", [("varid", EBADID, "no variable id 99"),
@@ -204,7 +223,7 @@ def test_a_killed_server_ends_the_model_within_its_timeout(programs: dict[str, P
     out = tmp_path / "out.nc"
     out.write_bytes(OLD)
     job = served([str(programs["cmaq_mockup"]), str(out), "domain=40x30x5x20", "grid=2x1", "steps=1000000"], 2, 1,
-                 timeout_s="5", recovery=True)
+                 timeout_s="3", recovery=True)
     deadline = time.monotonic() + 60
     while not any(p.name.endswith(".climio-tmp") for p in tmp_path.iterdir()):
         assert time.monotonic() < deadline and job.poll() is None, "the served output never started"
@@ -214,6 +233,6 @@ def test_a_killed_server_ends_the_model_within_its_timeout(programs: dict[str, P
     killed = time.monotonic()
     result = finished(job, timeout=90)
     assert time.monotonic() - killed < 45, "the model waited far past its timeout"
-    lines = [line for line in result.stderr.splitlines() if line.startswith("cmaq_mockup: ")]
-    assert len(lines) == 1 and "did not take" in lines[0] and "within 5 s" in lines[0], result.stderr
+    lines = {line for line in result.stderr.splitlines() if line.startswith("cmaq_mockup: ")}  # each rank's, if any
+    assert len(lines) == 1 and "did not take" in lines.pop(), result.stderr  # (mpiexec --enable-recovery exits 0)
     assert sorted(os.listdir(tmp_path)) == ["out.nc"] and out.read_bytes() == OLD
