@@ -24,10 +24,6 @@ from climio.core.mpi import mpiexec_command
 
 RUN_TIMEOUT = 180
 
-# Open MPI's ranks spin while they wait for a message; the suite's two workers start launches side by side,
-# oversubscribed on 2 cores, where a spinning rank takes the core a rank it waits for needs. Yield instead.
-os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
-
 # Real model output, meshes and daily records (tests/data/README.md gives each file's source and licence).
 DATA = Path(__file__).resolve().parent / "data"
 

@@ -922,24 +922,32 @@ static file *new_file(iosystem *s, decomp *d, const char *path)
     return f;
 }
 
+/* The I/O system and decomposition of a new file at path, checked (0 or an error code; *s NULL: no system). */
+static int file_source(int iosysid, int ioid, const char *path, iosystem **s, decomp **d)
+{
+    *s = system_of(iosysid);
+    if (*s == NULL)
+        return bad_system(iosysid);
+    int code = system_check(*s);
+    if (!code)
+        code = decomp_of(*s, ioid, d);
+    if (!code && strlen(path) >= 4096)
+        code = climio_fail(CLIMIO_EINVAL, "%.200s...: a path of over 4095 bytes", path);
+    return code;
+}
+
 int served_createfile(int iosysid, int ioid, int *ncid, const char *mode, const char *strategy, const char *path,
                       int flags)
 {
-    iosystem *s = system_of(iosysid);
+    iosystem *s;
     decomp *d;
     *ncid = -1;
-    if (s == NULL)
-        return bad_system(iosysid);
-    int code = system_check(s);
-    if (!code)
-        code = decomp_of(s, ioid, &d);
+    int code = file_source(iosysid, ioid, path, &s, &d);
     if (!code && flags != CLIMIO_CLOBBER && flags != CLIMIO_NOCLOBBER)
         code = climio_fail(CLIMIO_EINVAL, "%s: flags %d: use CLIMIO_CLOBBER (0) or CLIMIO_NOCLOBBER (1)", path,
                            flags);
-    if (!code && strlen(path) >= 4096)
-        code = climio_fail(CLIMIO_EINVAL, "%.200s...: a path of over 4095 bytes", path);
     if (code)
-        return failed(s, code);
+        return s ? failed(s, code) : code;
     file *f = new_file(s, d, path);
     if (f == NULL)
         return failed(s, CLIMIO_EINVAL);
@@ -980,18 +988,12 @@ static int await_answer(iosystem *s, const char *what, long long *value)
 
 int served_openfile(int iosysid, int ioid, int *ncid, const char *strategy, const char *path)
 {
-    iosystem *s = system_of(iosysid);
+    iosystem *s;
     decomp *d;
     *ncid = -1;
-    if (s == NULL)
-        return bad_system(iosysid);
-    int code = system_check(s);
-    if (!code)
-        code = decomp_of(s, ioid, &d);
-    if (!code && strlen(path) >= 4096)
-        code = climio_fail(CLIMIO_EINVAL, "%.200s...: a path of over 4095 bytes", path);
+    int code = file_source(iosysid, ioid, path, &s, &d);
     if (code)
-        return failed(s, code);
+        return s ? failed(s, code) : code;
     file *f = new_file(s, d, path);
     if (f == NULL)
         return failed(s, CLIMIO_EINVAL);
@@ -1427,16 +1429,24 @@ static void halo_copy(const decomp *d, long long rows, char *haloed, char *packe
     }
 }
 
+/* The file (being written) and variable of a data call, checked; a call this rank refuses is sent as `kind`. */
+static int data_target(int ncid, const char *call, int kind, int varid, long long frame, int memtype, file **f,
+                       var **v)
+{
+    int code = writing(ncid, call, f);
+    if (code)
+        return code;
+    code = data_call(*f, varid, frame, memtype, v);
+    return code ? refuse(*f, kind, code) : CLIMIO_NOERR;
+}
+
 int served_write_darray(int ncid, int varid, long long frame, int memtype, long long arraylen, const void *array)
 {
     file *f;
     var *v;
-    int code = writing(ncid, "climio_write_darray", &f);
+    int code = data_target(ncid, "climio_write_darray", WRITE, varid, frame, memtype, &f, &v);
     if (code)
         return code;
-    code = data_call(f, varid, frame, memtype, &v);
-    if (code)
-        return refuse(f, WRITE, code);
     long long rows = rows_of(f, v), args[5] = {varid, frame, memtype, arraylen, 0};
     const decomp *d = f->d;
     buffer data = {array, arraylen, memtype, NULL, 0};
@@ -1451,12 +1461,9 @@ int served_put_var(int ncid, int varid, long long frame, int memtype, long long 
 {
     file *f;
     var *v;
-    int code = writing(ncid, "climio_put_var", &f);
+    int code = data_target(ncid, "climio_put_var", PUT_VAR, varid, frame, memtype, &f, &v);
     if (code)
         return code;
-    code = data_call(f, varid, frame, memtype, &v);
-    if (code)
-        return refuse(f, PUT_VAR, code);
     long long count = f->sys->rank == 0 ? len : 0, args[5] = {varid, frame, memtype, count, 0};
     buffer data = {.data = values, .count = count, .xtype = memtype};
     return failed(f->sys, send(f->sys, PUT_VAR, f->n, args, NULL, 0, &data, 1));
