@@ -23,8 +23,8 @@
 
 #include "internal.h"
 
-enum { TAG_HELLO = 7301, TAG_INTERCOMM, TAG_PACKET, TAG_UNUSED, TAG_REPLY, TAG_REPLY_TEXT, TAG_ANSWER,
-       TAG_ANSWER_TEXT, TAG_ANSWER_DATA };
+enum { TAG_HELLO = 7301, TAG_INTERCOMM = 7302, TAG_PACKET = 7303, TAG_REPLY = 7305, TAG_REPLY_TEXT = 7306,
+       TAG_ANSWER = 7307, TAG_ANSWER_TEXT = 7308, TAG_ANSWER_DATA = 7309 };
 enum { DECOMP = 1, CREATE, DEF_DIM, DEF_VAR, PUT_ATT, DEF_COMPRESS, DEF_REDUCE, ENDDEF, WRITE, PUT_TIME, PUT_VAR,
        CLOSE, FINALIZE, OPEN, INQ_VARID, READ };
 enum { NC_CHAR = 2, SYSTEM = -1, SHIFT = 16, MAXITEMS = (1 << SHIFT) - 1 };
@@ -708,15 +708,8 @@ int served_finalize(int iosysid)
     free(s->system_error);
     free(s->ring);
     systems[s->index] = NULL;
-    int abort = s->abort;
-    MPI_Comm comm = s->comm;
+    code = failed(s, code);  /* under CLIMIO_ABORT_ON_ERROR, the job ends here */
     free(s);
-    if (code && abort) {
-        char message[2048];
-        climio_errmsg(message, (int)sizeof message);
-        fprintf(stderr, "climio: %s\n", message);
-        MPI_Abort(comm, code == CLIMIO_EIO ? 1 : 2);
-    }
     return code;
 }
 
