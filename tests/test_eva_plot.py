@@ -41,8 +41,8 @@ from climio.errors import ClimioError
 from climio.eva import job, maps, plot
 from climio.eva.plot import Axis, Fields, Map
 from climio.eva.series import Series, time_rule
-from climio.subset.inputs import open_inputs
-from climio.subset.options import parse_dim_range
+from climio.core.inputs import open_inputs
+from climio.core.ranges import parse_dim_range
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 from eva_batch import Batch  # noqa: E402

@@ -14,7 +14,7 @@ from climio.core.decomp import Hyperslab
 from climio.eva import largest
 from climio.eva.job import scan_slab
 from climio.eva.series import Series, time_rule
-from climio.subset.inputs import Inputs, open_inputs
+from climio.core.inputs import Inputs, open_inputs
 
 
 def _file(path: Path, series: np.ndarray, fill: float | None) -> Inputs:

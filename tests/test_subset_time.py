@@ -282,8 +282,8 @@ LIMITS = [("1850-01-01", "date"), ("1850-1-1", "date"), ("1850-01-01T12:00", "da
 
 @pytest.mark.parametrize("text,kind", LIMITS, ids=[t for t, _ in LIMITS])
 def test_limits_recognised(text: str, kind: str) -> None:
-    from climio.subset.options import parse_dim_range
-    from climio.subset.timeaxis import Date
+    from climio.core.ranges import parse_dim_range
+    from climio.core.timeaxis import Date
 
     got = parse_dim_range(f"time,{text}").low
     assert {Date: "date", int: "index", float: "value"}[type(got)] == kind, got
@@ -292,7 +292,7 @@ def test_limits_recognised(text: str, kind: str) -> None:
 def test_date_limits_in_process() -> None:
     """DimRange.resolve on coordinates alone: 360_day, all_leap, errors."""
     from climio.errors import ClimioError
-    from climio.subset.options import parse_dim_range
+    from climio.core.ranges import parse_dim_range
 
     days = np.arange(720) + 0.5
     pick = parse_dim_range("time,2000-12-30,2001-01-01 12:00").resolve(720, days, False, "days since 2000-1-1",

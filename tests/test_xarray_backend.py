@@ -21,7 +21,7 @@ import climio.xr  # noqa: F401 (registers .climio)
 from climio.core.decomp import Hyperslab
 from climio.errors import ClimioError
 from climio.eva import fit_pot
-from climio.subset.inputs import Inputs
+from climio.core.inputs import Inputs
 
 HELPERS = Path(__file__).resolve().parent / "helpers"
 FILES = sorted([*(DATA / "real").glob("*.nc"), *(DATA / "real").glob("*.ug"), *(DATA / "cmip").glob("*.nc")])

@@ -179,7 +179,7 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
     if len(args.files) < 2:
         raise ClimioError("eva needs at least one input file and the output file: climio eva IN [IN ...] OUT",
                           collective=True)
-    from climio.subset.options import parse_dim_range
+    from climio.core.ranges import parse_dim_range
 
     if args.ci_method is not None and args.ci is None:
         raise ClimioError("--ci-method: give the confidence level too, e.g. --ci 0.95", collective=True)
@@ -211,7 +211,8 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
 def cmd_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.subset.job import Request, subset
-    from climio.subset.options import parse_box, parse_dim_range
+    from climio.core.ranges import parse_dim_range
+    from climio.subset.options import parse_box
 
     if len(args.files) < 2:
         raise ClimioError("subset needs at least one input file and the output file: climio subset IN [IN ...] OUT",

@@ -39,7 +39,7 @@ from climio.eva.intervals import Request
 from climio.eva.methods import METHODS, PER_PERIOD, TRENDS, Method
 from climio.eva.series import Axis, is_time_coordinate
 from climio.eva.timestep import step_days, values_per_year
-from climio.subset.timeaxis import calendar_of, time_units
+from climio.core.timeaxis import calendar_of, time_units
 
 
 class UnitsWarning(UserWarning):

@@ -44,9 +44,9 @@ from climio.eva.intervals import Request
 from climio.eva.methods import METHODS, TRENDS, Method
 from climio.eva.plot import Fields, Map, draw, method_text, record_years
 from climio.eva.series import Series, time_rule
-from climio.subset.inputs import open_inputs
-from climio.subset.options import DimRange
-from climio.subset.timeaxis import calendar_of, describe, time_units
+from climio.core.inputs import open_inputs
+from climio.core.ranges import DimRange
+from climio.core.timeaxis import calendar_of, describe, time_units
 
 if TYPE_CHECKING:
     from mpi4py import MPI

@@ -30,7 +30,7 @@ from climio.errors import ClimioError
 from climio.eva import cf
 from climio.eva.methods import PER_PERIOD, Method
 from climio.eva.series import Axis, Series
-from climio.subset.timeaxis import time_units
+from climio.core.timeaxis import time_units
 
 REFERENCES = ("bounds", "climatology", "coordinates", "ancillary_variables", "formula_terms", "grid_mapping")
 # What bounds inherit from their coordinate (CF 7.1 recommends leaving them out; xarray's writer drops them too).

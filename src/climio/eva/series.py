@@ -1,6 +1,6 @@
 """The series ``climio eva`` analyses: one variable of one or many files, seen as ``(time, cells...)``.
 
-* **Many files** are joined along time by subset's :mod:`climio.subset.inputs` (the
+* **Many files** are joined along time by :mod:`climio.core.inputs` (the
   same code as ``climio subset --join``): time rebased to the first file's units,
   calendars must agree, records in time order; a gap of more than one time step
   between two files is an error unless allowed.
@@ -29,9 +29,9 @@ from climio.core.datavars import only_data_variable
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import Store, Variable
 from climio.errors import ClimioError
-from climio.subset.inputs import Inputs
-from climio.subset.options import DimRange
-from climio.subset.timeaxis import calendar_of, describe, time_units
+from climio.core.inputs import Inputs
+from climio.core.ranges import DimRange
+from climio.core.timeaxis import calendar_of, describe, time_units
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def analysed(variables: Mapping[str, Variable], name: str | None, where: str) ->
 
 
 def time_rule(name: str | None, where: str):  # type: ignore[no-untyped-def]
-    """The join rule for :func:`climio.subset.inputs.open_inputs`: the variable's time dimension in the first
+    """The join rule for :func:`climio.core.inputs.open_inputs`: the variable's time dimension in the first
     input (the variable must be there; None: its one data variable)."""
     def rule(store: Store) -> str:
         variables = {v.name: v for v in store.schema.variables}

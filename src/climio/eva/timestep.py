@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from climio.errors import ClimioError
-from climio.subset.timeaxis import calendar_of
+from climio.core.timeaxis import calendar_of
 
 DAILY_NPY = 365.25  # extRemes's default
 DAYS_PER_YEAR = {"noleap": 365.0, "all_leap": 366.0, "360_day": 360.0, "standard": 365.2425,

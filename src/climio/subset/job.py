@@ -29,8 +29,9 @@ from climio.core.ncio import Schema, Store, Variable
 from climio.errors import ClimioError
 from climio.subset import distribute, reader
 from climio.subset.grids import Connectivity, Mesh, Points, Regular, Unsupported, detect, is_longitude
-from climio.subset.inputs import Inputs, open_inputs
-from climio.subset.options import Box, DimRange
+from climio.core.inputs import Inputs, open_inputs
+from climio.core.ranges import DimRange
+from climio.subset.options import Box
 from climio.subset.selection import Kept, Picked, Selection
 
 if TYPE_CHECKING:

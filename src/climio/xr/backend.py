@@ -1,6 +1,6 @@
 """climio as an xarray backend: ``xr.open_dataset(path, engine="climio")`` and :func:`open_mfdataset`.
 
-Both read through :class:`climio.subset.inputs.Inputs`, the object ``climio subset`` and ``climio eva`` read
+Both read through :class:`climio.core.inputs.Inputs`, the object ``climio subset`` and ``climio eva`` read
 their inputs with, so a file joined here is joined by the commands' rules (time rebased to the first file's
 units, calendars checked, inputs sorted by time, overlaps refused). Values are read lazily, one
 ``Store.read`` per hyperslab xarray asks for; CF decoding is xarray's own, as for its netCDF engines, so
@@ -28,8 +28,8 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import Variable
 from climio.errors import ClimioError
 from climio.eva import timestep
-from climio.subset.inputs import Inputs, open_inputs
-from climio.subset.timeaxis import calendar_of, describe, time_units
+from climio.core.inputs import Inputs, open_inputs
+from climio.core.timeaxis import calendar_of, describe, time_units
 
 if TYPE_CHECKING:
     from mpi4py import MPI

@@ -32,7 +32,7 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import Store, Variable
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.subset.timeaxis import Rebase, TimeUnitsError, calendar_of, describe, rebase, time_units
+from climio.core.timeaxis import Rebase, TimeUnitsError, calendar_of, describe, rebase, time_units
 
 if TYPE_CHECKING:
     from mpi4py import MPI
