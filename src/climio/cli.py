@@ -203,8 +203,7 @@ def cmd_eva(args: argparse.Namespace, comm: MPI.Comm) -> None:
             notes += f"; {summary.compiled:.1f} s compiling kernels, not counted"
         if summary.plot_seconds:
             notes += f"; map drawn in {summary.plot_seconds:.2f} s, not counted"
-        fits = "GEV fits of block maxima" if args.method == "gev" else "GPD fits"
-        print(f"wrote {out}: {fits} of {summary.variable} at {summary.cells} cells ({files}{summary.steps} steps, "
+        print(f"wrote {out}: {summary.fits} of {summary.variable} at {summary.cells} cells ({files}{summary.steps} steps, "
               f"{summary.period}{notes}) on {comm.Get_size()} rank(s) in {summary.seconds:.2f} s "
               f"({summary.cells / summary.seconds:.0f} cells/s); status: {statuses}")
 

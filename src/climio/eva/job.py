@@ -157,6 +157,7 @@ class Summary:
     compiled: float = 0.0  # seconds spent compiling kernels numba had not cached (left out of ``seconds``)
     plot_seconds: float = 0.0  # seconds drawing and writing --plot's map (left out of ``seconds``)
     variable: str = ""  # the variable analysed (--var, or the inputs' one data variable)
+    fits: str = ""  # what was fitted, in the method's words ("GPD fits")
 
 
 def decomposition(shape: tuple[int, ...], split: str, nranks: int) -> Decomposition:
@@ -324,7 +325,8 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
     seconds = MPI.Wtime() - started - plotting
     notes += [f"{a} fitted as a cell axis" for a in extra_axes]
     return Summary(series.cells(), seconds, {m: int(c) for m, c in zip(method.statuses, counts) if c},
-                   shape[0], len(paths), period, tuple(notes), plot_seconds=plotting, variable=series.name)
+                   shape[0], len(paths), period, tuple(notes), plot_seconds=plotting, variable=series.name,
+                   fits=method.said)
 
 
 def _attributes(series: Series, opts: Options, cov: covariate.Covariate | None) -> dict[str, dict[str, object]]:

@@ -25,6 +25,7 @@ class Method:
     name: str
     distribution: str  # the name in climio.eva.distributions
     title: str  # the output's title says "<title> of <var>"
+    said: str  # the command's summary line says "wrote OUT: <said> of <var> ..."
     description: str  # the output's global 'method' attribute
     results: Mapping[str, str]  # result variable -> netCDF type; those in PER_PERIOD have the period dimension
     statuses: tuple[str, ...]  # the status variable's flag meanings, by value
@@ -54,10 +55,10 @@ class Method:
 TRENDS = {"gev": gev_trend, "gpd": gpd_trend}  # each distribution's fit with a trend
 
 METHODS = {
-    "pot": Method("pot", "gpd", "peaks-over-threshold GPD fits",
+    "pot": Method("pot", "gpd", "peaks-over-threshold GPD fits", "GPD fits",
                   "threshold: R type-7 quantile; GPD maximum likelihood with shape >= -1 (profile likelihood, "
                   "global search); return level u + s/k((T npy rate)^k - 1)", cf.RESULT_TYPES, cf.STATUS_MEANINGS),
-    "gev": Method("gev", "gev", "block-maxima GEV fits",
+    "gev": Method("gev", "gev", "block-maxima GEV fits", "GEV fits of block maxima",
                   "block maxima of the complete blocks; GEV maximum likelihood with shape >= -1 (profile "
                   "likelihood over the shape, global search); return level m + s/k((-log(1-1/T))^-k - 1)",
                   cf.BLOCK_RESULT_TYPES, cf.BLOCK_STATUS_MEANINGS),
