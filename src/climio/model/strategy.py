@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio.core.decomp import Hyperslab
+from climio.core.ncio.modes import EVERY_STRATEGY, MODES
 from climio.core.rearrange import BoxLayout, Layout
 from climio.errors import ClimioError
 from climio.model.decomposition import BlockDecomposition, GridDecomposition
@@ -33,7 +34,7 @@ from climio.model.route import Route, aggregator_ranks, even_ranges, flat_slabs,
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-STRATEGIES = ("direct", "root", "rows", "cols", "agg", "stripe", "auto")
+STRATEGIES = EVERY_STRATEGY
 DEFAULT_STRIPE_SIZE = 1 << 20
 AUTO_PER_NODE = 2  # EUS at 4 ranks on one 2-core node: agg:2 5.3 s, agg:1 8.0 s (docs/output.md)
 
@@ -50,10 +51,9 @@ def parse_strategy(text: str) -> tuple[str, int | None]:
 
 
 def applicable_modes(strategy: str) -> tuple[str, ...]:
+    """The modes ``strategy`` writes (the mode table says which strategies each mode takes)."""
     name, _ = parse_strategy(strategy)
-    if name in ("root", "auto"):
-        return ("serial", "hdf5", "cdf2", "cdf5")
-    return ("cdf2", "cdf5") if name == "stripe" else ("hdf5", "cdf2", "cdf5")
+    return tuple(mode for mode, facts in MODES.items() if name in facts.strategies)
 
 
 def node_count(comm: MPI.Comm) -> int:

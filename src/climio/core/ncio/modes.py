@@ -1,4 +1,9 @@
-"""The four storage modes of seed 002 (PISM), and which of them this machine can run."""
+"""The table of storage modes and of the netCDF formats they write: every other module asks it.
+
+A mode of an existing library is one :func:`register` call (or one entry below); a new library is one store
+module plus its entries. Facts about a format (its layout, its data model, what one variable may hold) live in
+:data:`FORMATS`, so no module tests a format's name.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,50 @@ CDF1_VARIABLE_LIMIT = 2**31 - 4
 # Types the CDF-1/CDF-2 and netCDF-4 classic-model formats cannot store (CDF-5 and netCDF-4 store all but
 # strings, which only netCDF-4 has): the unsigned and 64-bit integers, and NC_STRING (numpy object).
 CDF2_FORBIDDEN_KINDS = {np.dtype(t) for t in ("u2", "u4", "i8", "u8")}
-CLASSIC_MODEL_FORMATS = ("NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF4_CLASSIC")
+
+
+@dataclass(frozen=True)
+class Format:
+    """What one on-disk netCDF format (netCDF4-python's name for it) can hold, and how climio treats its files."""
+
+    name: str
+    classic_layout: bool  # a classic file (CDF-1/2/5): a header, then data at offsets that follow from it
+    classic_model: bool  # CDF types only: no 64-bit or unsigned integers but u1 (CDF-5 has them), no strings
+    variable_limit: int | None  # the most bytes one variable (one record of a record variable) may hold
+    read_mode: str  # the mode that reads a file of this format in parallel
+    write_mode: str  # the mode that writes a file in this format (a subset keeps its input's format, as NCO)
+
+    @property
+    def hdf5(self) -> bool:
+        """netCDF-4: HDF5 storage, whose variables may be chunked and filtered (compressed)."""
+        return not self.classic_layout
+
+    @property
+    def enhanced(self) -> bool:
+        """The netCDF-4 enhanced model: strings, and an unlimited dimension after others (netCDF-C's
+        NC_EUNLIMPOS refuses that in the classic model)."""
+        return self.hdf5 and not self.classic_model
+
+
+FORMATS: dict[str, Format] = {
+    f.name: f
+    for f in (
+        Format("NETCDF3_CLASSIC", True, True, CDF1_VARIABLE_LIMIT, "cdf2", "cdf1"),
+        Format("NETCDF3_64BIT_OFFSET", True, True, CDF2_VARIABLE_LIMIT, "cdf2", "cdf2"),
+        Format("NETCDF3_64BIT_DATA", True, False, None, "cdf5", "cdf5"),
+        Format("NETCDF4", False, False, None, "hdf5", "hdf5"),
+        Format("NETCDF4_CLASSIC", False, True, None, "hdf5", "hdf5-classic"),
+    )
+}
+
+# The mode that reads a file of each on-disk format by default (in parallel), and the one that writes a file in
+# the same format as an input (what NCO does: a subset stays in its input's format).
+FORMAT_READ_MODE = {f.name: f.read_mode for f in FORMATS.values()}
+FORMAT_WRITE_MODE = {f.name: f.write_mode for f in FORMATS.values()}
+
+# The strategies of model output (climio.model.strategy) that write each kind of mode.
+EVERY_STRATEGY = ("direct", "root", "rows", "cols", "agg", "stripe", "auto")
+ONE_WRITER = ("root", "auto")
 
 
 @dataclass(frozen=True)
@@ -27,8 +75,14 @@ class Mode:
     name: str
     nc_format: str
     parallel: bool
-    library: str
+    library: str  # the library that writes it: netCDF-C, HDF5 or PnetCDF
     summary: str
+    strategies: tuple[str, ...] = ()  # the model output strategies that write this mode (none: model output
+    #                                   does not offer it; it keeps an input's format for subset and eva)
+
+    @property
+    def format(self) -> Format:
+        return FORMATS[self.nc_format]
 
     @property
     def library_need(self) -> str:
@@ -37,69 +91,69 @@ class Mode:
 
     @property
     def variable_limit(self) -> int | None:
-        return {"NETCDF3_64BIT_OFFSET": CDF2_VARIABLE_LIMIT, "NETCDF3_CLASSIC": CDF1_VARIABLE_LIMIT}.get(self.nc_format)
+        return self.format.variable_limit
+
+    @property
+    def compressible(self) -> bool:
+        """Whether variables may be chunked and filtered (deflate, quantization): netCDF-4 formats only."""
+        return self.format.hdf5
 
     @property
     def unlimited_anywhere(self) -> bool:
         """Whether a variable's unlimited dimension may come after others (netCDF-4 only; the classic model
         wants it first, netCDF-C's NC_EUNLIMPOS)."""
-        return self.nc_format == "NETCDF4"
+        return self.format.enhanced
 
     def stores(self, dtype: np.dtype) -> bool:
         """Whether this mode's format has the type: classic-model formats lack 64-bit and unsigned integers
         (but ``u1``), and only netCDF-4 has strings."""
         if dtype.kind == "O":
-            return self.nc_format == "NETCDF4"
-        return not (self.nc_format in CLASSIC_MODEL_FORMATS and dtype in CDF2_FORBIDDEN_KINDS)
+            return self.format.enhanced
+        return not (self.format.classic_model and dtype in CDF2_FORBIDDEN_KINDS)
 
 
-MODES: dict[str, Mode] = {
-    m.name: m
-    for m in (
-        Mode("serial", "NETCDF3_64BIT_OFFSET", False, "netCDF-C",
-             "classic 64-bit offset (CDF-2) written by rank 0 after gathering (the baseline)"),
-        Mode("hdf5", "NETCDF4", True, "HDF5", "netCDF-4/HDF5 written collectively by all ranks"),
-        Mode("cdf2", "NETCDF3_64BIT_OFFSET", True, "PnetCDF", "CDF-2 (64-bit offset) via PnetCDF, collective"),
-        Mode("cdf5", "NETCDF3_64BIT_DATA", True, "PnetCDF",
-             "CDF-5 (64-bit data, variables over 4 GiB) via PnetCDF, collective"),
-        Mode("cdf1", "NETCDF3_CLASSIC", True, "PnetCDF", "CDF-1 (classic, variables under 2 GiB) via PnetCDF, "
-             "collective: keeps a CDF-1 input's format"),
-        Mode("hdf5-classic", "NETCDF4_CLASSIC", True, "HDF5", "netCDF-4 classic model (HDF5 storage, CDF types) "
-             "written collectively: keeps a classic-model input's format"),
-    )
-}
-
-# The mode a file of each on-disk format is read with by default (in parallel).
-FORMAT_READ_MODE = {
-    "NETCDF3_CLASSIC": "cdf2",
-    "NETCDF3_64BIT_OFFSET": "cdf2",
-    "NETCDF3_64BIT_DATA": "cdf5",
-    "NETCDF4": "hdf5",
-    "NETCDF4_CLASSIC": "hdf5",
-}
+MODES: dict[str, Mode] = {}
 
 
-# The mode that writes a file in the same format as an input (what NCO does): a subset stays in its input's format.
-FORMAT_WRITE_MODE = {
-    "NETCDF3_CLASSIC": "cdf1",
-    "NETCDF3_64BIT_OFFSET": "cdf2",
-    "NETCDF3_64BIT_DATA": "cdf5",
-    "NETCDF4": "hdf5",
-    "NETCDF4_CLASSIC": "hdf5-classic",
-}
+def register(mode: Mode) -> Mode:
+    """Add ``mode`` to the table every command, store and API reads its modes from; returns it."""
+    if mode.nc_format not in FORMATS:
+        raise ValueError(f"mode '{mode.name}': unknown netCDF format '{mode.nc_format}' (one of {', '.join(FORMATS)})")
+    MODES[mode.name] = mode
+    return mode
+
+
+for _mode in (
+    Mode("serial", "NETCDF3_64BIT_OFFSET", False, "netCDF-C",
+         "classic 64-bit offset (CDF-2) written by rank 0 after gathering (the baseline)", ONE_WRITER),
+    Mode("hdf5", "NETCDF4", True, "HDF5", "netCDF-4/HDF5 written collectively by all ranks",
+         tuple(s for s in EVERY_STRATEGY if s != "stripe")),
+    Mode("cdf2", "NETCDF3_64BIT_OFFSET", True, "PnetCDF", "CDF-2 (64-bit offset) via PnetCDF, collective",
+         EVERY_STRATEGY),
+    Mode("cdf5", "NETCDF3_64BIT_DATA", True, "PnetCDF",
+         "CDF-5 (64-bit data, variables over 4 GiB) via PnetCDF, collective", EVERY_STRATEGY),
+    Mode("cdf1", "NETCDF3_CLASSIC", True, "PnetCDF", "CDF-1 (classic, variables under 2 GiB) via PnetCDF, "
+         "collective: keeps a CDF-1 input's format"),
+    Mode("hdf5-classic", "NETCDF4_CLASSIC", True, "HDF5", "netCDF-4 classic model (HDF5 storage, CDF types) "
+         "written collectively: keeps a classic-model input's format"),
+):
+    register(_mode)
+
+
+def output_modes() -> tuple[str, ...]:
+    """The modes model output writes (and its benchmarks compare), in the table's order."""
+    return tuple(name for name, mode in MODES.items() if mode.strategies)
 
 
 def available_modes() -> list[str]:
-    """Modes all ranks of a job can write at once here: ``serial`` and those whose parallel library (PnetCDF,
-    parallel HDF5) was compiled into the netCDF binding. On one process every mode works, whatever was."""
+    """Modes all ranks of a job can write at once here: those of netCDF-C itself (``serial``), then those whose
+    parallel library (parallel HDF5, PnetCDF) was compiled into the netCDF binding. On one process every mode
+    works, whatever was."""
     import netCDF4
 
-    out = ["serial"]
-    if netCDF4.__has_parallel4_support__:
-        out += ["hdf5", "hdf5-classic"]
-    if netCDF4.__has_pnetcdf_support__:
-        out += ["cdf2", "cdf5", "cdf1"]
-    return out
+    built = {"netCDF-C": True, "HDF5": bool(netCDF4.__has_parallel4_support__),
+             "PnetCDF": bool(netCDF4.__has_pnetcdf_support__)}
+    return [name for library in built if built[library] for name, mode in MODES.items() if mode.library == library]
 
 
 def get_mode(name: str) -> Mode:
