@@ -182,7 +182,12 @@ def test_classic_sizes_come_from_the_dimensions_not_vsize(tmp_path) -> None:
     import netCDF4
 
     from climio.core import ncio
-    from climio.core.ncio.classic import variable_offsets
+    from climio.core.ncio.classic import ClassicLayout
+
+    def variable_offsets(path: str) -> tuple[dict[str, int], int]:
+        layout = ClassicLayout.read(path)
+        assert layout is not None
+        return layout.begins, layout.record_size
 
     path = tmp_path / "two-records.nc"
     with netCDF4.Dataset(path, "w", format="NETCDF3_64BIT_OFFSET") as ds:

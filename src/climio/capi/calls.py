@@ -435,12 +435,17 @@ def def_var(ncid: int, name: str, xtype: int, dimids: list[int]) -> tuple[int, i
     return code, varid if varid is not None else 0
 
 
+def _check_compressible(f: File, v: Variable, what: str) -> None:
+    """Filters need a netCDF-4 file (the mode table says which modes write one)."""
+    if not ncio.get_mode(f.mode).compressible:
+        raise CallError(f"{f.path}: variable '{v.name}': {what} needs mode hdf5, not '{f.mode}'")
+
+
 def def_var_deflate(ncid: int, varid: int, shuffle: int, deflate: int, level: int) -> int:
     def prepare(f: File) -> Callable[[], None]:
         _defining(f, "climio_def_var_deflate")
         v = f.variable(varid)
-        if f.mode not in ("hdf5", "hdf5-classic"):
-            raise CallError(f"{f.path}: variable '{v.name}': compression needs mode hdf5, not '{f.mode}'")
+        _check_compressible(f, v, "compression")
         if deflate and not 1 <= level <= 9:
             raise CallError(f"{f.path}: variable '{v.name}': deflate level {level} is not 1..9")
         if deflate and not shuffle:
@@ -458,8 +463,7 @@ def def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int
     def prepare(f: File) -> Callable[[], None]:
         _defining(f, "climio_def_var_quantize")
         v = f.variable(varid)
-        if f.mode not in ("hdf5", "hdf5-classic"):
-            raise CallError(f"{f.path}: variable '{v.name}': quantization needs mode hdf5, not '{f.mode}'")
+        _check_compressible(f, v, "quantization")
         if quantize_mode not in QUANTIZE or nsd < 1 or v.dtype.kind != "f":
             raise CallError(f"{f.path}: variable '{v.name}': quantize mode {quantize_mode} (1 BitGroom, "
                             f"2 GranularBR, 3 BitRound) with {nsd} digits/bits needs a float variable")
@@ -680,7 +684,7 @@ def openfile(iosysid: int, ioid: int, strategy: str, path: str) -> tuple[int, in
 
         def body() -> int:
             reader = ModelInput(path, d, system.comm, strategy=strategy)
-            names = [v.name for v in reader._store.schema.variables]
+            names = [v.name for v in reader.schema.variables]
             return system.add(system.files, File(system, path, d, strategy=strategy, input=reader,
                                                   variables=[Variable(n, np.dtype("f8"), ()) for n in names]))
         return body
@@ -711,7 +715,7 @@ def read_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarr
         v = f.variable(varid)
         memory = _memory(f, memtype, given)
         levels, records = reader.levels(v.name)
-        stored = reader._store.schema.variable(v.name).numpy_dtype
+        stored = reader.schema.variable(v.name).numpy_dtype
         if memory.dtype.kind != "f" and stored.kind == "f":
             raise CallError(f"{f.path}: variable '{v.name}' is {stored.name}: read it into a float array, not "
                             f"{memory.dtype.name} (climio does not round)")

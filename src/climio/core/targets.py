@@ -15,8 +15,12 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from climio.errors import ClimioError, IOFault
+
+if TYPE_CHECKING:
+    from climio.core.ncio.modes import Mode
 
 
 # Temporary copies of targets this process has not renamed yet: removed if the job fails or is stopped.
@@ -79,11 +83,11 @@ def _suffix(path: str) -> str:
     return os.path.splitext(path.rstrip("/"))[1].lower()
 
 
-def check_netcdf_suffix(path: str, nc_format: str, option: str = "output") -> None:
-    """Once the output's format is known: an HDF5 suffix on a classic netCDF file is refused (tools would open it
+def check_netcdf_suffix(path: str, mode: Mode, option: str = "output") -> None:
+    """Once the output's mode is known: an HDF5 suffix on a classic netCDF file is refused (tools would open it
     as HDF5 and fail)."""
-    if _suffix(path) in HDF5_SUFFIXES and not nc_format.startswith("NETCDF4"):
-        raise ClimioError(f"{option} '{path}' is named as an HDF5 file but would be classic netCDF ({nc_format}): "
+    if _suffix(path) in HDF5_SUFFIXES and not mode.format.hdf5:
+        raise ClimioError(f"{option} '{path}' is named as an HDF5 file but would be classic netCDF ({mode.nc_format}): "
                           f"name it .nc, or choose --mode hdf5 for a netCDF-4 (HDF5) file", collective=True)
 
 

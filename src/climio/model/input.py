@@ -65,6 +65,11 @@ class ModelInput:
         self._routes: dict[tuple[int | None, str], Route] = {}
 
     @property
+    def schema(self) -> ncio.Schema:
+        """The file's dimensions and variables (text ones too), as climio read its header."""
+        return self._store.schema
+
+    @property
     def variables(self) -> tuple[str, ...]:
         return tuple(v.name for v in self._store.schema.variables if not v.is_text)
 

@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio import __version__
-from climio.core import mpi, ncio
+from climio.core import ncio
 from climio.core.decomp import Decomposition, Hyperslab
-from climio.core.ncio.classic import variable_offsets
 from climio.core.ncio.compression import parse_cmp
 from climio.core.ncio.schema import fill_value as schema_fill_value
 from climio.errors import ClimioError
@@ -210,9 +209,6 @@ class ModelOutput:
                     shared[key] = self._route(f, gather)
                 self._routes[f.name] = shared[key]
         self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=dict(self.strategy.hints))
-        if self.strategy.name == "stripe":
-            working = self._store.working_path
-            self._offsets, self._record_size = mpi.agree(comm, lambda: variable_offsets(working))
 
     def _grid_dims(self) -> tuple[str, ...]:
         """The file's default names of the grid's dimensions (``dims=`` names them): (cell,), (y, x), (face, y,
@@ -337,7 +333,9 @@ class ModelOutput:
     def _stripe_route(self, name: str, f: Field, step: int) -> Route:
         """The route for this record's position in the file; records of one shape at the same stripe phase
         share one."""
-        offset = self._offsets[name] + (step * self._record_size if f.records else 0)
+        layout = self._store.layout  # a classic file's: stripe applies to CDF-2 and CDF-5
+        assert layout is not None
+        offset = layout.begins[name] + (step * layout.record_size if f.records else 0)
         key = (f.levels, np.dtype(f.dtype).str, self.strategy.stripe_key(offset))
         if key not in self._stripe_routes:
             self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, f.dtype,

@@ -219,7 +219,7 @@ def write_map_netcdf(path: str, m: PioMap, *, title: str = "", history: str = ""
     except OSError as err:
         raise _write_error(path, err) from err
     try:
-        ncid = dataset._grpid
+        ncid = libnetcdf.ncid(dataset)
         for name, value in attrs:  # text with its NUL, as PIO's strlen + 1: its reader needs the terminator
             libnetcdf.put_att(ncid, libnetcdf.NC_GLOBAL, name, value + "\0" if isinstance(value, str) else value,
                               path)

@@ -545,7 +545,7 @@ class Server:
             return path, strategy, *found
         path, strategy, grid, pieces = self.agreed(check)
         reader = ModelInput(path, grid, self.comm, strategy=strategy)  # its errors are the same on every server
-        names = [v.name for v in reader._store.schema.variables]  # numbered as calls.openfile numbers them
+        names = [v.name for v in reader.schema.variables]  # numbered as calls.openfile numbers them
         definition = calls.File(None, path, grid, strategy=strategy, input=reader,  # type: ignore[arg-type]
                                 variables=[calls.Variable(n, np.dtype("f8"), ()) for n in names])
         self.files[ident] = ServedFile(definition, pieces, input=reader)
@@ -566,7 +566,7 @@ class Server:
                 raise calls.CallError(f"{d.path}: READ on a file opened for writing", calls.ESTATE)
             v = d.variable(m.arg(0))
             levels, records = f.input.levels(v.name)
-            stored = f.input._store.schema.variable(v.name).numpy_dtype
+            stored = f.input.schema.variable(v.name).numpy_dtype
             step = calls._step(d, v, m.arg(1), records)
             rows = 1 if levels is None else levels
             memtypes = []

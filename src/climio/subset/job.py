@@ -493,7 +493,7 @@ class _Job:
         if (conn is not None and self.mesh is not None and self.mesh.family == "ugrid" and "_FillValue" not in var.attrs
                 and not (conn.source == self.mesh.primary and conn in self.mesh.closure)):
             attrs["_FillValue"] = conn.none
-        if not ncio.get_mode(self.mode).nc_format.startswith("NETCDF4"):  # a classic output stores no filters
+        if not ncio.get_mode(self.mode).compressible:  # a classic output stores no filters
             return Variable(var.name, var.numpy_dtype, var.dims, attrs)
         chunks = None if var.chunks is None else tuple(  # the input's chunks, no larger than the cut dimensions
             min(c, max(1, n)) if n is not None else c

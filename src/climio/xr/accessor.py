@@ -58,7 +58,7 @@ class _Climio:
         ``-L``, ``--ppc`` (``["default=3"]``), ``--cnk_dmn`` and ``--cmp``."""
         dataset = self._obj if isinstance(self._obj, xr.Dataset) else _as_dataset(self._obj)
         comm = comm if comm is not None else mpi.world()
-        schema, values = _encoded(dataset, ncio.get_mode(mode).nc_format.startswith("NETCDF4"))
+        schema, values = _encoded(dataset, ncio.get_mode(mode).compressible)
         slabs: dict[str, Hyperslab] = {}
         if at is not None:
             schema, slabs = _pieces(schema, values, {str(d): int(n) for d, n in at.items()}, comm)

@@ -103,7 +103,7 @@ class ClimioDataStore(AbstractDataStore):
             data = indexing.LazilyIndexedArray(ClimioArray(self.inputs, name, self.lock))
         encoding: dict[str, Any] = {"source": self.inputs.paths[self.inputs.source[name]],
                                     "original_shape": self.inputs.shape(name)}
-        if self.inputs.data_model.startswith("NETCDF4"):  # climio keeps chunks of filtered variables only
+        if self.inputs.stores[0].format.hdf5:  # climio keeps chunks of filtered variables only
             level, chunked = var.compression.deflate, var.chunks is not None
             encoding.update(zlib=level > 0, complevel=level, shuffle=chunked and var.compression.shuffle,
                             contiguous=not chunked, chunksizes=var.chunks)

@@ -15,7 +15,6 @@ which also says what one process, or a netCDF-C without parallel libraries, does
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from collections.abc import Mapping
@@ -25,7 +24,7 @@ import numpy as np
 
 from climio.core import mpi, targets
 from climio.core.decomp import Hyperslab
-from climio.core.ncio.classic import HeaderError, required_size
+from climio.core.ncio.classic import ClassicLayout, HeaderError
 from climio.core.ncio.compression import Compression, Settings
 from climio.core.ncio.modes import (FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode,
                                    one_writer_note, writing_mode)
@@ -68,7 +67,7 @@ def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None 
         schema = compressed(schema, compress)
     how = writing_mode(mode, comm.Get_size(), chosen=chosen)
     check_schema_fits(schema, how, path)
-    targets.check_netcdf_suffix(path, how.nc_format)
+    targets.check_netcdf_suffix(path, how)
     if how.parallel:
         mpi.check_mpi_io_path(path)
     temp_path = mpi.agree(comm, lambda: reserve_output(path, overwrite))
@@ -86,31 +85,33 @@ def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None 
         raise
 
 
-def _check_classic_header(path: str) -> None:
-    """Refuse a classic file whose header is invalid or claims more bytes than the file has."""
+def _classic_layout(path: str) -> ClassicLayout | None:
+    """A classic file's layout (None for others), refusing a header that is invalid or claims more bytes than the
+    file has."""
     actual = os.path.getsize(path)
     try:
-        needed = required_size(path)
+        layout = ClassicLayout.read(path)
+    except EOFError:
+        raise ClimioError(f"input file '{path}' is truncated or corrupt: its header runs past the end of its "
+                          f"{actual} bytes; copy or regenerate it") from None
     except HeaderError as err:
         raise ClimioError(f"input file '{path}' has an invalid netCDF classic header ({err}): "
                           "check it with ncdump -h, or copy it again") from err
     except OSError as err:
         raise ClimioError(f"input file '{path}' cannot be read: {err.strerror}") from err
-    if needed is not None and actual < needed:
-        if needed == math.inf:
-            raise ClimioError(f"input file '{path}' is truncated or corrupt: its header runs past the end of its "
-                              f"{actual} bytes; copy or regenerate it")
-        raise ClimioError(f"input file '{path}' is truncated: its header needs {needed} bytes but it has {actual}; "
-                          "copy or regenerate it")
+    if layout is not None and actual < layout.required_size():
+        raise ClimioError(f"input file '{path}' is truncated: its header needs {layout.required_size()} bytes but "
+                          f"it has {actual}; copy or regenerate it")
+    return layout
 
 
-def _inspect(path: str) -> tuple[str, dict[str, np.ndarray], list[str]]:
-    """On one rank: check ``path`` is a readable netCDF file; return its format, its text variables (whole)
-    and what climio leaves out of it."""
+def _inspect(path: str) -> tuple[str, ClassicLayout | None, dict[str, np.ndarray], list[str]]:
+    """On one rank: check ``path`` is a readable netCDF file; return its format, its classic layout, its text
+    variables (whole) and what climio leaves out of it."""
     import netCDF4
 
     check_input(path)
-    _check_classic_header(path)  # before netCDF-C reads it: a corrupt header can crash or balloon the library
+    layout = _classic_layout(path)  # before netCDF-C reads it: a corrupt header can crash or balloon the library
     try:
         with netCDF4.Dataset(path, "r") as dataset:
             data_model = str(dataset.data_model)
@@ -122,7 +123,7 @@ def _inspect(path: str) -> tuple[str, dict[str, np.ndarray], list[str]]:
     if text_bytes > TEXT_LIMIT:
         raise ClimioError(f"input file '{path}': its char/string variables hold {text_bytes / 2**20:.0f} MiB, over "
                           f"the {TEXT_LIMIT // 2**20} MiB climio moves whole through one rank; select with -v")
-    return data_model, text, skipped
+    return data_model, layout, text, skipped
 
 
 def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
@@ -142,8 +143,8 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
         raise ClimioError(f"unknown read strategy '{read}': choose one of {', '.join(READ_STRATEGIES)}",
                           collective=True)
     comm = comm if comm is not None else mpi.world()
-    data_model, text, skipped = mpi.agree(comm, lambda: _inspect(path))
-    mode = MODES[FORMAT_READ_MODE.get(data_model, "cdf2")]
+    data_model, layout, text, skipped = mpi.agree(comm, lambda: _inspect(path))
+    mode = MODES[FORMAT_READ_MODE[data_model]]
     if read == "root":
         store: Store = SerialStore.open(path, MODES["serial"], comm)
     elif mode.name not in available_modes():
@@ -151,5 +152,5 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
     else:
         mpi.check_mpi_io_path(path)
         store = ParallelStore.open(path, mode, comm, hints)
-    store.data_model, store.text, store.skipped = data_model, text, skipped
+    store.data_model, store.layout, store.text, store.skipped = data_model, layout, text, skipped
     return store

@@ -15,8 +15,10 @@ from __future__ import annotations
 import math
 import os
 import struct
+from dataclasses import dataclass
 from typing import BinaryIO
 
+from climio.core.decomp import Hyperslab
 from climio.core.ncio.schema import name_problem
 
 TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 4, 6: 8, 7: 1, 8: 2, 9: 4, 10: 8, 11: 8}
@@ -84,76 +86,91 @@ class _Header:
             self._read(n + (-n % 4))
 
 
-Layout = tuple[int, int, list[tuple[str, int, int, bool]]]
+@dataclass(frozen=True)
+class ClassicLayout:
+    """Where a classic file keeps its data, from its header: each variable's first byte (a record variable's
+    record 0), its bytes (per record for a record variable), and how far apart records are. Parsed once per
+    file; disk reservation, byte spans for read-ahead, raw big-endian reads and stripe alignment all use it."""
 
+    numrecs: int
+    end: int  # the end of the header and of the non-record data
+    begins: dict[str, int]
+    sizes: dict[str, int]
+    records: frozenset[str]  # the record variables
 
-def _layout(path: str) -> Layout | None:
-    """Record count, end of the header and non-record data, and (name, begin, bytes, is_record) per variable
-    (a record variable's bytes per record).
-
-    None if the file is not classic or is streamed; raises EOFError if the header is cut short (or claims
-    more than the file holds) and HeaderError if it is invalid.
-    """
-    with open(path, "rb") as f:
-        magic = f.read(4)
-        if len(magic) < 4 or magic[:3] != b"CDF" or magic[3] not in (1, 2, 5):
-            return None
-        version = magic[3]
-        h = _Header(f, version, os.fstat(f.fileno()).st_size)
-        numrecs = h.count()
-        if numrecs in (STREAMING, -1):  # streaming: the record count is not in the header
-            return None
-        h.int32()
-        dims = [(h.name(), h.count()) for _ in range(h.count())]
-        h.skip_attributes()
-        h.int32()
-        end, variables = f.tell(), []
-        for _ in range(h.count()):
-            name = h.name()
-            dimids = [h.count() for _ in range(h.count())]
-            if any(d >= len(dims) for d in dimids):
-                raise HeaderError(f"variable '{name}' uses dimension id {max(dimids)} of {len(dims)}")
+    @classmethod
+    def read(cls, path: str) -> ClassicLayout | None:
+        """The file's layout; None if it is not classic or is streamed. Raises EOFError if the header is cut short
+        (or claims more than the file holds) and HeaderError if it is invalid."""
+        with open(path, "rb") as f:
+            magic = f.read(4)
+            if len(magic) < 4 or magic[:3] != b"CDF" or magic[3] not in (1, 2, 5):
+                return None
+            version = magic[3]
+            h = _Header(f, version, os.fstat(f.fileno()).st_size)
+            numrecs = h.count()
+            if numrecs in (STREAMING, -1):  # streaming: the record count is not in the header
+                return None
+            h.int32()
+            dims = [(h.name(), h.count()) for _ in range(h.count())]
             h.skip_attributes()
-            nc_type = h.nc_type()
-            h.count()  # vsize: informational, as for netCDF-C
-            begin = h.offset(version)
-            lengths = [dims[d][1] for d in dimids]
-            record = bool(dimids) and lengths[0] == 0
-            data = math.prod(lengths[1:] if record else lengths) * TYPE_SIZES[nc_type]
-            variables.append((name, begin, data, record))
-            if not record:
-                end = max(end, begin + data)
-    return numrecs, end, variables
+            h.int32()
+            end, begins, sizes, records = f.tell(), {}, {}, set()
+            for _ in range(h.count()):
+                name = h.name()
+                dimids = [h.count() for _ in range(h.count())]
+                if any(d >= len(dims) for d in dimids):
+                    raise HeaderError(f"variable '{name}' uses dimension id {max(dimids)} of {len(dims)}")
+                h.skip_attributes()
+                nc_type = h.nc_type()
+                h.count()  # vsize: informational, as for netCDF-C
+                begins[name] = h.offset(version)
+                lengths = [dims[d][1] for d in dimids]
+                record = bool(dimids) and lengths[0] == 0
+                sizes[name] = math.prod(lengths[1:] if record else lengths) * TYPE_SIZES[nc_type]
+                if record:
+                    records.add(name)
+                else:
+                    end = max(end, begins[name] + sizes[name])
+        return cls(numrecs, end, begins, sizes, frozenset(records))
 
+    @property
+    def record_size(self) -> int:
+        """Bytes of one record, from the dimensions as netCDF-C computes it: each record variable's record padded
+        to 4 bytes, except a lone record variable's, which is not padded."""
+        sizes = [self.sizes[name] for name in self.begins if name in self.records]
+        return sizes[0] if len(sizes) == 1 else sum(size + -size % 4 for size in sizes)
 
-def record_size(variables: list[tuple[str, int, int, bool]]) -> int:
-    """Bytes of one record, from the dimensions as netCDF-C computes it: each record variable's record padded
-    to 4 bytes, except a lone record variable's, which is not padded."""
-    records = [data for _, _, data, record in variables if record]
-    return records[0] if len(records) == 1 else sum(data + -data % 4 for data in records)
+    def required_size(self) -> int:
+        """Bytes the file needs: the header, the non-record data and every record it counts."""
+        if not self.records or not self.numrecs:
+            return self.end
+        step = self.record_size
+        return max(self.end, *(self.begins[name] + (self.numrecs - 1) * step + self.sizes[name]
+                               for name in self.records))
 
+    def strides(self, name: str, shape: tuple[int, ...], itemsize: int) -> list[int]:
+        """Bytes between neighbours along each axis of variable ``name`` (of ``shape``) in the file."""
+        strides = [math.prod(shape[i + 1:]) * itemsize for i in range(len(shape))]
+        if name in self.records:
+            strides[0] = self.record_size
+        return strides
 
-def variable_offsets(path: str) -> tuple[dict[str, int], int]:
-    """Where each variable's data start (a record variable's record 0), and the record size: record k of
-    a record variable is ``k * size`` further."""
-    layout = _layout(path)
-    if layout is None:
-        raise ValueError(f"{path} is not a netCDF classic file with a record count")
-    _, _, variables = layout
-    return {name: begin for name, begin, _, _ in variables}, record_size(variables)
+    def span(self, name: str, shape: tuple[int, ...], itemsize: int, slab: Hyperslab) -> tuple[int, int]:
+        """The bytes ``[lo, hi)`` from the first to the last element of a non-empty ``slab`` of ``name`` (other
+        variables' records between them included)."""
+        strides = self.strides(name, shape, itemsize)
+
+        def offset(index: tuple[int, ...]) -> int:
+            return self.begins[name] + sum(i * s for i, s in zip(index, strides))
+
+        return offset(slab.start), offset(tuple(s + c - 1 for s, c in zip(slab.start, slab.count))) + itemsize
 
 
 def required_size(path: str) -> int | None:
     """Bytes the file needs according to its header; None if it is not a classic file or is streamed."""
     try:
-        layout = _layout(path)
+        layout = ClassicLayout.read(path)
     except EOFError:
         return math.inf  # type: ignore[return-value]  # the header itself is cut short
-    if layout is None:
-        return None
-    numrecs, end, variables = layout
-    records = [(begin, data) for _, begin, data, record in variables if record]
-    if records and numrecs:
-        recsize = record_size(variables)
-        end = max(end, *(begin + (numrecs - 1) * recsize + data for begin, data in records))
-    return end
+    return None if layout is None else layout.required_size()

@@ -133,7 +133,7 @@ def available_filters() -> dict[str, bool]:
     from climio.core.ncio import libnetcdf
 
     with netCDF4.Dataset("climio-filters.nc", "w", format="NETCDF4", diskless=True, persist=False) as ds:
-        return {name: libnetcdf.filter_available(ds._grpid, ident) for name, ident in FILTERS.items()}
+        return {name: libnetcdf.filter_available(libnetcdf.ncid(ds), ident) for name, ident in FILTERS.items()}
 
 
 def parse_ppc(specs: Iterable[str], algorithm: str = DEFAULT_ALGORITHM) -> dict[str, tuple[str, int]]:

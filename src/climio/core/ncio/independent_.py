@@ -71,9 +71,9 @@ class IndependentStore(Store):
                 start = (sampled.start[0] + offset * step, *piece.start[1:]) if piece.count else piece.start
                 part = out[offset:offset + piece.count[0]] if piece.count else out
                 if step == 1:
-                    libnetcdf.get_vara(self._dataset._grpid, varid, start, piece.count, part, where)
+                    libnetcdf.get_vara(libnetcdf.ncid(self._dataset), varid, start, piece.count, part, where)
                 else:
-                    libnetcdf.get_vars(self._dataset._grpid, varid, start, piece.count, stride, part, where)
+                    libnetcdf.get_vars(libnetcdf.ncid(self._dataset), varid, start, piece.count, stride, part, where)
 
     def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
         """Each hyperslab as it comes: independent reads need no padding to another rank's count."""

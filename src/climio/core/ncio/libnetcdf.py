@@ -15,6 +15,8 @@ import ctypes
 import functools
 import os
 
+from typing import Any
+
 import numpy as np
 
 from climio.errors import ClimioError
@@ -91,6 +93,17 @@ def pnetcdf_version() -> str | None:
         return None
     pnc.ncmpi_inq_libvers.restype = ctypes.c_char_p
     return pnc.ncmpi_inq_libvers().decode().split()[0]
+
+
+def ncid(dataset: Any) -> int:
+    """The netCDF-C id of a netCDF4-python Dataset or group: the one place climio reads the binding's private
+    handle, to make the calls it does not offer (collective empty requests, one nc_enddef, no masked copies)."""
+    return int(dataset._grpid)
+
+
+def varid(variable: Any) -> int:
+    """The netCDF-C id of a netCDF4-python Variable."""
+    return int(variable._varid)
 
 
 def _sizes(values: tuple[int, ...]) -> ctypes.Array:

@@ -1,4 +1,9 @@
-"""Parallel modes (hdf5, cdf2, cdf5): every rank writes and reads its own hyperslab collectively."""
+"""Parallel modes (hdf5, cdf2, cdf5, ...): every rank writes and reads its own hyperslab collectively.
+
+:func:`store_class` picks the store once, from the mode's format: a classic file (PnetCDF) has a layout fixed
+by its header, so disk space is reserved per hyperslab and raw reads go straight through MPI-IO; a netCDF-4
+file (parallel HDF5) places its own chunks, so the free space is checked per call instead.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.core import trace
+from climio.core import mpi, trace
 from climio.core.collective import matched_pieces, split
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
-from climio.core.ncio.space import Reserver, check_room, extent
+from climio.core.ncio.classic import ClassicLayout
+from climio.core.ncio.space import Reserver, check_room
 from climio.core.ncio.store import Request, Store, define, mpi_info, schema_of
 from climio.core.ncio.stored import StoredReader
 
@@ -34,9 +40,6 @@ class ParallelStore(Store):
         super().__init__(*args, **kwargs)
         self._dataset = dataset
         self._hints = hints
-        self._own_reader: netCDF4.Dataset | None = None
-        self._stored_reader: StoredReader | None = None
-        self._reserver: Reserver | None = None  # a classic file being written: disk space before each write
 
     @classmethod
     def create(cls, path: str, temp_path: str, schema: Schema, mode: Mode, comm: MPI.Comm,
@@ -46,10 +49,10 @@ class ParallelStore(Store):
         dataset = netCDF4.Dataset(temp_path, "w", format=mode.nc_format, parallel=True, comm=comm,
                                   info=mpi_info(hints), clobber=True)
         with trace.phase("define"):
-            varids = define(dataset._grpid, schema, path, mode, collective=True)
-        store = cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
-        if mode.nc_format.startswith("NETCDF3"):
-            store._reserver = Reserver(temp_path, comm)
+            varids = define(libnetcdf.ncid(dataset), schema, path, mode, collective=True)
+        store = store_class(mode)(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path,
+                                  overwrite=overwrite)
+        store._created()
         return store
 
     @classmethod
@@ -59,47 +62,27 @@ class ParallelStore(Store):
         dataset = netCDF4.Dataset(path, "r", parallel=True, comm=comm, info=mpi_info(hints))
         schema, records, varids = schema_of(dataset)
         for varid in varids.values():
-            libnetcdf.var_par_access(dataset._grpid, varid, True, path)
-        return cls(dataset, path, mode, comm, schema, varids=varids, records=records, hints=hints)
+            libnetcdf.var_par_access(libnetcdf.ncid(dataset), varid, True, path)
+        return store_class(mode)(dataset, path, mode, comm, schema, varids=varids, records=records, hints=hints)
+
+    def _created(self) -> None:
+        """What a store of this kind prepares once its new file is defined (collective)."""
+
+    def _room(self, requests: list[Request]) -> None:
+        """Make sure the file system takes this call's writes before any rank starts them (collective)."""
+        check_room(self.comm, self.working_path, sum(r.data.nbytes for r in requests), self.path)
 
     def _put_many(self, requests: list[Request]) -> None:
-        ncid = self._dataset._grpid
+        ncid = libnetcdf.ncid(self._dataset)
         plans = matched_pieces(self.comm, [r.slab for r in requests], [r.data.itemsize for r in requests],
                                REQUEST_BYTES)
-        if self._reserver is not None:
-            self._reserve(requests)
-        else:
-            check_room(self.comm, self.working_path, sum(r.data.nbytes for r in requests), self.path)
+        self._room(requests)
         with trace.phase("write", sum(r.data.nbytes for r in requests)):
             for r, plan in zip(requests, plans):
                 for offset, piece in plan:
                     data = r.data[offset:offset + piece.count[0]] if piece.count else r.data
                     put = libnetcdf.put_vara if data.flags.c_contiguous else libnetcdf.put_varm
                     put(ncid, r.varid, piece.start, piece.count, data, f"{self.path}: variable '{r.var.name}'")
-
-    def _reserve(self, requests: list[Request]) -> None:
-        """The blocks this rank's hyperslabs will fill, before the collective writes (collective)."""
-        assert self._reserver is not None
-        ranges = []
-        for r in requests:
-            if r.slab.size:
-                shape = self.schema.fixed_shape(r.var, 0)
-                ranges.append(extent(self._reserver.offsets[r.var.name], self._reserver.record_size, shape,
-                                     self.schema.is_record(r.var), r.data.itemsize, r.slab))
-        self._reserver.reserve(ranges, self.path)
-
-    def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
-        """Classic formats (PnetCDF) take a strided array of the variable's type as it is (put_varm)."""
-        if (self.data_model.startswith("NETCDF3") and data.dtype == var.numpy_dtype and data.size
-                and all(step > 0 and step % data.itemsize == 0 for step in data.strides)):
-            return data
-        return super()._convert(var, data)
-
-    def stored_dtype(self, var: Variable) -> np.dtype:
-        """Classic files store big-endian values, and MPI-IO can read them as they are (from a file opened
-        for reading: a file being written may still have data in the library's buffers)."""
-        classic = self.data_model.startswith("NETCDF3") and not self.writable
-        return var.numpy_dtype.newbyteorder(">") if classic else var.numpy_dtype
 
     def _get(self, var: Variable, varid: int, slab: Hyperslab, out: np.ndarray) -> None:
         self._get_every(var, varid, slab, 1, out)
@@ -115,62 +98,110 @@ class ParallelStore(Store):
                 start = (sampled.start[0] + offset * step, *piece.start[1:]) if piece.size and piece.count else piece.start
                 part = out[offset:offset + piece.count[0]] if piece.count else out
                 if not out.dtype.isnative:
-                    self._stored().read(var, Hyperslab(start, piece.count), part, step)
+                    self._read_stored(var, Hyperslab(start, piece.count), part, step)
                 elif step == 1:
-                    libnetcdf.get_vara(self._dataset._grpid, varid, start, piece.count, part, where)
+                    libnetcdf.get_vara(libnetcdf.ncid(self._dataset), varid, start, piece.count, part, where)
                 else:
-                    libnetcdf.get_vars(self._dataset._grpid, varid, start, piece.count, stride, part, where)
+                    libnetcdf.get_vars(libnetcdf.ncid(self._dataset), varid, start, piece.count, stride, part,
+                                       where)
 
-    def _stored(self) -> StoredReader:
-        if self._stored_reader is None:
-            shapes = {v.name: self.schema.fixed_shape(v, self.records) for v in self.schema.variables}
-            records = {v.name for v in self.schema.variables if self.schema.is_record(v)}
-            self._stored_reader = StoredReader(self.path, self.comm, mpi_info(self._hints), records, shapes)
-        return self._stored_reader
+    def _read_stored(self, var: Variable, slab: Hyperslab, out: np.ndarray, step: int) -> None:
+        raise NotImplementedError("only a classic file is read in its stored byte order")
 
-    def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
-        """Independent reads, one per hyperslab: no rank waits for another's count of runs.
-
-        A classic-format file (CDF-1/2/5) is read through this rank's own netCDF-C
-        handle: small independent reads cost about a third of going through MPI-IO.
-        netCDF-4 files keep the MPI-IO handle in independent mode (HDF5 would refuse
-        a second handle on an open file), except where netCDF-C needs every rank in
-        the call: a record variable (netCDF-C 4.9 agrees on the unlimited length
-        inside the read) or a compressed one; those take the padded collective path.
-        """
+    def _read_each(self, ncid: int, var: Variable, varid: int, slabs: list[Hyperslab],
+                   outs: list[np.ndarray]) -> None:
+        """One independent read per hyperslab through the handle ``ncid``, in pieces the libraries take."""
         where = f"{self.path}: variable '{var.name}'"
-        classic = self.data_model.startswith("NETCDF3")
-        if not classic and self.schema.is_record(var):
-            super()._get_runs(var, varid, slabs, outs)  # netCDF-C joins every rank in a record variable's read
-            return
-        ncid = self._reader()._grpid if classic else self._dataset._grpid
-        if not classic:
-            try:
-                libnetcdf.var_par_access(ncid, varid, False, where)
-            except libnetcdf.NetCDFError:  # a compressed variable: parallel HDF5 reads it collectively only
-                super()._get_runs(var, varid, slabs, outs)
-                return
         with trace.phase("read", sum(out.nbytes for out in outs)):
             for slab, out in zip(slabs, outs):
                 for offset, piece in split(slab, out.itemsize, REQUEST_BYTES) if slab.size else ():
                     libnetcdf.get_vara(ncid, varid, piece.start, piece.count,
                                        out[offset:offset + piece.count[0]] if piece.count else out, where)
-        if not classic:
-            libnetcdf.var_par_access(ncid, varid, True, where)
-
-    def _reader(self) -> netCDF4.Dataset:
-        import netCDF4
-
-        if self._own_reader is None:
-            self._own_reader = netCDF4.Dataset(self.path, "r")
-        return self._own_reader
 
     def _close_file(self) -> None:
         with trace.phase("close"):
-            if self._own_reader is not None:
-                self._own_reader.close()
-            if self._stored_reader is not None:
-                self._stored_reader.close()
-            if self._reserver is not None:
-                self._reserver.close()
+            self._close_handles()
             self._dataset.close()
+
+    def _close_handles(self) -> None:
+        """Close what a store of this kind opened besides the library's handle."""
+
+
+class ClassicStore(ParallelStore):
+    """A CDF-1/2/5 file through PnetCDF: its header fixes where every value lies."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._own_reader: netCDF4.Dataset | None = None
+        self._stored_reader: StoredReader | None = None
+        self._reserver: Reserver | None = None  # a file being written: disk space before each write
+
+    def _created(self) -> None:
+        working = self.working_path
+        self.layout = mpi.agree(self.comm, lambda: ClassicLayout.read(working))
+        self._reserver = Reserver(working, self.comm)
+
+    def _room(self, requests: list[Request]) -> None:
+        """The blocks this rank's hyperslabs will fill, before the collective writes (collective)."""
+        assert self._reserver is not None and self.layout is not None
+        spans = [self.layout.span(r.var.name, self.schema.fixed_shape(r.var, 0), r.data.itemsize, r.slab)
+                 for r in requests if r.slab.size]
+        self._reserver.reserve(spans, self.path)
+
+    def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
+        """PnetCDF takes a strided array of the variable's type as it is (put_varm)."""
+        if (data.dtype == var.numpy_dtype and data.size
+                and all(step > 0 and step % data.itemsize == 0 for step in data.strides)):
+            return data
+        return super()._convert(var, data)
+
+    def stored_dtype(self, var: Variable) -> np.dtype:
+        """Classic files store big-endian values, and MPI-IO can read them as they are (from a file opened
+        for reading: a file being written may still have data in the library's buffers)."""
+        return var.numpy_dtype if self.writable else var.numpy_dtype.newbyteorder(">")
+
+    def _read_stored(self, var: Variable, slab: Hyperslab, out: np.ndarray, step: int) -> None:
+        if self._stored_reader is None:
+            assert self.layout is not None
+            shapes = {v.name: self.schema.fixed_shape(v, self.records) for v in self.schema.variables}
+            self._stored_reader = StoredReader(self.path, self.comm, mpi_info(self._hints), self.layout, shapes)
+        self._stored_reader.read(var, slab, out, step)
+
+    def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
+        """Independent reads through this rank's own netCDF-C handle: small independent reads cost about a
+        third of going through MPI-IO, and no rank waits for another's count of runs."""
+        if self._own_reader is None:
+            import netCDF4
+
+            self._own_reader = netCDF4.Dataset(self.working_path, "r")
+        self._read_each(libnetcdf.ncid(self._own_reader), var, varid, slabs, outs)
+
+    def _close_handles(self) -> None:
+        for handle in (self._own_reader, self._stored_reader, self._reserver):
+            if handle is not None:
+                handle.close()
+
+
+class HDF5Store(ParallelStore):
+    """A netCDF-4 file through parallel HDF5, which places its own chunks."""
+
+    def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
+        """Independent reads on the MPI-IO handle (HDF5 refuses a second handle on an open file), except where
+        netCDF-C needs every rank in the call: a record variable (netCDF-C 4.9 agrees on the unlimited length
+        inside the read) or a compressed one; those take the padded collective path."""
+        if self.schema.is_record(var):
+            super()._get_runs(var, varid, slabs, outs)
+            return
+        ncid, where = libnetcdf.ncid(self._dataset), f"{self.path}: variable '{var.name}'"
+        try:
+            libnetcdf.var_par_access(ncid, varid, False, where)
+        except libnetcdf.NetCDFError:  # a compressed variable: parallel HDF5 reads it collectively only
+            super()._get_runs(var, varid, slabs, outs)
+            return
+        self._read_each(ncid, var, varid, slabs, outs)
+        libnetcdf.var_par_access(ncid, varid, True, where)
+
+
+def store_class(mode: Mode) -> type[ParallelStore]:
+    """The store that writes and reads ``mode``'s format in parallel."""
+    return ClassicStore if mode.format.classic_layout else HDF5Store

@@ -47,7 +47,7 @@ class SerialStore(Store):
             nonlocal dataset
             dataset = netCDF4.Dataset(temp_path, "w", format=mode.nc_format, clobber=True)
             with trace.phase("define"):
-                return define(dataset._grpid, schema, path, mode, collective=False)
+                return define(libnetcdf.ncid(dataset), schema, path, mode, collective=False)
 
         varids = mpi.agree(comm, define_on_root)
         return cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
@@ -88,7 +88,7 @@ class SerialStore(Store):
     def _put_local(self, var: Variable, varid: int, slab: Hyperslab, data: np.ndarray) -> None:
         assert self._dataset is not None
         with trace.phase("write", data.nbytes):
-            libnetcdf.put_vara(self._dataset._grpid, varid, slab.start, slab.count, data,
+            libnetcdf.put_vara(libnetcdf.ncid(self._dataset), varid, slab.start, slab.count, data,
                                f"{self.path}: variable '{var.name}'")
 
     def _get(self, var: Variable, varid: int, slab: Hyperslab, out: np.ndarray) -> None:
@@ -103,14 +103,14 @@ class SerialStore(Store):
         assert self._dataset is not None and slabs is not None
         where = f"{self.path}: variable '{var.name}'"
         with trace.phase("read", out.nbytes):
-            libnetcdf.get_vara(self._dataset._grpid, varid, slab.start, slab.count, out, where)
+            libnetcdf.get_vara(libnetcdf.ncid(self._dataset), varid, slab.start, slab.count, out, where)
         for target, wanted in enumerate(slabs[1:], start=1):
             if not wanted.size:
                 continue
             for _, piece in split(wanted, out.itemsize, MESSAGE_BYTES):
                 buffer = np.empty(piece.count, var.numpy_dtype)
                 with trace.phase("read", buffer.nbytes):
-                    libnetcdf.get_vara(self._dataset._grpid, varid, piece.start, piece.count, buffer, where)
+                    libnetcdf.get_vara(libnetcdf.ncid(self._dataset), varid, piece.start, piece.count, buffer, where)
                 with trace.phase("scatter", buffer.nbytes):
                     comm.Send(buffer, dest=target, tag=_DATA)
 

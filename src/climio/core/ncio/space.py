@@ -27,11 +27,7 @@ import os
 import resource
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from climio.core import mpi
-from climio.core.decomp import Hyperslab
-from climio.core.ncio.classic import variable_offsets
 from climio.errors import IOFault
 
 if TYPE_CHECKING:
@@ -49,32 +45,12 @@ def _fallocate() -> ctypes._CFuncPtr:  # type: ignore[name-defined]
     return call
 
 
-def extent(begin: int, record_size: int, shape: tuple[int, ...], record: bool, itemsize: int,
-           slab: Hyperslab) -> tuple[int, int]:
-    """The file byte range ``[lo, hi)`` that holds a non-empty hyperslab of a classic variable starting at ``begin``
-    (a record variable's record ``k`` is ``k * record_size`` further)."""
-    first, last = slab.start, tuple(s + c - 1 for s, c in zip(slab.start, slab.count))
-    if not record:
-        if not shape:
-            return begin, begin + itemsize
-        return (begin + int(np.ravel_multi_index(first, shape)) * itemsize,
-                begin + (int(np.ravel_multi_index(last, shape)) + 1) * itemsize)
-    inner = shape[1:]
-
-    def at(index: tuple[int, ...]) -> int:
-        within = int(np.ravel_multi_index(index[1:], inner)) if inner else 0
-        return begin + index[0] * record_size + within * itemsize
-
-    return at(first), at(last) + itemsize
-
-
 class Reserver:
     """One rank's handle on a classic file being written: reserves the blocks of its hyperslabs before writes."""
 
     def __init__(self, path: str, comm: MPI.Comm) -> None:
         self.path = path
         self.comm = comm
-        self.offsets, self.record_size = mpi.agree(comm, lambda: variable_offsets(path))
         self._fd: int | None = os.open(path, os.O_WRONLY)
 
     def reserve(self, ranges: list[tuple[int, int]], where: str) -> None:

@@ -26,10 +26,10 @@ import numpy as np
 from climio.core import collective, mpi, readahead, targets, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
-from climio.core.ncio.classic import required_size, variable_offsets
+from climio.core.ncio.classic import ClassicLayout, required_size
 from climio.core.ncio.compression import (DEFLATE_FILTER, FILTER_NAMES, FLETCHER32_FILTER, NONE, QUANTIZE_MODES,
                                          SHUFFLE_FILTER, SZIP_EC, SZIP_FILTER, SZIP_NN, Compression)
-from climio.core.ncio.modes import Mode
+from climio.core.ncio.modes import FORMATS, Format, Mode
 from climio.core.ncio.schema import (NUMERIC_KINDS, AttrValue, NCString, Schema, Variable, attribute_array,
                                     typed_attribute)
 from climio.core.targets import PENDING_OUTPUTS
@@ -75,7 +75,7 @@ def check_schema_fits(schema: Schema, mode: Mode, path: str) -> None:
             raise ClimioError(f"{path}: variable '{var.name}{var.dims}' has its unlimited dimension '{unlimited}' "
                               f"after others, which the {mode.nc_format} format (mode '{mode.name}') cannot store: "
                               f"use --mode hdf5", collective=True)
-        if var.compression.active and not mode.nc_format.startswith("NETCDF4"):
+        if var.compression.active and not mode.compressible:
             raise ClimioError(f"{path}: variable '{var.name}': compression and quantization need a netCDF-4 file, "
                               f"not {mode.nc_format} (mode '{mode.name}'): use --mode hdf5", collective=True)
         if not mode.stores(var.numpy_dtype):
@@ -161,14 +161,13 @@ def define(ncid: int, schema: Schema, path: str, mode: Mode, *, collective: bool
     A netCDF-4 file (HDF5 storage, classic model or not) gets its chunk sizes; one of the full netCDF-4 model
     keeps string (NC_STRING) attributes as strings, other formats get them as text, and classic-model formats get
     integer attributes of types they lack in one they have (:func:`classic_attribute`)."""
-    chunked, enhanced = mode.nc_format.startswith("NETCDF4"), mode.nc_format == "NETCDF4"
     libnetcdf.set_nofill(ncid, path)
     dimids = {name: libnetcdf.def_dim(ncid, name, length, path) for name, length in schema.dims.items()}
     varids: dict[str, int] = {}
     for var in schema.variables:
         where = f"{path}: variable '{var.name}'"
         varid = libnetcdf.def_var(ncid, var.name, var.numpy_dtype, [dimids[d] for d in var.dims], where)
-        if chunked and var.chunks is not None:
+        if mode.compressible and var.chunks is not None:
             libnetcdf.def_var_chunking(ncid, varid, tuple(var.chunks), where)
         _compress(ncid, varid, var, where)
         for key, value in var.attrs.items():
@@ -214,7 +213,7 @@ def _compress(ncid: int, varid: int, var: Variable, where: str) -> None:
 
 def _put_attribute(ncid: int, varid: int, key: str, value: AttrValue, mode: Mode, where: str) -> None:
     strings = [value] if isinstance(value, NCString) else value if _is_string_list(value) else None
-    if strings is not None and mode.nc_format == "NETCDF4":
+    if strings is not None and mode.format.enhanced:
         libnetcdf.put_att_strings(ncid, varid, key, [str(v) for v in strings], where)
     elif strings is not None or isinstance(value, str):
         libnetcdf.put_att(ncid, varid, key, "\n".join(strings) if strings is not None else value, where)
@@ -276,10 +275,10 @@ def schema_of(dataset: Any) -> tuple[Schema, int, dict[str, int]]:
         dtype = variable_dtype(v)
         if dtype is None:
             continue
-        attrs = _attributes(dataset._grpid, v._varid, v.ncattrs(), v.getncattr)
+        attrs = _attributes(libnetcdf.ncid(dataset), libnetcdf.varid(v), v.ncattrs(), v.getncattr)
         variables.append(Variable(name, dtype, tuple(v.dimensions), attrs, *_storage(v)))
-        varids[name] = v._varid
-    attrs = _attributes(dataset._grpid, libnetcdf.NC_GLOBAL, dataset.ncattrs(), dataset.getncattr)
+        varids[name] = libnetcdf.varid(v)
+    attrs = _attributes(libnetcdf.ncid(dataset), libnetcdf.NC_GLOBAL, dataset.ncattrs(), dataset.getncattr)
     return Schema(dims, tuple(variables), attrs), records, varids
 
 
@@ -287,9 +286,9 @@ def _storage(v: Any) -> tuple[tuple[int, ...] | None, Compression]:
     """A netCDF-4 variable's chunk sizes and filter pipeline (what ``ncks`` keeps when it copies the
     variable); its quantization is already in its values, and its ``_Quantize...`` attribute travels with
     the others."""
-    if v._grp.data_model not in ("NETCDF4", "NETCDF4_CLASSIC"):
+    if not FORMATS[v.group().data_model].hdf5:
         return None, NONE
-    pipeline = libnetcdf.var_filters(v._grp._grpid, v._varid)
+    pipeline = libnetcdf.var_filters(libnetcdf.ncid(v.group()), libnetcdf.varid(v))
     chunking = v.chunking() if pipeline else "contiguous"
     chunks = tuple(int(c) for c in chunking) if isinstance(chunking, list) else None
     level = next((params[0] for ident, params in pipeline if ident == DEFLATE_FILTER), 0)
@@ -345,9 +344,9 @@ class Store(ABC):
         self._overwrite = overwrite
         self._closed = False
         self.data_model = mode.nc_format  # an opened file's own format (NETCDF4, NETCDF3_64BIT_DATA, ...)
+        self.layout: ClassicLayout | None = None  # a classic file's layout: an opened file's, a parallel writer's
         self.text: dict[str, np.ndarray] = {}  # a reader's char/string variables, whole; a writer's, to write at close
         self.skipped: list[str] = []  # what of an opened file climio leaves out (other types, groups)
-        self._offsets: tuple[dict[str, int], int] | None = None  # a classic file's layout, for prefetch
 
     # -- what subclasses provide -------------------------------------------------
     @abstractmethod
@@ -437,22 +436,15 @@ class Store(ABC):
     def byte_span(self, name: str, slab: Hyperslab) -> tuple[int, int] | None:
         """The bytes ``[lo, hi)`` of a classic file from the first to the last element of ``slab`` (other
         variables' records between them included); None for an empty slab, a writer or a netCDF-4 file."""
-        if not slab.size or self.writable or not self.data_model.startswith("NETCDF3"):
+        if not slab.size or self.writable or self.layout is None:
             return None
-        if self._offsets is None:
-            self._offsets = variable_offsets(self.path)
-        begins, record_bytes = self._offsets
         var = self._numeric(name)
-        shape = self.schema.fixed_shape(var, self.records)
-        record = bool(var.dims) and self.schema.dims[var.dims[0]] is None
-        itemsize = var.numpy_dtype.itemsize
+        return self.layout.span(name, self.schema.fixed_shape(var, self.records), var.numpy_dtype.itemsize, slab)
 
-        def offset(index: tuple[int, ...]) -> int:
-            inner = index[1:] if record else index
-            flat = int(np.ravel_multi_index(inner, shape[len(index) - len(inner):])) if inner else 0
-            return begins[name] + (index[0] * record_bytes if record else 0) + flat * itemsize
-
-        return offset(slab.start), offset(tuple(s + c - 1 for s, c in zip(slab.start, slab.count))) + itemsize
+    @property
+    def format(self) -> Format:
+        """What the file's own format can hold (its layout, its data model)."""
+        return FORMATS[self.data_model]
 
     def read_every(self, name: str, slab: Hyperslab, step: int, *, as_stored: bool = False) -> np.ndarray:
         """Every ``step``-th index along the first axis of ``slab``, from its start (collective).

@@ -12,15 +12,13 @@ with that file view lets MPI-IO merge the ranks' requests, as PnetCDF would.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import mpi
 from climio.core.decomp import Hyperslab
-from climio.core.ncio.classic import variable_offsets
+from climio.core.ncio.classic import ClassicLayout
 from climio.core.ncio.schema import Variable
 
 if TYPE_CHECKING:
@@ -30,22 +28,13 @@ if TYPE_CHECKING:
 class StoredReader:
     """MPI-IO reads of a classic file's variables in their stored (big-endian) byte order (collective)."""
 
-    def __init__(self, path: str, comm: MPI.Comm, info: MPI.Info, record_vars: set[str],
+    def __init__(self, path: str, comm: MPI.Comm, info: MPI.Info, layout: ClassicLayout,
                  shapes: Mapping[str, tuple[int, ...]]) -> None:
         from mpi4py import MPI
 
-        self._begin, self._record_size = mpi.agree(comm, lambda: variable_offsets(path))
-        self._record_vars = record_vars
+        self._layout = layout
         self._shapes = shapes
         self._file = MPI.File.Open(comm, path, MPI.MODE_RDONLY, info)
-
-    def strides(self, var: Variable) -> list[int]:
-        """Bytes between neighbours along each axis of ``var`` in the file."""
-        shape, itemsize = self._shapes[var.name], var.numpy_dtype.itemsize
-        strides = [math.prod(shape[i + 1:]) * itemsize for i in range(len(shape))]
-        if var.name in self._record_vars:
-            strides[0] = self._record_size
-        return strides
 
     def read(self, var: Variable, slab: Hyperslab, out: np.ndarray, step: int = 1) -> None:
         """Fill ``out`` (C-contiguous, ``slab.count``) with ``slab`` of ``var``, every ``step``-th index along
@@ -56,8 +45,8 @@ class StoredReader:
             self._file.Set_view(0, MPI.BYTE, MPI.BYTE)
             self._file.Read_all([out, 0, MPI.BYTE])
             return
-        strides = self.strides(var)
-        displacement = self._begin[var.name] + sum(s * k for s, k in zip(slab.start, strides))
+        strides = self._layout.strides(var.name, self._shapes[var.name], var.numpy_dtype.itemsize)
+        displacement = self._layout.begins[var.name] + sum(s * k for s, k in zip(slab.start, strides))
         if strides:
             strides[0] *= step
         filetype = _hyperslab_type(slab.count, strides, var.numpy_dtype.itemsize)
