@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -191,6 +192,45 @@ def test_to_netcdf_modes_compression_and_errors(tmp_path: Path) -> None:
         ds.climio.to_netcdf(tmp_path / "tas.nc")
     with pytest.raises(ClimioError, match="no name"):
         xr.DataArray(np.zeros(3)).climio.to_netcdf(tmp_path / "anon.nc")
+
+
+MESH = DATA / "meshes" / "mesh.QU.1920km.151026.nc"
+SUBSETS = {"join": (["-d", "lat,0.,30.", "-d", "time,1855-01-01,1872-12-31"], EC_EARTH),
+           "mesh": (["-b", "40,-20,100,-20"], [MESH])}
+
+
+@pytest.mark.parametrize("nranks", [1, 2])
+@pytest.mark.parametrize("case", sorted(SUBSETS))
+def test_accessor_subset_equals_the_command(case: str, nranks: int, tmp_path: Path) -> None:
+    """``.climio.subset`` cuts what ``climio subset`` cuts: decades joined along time with dates and a latitude
+    range, and an MPAS mesh cut by a box (cells, corners, edges renumbered), at 1 and 2 ranks."""
+    cuts, files = SUBSETS[case]
+    command = tmp_path / "command.nc"
+    done = run_climio("subset", *cuts, *map(str, files), str(command), nranks=nranks if nranks > 1 else None)
+    assert done.returncode == 0, done.stderr
+    with _open(command, engine="climio") as want:
+        if nranks == 1:  # in this process, into memory: no file is left
+            with climio_pkg.open_mfdataset(files) as dataset:
+                ranges = [cuts[k + 1] for k in range(0, len(cuts), 2) if cuts[k] == "-d"]
+                box = next((cuts[k + 1] for k in range(0, len(cuts), 2) if cuts[k] == "-b"), None)
+                got = dataset.climio.subset(*ranges, box=box)
+            assert_same_dataset(got, want, history=False)
+            assert not list(Path(tempfile.gettempdir()).glob("climio-subset-*"))  # its temporary file is gone
+            assert got.attrs["history"].startswith(f"climio (xarray) subset {' '.join(cuts[:2])}")
+        else:
+            out = tmp_path / "accessor.nc"
+            done = run([sys.executable, str(HELPERS / "xr_subset.py"), str(out), *cuts, *map(str, files)],
+                       nranks=nranks, timeout=120)
+            assert done.returncode == 0, done.stderr
+            with _open(out, engine="climio") as got:
+                assert_same_dataset(got, want, history=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({"command.nc", *(["accessor.nc"] * (nranks > 1))})
+
+
+def test_accessor_subset_refuses_data_from_no_file() -> None:
+    made = xr.Dataset({"t": (("x",), np.arange(3.0))}, coords={"x": [0.0, 1.0, 2.0]})
+    with pytest.raises(ClimioError, match="not opened from files.*engine='climio'.*sel and isel"):
+        made.climio.subset("x,0.,1.")
 
 
 def test_import_climio_stays_light() -> None:

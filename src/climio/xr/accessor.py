@@ -44,6 +44,57 @@ class _Climio:
         """Block maxima at every cell: :func:`climio.eva.api.fit_gev` on this object."""
         return api.fit_gev(self._obj, dim, **options)
 
+    def subset(self, *ranges: str, variables: Iterable[str] | None = None, box: str | None = None,
+               lonlat: str | None = None, path: str | os.PathLike[str] | None = None, mode: str | None = None,
+               comm: MPI.Comm | None = None, overwrite: bool = False, deflate: int | None = None,
+               ppc: Iterable[str] | None = None) -> xr.Dataset:
+        """Cut the files this object was opened from as ``climio subset`` cuts them (collective over ``comm``).
+
+        ``ranges`` are ``-d`` ranges (``"time,2005-06-01,2005-08-31"``, ``"lat,0.,90."``), ``variables`` is
+        ``-v`` (default: a DataArray's own name; for a Dataset every variable of the files, as the command),
+        ``box`` is ``-b NORTH,SOUTH,EAST,WEST`` and ``lonlat``
+        ``-X LONMIN,LONMAX,LATMIN,LATMAX``; on a mesh, the cells in the box with their corners and edges,
+        renumbered. The files are the object's sources (``engine="climio"``, :func:`climio.open_mfdataset`, or any
+        engine that opened one file), read from disk whatever was changed in memory since. With ``path`` the cut
+        is written there (``mode``, ``deflate``, ``ppc`` as the command's ``--mode``, ``-L``, ``--ppc``) and
+        opened lazily; without it, the cut is loaded into memory and no file is left."""
+        import shutil
+        import tempfile
+
+        from climio.core.ranges import parse_dim_range
+        from climio.subset.job import Request
+        from climio.subset.job import subset as cut
+        from climio.subset.options import parse_box
+
+        if box is not None and lonlat is not None:
+            raise ClimioError("subset: give box= (-b) or lonlat= (-X), not both")
+        sources, join = _sources(self._obj)
+        names = [str(v) for v in variables] if variables is not None else \
+            None if isinstance(self._obj, xr.Dataset) else [str(self._obj.name)]
+        comm = comm if comm is not None else mpi.world()
+        folder = None if path is not None else mpi.agree(comm, lambda: tempfile.mkdtemp(prefix="climio-subset-"))
+        target = os.fspath(path) if path is not None else os.path.join(str(folder), "subset.nc")
+        given = [*([f"-v {','.join(names)}"] if names else []), *(f"-d {r}" for r in ranges),
+                 *([f"-b {box}"] if box else []), *([f"-X {lonlat}"] if lonlat else [])]
+        request = Request(inputs=sources, output=target, variables=names,
+                          ranges=[parse_dim_range(text) for text in ranges],
+                          box=parse_box(box, "-b") if box else parse_box(lonlat, "-X") if lonlat else None,
+                          join=join, mode=mode, overwrite=overwrite,
+                          history=" ".join(["climio (xarray) subset", *given]),
+                          compress=settings(deflate, list(ppc) if ppc else None, None))
+        try:
+            cut(request, comm)
+            opened = xr.open_dataset(target, engine="climio")
+            if folder is None:
+                return opened
+            with opened:
+                loaded = opened.load()
+            comm.Barrier()  # every rank has read the file before rank 0 removes it
+            return loaded
+        finally:
+            if folder is not None and comm.Get_rank() == 0:
+                shutil.rmtree(folder, ignore_errors=True)
+
     def to_netcdf(self, path: str | os.PathLike[str], mode: str = "hdf5", comm: MPI.Comm | None = None, *,
                   at: Mapping[str, int] | None = None, overwrite: bool = False, deflate: int | None = None,
                   ppc: Iterable[str] | None = None, chunk_sizes: Iterable[str] | None = None,
@@ -82,6 +133,17 @@ class DatasetAccessor(_Climio):
 class DataArrayAccessor(_Climio):
     """``da.climio``: ``fit_pot``/``fit_gev`` along its time dimension, and ``to_netcdf`` of the named array
     with its coordinates."""
+
+
+def _sources(obj: xr.Dataset | xr.DataArray) -> tuple[list[str], str | None]:
+    """The files an object was opened from, and the dimension they were joined along."""
+    encoding = obj.encoding
+    sources = encoding.get("climio_sources") or ([encoding["source"]] if "source" in encoding else [])
+    if not sources:
+        raise ClimioError("subset: this object was not opened from files (it has no 'source' encoding); open it "
+                          "with xr.open_dataset(path, engine='climio') or climio.open_mfdataset, or cut it with "
+                          "xarray's sel and isel")
+    return [os.fspath(s) for s in sources], encoding.get("climio_join")
 
 
 def _as_dataset(array: xr.DataArray) -> xr.Dataset:

@@ -95,6 +95,9 @@ class ClimioDataStore(AbstractDataStore):
 
     def __init__(self, inputs: Inputs, lock: threading.Lock | Any = LOCK) -> None:
         self.inputs, self.lock = inputs, lock
+        # every file read and the dimension they are joined along, on the Dataset and each variable: what
+        # .climio.subset cuts again from disk
+        self._sources = {"climio_sources": tuple(inputs.paths), "climio_join": inputs.join}
 
     def open_store_variable(self, name: str, var: Variable) -> xr.Variable:
         if var.is_text:
@@ -102,7 +105,7 @@ class ClimioDataStore(AbstractDataStore):
         else:
             data = indexing.LazilyIndexedArray(ClimioArray(self.inputs, name, self.lock))
         encoding: dict[str, Any] = {"source": self.inputs.paths[self.inputs.source[name]],
-                                    "original_shape": self.inputs.shape(name)}
+                                    "original_shape": self.inputs.shape(name), **self._sources}
         if self.inputs.stores[0].format.hdf5:  # climio keeps chunks of filtered variables only
             level, chunked = var.compression.deflate, var.chunks is not None
             encoding.update(zlib=level > 0, complevel=level, shuffle=chunked and var.compression.shuffle,
@@ -119,7 +122,7 @@ class ClimioDataStore(AbstractDataStore):
         return FrozenDict(self.inputs.dims)
 
     def get_encoding(self) -> dict[str, Any]:
-        return {"unlimited_dims": set(self.inputs.unlimited), "source": self.inputs.paths[0]}
+        return {"unlimited_dims": set(self.inputs.unlimited), "source": self.inputs.paths[0], **self._sources}
 
     def close(self) -> None:
         self.inputs.__exit__(None, None, None)

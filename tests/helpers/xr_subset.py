@@ -1,0 +1,29 @@
+"""Under mpiexec: ``.climio.subset`` of files opened with ``climio.open_mfdataset``, written to OUT
+(tests/test_xarray_backend.py compares it with the command's file).
+
+    python xr_subset.py OUT [-d RANGE ...] [-b BOX] IN [IN ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import climio
+import climio.xr  # noqa: F401 (registers .climio)
+from climio.core import mpi
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("-d", action="append", default=[])
+    parser.add_argument("-b")
+    parser.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    comm = mpi.world()
+    with climio.open_mfdataset(args.files) as dataset:
+        dataset.climio.subset(*args.d, box=args.b, path=args.out, comm=comm).close()
+
+
+if __name__ == "__main__":
+    main()
