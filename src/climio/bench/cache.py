@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from typing import Any
 
 from climio.errors import ClimioError
 
@@ -49,3 +50,18 @@ def cold_dd_seconds(path: str) -> float:
     if result.returncode != 0:
         raise ClimioError(f"dd of '{path}' failed: {result.stderr.strip()[-200:]}", collective=True)
     return time.perf_counter() - started
+
+
+def warm(path: str) -> None:
+    """Read the file once so that the timed runs start from the page cache."""
+    with open(path, "rb", buffering=0) as f:
+        while f.read(64 * 2**20):
+            pass
+
+
+def before_timed_run(path: str, cold: bool) -> dict[str, Any]:
+    """A timed run's cache fields: with ``cold``, dd's cold read of ``path`` (the baseline, ``cold_dd_s``) and
+    then its pages dropped (``cache``: how); otherwise the pages stay where :func:`warm` put them."""
+    if not cold:
+        return {"cache": "warm"}
+    return {"cold_dd_s": cold_dd_seconds(path), "cache": drop(path)}

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from climio.bench.runner import make_directory, markdown_table, require_plain_process
+from climio.bench.runner import make_directory, markdown_table, require_plain_process, save_results
 from climio.core import mpi
 from climio.errors import ClimioError, IOFault
 
@@ -105,10 +105,9 @@ def main(comm: Any, *, domain: str, grids: str, steps: int, strategies: list[str
     print(f"climio bench model --driver fortran: {nx}x{ny}x{nlay}x{nspec}, {steps} step(s); per-call runs "
           f"{SMALL} x {call_steps} steps; median of {reps}")
     print(format_table(table))
-    with open(os.path.join(out, "model-capi.json"), "w") as f:
-        json.dump({"domain": [nx, ny, nlay, nspec], "steps": steps, "call_steps": call_steps, "reps": reps,
-                   "mpiio": os.environ.get("OMPI_MCA_io", "default"), "rows": rows, "table": table}, f, indent=1)
-    print(f"results in {out}/model-capi.json")
+    save_results(out, "model-capi", {"domain": [nx, ny, nlay, nspec], "steps": steps, "call_steps": call_steps,
+                                     "reps": reps, "mpiio": os.environ.get("OMPI_MCA_io", "default"), "rows": rows,
+                                     "table": table})
 
 
 def pair(binary: str, out: str, kind: str, size: str, steps: int, px: int, py: int, strategy: str, mode: str,

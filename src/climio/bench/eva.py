@@ -32,13 +32,10 @@ minute, the baseline of the ``wall / cold dd`` column.
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import shutil
 import statistics
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -46,7 +43,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from climio.bench import cache
-from climio.bench.runner import check_directory, make_directory, markdown_table, rows_from_ranks, run_ranks, save_rows
+from climio.bench.runner import (check_reps, grouped, markdown_table, median, require_plain_process, rows_from_ranks,
+                                 run_ranks, save_results, save_rows, scratch_directory, traced_run)
 from climio.core import ncio
 from climio.errors import ClimioError
 
@@ -69,13 +67,6 @@ def make_inputs(directory: str, shape: Sequence[int], formats: Sequence[str]) ->
         subprocess.run(["nccopy", "-k", "nc4", "-d", "1", "-c", f"time/1,lat/{shape[1]},lon/{shape[2]}",
                         paths["cdf5"], paths["nc4z"]], check=True)
     return {f: p for f, p in paths.items() if f in formats}
-
-
-def warm(path: str) -> None:
-    """Read the file once so that the timed runs start from the page cache."""
-    with open(path, "rb", buffering=0) as f:
-        while f.read(64 * 2**20):
-            pass
 
 
 SCIPY_FITS = {"pot": "genpareto", "gev": "genextreme"}
@@ -131,14 +122,11 @@ def variants() -> tuple[str, ...]:
 
 def run_once(path: str, nranks: int, scheme: str, split: str, workdir: str, method: str = "pot") -> dict[str, Any]:
     """One ``climio eva`` run of ``method`` (a name of :func:`variants`), timed from the shell and by its trace."""
-    trace_file, out = os.path.join(workdir, "trace.json"), os.path.join(workdir, "eva.nc")
+    out = os.path.join(workdir, "eva.nc")
     base, _, extra = method.partition("+")
-    started = time.perf_counter()
-    run_ranks(nranks, ["--trace", trace_file, "eva", path, out, "--overwrite", "--scheme", scheme, "--split", split,
-                       "--mode", "cdf5", "--method", base, *(extra_arguments()[extra] if extra else [])])
-    wall = time.perf_counter() - started
-    with open(trace_file) as f:
-        report = json.load(f)
+    wall, report = traced_run(nranks, ["eva", path, out, "--overwrite", "--scheme", scheme, "--split", split, "--mode",
+                                       "cdf5", "--method", base, *(extra_arguments()[extra] if extra else [])],
+                              workdir)
     job = report["summary"]["job"]["max_seconds"]  # climio eva's own time, from a barrier
     read = report["summary"].get("read", {}).get("max_seconds", 0.0)
     work = report["summary"].get("work", {}).get("max_seconds", 0.0)  # thresholds, fits, intervals
@@ -172,16 +160,12 @@ def plain_read(comm: MPI.Comm, path: str, split: str, reps: int, rows_json: str,
 def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes: Sequence[str],
          splits: Sequence[str], formats: Sequence[str], reps: int, directory: str, out: str | None,
          scipy_sample: int = 40, cold: bool = False, methods: Sequence[str] = ("pot",)) -> None:
-    if comm.Get_size() > 1:
-        raise ClimioError("climio bench eva starts its own mpiexec runs: run it as a plain process", collective=True)
-    if reps < 1:
-        raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
+    require_plain_process(comm, "eva")
+    check_reps(reps)
     cells = int(shape[1]) * int(shape[2])
     variable_bytes = int(np.prod(shape)) * 4
-    check_directory(directory, "--dir")
-    workdir = tempfile.mkdtemp(prefix="climio-bench-eva-", dir=directory)
     rows: list[dict[str, Any]] = []
-    try:
+    with scratch_directory(comm, "eva", directory) as workdir:
         inputs = make_inputs(workdir, shape, formats)
         per_cell = {m: scipy_seconds_per_cell(inputs["cdf5"], scipy_sample, 0.01, m)
                     for m in dict.fromkeys(v.partition("+")[0] for v in methods)}
@@ -190,7 +174,7 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
                   f"{seconds * cells:.0f} s for {cells} cells", flush=True)
         for fmt, path in inputs.items():
             if not cold:
-                warm(path)
+                cache.warm(path)
             for n in sorted({1, *ranks}):  # 1 rank: the plain sequential read of the whole variable
                 for split in splits:  # the baseline: the same slabs read whole, nothing else
                     reads = rows_from_ranks(n, ["bench", "eva", "--plain-read", path, "--splits", split,
@@ -202,52 +186,38 @@ def main(comm: MPI.Comm, *, shape: Sequence[int], ranks: Sequence[int], schemes:
                         print(f"bench eva: {fmt} {n} rank(s) {scheme} {split} ...", flush=True)
                         for rep in range(reps):
                             for eva_method in methods:  # interleaved: the methods compare within a minute
-                                baseline = {"cold_dd_s": cache.cold_dd_seconds(path)} if cold else {}
-                                how = cache.drop(path) if cold else "warm"
+                                how = cache.before_timed_run(path, cold)
                                 row = run_once(path, n, scheme, split, workdir, eva_method)
                                 rows.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split,
-                                             "method": eva_method, "rep": rep, "cache": how, **baseline, **row})
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+                                             "method": eva_method, "rep": rep, **how, **row})
     table = summarise(rows, cells, variable_bytes, {m: s * cells for m, s in per_cell.items()})
     print(f"climio bench eva: pr{tuple(shape)} float32 ({variable_bytes / 1e6:.0f} MB), median of {reps} rep(s)")
     print(format_table(table))
     if out:
-        make_directory(out)
-        with open(os.path.join(out, "eva.json"), "w") as f:
-            json.dump({"shape": list(shape), "cold": cold, "scipy_seconds_per_cell": per_cell, "rows": rows,
-                       "table": table}, f, indent=1)
-        with open(os.path.join(out, "eva.csv"), "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(table[0]))
-            writer.writeheader()
-            writer.writerows(table)
-        print(f"results in {out}/eva.json and eva.csv")
+        save_results(out, "eva", {"shape": list(shape), "cold": cold, "scipy_seconds_per_cell": per_cell, "rows": rows,
+                                  "table": table}, table)
 
 
 def summarise(rows: list[dict[str, Any]], cells: int, variable_bytes: int,
               scipy_total: dict[str, float]) -> list[dict[str, Any]]:
     table = []
-    runs = [r for r in rows if "scheme" in r]
-    keys = dict.fromkeys((r["format"], r["ranks"], r["scheme"], r["split"], r["method"]) for r in runs)
-    for fmt, n, scheme, split, method in keys:
-        sample = [r for r in runs
-                  if (r["format"], r["ranks"], r["scheme"], r["split"], r["method"]) == (fmt, n, scheme, split, method)]
-        wall = statistics.median(r["wall_s"] for r in sample)
-        job = statistics.median(r["job_s"] for r in sample)
-        read, sequential = (statistics.median(r["plain_read_s"] for r in rows if "plain_read_s" in r
-                                              and (r["format"], r["ranks"], r["split"]) == (fmt, m, split))
-                            for m in (n, 1))
+    reads = grouped((r for r in rows if "plain_read_s" in r), "format", "ranks", "split")
+    runs = grouped((r for r in rows if "scheme" in r), "format", "ranks", "scheme", "split", "method")
+    for (fmt, n, scheme, split, method), sample in runs.items():
+        wall = median(sample, "wall_s")
+        job = median(sample, "job_s")
+        read, sequential = (median(reads[(fmt, m, split)], "plain_read_s") for m in (n, 1))
         table.append({"format": fmt, "ranks": n, "scheme": scheme, "split": split, "method": method,
                       "wall_s": wall, "job_s": job,
                       "cells_per_s": cells / job, "read_s": read, "job_over_read": job / read if read else 0.0,
                       "sequential_read_s": sequential, "job_over_sequential_read": job / sequential if sequential else 0.0,
-                      "read_phase_s": statistics.median(r["read_s"] for r in sample),
+                      "read_phase_s": median(sample, "read_s"),
                       "fit_phase_s": statistics.median(r.get("work_s", 0.0) for r in sample),
                       "peak_rss_rank_MB": max(r["peak_rss_max"] for r in sample) / 1e6,
                       "peak_rss_job_over_variable": max(r["peak_rss_total"] for r in sample) / variable_bytes,
                       "speedup_vs_scipy": scipy_total[method.partition("+")[0]] / wall})
         if "cold_dd_s" in sample[0]:
-            dd = statistics.median(r["cold_dd_s"] for r in sample)
+            dd = median(sample, "cold_dd_s")
             table[-1].update({"cold_dd_s": dd, "wall_over_cold_dd": wall / dd, "job_over_cold_dd": job / dd,
                               "cache": sample[0]["cache"]})
     return table

@@ -18,11 +18,8 @@ paper does not detail.
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import statistics
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from climio.bench.model import value
-from climio.bench.runner import make_directory, markdown_table, require_plain_process, rows_from_ranks, save_rows
+from climio.bench.runner import (check_reps, grouped, markdown_table, median, repeated, require_plain_process,
+                                 rows_per_size, save_results, save_rows, scratch_directory)
 from climio.core import ncio
 from climio.core.decomp import Decomposition, process_grid
 from climio.errors import ClimioError, IOFault
@@ -133,21 +131,15 @@ def main(comm: MPI.Comm, *, model: str, ranks: Sequence[int], gathers: Sequence[
          rows_json: str | None = None) -> None:
     if model not in MODELS:
         raise ClimioError(f"--model '{model}': choose 6lm or 6m", collective=True)
-    if reps < 1:
-        raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
+    check_reps(reps)
     if rows_json:  # inside one mpiexec
-        with tempfile.TemporaryDirectory(prefix="climio-bench-inmcm-") as tmp:
-            shared = comm.bcast(tmp if comm.Get_rank() == 0 else None)
-            rows = [{**r, "rep": rep} for rep in range(reps) for r in measure(comm, model, gathers, shared)]
-            comm.Barrier()
+        with scratch_directory(comm, "inmcm", None) as shared:
+            rows = repeated(reps, lambda: measure(comm, model, gathers, shared))
         save_rows(comm, rows, rows_json)
         return
     require_plain_process(comm, "inmcm")
-    rows = []
-    for n in ranks:
-        print(f"bench inmcm: {n} rank(s) ...", flush=True)
-        rows += rows_from_ranks(n, ["bench", "inmcm", "--model", model, "--gathers", ",".join(gathers),
-                                    "--reps", str(reps)])
+    args = ["--model", model, "--gathers", ",".join(gathers), "--reps", str(reps)]
+    rows = rows_per_size("inmcm", ((f"{n} rank(s)", n, args) for n in ranks))
     table = summarise(rows)
     nlat, nlon = MODELS[model]
     print(f"climio bench inmcm: INMCM{model.upper()} ({nlat} x {nlon}, {NPLEVS}/{NSLEVS} levels), one model day, "
@@ -158,25 +150,13 @@ def main(comm: MPI.Comm, *, model: str, ranks: Sequence[int], gathers: Sequence[
         if ratio:
             print(f"{n} ranks: p2p / gatherv gather time for the daily 3-D groups (dxyz, dxys): {ratio:.2f}x")
     if out:
-        make_directory(out)
-        with open(os.path.join(out, "inmcm.json"), "w") as f:
-            json.dump({"model": model, "reps": reps, "rows": rows, "table": table}, f, indent=1)
-        with open(os.path.join(out, "inmcm.csv"), "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(table[0]))
-            writer.writeheader()
-            writer.writerows(table)
-        print(f"results in {out}/inmcm.json and inmcm.csv")
+        save_results(out, "inmcm", {"model": model, "reps": reps, "rows": rows, "table": table}, table)
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    keys = dict.fromkeys((r["ranks"], r["group"], r["strategy"]) for r in rows)
-    table = []
-    for key in keys:
-        same = [r for r in rows if (r["ranks"], r["group"], r["strategy"]) == key]
-        table.append({**{k: v for k, v in same[0].items() if k not in ("rep", "gather_s", "write_s")},
-                      "gather_s": statistics.median(r["gather_s"] for r in same),
-                      "write_s": statistics.median(r["write_s"] for r in same)})
-    return table
+    return [{**{k: v for k, v in same[0].items() if k not in ("rep", "gather_s", "write_s")},
+             "gather_s": median(same, "gather_s"), "write_s": median(same, "write_s")}
+            for same in grouped(rows, "ranks", "group", "strategy").values()]
 
 
 def three_d_ratio(table: list[dict[str, Any]], nranks: int) -> float | None:

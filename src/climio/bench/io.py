@@ -17,18 +17,16 @@ report gives medians over repetitions in MB/s (1 MB = 10**6 bytes).
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import statistics
-import tempfile
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from climio.bench.cache import evict
-from climio.bench.runner import check_directory, make_directory, markdown_table, rows_from_ranks, save_rows
+from climio.bench.runner import (check_directory, check_reps, grouped, make_directory, markdown_table, rows_per_size,
+                                 save_results, save_rows, scratch_directory)
 from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition
 from climio.errors import ClimioError
@@ -89,8 +87,7 @@ def measure(comm: MPI.Comm, shape: tuple[int, int, int], modes: Sequence[str], r
     coords = cmip.coordinates(shape)
     nbytes = int(np.prod(shape)) * 4
     rows: list[dict[str, Any]] = []
-    workdir = comm.bcast(tempfile.mkdtemp(prefix="climio-bench-", dir=directory) if rank == 0 else None)
-    try:
+    with scratch_directory(comm, "io", directory) as workdir:
         for rep in range(reps):
             comm.Barrier()
             if rank == 0:
@@ -122,12 +119,6 @@ def measure(comm: MPI.Comm, shape: tuple[int, int, int], modes: Sequence[str], r
                     os.unlink(path)
                     rows.append({"ranks": size, "mode": mode, "rep": rep, "bytes": nbytes,
                                  "write_s": write_seconds, "read_s": read_seconds})
-    finally:
-        comm.Barrier()
-        if rank == 0:
-            for name in os.listdir(workdir):
-                os.unlink(os.path.join(workdir, name))
-            os.rmdir(workdir)
     return rows
 
 
@@ -135,10 +126,9 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Median MB/s per (ranks, mode), with the sequential baseline of the same run beside it."""
     table = []
     order = ["sequential", *ncio.MODES]
-    keys = sorted({(r["ranks"], r["mode"]) for r in rows}, key=lambda k: (k[0], order.index(k[1])))
-    for nranks, mode in keys:
-        sample = [r for r in rows if r["ranks"] == nranks and r["mode"] == mode]
-        base = [r for r in rows if r["ranks"] == nranks and r["mode"] == "sequential"]
+    cases = grouped(rows, "ranks", "mode")
+    for (nranks, mode), sample in sorted(cases.items(), key=lambda case: (case[0][0], order.index(case[0][1]))):
+        base = cases.get((nranks, "sequential"), [])
         mbps = lambda rs, key: statistics.median(r["bytes"] / r[key] / 1e6 for r in rs)  # noqa: E731
         entry = {"ranks": nranks, "mode": mode, "reps": len(sample), "MB": sample[0]["bytes"] / 1e6,
                  "write_MBps": mbps(sample, "write_s"), "read_MBps": mbps(sample, "read_s")}
@@ -159,8 +149,7 @@ def format_table(table: list[dict[str, Any]]) -> str:
 
 def main(comm: MPI.Comm, *, shape: tuple[int, ...], modes: Sequence[str], ranks: tuple[int, ...] | None, reps: int,
          directory: str, out: str | None, hints: dict[str, str], rows_json: str | None = None) -> None:
-    if reps < 1:
-        raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
+    check_reps(reps)
     for mode in modes:
         ncio.get_mode(mode)
     mpi.agree(comm, lambda: check_directory(directory, "--dir"))
@@ -171,12 +160,9 @@ def main(comm: MPI.Comm, *, shape: tuple[int, ...], modes: Sequence[str], ranks:
         raise ClimioError("--ranks starts its own mpiexec for each rank count: run 'climio bench io --ranks ...' "
                           "as a plain process, or drop --ranks under mpiexec", collective=True)
     if ranks:
-        rows = []
-        for n in ranks:
-            print(f"bench io: {n} rank(s) ...", flush=True)
-            rows += rows_from_ranks(n, ["bench", "io", "--shape", ",".join(map(str, shape3)), "--modes",
-                                        ",".join(modes), "--reps", str(reps), "--dir", directory,
-                                        *[f"--hint={k}={v}" for k, v in hints.items()]])
+        args = ["--shape", ",".join(map(str, shape3)), "--modes", ",".join(modes), "--reps", str(reps), "--dir",
+                directory, *[f"--hint={k}={v}" for k, v in hints.items()]]
+        rows = rows_per_size("io", ((f"{n} rank(s)", n, args) for n in ranks))
     else:
         rows = measure(comm, shape3, modes, reps, directory, hints)
     if rows_json:
@@ -188,10 +174,5 @@ def main(comm: MPI.Comm, *, shape: tuple[int, ...], modes: Sequence[str], ranks:
     print(f"climio bench io: pr{tuple(shape3)} float32, {table[0]['MB']:.0f} MB, median of {reps} rep(s)")
     print(format_table(table))
     if out:
-        with open(os.path.join(out, "results.json"), "w") as f:
-            json.dump({"shape": shape3, "reps": reps, "hints": hints, "rows": rows, "table": table}, f, indent=1)
-        with open(os.path.join(out, "results.csv"), "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(table[0]))
-            writer.writeheader()
-            writer.writerows(table)
-        print(f"results in {out}/results.json and results.csv")
+        save_results(out, "results", {"shape": shape3, "reps": reps, "hints": hints, "rows": rows, "table": table},
+                     table)

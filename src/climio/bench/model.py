@@ -14,12 +14,9 @@ plain file with sequential 64 MiB writes and fsync in the same run
 
 from __future__ import annotations
 
-import csv
-import json
 import math
 import os
 import re
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,14 +25,15 @@ import numpy as np
 
 from climio.bench.cache import evict
 from climio.bench.io import sequential_write
-from climio.bench.runner import make_directory, markdown_table, require_plain_process, rows_from_ranks, save_rows
+from climio.bench.runner import (check_reps, grouped, make_directory, markdown_table, median, repeated,
+                                 require_plain_process, rows_per_size, save_results, save_rows)
 from climio.core import mpi, trace
 from climio.errors import ClimioError, IOFault
 from climio.model import decomposition as dec
 from climio.model import piomap
 from climio.model.gather import STRATEGIES as GATHERS
-from climio.model.output import STRATEGIES, Field, ModelOutput, applicable_modes, fill_value
-from climio.model.output import parse_strategy as parse_write_strategy
+from climio.model.output import Field, ModelOutput, applicable_modes, fill_value
+from climio.model.strategy import parse_strategy
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -79,16 +77,20 @@ def parse_grids(text: str) -> list[tuple[int, int]]:
     return grids
 
 
-def parse_strategy(text: str) -> tuple[str, str | None]:
-    """'rows' -> ('rows', None); 'root:p2p' -> ('root', 'p2p'); 'agg:4' -> ('agg:4', None)."""
-    name, _, gather = text.partition(":")
-    if name == "agg":
-        parse_write_strategy(text)
-        return text, None
-    if name not in STRATEGIES or (gather and gather not in GATHERS) or (text.count(":") and name != "root"):
-        raise ClimioError(f"--strategy '{text}': choose from {', '.join(STRATEGIES)} (root:GATHER with GATHER one "
-                          f"of {', '.join(GATHERS)})", collective=True)
-    return name, gather or None
+def split_gather(text: str) -> tuple[str, str | None]:
+    """'rows' -> ('rows', None); 'root:p2p' -> ('root', 'p2p'); 'agg:4' -> ('agg:4', None): the gather of a root
+    write is the bench's own suffix; the strategy is checked by :func:`climio.model.strategy.parse_strategy`."""
+    strategy, colon, gather = text.partition(":")
+    if strategy != "root" or not colon:
+        strategy, gather = text, ""
+    elif gather not in GATHERS:
+        raise ClimioError(f"--strategy '{text}': choose GATHER in root:GATHER from {', '.join(GATHERS)}",
+                          collective=True)
+    try:
+        parse_strategy(strategy)
+    except ClimioError as err:
+        raise ClimioError(f"--strategy: {err}", collective=True) from err
+    return strategy, gather or None
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,13 @@ def cases(domain: tuple[int, int, int, int], grids: list[tuple[int, int]], decom
         return [Case(f"{px}x{py}", px * py, nspec, nlay, (ny, nx)) for px, py in grids]
     m = piomap.read_map(decomp_file)
     return [Case(os.path.basename(decomp_file), m.ntasks, nspec, None, m.dims, decomp_file)]
+
+
+def per_case(runs: Sequence[Case], decomp: str | None, args: list[str]) -> list[tuple[str, int, list[str]]]:
+    """The driver's mpiexec runs, one per case (:func:`climio.bench.runner.rows_per_size`): its grid or the map,
+    then the suite's other arguments."""
+    return [(f"{case.label} on {case.ranks} ranks", case.ranks,
+             [*(["--decomp", decomp] if decomp else ["--grid", case.label]), *args]) for case in runs]
 
 
 def value(flat: np.ndarray, species: int) -> np.ndarray:
@@ -259,7 +268,7 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
     if rank == 0 and compressed:  # the other baseline: one process writing the same fields with the same filters
         rows.append(serial_compressed(case, owned, steps, fields[0], directory, common))
     for text in strategies:
-        strategy, gather = parse_strategy(text)
+        strategy, gather = split_gather(text)
         for mode in modes:
             if mode not in applicable_modes(strategy) or (compressed and mode != "hdf5"):
                 if rank == 0:
@@ -326,35 +335,26 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
     runs = cases(size, parse_grids(grids), decomp)
     fewest = min(c.ranks for c in runs)
     for text in strategies:
-        name, _ = parse_strategy(text)
-        aggregators = parse_write_strategy(name)[1] if name.startswith("agg") else None
+        _, aggregators = parse_strategy(split_gather(text)[0])
         if aggregators is not None and aggregators > fewest:
             raise ClimioError(f"--strategy {text}: more aggregators than the {fewest} ranks of the smallest "
                               f"{'--decomp' if decomp else '--grid'}", collective=True)
-    if steps < 1 or reps < 1:
-        raise ClimioError("--steps and --reps must be at least 1", collective=True)
+    check_reps(reps)
+    if steps < 1:
+        raise ClimioError(f"--steps must be at least 1, got {steps}", collective=True)
     if not rows_json:
         require_plain_process(comm, "model")  # before anything is made: a refused run leaves no directory
     mpi.agree(comm, lambda: make_directory(out))
     if rows_json:  # one case, inside its own mpiexec
-        rows = []
-        for rep in range(reps):
-            rows += [{**r, "rep": rep} for r in measure(comm, runs[0], steps, strategies, modes, out, keep, hints,
-                                                        deflate=deflate, quantize=quantization,
-                                                        verify_all=verify or keep)]
-        save_rows(comm, rows, rows_json)
+        save_rows(comm, repeated(reps, lambda: measure(comm, runs[0], steps, strategies, modes, out, keep, hints,
+                                                       deflate=deflate, quantize=quantization,
+                                                       verify_all=verify or keep)), rows_json)
         return
-    rows = []
-    for case in runs:
-        print(f"bench model: {case.label} on {case.ranks} ranks ...", flush=True)
-        where = ["--decomp", decomp] if decomp else ["--grid", case.label]
-        rows += rows_from_ranks(case.ranks, ["bench", "model", "--domain", domain, *where,
-                                             "--steps", str(steps), "--strategy", ",".join(strategies),
-                                             "--mode", ",".join(modes), "--out", out, "--reps", str(reps),
-                                             *(["--keep"] if keep else []), *(["--verify"] if verify else []),
-                                             *(["--deflate", str(deflate)] if deflate else []),
-                                             *(["--quantize", quantize] if quantize else []),
-                                             *[f"--hint={k}={v}" for k, v in hints.items()]])
+    rows = rows_per_size("model", per_case(runs, decomp, [
+        "--domain", domain, "--steps", str(steps), "--strategy", ",".join(strategies), "--mode", ",".join(modes),
+        "--out", out, "--reps", str(reps), *(["--keep"] if keep else []), *(["--verify"] if verify else []),
+        *(["--deflate", str(deflate)] if deflate else []), *(["--quantize", quantize] if quantize else []),
+        *[f"--hint={k}={v}" for k, v in hints.items()]]))
     table = summarise(rows)
     relative(table)
     nx, ny, nlay, nspec = size
@@ -369,33 +369,23 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
     wrong = [r["mismatch"] for r in rows if r.get("mismatch")]
     if wrong:
         raise IOFault(f"bench model: a file does not hold the values written: {wrong[0]}")
-    with open(os.path.join(out, "model.json"), "w") as f:
-        json.dump({"domain": size, "steps": steps, "reps": reps, "hints": hints,
-                   "mpiio": os.environ.get("OMPI_MCA_io", "default"), "rows": rows, "table": table}, f, indent=1)
     measured = [r for r in table if "io_s" in r]
-    with open(os.path.join(out, "model.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=sorted({k for r in measured for k in r}))
-        writer.writeheader()
-        writer.writerows(measured)
     plot(measured, os.path.join(out, "model.png"), size)
-    print(f"results in {out}/model.json, model.csv and model.png")
+    save_results(out, "model", {"domain": size, "steps": steps, "reps": reps, "hints": hints,
+                                "mpiio": os.environ.get("OMPI_MCA_io", "default"), "rows": rows, "table": table},
+                 measured, besides=["model.png"])
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Median I/O time per (grid, strategy, mode) over repetitions; skipped combinations once."""
-    table, seen = [], set()
-    for row in rows:
-        key = (row.get("case"), row["strategy"], row["mode"])
-        if key in seen:
+    table = []
+    for same in grouped(rows, "case", "strategy", "mode").values():
+        if "skipped" in same[0]:
+            table.append(same[0])
             continue
-        seen.add(key)
-        if "skipped" in row:
-            table.append(row)
-            continue
-        same = [r for r in rows if (r.get("case"), r["strategy"], r["mode"]) == key]
-        io = statistics.median(r["io_s"] for r in same)
-        table.append({**{k: v for k, v in row.items() if k != "rep"}, "io_s": io, "MBps": row["bytes"] / io / 1e6,
-                      "reps": len(same)})
+        io = median(same, "io_s")
+        table.append({**{k: v for k, v in same[0].items() if k != "rep"}, "io_s": io,
+                      "MBps": same[0]["bytes"] / io / 1e6, "reps": len(same)})
     return table
 
 

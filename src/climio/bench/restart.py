@@ -11,9 +11,7 @@ rank got exactly the values written.
 
 from __future__ import annotations
 
-import json
 import os
-import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +19,9 @@ import numpy as np
 
 from climio.bench.cache import evict
 from climio.bench.io import sequential_read
-from climio.bench.model import Case, cases, local_species, parse_domain, parse_grids
-from climio.bench.runner import make_directory, markdown_table, require_plain_process, rows_from_ranks, save_rows
+from climio.bench.model import Case, cases, local_species, parse_domain, parse_grids, per_case
+from climio.bench.runner import (check_reps, grouped, make_directory, markdown_table, median, require_plain_process,
+                                 rows_per_size, save_results, save_rows)
 from climio.core import mpi, trace
 from climio.errors import ClimioError, IOFault
 from climio.model import decomposition as dec
@@ -32,9 +31,6 @@ from climio.model.strategy import parse_strategy
 
 if TYPE_CHECKING:
     from mpi4py import MPI
-
-MODES = ("serial", "hdf5", "cdf2", "cdf5")
-
 
 def same_values(d: dec.GridDecomposition, levels: int | None, got: np.ndarray, written: np.ndarray) -> bool:
     """Whether a local array read back holds what was written at every owned point."""
@@ -95,10 +91,8 @@ def measure(comm: MPI.Comm, case: Case, strategies: Sequence[str], modes: Sequen
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Median read time per (case, mode, strategy) over repetitions, with the ratios of the same run."""
     table = []
-    keys = list(dict.fromkeys((r["case"], r["mode"], r["strategy"]) for r in rows))
-    for key in keys:
-        same = [r for r in rows if (r["case"], r["mode"], r["strategy"]) == key]
-        seconds = statistics.median(r["read_s"] for r in same)
+    for same in grouped(rows, "case", "mode", "strategy").values():
+        seconds = median(same, "read_s")
         row = {k: v for k, v in same[0].items() if k not in ("rep", "phases_s")}
         row.update(read_s=seconds, MBps=row["bytes"] / seconds / 1e6, reps=len(same),
                    verified=all(r.get("verified", True) for r in same))
@@ -137,28 +131,21 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, strategies: Sequence[str], 
                               collective=True)
         if count is not None and count > min(c.ranks for c in runs):
             raise ClimioError(f"--strategy {text}: more readers than the ranks of the smallest case", collective=True)
-    if reps < 1:
-        raise ClimioError("--reps must be at least 1", collective=True)
+    check_reps(reps)
     mpi.agree(comm, lambda: os.makedirs(directory, exist_ok=True))
     if rows_json:  # one case, inside its own mpiexec
         save_rows(comm, measure(comm, runs[0], strategies, modes, reps, directory), rows_json)
         return
     require_plain_process(comm, "restart")
     make_directory(out)
-    rows = []
-    for case in runs:
-        print(f"bench restart: {case.label} on {case.ranks} ranks ...", flush=True)
-        where = ["--decomp", decomp] if decomp else ["--grid", case.label]
-        rows += rows_from_ranks(case.ranks, ["bench", "restart", "--domain", domain, *where, "--strategy",
-                                             ",".join(strategies), "--mode", ",".join(modes), "--reps", str(reps),
-                                             "--dir", directory, "--out", out])
+    rows = rows_per_size("restart", per_case(runs, decomp, [
+        "--domain", domain, "--strategy", ",".join(strategies), "--mode", ",".join(modes), "--reps", str(reps),
+        "--dir", directory, "--out", out]))
     table = summarise(rows)
     print(f"climio bench restart: {domain if not decomp else decomp}, one record of {size[3]} species read from a "
           f"cold page cache, median of {reps}")
     print(format_table(table))
-    with open(os.path.join(out, "restart.json"), "w") as f:
-        json.dump({"domain": size, "decomp": decomp, "reps": reps, "rows": rows, "table": table}, f, indent=1)
-    print(f"results in {out}/restart.json")
+    save_results(out, "restart", {"domain": size, "decomp": decomp, "reps": reps, "rows": rows, "table": table})
     wrong = [f"{r['strategy']} x {r['mode']}" for r in table if not r.get("verified", True)]
     if wrong:
         raise IOFault(f"bench restart: {', '.join(wrong)} read values other than those written")

@@ -26,7 +26,7 @@ import sys
 from typing import Any
 
 from climio.bench.capi import compile_mockup, same_values
-from climio.bench.runner import make_directory, markdown_table, require_plain_process
+from climio.bench.runner import make_directory, markdown_table, require_plain_process, save_results
 from climio.core import mpi
 from climio.errors import ClimioError, IOFault
 
@@ -79,10 +79,8 @@ def main(comm: Any, *, domain: str, grids: str, steps: int, strategies: list[str
     table = summarise(rows)
     print(f"climio bench model --servers {servers}: {nx}x{ny}x{nlay}x{nspec}, {steps} step(s), medians of {reps}")
     print(format_table(table))
-    with open(os.path.join(out, "model-served.json"), "w") as f:
-        json.dump({"domain": [nx, ny, nlay, nspec], "steps": steps, "reps": reps, "servers": servers, "rows": rows,
-                   "table": table}, f, indent=1)
-    print(f"results in {out}/model-served.json")
+    save_results(out, "model-served", {"domain": [nx, ny, nlay, nspec], "steps": steps, "reps": reps,
+                                       "servers": servers, "rows": rows, "table": table})
 
 
 def run(binary: str, out: str, kind: str, args: list[str], nranks: int, servers: int = 0,

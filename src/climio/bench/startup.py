@@ -13,19 +13,14 @@ install under ``PYTHONDONTWRITEBYTECODE``) every run compiles climio's sources a
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from climio.bench.runner import check_directory, make_directory, markdown_table, require_plain_process
+from climio.bench.runner import markdown_table, require_plain_process, save_results, scratch_directory, timed
 from climio.core import mpi
-from climio.errors import ClimioError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -48,16 +43,6 @@ def commands(tiny: str, series: str, out: str, workdir: str) -> dict[str, list[s
     }
 
 
-def timed(argv: Sequence[str], env: dict[str, str]) -> float:
-    started = time.perf_counter()
-    result = subprocess.run(argv, capture_output=True, text=True, env=env)
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0:
-        raise ClimioError(f"bench startup: {' '.join(argv[:4])} ... failed: {result.stderr.strip()[-300:]}",
-                          collective=True)
-    return elapsed
-
-
 def bytecode_precompiled() -> bool:
     """Whether climio's modules have up-to-date bytecode next to them (``make install`` compiles it)."""
     import climio.cli
@@ -69,12 +54,11 @@ def bytecode_precompiled() -> bool:
 
 def main(comm: MPI.Comm, *, reps: int, directory: str, out: str | None) -> list[dict[str, Any]]:
     require_plain_process(comm, "startup")
-    check_directory(directory, "--dir")
     # the children are plain processes, as a user's shell starts them: no launcher variables, the singleton
     # settings climio gives itself (so the import floor is measured as climio runs it)
     env = {k: v for k, v in os.environ.items() if k not in mpi.RANK_VARIABLES}
     env.update({k: env.get(k, v) for k, v in mpi.SINGLETON_DEFAULTS.items()})
-    with tempfile.TemporaryDirectory(prefix="climio-bench-startup-", dir=directory) as tmp:
+    with scratch_directory(comm, "startup", directory) as tmp:
         tiny, series, target = (os.path.join(tmp, name) for name in ("tiny.nc", "series.nc", "out.nc"))
         for path, shape, var in ((tiny, "12,4,5", "tas"), (series, "3650,4,5", "pr")):
             subprocess.run([sys.executable, "-m", "climio", "gen", "cmip", path, "--shape", shape, "--var", var],
@@ -82,10 +66,10 @@ def main(comm: MPI.Comm, *, reps: int, directory: str, out: str | None) -> list[
         lines = commands(tiny, series, target, tmp)
         times: dict[str, list[float]] = {name: [] for name in lines}
         # one warm-up each (the page cache holds the libraries afterwards); eva's is its first run
-        first = {name: timed(argv, env) for name, argv in lines.items()}
+        first = {name: timed("startup", argv, env) for name, argv in lines.items()}
         for _ in range(reps):
             for name, argv in lines.items():
-                times[name].append(timed(argv, env))
+                times[name].append(timed("startup", argv, env))
     ncks = statistics.median(times["ncks"])
     rows = [{"command": name, "median_s": statistics.median(t), "min_s": min(t), "runs_s": t,
              "vs_ncks": statistics.median(t) / ncks} for name, t in times.items()]
@@ -105,8 +89,6 @@ def main(comm: MPI.Comm, *, reps: int, directory: str, out: str | None) -> list[
         print(f"first eva: {first_eva:.2f}x the next ones (target at most {FIRST_EVA_TARGET}x: "
               f"{'met' if first_eva <= FIRST_EVA_TARGET else 'missed'})")
         if out:
-            make_directory(out)
-            with open(os.path.join(out, "startup.json"), "w") as f:
-                json.dump({"reps": reps, "bytecode_precompiled": precompiled, "target_s": TARGET_S,
-                           "first_eva_vs_next": first_eva, "table": rows}, f, indent=1)
+            save_results(out, "startup", {"reps": reps, "bytecode_precompiled": precompiled, "target_s": TARGET_S,
+                                          "first_eva_vs_next": first_eva, "table": rows})
     return rows

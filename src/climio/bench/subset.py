@@ -18,21 +18,15 @@ before each geodesic run (``cold dd s``). Medians of ``--reps`` runs.
 
 from __future__ import annotations
 
-import csv
-import json
 import os
 import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from climio.bench import cache
-from climio.bench.eva import warm
-from climio.bench.runner import check_directory, make_directory, markdown_table, require_plain_process, run_ranks
+from climio.bench.runner import (check_reps, grouped, markdown_table, median, require_plain_process, run_ranks,
+                                 save_results, scratch_directory, timed, traced_run)
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -47,12 +41,8 @@ PHASES = ("open", "select", "read", "renumber", "redistribute", "write", "sync",
 def subset_once(nranks: int, args: Sequence[str], workdir: str) -> dict[str, Any]:
     """One ``climio --trace subset`` run: its own time, phases (slowest rank) and byte counts, all from the
     trace (``job``, each phase, ``read`` bytes, ``selected`` bytes)."""
-    trace_file = os.path.join(workdir, "trace.json")
-    started = time.perf_counter()
-    run_ranks(nranks, ["--trace", trace_file, "subset", "--overwrite", *args])
-    wall = time.perf_counter() - started
-    with open(trace_file) as f:
-        summary = json.load(f)["summary"]
+    wall, report = traced_run(nranks, ["subset", "--overwrite", *args], workdir)
+    summary = report["summary"]
     row = {"wall_s": wall, "job_s": summary["job"]["max_seconds"],
            "read_MB": summary["read"]["total_bytes"] / 1e6, "selected_MB": summary["selected"]["total_bytes"] / 1e6}
     for phase in PHASES:
@@ -63,15 +53,6 @@ def subset_once(nranks: int, args: Sequence[str], workdir: str) -> dict[str, Any
     return row
 
 
-def timed(argv: Sequence[str]) -> float:
-    started = time.perf_counter()
-    result = subprocess.run(argv, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise ClimioError(f"bench subset: {' '.join(argv[:3])} ... failed: {result.stderr.strip()[-300:]}",
-                          collective=True)
-    return time.perf_counter() - started
-
-
 def geodesic_rows(path: str, ranks: Sequence[int], reps: int, workdir: str, cold: bool) -> list[dict[str, Any]]:
     rows = []
     out = os.path.join(workdir, "mjo.nc")
@@ -79,11 +60,9 @@ def geodesic_rows(path: str, ranks: Sequence[int], reps: int, workdir: str, cold
         for read in ("whole", "needed"):
             print(f"bench subset: geodesic, {n} rank(s), read {read} ...", flush=True)
             for rep in range(reps):
-                baseline = {"cold_dd_s": cache.cold_dd_seconds(path)} if cold else {}
-                if cold:
-                    cache.drop(path)
+                how = cache.before_timed_run(path, cold)
                 row = subset_once(n, ["--read", read, "-b", MJO_BOX, path, out], workdir)
-                rows.append({"case": "geodesic", "ranks": n, "read": read, "rep": rep, **baseline, **row})
+                rows.append({"case": "geodesic", "ranks": n, "read": read, "rep": rep, **how, **row})
     return rows
 
 
@@ -97,10 +76,10 @@ def regular_rows(path: str, reps: int, workdir: str, cold: bool) -> list[dict[st
         for rep in range(reps):
             if cold:
                 cache.drop(path)
-            climio = timed([sys.executable, "-m", "climio", "subset", "-O", "-v", "pr", *ranges, path, out])
+            climio = timed("subset", [sys.executable, "-m", "climio", "subset", "-O", "-v", "pr", *ranges, path, out])
             if cold:
                 cache.drop(path)
-            ncks = timed(["ncks", "-O", "-v", "pr", *ranges, path, out])
+            ncks = timed("subset", ["ncks", "-O", "-v", "pr", *ranges, path, out])
             rows.append({"case": "regular", "subset": name, "rep": rep, "climio_s": climio, "ncks_s": ncks})
     return rows
 
@@ -109,26 +88,21 @@ def main(comm: MPI.Comm, *, level: int, layers: int, times: int, ranks: Sequence
          cmip_shape: Sequence[int], directory: str, out: str | None, geodesic_input: str | None,
          cold: bool = False) -> None:
     require_plain_process(comm, "subset")
-    if reps < 1:
-        raise ClimioError(f"--reps must be at least 1, got {reps}", collective=True)
-    check_directory(directory, "--dir")
-    workdir = tempfile.mkdtemp(prefix="climio-bench-subset-", dir=directory)
-    try:
+    check_reps(reps)
+    with scratch_directory(comm, "subset", directory) as workdir:
         path = geodesic_input or os.path.join(workdir, "geodesic.nc")
         if geodesic_input is None:
             print(f"bench subset: generating the level-{level} geodesic grid ...", flush=True)
             run_ranks(2, ["gen", "geodesic", path, "--level", str(level), "--layers", str(layers),
                           "--times", str(times)])
         if not cold:
-            warm(path)
+            cache.warm(path)
         rows = geodesic_rows(path, ranks, reps, workdir, cold)
         cmip = os.path.join(workdir, "pr.nc")
         run_ranks(2, ["gen", "cmip", cmip, "--shape", ",".join(map(str, cmip_shape))])
         if not cold:
-            warm(cmip)
+            cache.warm(cmip)
         rows += regular_rows(cmip, reps, workdir, cold)
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
     geodesic, regular = summarise(rows)
     print(f"climio bench subset: MJO box (-b {MJO_BOX}) of a level-{level} geodesic grid, {layers} layers, "
           f"{times} times; median of {reps} rep(s)")
@@ -136,33 +110,23 @@ def main(comm: MPI.Comm, *, level: int, layers: int, times: int, ranks: Sequence
     print(f"\nregular grid pr{tuple(cmip_shape)}, wall time of the command; median of {reps} rep(s)")
     print(format_regular(regular))
     if out:
-        make_directory(out)
-        with open(os.path.join(out, "subset.json"), "w") as f:
-            json.dump({"level": level, "layers": layers, "times": times, "cmip_shape": list(cmip_shape), "cold": cold,
-                       "rows": rows, "geodesic": geodesic, "regular": regular}, f, indent=1)
-        with open(os.path.join(out, "subset.csv"), "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(geodesic[0]))
-            writer.writeheader()
-            writer.writerows(geodesic)
-        print(f"results in {out}/subset.json and subset.csv")
+        save_results(out, "subset", {"level": level, "layers": layers, "times": times, "cmip_shape": list(cmip_shape),
+                                     "cold": cold, "rows": rows, "geodesic": geodesic, "regular": regular}, geodesic)
 
 
 def summarise(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     geodesic = []
-    runs = [r for r in rows if r["case"] == "geodesic"]
-    for n, read in dict.fromkeys((r["ranks"], r["read"]) for r in runs):
-        sample = [r for r in runs if (r["ranks"], r["read"]) == (n, read)]
-        entry: dict[str, Any] = {"ranks": n, "read": read}
+    for (n, read), sample in grouped((r for r in rows if r["case"] == "geodesic"), "ranks", "read").items():
+        entry: dict[str, Any] = {"ranks": n, "read": read, "cache": sample[0]["cache"]}
         for key in sample[0]:
-            if key not in ("case", "ranks", "read", "rep"):
-                entry[key] = statistics.median(r[key] for r in sample)
+            if key not in ("case", "ranks", "read", "rep", "cache"):
+                entry[key] = median(sample, key)
         entry["read_over_selected"] = entry["read_MB"] / entry["selected_MB"] if entry["selected_MB"] else 0.0
         geodesic.append(entry)
     regular = []
     for name in REGULAR_CASES:
         sample = [r for r in rows if r["case"] == "regular" and r["subset"] == name]
-        climio = statistics.median(r["climio_s"] for r in sample)
-        ncks = statistics.median(r["ncks_s"] for r in sample)
+        climio, ncks = median(sample, "climio_s"), median(sample, "ncks_s")
         regular.append({"subset": name, "ranges": " ".join(REGULAR_CASES[name]), "climio_s": climio, "ncks_s": ncks,
                         "ncks_over_climio": ncks / climio})
     return geodesic, regular
