@@ -242,6 +242,19 @@ def test_accessor_subset_refuses_data_from_no_file() -> None:
         made.climio.subset("x,0.,1.")
 
 
+def test_a_command_run_from_a_session_leaves_its_files_readable(tmp_path: Path) -> None:
+    """A notebook that runs a climio command between its own reads: the child makes its own Open MPI session
+    directory instead of removing the notebook's (whose next open would fail to make its shared file pointer)."""
+    code = ("import subprocess, sys, xarray as xr, climio.xr\n"
+            f"xr.open_dataset({str(EC_EARTH[0])!r}, engine='climio').load().close()\n"
+            f"done = subprocess.run([sys.executable, '-m', 'climio', 'subset', '-v', 'tas', {str(EC_EARTH[0])!r}, "
+            f"{str(tmp_path / 'cut.nc')!r}])\n"
+            f"print(float(xr.open_dataset({str(tmp_path / 'cut.nc')!r}, engine='climio')['tas'].load().mean()))\n")
+    done = run([sys.executable, "-c", code], cwd=str(tmp_path))
+    assert done.returncode == 0 and float(done.stdout.split()[-1]) > 200, done.stderr
+    assert "Error" not in done.stderr and "sharedfp" not in done.stderr, done.stderr
+
+
 def test_import_climio_stays_light() -> None:
     import subprocess
     import sys

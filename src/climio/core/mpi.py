@@ -64,6 +64,8 @@ def world() -> MPI.Comm:
         private_session_directory()
     from mpi4py import MPI
 
+    if _session and os.environ.get(SESSION_BASE) == _session[0]:
+        del os.environ[SESSION_BASE]  # read at MPI_Init; a child (a climio command run from here) makes its own
     return MPI.COMM_WORLD
 
 
