@@ -1,6 +1,6 @@
 """Confidence intervals of block-maxima (GEV) return levels, against independent references.
 
-* ``gev.information``: against a Richardson-extrapolated central-difference Hessian of the plain
+* ``gev_intervals.information``: against a Richardson-extrapolated central-difference Hessian of the plain
   ``gev.negative_log_likelihood`` in (location, scale, shape), at fits and at arbitrary points (shapes from -0.8
   to 2.5, |xi| < 1e-6 and exactly 0);
 * the normal (delta-method) interval and the standard errors: from that numerical Hessian, inverted in numpy;
@@ -28,7 +28,7 @@ import pytest
 from conftest import level_factor
 from scipy import optimize, stats
 
-from climio.eva import gev, intervals
+from climio.eva import gev, gev_intervals, intervals
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 import eva_reference  # noqa: E402
@@ -284,7 +284,7 @@ def test_information_is_the_hessian_of_the_negative_log_likelihood() -> None:
     assert len(cases) >= 45
     maxima, count = padded([x for x, *_ in cases])
     mu, sigma, xi = (np.array([c[k] for c in cases]) for k in (1, 2, 3))
-    got = gev.information(maxima, count, mu, sigma, xi)
+    got = gev_intervals.information(maxima, count, mu, sigma, xi)
     assert got.shape == (len(cases), 3, 3)
     bad = []
     for c, (x, m, s, k) in enumerate(cases):
@@ -301,7 +301,7 @@ def test_information_is_nan_without_an_estimate() -> None:
     x = gev_sample(np.random.default_rng(3), 30, 0.0, 1.0, 0.1)
     maxima, count = padded([x, x, x])
     count[1] = 0
-    got = gev.information(maxima, count, np.array([0.0, 0.0, np.nan]), np.array([1.0, 1.0, 1.0]),
+    got = gev_intervals.information(maxima, count, np.array([0.0, 0.0, np.nan]), np.array([1.0, 1.0, 1.0]),
                           np.array([0.1, 0.1, 0.1]))
     assert np.all(np.isfinite(got[0])) and np.all(np.isnan(got[1])) and np.all(np.isnan(got[2]))
 
@@ -311,7 +311,7 @@ def test_normal_interval_and_standard_errors_are_the_delta_methods() -> None:
     samples, fit = fitted_cells(21, 40, (20, 120), (-0.4, 0.6))
     maxima, count = padded(samples)
     periods = (10.0, 100.0, 1000.0)
-    got = gev.return_level_intervals(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, periods,
+    got = gev_intervals.return_level_intervals(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, periods,
                                      intervals.Request(LEVEL, "normal"))
     assert got.lower.shape == got.upper.shape == (len(periods), len(samples))
     assert set(got.standard_errors) == {"location", "scale", "shape"}
@@ -335,7 +335,7 @@ def test_normal_interval_other_levels() -> None:
     maxima, count = padded(samples)
     half = {}
     for level in (0.9, 0.95, 0.99):
-        got = gev.return_level_intervals(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, (50.0,),
+        got = gev_intervals.return_level_intervals(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, (50.0,),
                                          intervals.Request(level, "normal"))
         half[level] = got.upper - got.lower
     for level in (0.9, 0.99):
@@ -361,7 +361,7 @@ def profile_cells() -> tuple[list[np.ndarray], gev.Fit, tuple[float, ...], tuple
     samples, fit = fitted_cells(31, 30, (20, 60), (-0.4, 0.6))
     maxima, count = padded(samples)
     periods = (100.0,)
-    got = gev.profile_ends(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, periods, HALF_CHI2)
+    got = gev_intervals.profile_ends(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, periods, HALF_CHI2)
     return samples, fit, periods, got
 
 
@@ -418,7 +418,7 @@ def test_profile_ends_other_periods_and_level() -> None:
     maxima, count = padded(samples)
     periods = (5.0, 1000.0)
     half = stats.chi2.ppf(0.8, 1) / 2
-    got = gev.profile_ends(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, periods, half)
+    got = gev_intervals.profile_ends(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, periods, half)
     checked, bad = profile_mismatches(samples, fit, periods, got, full=2, half_chi2=half)
     assert checked == 24
     assert not bad, f"{len(bad)} of {checked} ends:\n" + "\n".join(bad)
@@ -430,8 +430,8 @@ def test_profile_is_what_return_level_intervals_gives(profile_cells) -> None:
     samples, fit, periods, (lower, upper, _) = profile_cells
     maxima, count = padded(samples)
     args = (maxima, count, fit.location, fit.scale, fit.shape, fit.nll, periods)
-    profile = gev.return_level_intervals(*args, intervals.Request(LEVEL, "profile"))
-    normal = gev.return_level_intervals(*args, intervals.Request(LEVEL, "normal"))
+    profile = gev_intervals.return_level_intervals(*args, intervals.Request(LEVEL, "profile"))
+    normal = gev_intervals.return_level_intervals(*args, intervals.Request(LEVEL, "normal"))
     np.testing.assert_allclose(profile.lower, lower, rtol=1e-12)
     np.testing.assert_allclose(profile.upper, upper, rtol=1e-12)
     z = np.stack([gev.return_level(fit.location, fit.scale, fit.shape, p) for p in periods])
@@ -466,7 +466,7 @@ def test_profile_end_in_another_basin() -> None:
     maxima, count = CORNER[None, :], np.array([CORNER.size])
     fit = gev.fit(maxima, count)
     assert not fit.at_bound[0] and fit.shape[0] == pytest.approx(-0.8141, abs=1e-4)
-    lower, upper, optima = gev.profile_ends(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, (10.0,),
+    lower, upper, optima = gev_intervals.profile_ends(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, (10.0,),
                                             HALF_CHI2)
     big_l = big_l_of(10.0)
     target = fit.nll[0] + HALF_CHI2
@@ -512,17 +512,17 @@ def test_profile_upper_end_far_out_or_infinite() -> None:
     assert not fit.at_bound[0] and fit.shape[0] > 1
     target = fit.nll[0] + HALF_CHI2
     for period, finite in ((1e6, True), (1e9, False)):
-        lower, upper, optima = gev.profile_ends(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, (period,),
+        lower, upper, optima = gev_intervals.profile_ends(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, (period,),
                                                 HALF_CHI2)
         big_l = big_l_of(period)
         z_hat = float(gev.return_level(fit.location, fit.scale, fit.shape, period)[0])
-        q_hat = float(fit.location[0] + fit.scale[0] * level_factor(fit.shape[0], min(gev.LOW_L, big_l - 1))[0])
+        q_hat = float(fit.location[0] + fit.scale[0] * level_factor(fit.shape[0], min(gev_intervals.LOW_L, big_l - 1))[0])
         assert np.isfinite(lower[0, 0]) and lower[0, 0] < z_hat
         assert gev.negative_log_likelihood(FAR, *optima[0, :, 0, 0]) - target == pytest.approx(0, abs=1e-8)
         assert np.isfinite(upper[0, 0]) == finite, (period, upper[0, 0])
         if finite:
             assert gev.negative_log_likelihood(FAR, *optima[1, :, 0, 0]) - target == pytest.approx(0, abs=1e-8)
-            assert 1e9 < (upper[0, 0] - z_hat) / (z_hat - q_hat) < gev.PROFILE_SPAN
+            assert 1e9 < (upper[0, 0] - z_hat) / (z_hat - q_hat) < gev_intervals.PROFILE_SPAN
         for k in ((9,) if finite else (6, 9, 12)):
             z = z_hat + 10.0**k * (z_hat - q_hat)
             assert witness_below(FAR, z, big_l, target, float(fit.location[0]), float(fit.shape[0])) < 0, (period, k)
@@ -546,7 +546,7 @@ def test_coverage_of_the_true_100_year_level() -> None:
     assert not fit.at_bound.any()
     out = {}
     for method in ("profile", "normal"):
-        got = gev.return_level_intervals(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, (100.0,),
+        got = gev_intervals.return_level_intervals(maxima, count, fit.location, fit.scale, fit.shape, fit.nll, (100.0,),
                                          intervals.Request(LEVEL, method))
         lower, upper = got.lower[0], got.upper[0]
         z = gev.return_level(fit.location, fit.scale, fit.shape, 100.0)
@@ -586,8 +586,8 @@ def test_cells_at_a_bound_without_an_estimate_or_information() -> None:
     location = fit.location.copy()
     location[3] = np.nan  # not fitted
     args = (maxima, count, location, fit.scale, fit.shape, fit.nll, (100.0,))
-    normal = gev.return_level_intervals(*args, intervals.Request(LEVEL, "normal"))
-    profile = gev.return_level_intervals(*args, intervals.Request(LEVEL, "profile"))
+    normal = gev_intervals.return_level_intervals(*args, intervals.Request(LEVEL, "normal"))
+    profile = gev_intervals.return_level_intervals(*args, intervals.Request(LEVEL, "profile"))
     for got in (normal, profile):
         assert np.isnan(got.lower[0, [0, 3]]).all() and np.isnan(got.upper[0, [0, 3]]).all()
         for se in got.standard_errors.values():
@@ -595,7 +595,7 @@ def test_cells_at_a_bound_without_an_estimate_or_information() -> None:
     assert np.isnan(normal.lower[0, 1]) and np.isnan(normal.upper[0, 1])
     assert np.isfinite(normal.lower[0, 2]) and np.isfinite(normal.upper[0, 2])
     z = gev.return_level(fit.location, fit.scale, fit.shape, 100.0)
-    lower, upper, optima = gev.profile_ends(*args, HALF_CHI2)
+    lower, upper, optima = gev_intervals.profile_ends(*args, HALF_CHI2)
     for c in (1, 2):
         assert lower[0, c] < z[c] < upper[0, c], c
         for side in (0, 1):
@@ -605,22 +605,22 @@ def test_cells_at_a_bound_without_an_estimate_or_information() -> None:
     # information not positive definite: a location far from the estimate, the profile from the true estimate
     shifted = fit.location.copy()
     shifted[2] += 5.0 * fit.scale[2]
-    info = gev.information(maxima[2:3], count[2:3], shifted[2:3], fit.scale[2:3], fit.shape[2:3])
+    info = gev_intervals.information(maxima[2:3], count[2:3], shifted[2:3], fit.scale[2:3], fit.shape[2:3])
     if np.linalg.eigvalsh(info[0])[0] <= 0:
-        got = gev.return_level_intervals(maxima[2:3], count[2:3], shifted[2:3], fit.scale[2:3], fit.shape[2:3],
+        got = gev_intervals.return_level_intervals(maxima[2:3], count[2:3], shifted[2:3], fit.scale[2:3], fit.shape[2:3],
                                          fit.nll[2:3], (100.0,), intervals.Request(LEVEL, "normal"))
         assert np.isnan(got.lower).all() and np.isnan(got.standard_errors["scale"]).all()
 
 
 def test_empty_and_periods() -> None:
     """No cells, no periods, and a period of one block (no level) are handled."""
-    empty = gev.return_level_intervals(np.empty((0, 5)), np.empty(0, int), *(np.empty(0) for _ in range(4)),
+    empty = gev_intervals.return_level_intervals(np.empty((0, 5)), np.empty(0, int), *(np.empty(0) for _ in range(4)),
                                        (10.0, 100.0), intervals.Request(LEVEL, "profile"))
     assert empty.lower.shape == (2, 0) and empty.standard_errors["shape"].shape == (0,)
     x = gev_sample(np.random.default_rng(9), 30, 5.0, 2.0, 0.1)
     fit = gev.fit(x[None, :], np.array([30]))
     args = (x[None, :], np.array([30]), fit.location, fit.scale, fit.shape, fit.nll)
-    none = gev.return_level_intervals(*args, (), intervals.Request(LEVEL, "profile"))
+    none = gev_intervals.return_level_intervals(*args, (), intervals.Request(LEVEL, "profile"))
     assert none.lower.shape == (0, 1) and none.standard_errors["location"][0] > 0
-    one = gev.return_level_intervals(*args, (1.0, 100.0), intervals.Request(LEVEL, "profile"))
+    one = gev_intervals.return_level_intervals(*args, (1.0, 100.0), intervals.Request(LEVEL, "profile"))
     assert np.isnan(one.lower[0, 0]) and np.isfinite(one.lower[1, 0])

@@ -1,6 +1,6 @@
 """Confidence intervals of peaks-over-threshold (GPD) return levels, against independent references.
 
-* ``gpd.information``: against a Richardson-extrapolated central-difference Hessian of the plain
+* ``gpd_intervals.information``: against a Richardson-extrapolated central-difference Hessian of the plain
   ``gpd.negative_log_likelihood``, at the fits and at arbitrary points (shapes in (-0.9, 1.5), |xi| < 1e-6, and
   both sides of the kernel's switch to Taylor series);
 * the normal (delta-method) interval and the standard errors: from that numerical Hessian, inverted in numpy;
@@ -24,7 +24,7 @@ import pytest
 from conftest import level_factor
 from scipy import optimize, stats
 
-from climio.eva import gpd, intervals, pot
+from climio.eva import gpd, gpd_intervals, intervals, pot
 
 LEVEL = 0.95
 Z95 = 1.959963984540054  # the standard normal's 0.975 quantile
@@ -217,7 +217,7 @@ def test_information_is_the_hessian_of_the_negative_log_likelihood() -> None:
     excess, count = padded([e for e, _, _ in cases])
     sigma = np.array([s for _, s, _ in cases])
     xi = np.array([x for _, _, x in cases])
-    got = gpd.information(excess, count, sigma, xi)
+    got = gpd_intervals.information(excess, count, sigma, xi)
     assert got.shape == (len(cases), 2, 2)
     for c, (e, s, x) in enumerate(cases):
         want = numerical_hessian(e, s, x)
@@ -231,7 +231,7 @@ def test_information_is_nan_without_an_estimate() -> None:
     e = gpd_sample(np.random.default_rng(3), 50, 1.0, 0.1)
     excess, count = padded([e, e[:0] + 1.0, e])
     count[1] = 0
-    got = gpd.information(excess, count, np.array([1.0, np.nan, np.nan]), np.array([0.1, np.nan, 0.1]))
+    got = gpd_intervals.information(excess, count, np.array([1.0, np.nan, np.nan]), np.array([0.1, np.nan, 0.1]))
     assert np.all(np.isfinite(got[0])) and np.all(np.isnan(got[1])) and np.all(np.isnan(got[2]))
 
 
@@ -257,7 +257,7 @@ def test_normal_interval_and_standard_errors_are_the_delta_methods() -> None:
     assert not fit.at_bound.any()
     excess, _ = padded(samples)
     periods = (10.0, 100.0, 1000.0)
-    got = gpd.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, periods, NPY,
+    got = gpd_intervals.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, periods, NPY,
                                      intervals.Request(LEVEL, "normal"))
     assert got.lower.shape == got.upper.shape == (len(periods), len(samples))
     assert set(got.standard_errors) == {"scale", "shape"}
@@ -280,7 +280,7 @@ def test_normal_interval_other_levels() -> None:
     excess, _ = padded(samples)
     half = {}
     for level in (0.9, 0.95, 0.99):
-        got = gpd.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, (50.0,), NPY,
+        got = gpd_intervals.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, (50.0,), NPY,
                                          intervals.Request(level, "normal"))
         half[level] = got.upper - got.lower
     for level in (0.9, 0.99):
@@ -296,7 +296,7 @@ def profile_cells() -> tuple[list[np.ndarray], np.ndarray, object, np.ndarray, t
     assert not fit.at_bound.any()
     excess, _ = padded(samples)
     periods = (5.0, 100.0, 1000.0)
-    got = gpd.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, periods, NPY,
+    got = gpd_intervals.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, periods, NPY,
                                      intervals.Request(LEVEL, "profile"))
     return samples, u, fit, rate, periods, got
 
@@ -368,7 +368,7 @@ def test_profile_ends_negative_shapes() -> None:
     u, scale, shape, rate, count = u[keep], fit.scale[keep], fit.shape[keep], rate[keep], count[keep]
     excess, _ = padded(samples)
     periods = (5.0, 100.0)
-    got = gpd.return_level_intervals(excess, count, u, scale, shape, fit.nll[keep], rate, periods, NPY,
+    got = gpd_intervals.return_level_intervals(excess, count, u, scale, shape, fit.nll[keep], rate, periods, NPY,
                                      intervals.Request(LEVEL, "profile"))
     checked, bad = profile_mismatches(samples, u, scale, shape, rate, periods, got)
     assert checked >= 80
@@ -416,7 +416,7 @@ def test_profile_upper_end_far_out_or_infinite(sample: np.ndarray) -> None:
     fit = gpd.fit(excess, count)
     assert not fit.at_bound[0] and fit.shape[0] > 2
     u, rate = np.array([0.0]), count / (20 * NPY)
-    got = gpd.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, (100.0,), NPY,
+    got = gpd_intervals.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, (100.0,), NPY,
                                      intervals.Request(LEVEL, "profile"))
     checked, bad = profile_mismatches([sample], u, fit.scale, fit.shape, rate, (100.0,), got)
     assert checked == 2
@@ -436,7 +436,7 @@ def test_profile_level_enters_through_the_chi_square_quantile() -> None:
     """At 0.8 the reference ends use half the chi-square(1) 0.8 quantile."""
     samples, u, fit, rate, count = fitted_cells(51, 4, (40, 150), (-0.2, 0.4))
     excess, _ = padded(samples)
-    got = gpd.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, (100.0,), NPY,
+    got = gpd_intervals.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, (100.0,), NPY,
                                      intervals.Request(0.8, "profile"))
     half = stats.chi2.ppf(0.8, 1) / 2
     for c, e in enumerate(samples):
@@ -452,8 +452,8 @@ def test_profile_standard_errors_are_the_normals() -> None:
     samples, u, fit, rate, count = fitted_cells(61, 12, (20, 200), (-0.3, 0.8))
     excess, _ = padded(samples)
     args = (excess, count, u, fit.scale, fit.shape, fit.nll, rate, (100.0,), NPY)
-    normal = gpd.return_level_intervals(*args, intervals.Request(LEVEL, "normal"))
-    profile = gpd.return_level_intervals(*args, intervals.Request(LEVEL, "profile"))
+    normal = gpd_intervals.return_level_intervals(*args, intervals.Request(LEVEL, "normal"))
+    profile = gpd_intervals.return_level_intervals(*args, intervals.Request(LEVEL, "profile"))
     for name in ("scale", "shape"):
         np.testing.assert_array_equal(normal.standard_errors[name], profile.standard_errors[name])
 
@@ -585,7 +585,7 @@ def test_analyse_intervals_are_those_of_its_own_excesses(mixed_series: np.ndarra
     rate = count / series.shape[0]
     np.testing.assert_array_equal(result.rate, rate)
     fit = gpd.fit(excess, count)
-    want = gpd.return_level_intervals(excess, count, result.threshold, fit.scale, fit.shape, fit.nll, rate, periods,
+    want = gpd_intervals.return_level_intervals(excess, count, result.threshold, fit.scale, fit.shape, fit.nll, rate, periods,
                                       NPY, request)
     lower, upper, se = ends_of(result)
     np.testing.assert_allclose(lower, want.lower, rtol=1e-12)
@@ -600,7 +600,7 @@ def test_period_shorter_than_the_time_between_exceedances_gives_nan() -> None:
     excess, _ = padded(samples)
     short = 0.5 / (NPY * rate.max())  # T npy rate = 0.5 at most
     for method in ("normal", "profile"):
-        got = gpd.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, (short, 100.0),
+        got = gpd_intervals.return_level_intervals(excess, count, u, fit.scale, fit.shape, fit.nll, rate, (short, 100.0),
                                          NPY, intervals.Request(LEVEL, method))
         assert np.all(np.isnan(got.lower[0])) and np.all(np.isnan(got.upper[0]))
         assert np.all(np.isfinite(got.lower[1])) and np.all(np.isfinite(got.upper[1]))

@@ -33,12 +33,11 @@ from xarray.conventions import encode_cf_variable
 from climio.core.datavars import data_variables, only_data_variable
 from climio.core.ncio import Variable
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, covariate, decluster, distributions, output, pot
-from climio.eva.block_maxima import TREND_MIN_BLOCKS
+from climio.eva import block_maxima, blocks, cf, covariate, decluster, largest, output, pot
 from climio.eva.intervals import Request
-from climio.eva.methods import METHODS, PER_PERIOD, TRENDS, Method
+from climio.eva.methods import METHODS, PER_PERIOD, Method, Settings, TimeAxis
 from climio.eva.series import Axis, is_time_coordinate
-from climio.eva.timestep import step_days, values_per_year
+from climio.eva.timestep import step_days
 from climio.core.timeaxis import calendar_of, time_units
 
 
@@ -138,50 +137,30 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     A :class:`NoFitWarning` with the status counts says when no cell could be fitted. For dask input the
     statuses are only known at compute time, so there is no such warning: check ``result["status"]``.
     """
-    if not 0.0 < tail < 0.5:
-        raise ClimioError(f"tail must be inside (0, 0.5), got {tail}")
-    periods = _periods(return_periods)
+    method = METHODS["pot"]
+    run = None if decluster is None else _run_length(decluster)
+    settings = {"tail": tail, "npy": npy, "min_exceed": min_exceed, "decluster": run,
+                "periods": _periods(return_periods), "covariate_at": _values(covariate_at)}
+    method.check(settings)
     if npy == "calendar" and not isinstance(data, (xr.Dataset, xr.DataArray)):
         raise ClimioError("npy='calendar' needs the calendar of a time coordinate, which numpy input has "
                           "not: give npy as a number")
     given = _prepare(data, dim, var, axis, units)
-    time_dim, name = given.time_dim, given.name
-    where = f"time coordinate '{time_dim}' of '{name}'"
     if npy == "calendar" and given.calendar is None:
-        raise ClimioError(f"npy='calendar': '{name}' has no time coordinate '{time_dim}' with a calendar: "
+        raise ClimioError(f"npy='calendar': '{given.name}' has no time coordinate '{given.time_dim}' with a calendar: "
                           f"give npy as a number")
-    npy_value = values_per_year(npy, given.step, given.calendar or "standard", where, option="npy")
-
+    time_axis = _time_axis(given)
+    npy_value = method.timing(settings, time_axis)
     request = _request(ci, ci_method)
-    run = None if decluster is None else _run_length(decluster)
-    options = {"climio_tail": float(tail), "climio_npy": npy_value, "climio_min_exceed": np.int32(min_exceed),
-               **({} if run is None else {"climio_decluster": f"runs:{run}"})}
-    trend, cov = None, None
-    if covariate is not None:
-        cov = _trend_covariate(covariate, covariate_at, request, min_exceed, "min_exceed")
-        numbers = _time_numbers(given.array, time_dim) if isinstance(data, (xr.Dataset, xr.DataArray)) else None
-        if numbers is None:
-            raise ClimioError(f"covariate: '{name}' has no time coordinate '{time_dim}' with dates, to find each "
-                              f"value's year")
-        import cftime
-
-        trend = pot.trend(cov, np.array([d.year for d in cftime.num2date(*numbers)]), _values(covariate_at))
-        options["climio_covariate"] = cov.spec
-    call = (f"climio.eva.fit_pot({name}, tail={tail:g}, return_periods={[float(p) for p in periods]}, "
+    trend, cov = _trend(method, settings, time_axis, npy_value, request, covariate)
+    call = (f"climio.eva.fit_pot({given.name}, tail={tail:g}, return_periods={settings['periods']}, "
             f"npy={npy_value:g}, min_exceed={min_exceed}{_ci_text(request)}"
             f"{'' if run is None else f', decluster={decluster!r}'}"
             f"{'' if cov is None else f', covariate={cov.spec!r}'})")
-    out = _fitted(given, METHODS["pot"], _fit_block,
-                  {"tail": tail, "periods": periods, "npy": npy_value, "min_exceed": min_exceed, "run": run,
-                   "trend": trend},
-                  cf.result_attributes(name, given.attrs, tail, run,
-                                       None if cov is None else (cov.long_name, cov.units)),
-                  periods, call, options, request, declustered=run is not None,
-                  trend=None if trend is None or cov is None else
-                  (trend.at, cf.covariate_attributes(cov.long_name, cov.units)))
+    out = _fitted(given, method, settings, npy_value, request, trend, cov, call)
     if out["status"].chunks is None:
         hint = f"; a fit needs min_exceed={min_exceed} exceedances: a longer series or a larger tail gives more"
-        _warn_if_nothing_fitted(out["status"].values, name, METHODS["pot"], {pot.TOO_FEW: hint})
+        _warn_if_nothing_fitted(out["status"].values, given.name, method, {pot.TOO_FEW: hint})
     return out
 
 
@@ -232,56 +211,47 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
         ``climio_max_missing``, ``climio_min_blocks`` record the options. The statistics are
         ``climio eva --method gev``'s (:mod:`climio.eva.block_maxima`), bit for bit.
     """
-    periods = _periods(return_periods)
+    method = METHODS["gev"]
+    settings = {"block": block, "max_missing": max_missing, "min_blocks": min_blocks,
+                "periods": _periods(return_periods), "covariate_at": _values(covariate_at)}
+    method.check(settings)
     block = blocks.canonical(block)
-    if not 0.0 <= max_missing < 1.0:
-        raise ClimioError(f"max_missing must be in [0, 1), got {max_missing}")
-    if isinstance(min_blocks, bool) or not isinstance(min_blocks, (int, np.integer)) or min_blocks < 2:
-        raise ClimioError(f"min_blocks must be an integer of at least 2, got {min_blocks!r}")
     if not isinstance(data, (xr.Dataset, xr.DataArray)):
         raise ClimioError(f"fit_gev needs the dates of a time coordinate to find the blocks: give a DataArray or a "
                           f"Dataset with one, not {type(data).__name__}")
     given = _prepare(data, dim, var, None, units)
-    numbers = _time_numbers(given.array, given.time_dim)
-    if numbers is None or given.step is None or not given.step > 0:
-        raise ClimioError(f"'{given.name}' has no time coordinate '{given.time_dim}' with dates (datetime64, cftime, "
-                          f"or numbers with CF units) and at least two steps: fit_gev needs one to find the blocks")
-    cuts = blocks.of_axis(*numbers, given.step, block)
+    time_axis = _time_axis(given)
+    cuts = method.timing(settings, time_axis)
     request = _request(ci, ci_method)
-    trend, cov, options = None, None, {"climio_block": block, "climio_max_missing": float(max_missing),
-                                       "climio_min_blocks": np.int32(min_blocks)}
-    if covariate is not None:
-        cov = _trend_covariate(covariate, covariate_at, request, min_blocks, "min_blocks")
-        trend = block_maxima.trend(cov, cuts, max_missing, _values(covariate_at), repr(given.name))
-        options["climio_covariate"] = cov.spec
+    trend, cov = _trend(method, settings, time_axis, cuts, request, covariate)
     call = (f"climio.eva.fit_gev({given.name}, block={block!r}, max_missing={max_missing:g}, "
-            f"min_blocks={min_blocks}, return_periods={[float(p) for p in periods]}{_ci_text(request)}"
+            f"min_blocks={min_blocks}, return_periods={settings['periods']}{_ci_text(request)}"
             f"{'' if cov is None else f', covariate={cov.spec!r}'})")
-    out = _fitted(given, METHODS["gev"], _fit_block_gev,
-                  {"cuts": cuts, "periods": periods, "max_missing": max_missing, "min_blocks": int(min_blocks),
-                   "trend": trend},
-                  cf.block_maxima_attributes(given.name, given.attrs, block, max_missing,
-                                             None if cov is None else (cov.long_name, cov.units)),
-                  periods, call, options, request, trend=None if trend is None or cov is None else
-                  (trend.at, cf.covariate_attributes(cov.long_name, cov.units)),
-                  seasons=cuts.seasons if len(cuts.seasons) > 1 else ())
+    out = _fitted(given, method, settings, cuts, request, trend, cov, call)
     if out["status"].chunks is None:
         hint = f"; a fit needs min_blocks={min_blocks} blocks missing at most {max_missing:g} of their steps"
-        _warn_if_nothing_fitted(out["status"].values, given.name, METHODS["gev"], {block_maxima.TOO_FEW: hint})
+        _warn_if_nothing_fitted(out["status"].values, given.name, method, {block_maxima.TOO_FEW: hint})
     return out
 
 
-def _trend_covariate(given: str | xr.DataArray, at: float | Iterable[float] | None, request: Request | None,
-                     fewest: int, fewest_name: str) -> covariate.Covariate:
-    """The checked covariate of a fit with a trend, with the options it needs."""
-    if fewest < TREND_MIN_BLOCKS:
-        raise ClimioError(f"{fewest_name} must be at least {TREND_MIN_BLOCKS} with a covariate, got {fewest}")
-    if request is not None and request.method != "normal":
-        raise ClimioError("ci with a covariate: give ci_method='normal' (profile intervals of effective return "
-                          "levels are not available)")
-    if not all(np.isfinite(_values(at))):
-        raise ClimioError(f"covariate_at: give finite numbers, got {at!r}")
-    return _covariate(given)
+def _time_axis(given: _Given) -> TimeAxis:
+    """The input's time axis as a method reads it, and how the API's errors name it."""
+    name, time_dim = given.name, given.time_dim
+    return TimeAxis(given.step, given.calendar or "standard", _time_numbers(given.array, time_dim),
+                    f"time coordinate '{time_dim}' of '{name}'", repr(name), "npy",
+                    f"'{name}' has no time coordinate '{time_dim}' with dates (datetime64, cftime, or numbers with CF "
+                    f"units) and at least two steps: fit_gev needs one to find the blocks",
+                    f"covariate: '{name}' has no time coordinate '{time_dim}' with dates, to find each value's year")
+
+
+def _trend(method: Method, settings: Settings, time_axis: TimeAxis, timing: object, request: Request | None,
+           given: str | xr.DataArray | None) -> tuple[covariate.Trend | None, covariate.Covariate | None]:
+    """The checked covariate of a fit with a trend (None, None: none given) and what the method fits with it."""
+    if given is None:
+        return None, None
+    method.check_trend(settings, request, settings["covariate_at"])
+    cov = _covariate(given)
+    return method.trend(cov, timing, settings, time_axis), cov
 
 
 def _covariate(given: str | xr.DataArray) -> covariate.Covariate:
@@ -338,36 +308,34 @@ def _ci_text(request: Request | None) -> str:
     return "" if request is None else f", ci={request.level:g}, ci_method={request.method!r}"
 
 
-def _fitted(given: _Given, method: Method, fit_block: Callable[..., tuple[np.ndarray, ...]],
-            kwargs: dict[str, Any], described: Mapping[str, Mapping[str, object]], periods: list[float], call: str,
-            options: Mapping[str, object], ci: Request | None, declustered: bool = False,
-            trend: tuple[np.ndarray, Mapping[str, object]] | None = None, seasons: tuple[str, ...] = ()
-            ) -> xr.Dataset:
-    """The method's results as a CF Dataset: ``fit_block`` over the cells (lazily for dask input); with ``ci``
-    the intervals and standard errors too; with ``trend`` (the covariate's values and attributes), the return
-    levels on ("covariate", "period", ...); with several ``seasons``, every result on ("season", ...)."""
-    array, time_dim = given.array, given.time_dim
-    results = method.outputs(ci, declustered, trend is not None)
+def _fitted(given: _Given, method: Method, settings: Settings, timing: object, ci: Request | None,
+            trend: covariate.Trend | None, cov: covariate.Covariate | None, call: str) -> xr.Dataset:
+    """The method's results as a CF Dataset: its analysis over the cells (lazily for dask input); with ``ci``
+    the intervals and standard errors too; with a ``trend`` (of covariate ``cov``), the return levels on
+    ("covariate", "period", ...); with several seasons, every result on ("season", ...)."""
+    array, time_dim, periods = given.array, given.time_dim, settings["periods"]
+    results = method.outputs(ci, settings.get("decluster") is not None, trend is not None)
     fields = list(results)
+    seasons = method.seasons(timing)
     per_cell = ["season"] if seasons else []
     leading = [*per_cell, *(["period"] if trend is None else ["covariate", "period"])]
-    sizes = {"period": len(periods), **({} if trend is None else {"covariate": len(trend[0])}),
+    sizes = {"period": len(periods), **({} if trend is None else {"covariate": len(trend.at)}),
              **({"season": len(seasons)} if seasons else {})}
-    if ci is not None:
-        parameters = (TRENDS[method.distribution] if trend is not None else
-                      distributions.get(method.distribution)).PARAMETERS
-        described = {**described, **cf.interval_attributes(described, method.distribution, parameters, ci.level,
-                                                           ci.method)}
-        options = {**options, "climio_ci_level": ci.level, "climio_ci_method": ci.method}
+    described = method.described(given.name, given.attrs, settings, None if cov is None else (cov.long_name, cov.units),
+                                 ci)
+    options = method.record(settings, timing, None if cov is None else cov.spec, ci)
     outputs = xr.apply_ufunc(
-        fit_block, array, input_core_dims=[[time_dim]],
+        _fit_block, array, input_core_dims=[[time_dim]],
         output_core_dims=[leading if f in PER_PERIOD else per_cell for f in fields],
-        kwargs={**kwargs, "missing": given.missing, "fields": results, "ci": ci},
+        kwargs={"method": method, "timing": timing, "settings": settings, "trend": trend, "missing": given.missing,
+                "fields": results, "ci": ci},
         dask="parallelized", output_dtypes=[np.dtype(results[f]) for f in fields],
         dask_gufunc_kwargs={"output_sizes": sizes})
+    coordinate = None if trend is None or cov is None else (trend.at, cf.covariate_attributes(cov.long_name,
+                                                                                            cov.units))
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     schema, values = output.schema(output.Layout(_DatasetSource(given.frame, given.name, time_dim)), results, method,
-                                   described, tuple(periods), options, f"{stamp}: {call}", trend, seasons)
+                                   described, tuple(periods), options, f"{stamp}: {call}", coordinate, seasons)
     computed = dict(zip(fields, outputs))
     raw = xr.Dataset({v.name: xr.Variable(v.dims, computed[v.name].transpose(*v.dims).data if v.name in computed
                                           else values[v.name], dict(v.attrs)) for v in schema.variables},
@@ -561,26 +529,30 @@ def _unconcatenated(frame: xr.Dataset, name: str, time_dim: str) -> xr.Dataset:
     return out
 
 
-def _fit_block(block: np.ndarray, *, tail: float, periods: list[float], npy: float, min_exceed: int,
-               missing: list[float], fields: Mapping[str, str], ci: Request | None, run: int | None,
-               trend: covariate.Trend | None) -> tuple[np.ndarray, ...]:
-    """pot.analyse on a block of cells (..., time): one array per result field, return levels (..., period)."""
-    series = _series(block)
-    result = pot.analyse(series, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, missing=missing, ci=ci,
-                         run=run, trend=trend)
+def _fit_block(block: np.ndarray, *, method: Method, timing: object, settings: Settings,
+               trend: covariate.Trend | None, missing: list[float], fields: Mapping[str, str], ci: Request | None
+               ) -> tuple[np.ndarray, ...]:
+    """The method's analysis of a block of cells (..., time): one array per result field, return levels
+    (..., period)."""
+    reading = _InMemory(_series(block), missing)
+    result = method.analyse(method.scan(reading, timing, settings, trend), timing, settings, ci, trend)
     return _fields(result, fields, block.shape[:-1])
 
 
-def _fit_block_gev(block: np.ndarray, *, cuts: blocks.Blocks, periods: list[float], max_missing: float,
-                   min_blocks: int, missing: list[float], fields: Mapping[str, str], ci: Request | None,
-                   trend: covariate.Trend | None) -> tuple[np.ndarray, ...]:
-    """block_maxima.analyse on a block of cells (..., time), as :func:`_fit_block`."""
-    series = _series(block)
-    scanner = block_maxima.Scanner(cuts, series.shape[1], series.dtype, missing)
-    scanner.update(series)
-    result = block_maxima.analyse(scanner, periods=periods, max_missing=max_missing, min_blocks=min_blocks, ci=ci,
-                                  trend=trend)
-    return _fields(result, fields, block.shape[:-1])
+class _InMemory:
+    """A block of cells' series (time, cells) as a method's sampler reads them
+    (:class:`climio.eva.methods.Reading`): all at once."""
+
+    def __init__(self, series: np.ndarray, missing: list[float]) -> None:
+        self.series, self.missing = series, missing
+        self.length, self.cells = series.shape
+        self.dtype = series.dtype
+
+    def largest(self, k: int, times: bool) -> largest.Scanner:
+        return largest.scan(self.series, k, self.missing, times)
+
+    def feed(self, update: Callable[[np.ndarray], None]) -> None:
+        update(self.series)
 
 
 def _series(block: np.ndarray) -> np.ndarray:

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numba
 import numpy as np
 
 from climio.errors import ClimioError
-from climio.eva import covariate, distributions, gev_trend, intervals, methods
+from climio.eva import covariate, distributions, intervals, results
 from climio.eva.blocks import Blocks
 from climio.eva.covariate import Covariate, Trend
+from climio.eva.distributions import Distribution
+from climio.eva.results import Estimates, Trended
 from climio.eva.rows import kernel_rows, missing_slots, missing_value, native
 
 STATUS_OK, NO_VALID, CONSTANT, TOO_FEW, AT_BOUND, AT_UPPER = range(6)  # cf.BLOCK_STATUS_MEANINGS
@@ -30,20 +33,15 @@ CHUNK_CELLS = 4096  # cells fitted at a time
 TREND_MIN_BLOCKS = 5  # fewest complete blocks for a fit with a trend (four parameters)
 
 
-@dataclass
-class Result:
-    """Per-cell results; fit results are NaN unless status is ok or shape_at_lower_bound/_upper_bound."""
+@dataclass(kw_only=True)
+class Result(Estimates):
+    """Per-cell results of the GEV fit to the complete blocks' maxima (their count, the sample size of the fit):
+    location, scale and shape; with --ci, their standard errors."""
 
     location: np.ndarray
     scale: np.ndarray
     shape: np.ndarray
-    n_blocks: np.ndarray  # complete blocks, the sample size of the fit
-    nll: np.ndarray
-    status: np.ndarray
-    return_level: np.ndarray  # (periods, cells)
-    # with --ci: the ends of each return level's interval (periods, cells) and the parameters' standard errors
-    return_level_lower: np.ndarray | None = None
-    return_level_upper: np.ndarray | None = None
+    n_blocks: np.ndarray
     location_se: np.ndarray | None = None
     scale_se: np.ndarray | None = None
     shape_se: np.ndarray | None = None
@@ -63,26 +61,21 @@ def trend(cov: Covariate, cuts: Blocks, max_missing: float, at: Sequence[float] 
                                                                        at))
 
 
-@dataclass
-class TrendResult:
-    """Per-cell results of the trend fit, as :class:`Result`; return levels (values, periods, cells)."""
+@dataclass(kw_only=True)
+class TrendResult(Trended, Estimates):
+    """Per-cell results of the fit whose GEV location moves with a covariate (:mod:`climio.eva.gev_trend`): its
+    coefficients, scale, shape and their standard errors, and the complete blocks; return levels (values,
+    periods, cells)."""
 
     location_intercept: np.ndarray
     location_slope: np.ndarray
     scale: np.ndarray
     shape: np.ndarray
     n_blocks: np.ndarray
-    nll: np.ndarray
-    nll_stationary: np.ndarray  # the stationary fit's -log L
-    trend_p_value: np.ndarray  # the likelihood-ratio test of the slope: P(chi2_1 > 2 (nll_stationary - nll))
-    status: np.ndarray
-    return_level: np.ndarray
     location_intercept_se: np.ndarray
     location_slope_se: np.ndarray
     scale_se: np.ndarray
     shape_se: np.ndarray
-    return_level_lower: np.ndarray | None = None  # with --ci (normal)
-    return_level_upper: np.ndarray | None = None
 
 
 @numba.njit(cache=True, error_model="numpy")
@@ -125,14 +118,17 @@ class Scanner:
 
 def analyse(scanner: Scanner, *, periods: Sequence[float], max_missing: float, min_blocks: int,
             blocks_per_year: float = 1.0, progress: Callable[[int], None] | None = None,
-            ci: intervals.Request | None = None, trend: Trend | None = None) -> Result | TrendResult:
-    """Complete blocks, statuses, GEV fits and return levels (with ``ci``, their confidence intervals and the
-    parameters' standard errors; with ``trend``, the fit of a location linear in a covariate and its effective
-    return levels) of the cells a scanner has seen, in chunks of ``CHUNK_CELLS`` cells, calling
-    ``progress(cells_done)`` after each. With several seasons, every result has a leading season axis."""
+            ci: intervals.Request | None = None, trend: Trend | None = None, distribution: str = "gev"
+            ) -> Result | TrendResult:
+    """Complete blocks, statuses, fits of ``distribution`` (:mod:`climio.eva.distributions`) and return levels
+    (with ``ci``, their confidence intervals and the parameters' standard errors; with ``trend``, the fit of a
+    location linear in a covariate and its effective return levels) of the cells a scanner has seen, in chunks
+    of ``CHUNK_CELLS`` cells, calling ``progress(cells_done)`` after each. With several seasons, every result
+    has a leading season axis."""
     cells = scanner.maxima.shape[1]
     cuts = scanner.blocks
     kind = Result if trend is None else TrendResult
+    family = distributions.get(distribution)
     parts = []
     for c0 in range(0, max(cells, 1), CHUNK_CELLS):
         chunk = slice(c0, min(cells, c0 + CHUNK_CELLS))
@@ -141,13 +137,13 @@ def analyse(scanner: Scanner, *, periods: Sequence[float], max_missing: float, m
             rows = cuts.of_season(s)
             sample = _complete(scanner.maxima[rows, chunk], scanner.counts[rows, chunk], cuts.expected[rows],
                                max_missing, min_blocks)
-            seasons.append(_analyse(sample, periods, blocks_per_year, ci) if trend is None else
-                           _analyse_trend(sample, Trend(trend.values[rows], trend.at), periods,
+            seasons.append(_analyse(family, sample, periods, blocks_per_year, ci) if trend is None else
+                           _analyse_trend(family.with_trend(), sample, Trend(trend.values[rows], trend.at), periods,
                                           blocks_per_year, ci))
-        parts.append(seasons[0] if len(seasons) == 1 else methods.stack(seasons, kind))
+        parts.append(seasons[0] if len(seasons) == 1 else results.stack(seasons, kind))
         if progress is not None:
             progress(chunk.stop - chunk.start)
-    return methods.concatenate(parts, kind)  # type: ignore[return-value]
+    return results.concatenate(parts, kind)  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -181,34 +177,36 @@ def _complete(maxima: np.ndarray, counts: np.ndarray, expected: np.ndarray, max_
     return _Sample(packed, order, n_blocks, status)
 
 
-def _analyse(sample: _Sample, periods: Sequence[float], blocks_per_year: float, ci: intervals.Request | None
-             ) -> Result:
+def _analyse(family: Distribution, sample: _Sample, periods: Sequence[float], blocks_per_year: float,
+             ci: intervals.Request | None) -> Result:
     packed, n_blocks, status, fitted = sample.packed, sample.n_blocks, sample.status.copy(), sample.fitted
     cells = status.size
-    gev = distributions.get("gev")
-    fit = gev.fit(packed[fitted], n_blocks[fitted])
+    fit = family.fit.fit(packed[fitted], n_blocks[fitted])
     location, scale, shape, nll = (np.full(cells, np.nan) for _ in range(4))
     location[fitted], scale[fitted], shape[fitted], nll[fitted] = fit.location, fit.scale, fit.shape, fit.nll
     bounded = np.flatnonzero(fitted)[fit.at_bound]
     status[bounded] = np.where(shape[bounded] < 0, AT_BOUND, AT_UPPER)
-    levels = np.stack([gev.return_level(location, scale, shape, period * blocks_per_year) for period in periods]) \
-        if len(periods) else np.empty((0, cells))
-    result = Result(location, scale, shape, n_blocks.astype(np.int32), nll, status, levels)
+    levels = np.stack([family.fit.return_level(location, scale, shape, period * blocks_per_year)
+                       for period in periods]) if len(periods) else np.empty((0, cells))
+    result = Result(location=location, scale=scale, shape=shape, n_blocks=n_blocks.astype(np.int32), nll=nll,
+                    status=status, return_level=levels)
     if ci is not None:
-        ends = gev.return_level_intervals(packed[fitted], n_blocks[fitted], location[fitted], scale[fitted],
-                                          shape[fitted], nll[fitted], [p * blocks_per_year for p in periods], ci)
-        methods.attach(result, ends, fitted)
+        ends = family.intervals.return_level_intervals(packed[fitted], n_blocks[fitted], location[fitted],
+                                                       scale[fitted], shape[fitted], nll[fitted],
+                                                       [p * blocks_per_year for p in periods], ci)
+        results.attach(result, ends, fitted)
     return result
 
 
-def _analyse_trend(sample: _Sample, trend: Trend, periods: Sequence[float], blocks_per_year: float,
-                   ci: intervals.Request | None) -> TrendResult:
-    """The trend fit of each cell's complete blocks, with their covariate values; the effective return levels
-    (values, periods, cells) and, with ``ci`` (normal), their delta-method intervals."""
+def _analyse_trend(trended: ModuleType, sample: _Sample, trend: Trend, periods: Sequence[float],
+                   blocks_per_year: float, ci: intervals.Request | None) -> TrendResult:
+    """The fit with a trend ``trended`` (the distribution's) of each cell's complete blocks, with their covariate
+    values; the effective return levels (values, periods, cells) and, with ``ci`` (normal), their delta-method
+    intervals."""
     packed, n_blocks, status, fitted = sample.packed, sample.n_blocks, sample.status.copy(), sample.fitted
     cells = status.size
     block_covariate = trend.values[sample.order]
-    fit = gev_trend.fit(packed[fitted], block_covariate[fitted], n_blocks[fitted])
+    fit = trended.fit(packed[fitted], block_covariate[fitted], n_blocks[fitted])
     full = {name: np.full(cells, np.nan) for name in ("location_intercept", "location_slope", "scale", "shape", "nll",
                                                        "nll_stationary")}
     for name, values in full.items():
@@ -218,19 +216,19 @@ def _analyse_trend(sample: _Sample, trend: Trend, periods: Sequence[float], bloc
     bounded = np.flatnonzero(fitted)[fit.at_bound]
     status[bounded] = np.where(full["shape"][bounded] < 0, AT_BOUND, AT_UPPER)
     status[np.flatnonzero(fitted)[np.isnan(fit.nll)]] = CONSTANT  # one covariate value for all its blocks
-    whole = gev_trend.Fit(**full, at_bound=np.zeros(cells, bool), covariance=covariance)
+    whole = trended.Fit(**full, at_bound=np.zeros(cells, bool), covariance=covariance)
     p_value = covariate.p_value(full["nll_stationary"], full["nll"])
     levels = np.full((trend.at.size, len(periods), cells), np.nan)
     lower, upper = np.full(levels.shape, np.nan), np.full(levels.shape, np.nan)
     for i, value in enumerate(trend.at):
         for k, period in enumerate(periods):
-            levels[i, k] = gev_trend.return_level(whole, float(value), period * blocks_per_year)
+            levels[i, k] = trended.return_level(whole, float(value), period * blocks_per_year)
             if ci is not None:
-                lower[i, k], upper[i, k] = gev_trend.normal_bounds(whole, float(value), period * blocks_per_year,
-                                                                   ci.normal_quantile)
-    se = intervals.standard_errors(covariance, gev_trend.PARAMETERS)
+                lower[i, k], upper[i, k] = trended.normal_bounds(whole, float(value), period * blocks_per_year,
+                                                                 ci.normal_quantile)
+    se = intervals.standard_errors(covariance, trended.PARAMETERS)
     return TrendResult(**full, n_blocks=n_blocks.astype(np.int32), trend_p_value=p_value, status=status,
-                       return_level=levels, **{f"{p}_se": se[p] for p in gev_trend.PARAMETERS},
+                       return_level=levels, **{f"{p}_se": se[p] for p in trended.PARAMETERS},
                        return_level_lower=lower if ci is not None else None,
                        return_level_upper=upper if ci is not None else None)
 

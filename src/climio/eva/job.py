@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -39,10 +39,11 @@ from climio.core.decomp import Decomposition, Hyperslab, process_grid
 from climio.core.rearrange import Layout, Plan
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.eva import block_maxima, blocks, cf, covariate, distributions, largest, output, pot, timestep
+from climio.eva import cf, covariate, largest, output, timestep
 from climio.eva.intervals import Request
-from climio.eva.methods import METHODS, TRENDS, Method
-from climio.eva.plot import Fields, Map, draw, method_text, record_years
+from climio.eva.methods import METHODS, Method, Result, TimeAxis
+from climio.eva.plot import Fields, Map, draw
+from climio.eva.results import Trended
 from climio.eva.series import Series, time_rule
 from climio.core.inputs import open_inputs
 from climio.core.ranges import DimRange
@@ -56,8 +57,6 @@ STREAM_BYTES = 4 << 20  # the slab scheme reads and scans this much at a time: i
 STRIDED_BYTES = 64 << 20  # ... unless time is not the slowest dimension: then each read is a piece per cell
 READAHEAD_BYTES = 64 << 20  # ... while the kernel reads this much of the rank's slab ahead (page cache, not ours)
 SCHEMES = ("slab", "transpose", "root")
-Result = pot.Result | pot.TrendResult | block_maxima.Result | block_maxima.TrendResult
-TREND_RESULTS = (pot.TrendResult, block_maxima.TrendResult)
 
 
 @dataclass(frozen=True)
@@ -85,64 +84,48 @@ class Options:
     covariate: str | None = None  # --covariate year|FILE:VAR: the GEV location, the GPD log scale linear in it
     covariate_at: tuple[float, ...] = ()  # covariate values of the effective return levels
 
+    def settings(self) -> dict[str, object]:
+        """The options by name, as a method reads them (:mod:`climio.eva.methods`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
     def check(self) -> None:
         """Reject bad options before any file is touched (the same verdict on every rank)."""
-        if not 0.0 < self.tail < 0.5:
-            raise ClimioError(f"--tail must be inside (0, 0.5), got {self.tail}", collective=True)
         if not self.periods or any(not p > 1.0 for p in self.periods):
             raise ClimioError(f"--return-period must be over 1 year, got {list(self.periods)}", collective=True)
-        if self.min_exceed < 1:
-            raise ClimioError(f"--min-exceed must be at least 1, got {self.min_exceed}", collective=True)
         if self.split not in SPLITS:
             raise ClimioError(f"--split '{self.split}': choose one of {', '.join(SPLITS)}", collective=True)
         if self.scheme not in SCHEMES:
             raise ClimioError(f"--scheme '{self.scheme}': choose one of {', '.join(SCHEMES)}", collective=True)
         if self.method not in METHODS:
             raise ClimioError(f"--method '{self.method}': choose one of {', '.join(METHODS)}", collective=True)
-        if self.method == "gev":
-            blocks.seasons_of(self.block)
-            if not 0.0 <= self.max_missing < 1.0:
-                raise ClimioError(f"--max-missing must be in [0, 1), got {self.max_missing}", collective=True)
-            if self.min_blocks < 2:
-                raise ClimioError(f"--min-blocks must be at least 2, got {self.min_blocks}", collective=True)
-            given = [flag for flag, value, default in (("--tail", self.tail, 0.01), ("--min-exceed", self.min_exceed, 10),
-                                                       ("--npy", self.npy, None), ("--decluster", self.decluster, None))
-                     if value != default]
-            if given:
-                raise ClimioError(f"{', '.join(given)}: for peaks over threshold only (--method pot); block maxima "
-                                  f"take --block, --max-missing and --min-blocks", collective=True)
-        else:
-            given = [flag for flag, value, default in (("--block", self.block, "year"),
-                                                       ("--max-missing", self.max_missing, 0.1),
-                                                       ("--min-blocks", self.min_blocks, 10)) if value != default]
-            if given:
-                raise ClimioError(f"{', '.join(given)}: for block maxima only: add --method gev", collective=True)
-        timestep.check_npy(self.npy)
+        method = METHODS[self.method]
+        method.check(self.settings())
+        self._check_foreign(method)
         if self.ci is not None:
             self.ci.check()
-        self._check_covariate()
+        self._check_covariate(method)
         dims = [r.dim for r in self.ranges]
         if len(set(dims)) != len(dims):
             raise ClimioError(f"-d: dimension '{next(d for d in dims if dims.count(d) > 1)}' is cut twice",
                               collective=True)
 
+    def _check_foreign(self, method: Method) -> None:
+        """Refuse the options of another method, given other than their defaults."""
+        defaults = {f.name: f.default for f in fields(self)}
+        for other in METHODS.values():
+            given = [o.flag for o in other.options
+                     if o not in method.options and getattr(self, o.name) != defaults[o.name]]
+            if given:
+                raise ClimioError(f"{', '.join(given)}: {other.only}", collective=True)
 
-    def _check_covariate(self) -> None:
+    def _check_covariate(self, method: Method) -> None:
         if self.covariate is None:
             if self.covariate_at:
                 raise ClimioError("--covariate-at: give the covariate too (--covariate year|FILE:VAR)",
                                   collective=True)
             return
         covariate.parse(self.covariate)
-        fewest, option = (self.min_blocks, "--min-blocks") if self.method == "gev" else (self.min_exceed, "--min-exceed")
-        if fewest < block_maxima.TREND_MIN_BLOCKS:
-            raise ClimioError(f"{option} must be at least {block_maxima.TREND_MIN_BLOCKS} with --covariate, got "
-                              f"{fewest}", collective=True)
-        if self.ci is not None and self.ci.method != "normal":
-            raise ClimioError("--ci with --covariate: give --ci-method normal (profile intervals of effective "
-                              "return levels are not available)", collective=True)
-        if not all(math.isfinite(v) for v in self.covariate_at):
-            raise ClimioError(f"--covariate-at: give finite numbers, got {list(self.covariate_at)}", collective=True)
+        method.check_trend(self.settings(), self.ci, self.covariate_at)
 
 
 @dataclass(frozen=True)
@@ -203,18 +186,14 @@ def _time_step(series: Series, paths: Sequence[str], opts: Options) -> tuple[flo
     return step, notes
 
 
-def _npy(series: Series, paths: Sequence[str], step: float | None, opts: Options) -> float:
-    where = f"{_where(paths)}: '{series.time_dim}'"
-    return timestep.values_per_year(opts.npy, step, calendar_of(series.time_attrs), where)
-
-
-def _blocks(series: Series, paths: Sequence[str], step: float | None, opts: Options) -> blocks.Blocks:
-    """The blocks of the analysed time steps, from the time coordinate and its calendar."""
-    units, times = time_units(series.time_attrs), series.times()
-    if units is None or times is None or step is None or not step > 0:
-        raise ClimioError(f"{_where(paths)}: --method gev needs a time coordinate '{series.time_dim}' with CF units "
-                          f"('days since ...') and at least two steps, to find the blocks", collective=True)
-    return blocks.of_axis(times, units, calendar_of(series.time_attrs), step, opts.block)
+def _time_axis(series: Series, paths: Sequence[str], step: float | None, method: Method) -> TimeAxis:
+    """The analysed time axis as a method reads it, and how the command's errors name it."""
+    units, times, calendar = time_units(series.time_attrs), series.times(), calendar_of(series.time_attrs)
+    where, coordinate = _where(paths), f"a time coordinate '{series.time_dim}' with CF units ('days since ...')"
+    return TimeAxis(step, calendar, None if units is None or times is None else (times, units, calendar),
+                    f"{where}: '{series.time_dim}'", series.where, "--npy",
+                    f"{where}: --method {method.name} needs {coordinate} and at least two steps, to find the blocks",
+                    f"{where}: --covariate needs {coordinate}, to find each value's year")
 
 
 HORIZONTAL_NAMES = ("latitude", "longitude", "grid_latitude", "grid_longitude", "projection_x_coordinate",
@@ -285,30 +264,33 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
         series = Series(inputs, opts.var, list(opts.ranges), _where(paths))
         step, notes = _time_step(series, paths, opts)
         method = METHODS[opts.method]
-        npy = _npy(series, paths, step, opts) if method.name == "pot" else None
-        cuts = _blocks(series, paths, step, opts) if method.name == "gev" else None
-        trend, cov = _trend(cuts, series, paths, opts) if opts.covariate else (None, None)
+        settings = opts.settings()
+        axis = _time_axis(series, paths, step, method)
+        timing = method.timing(settings, axis)
+        cov = covariate.load(opts.covariate) if opts.covariate else None
+        trend = None if cov is None else method.trend(cov, timing, settings, axis)
         where = Map.of(series) if opts.plot else None  # refuse a layout that is no map before the analysis
         shape = series.shape
         decomp = decomposition(shape, opts.split, comm.Get_size())
         owned = decomp.owned(rank)
-        missing = missing_values(series.var.attrs)
-        if cuts is None:
-            scanner = _scan(series, decomp, owned, pot.tail_capacity(shape[0], opts.tail), missing,
-                            opts.scheme, comm, times=opts.decluster is not None or trend is not None)
-        else:
-            scanner = _scan_blocks(series, decomp, owned, cuts, missing, opts.scheme, comm)
+        reading = _Reading(series, decomp, owned, missing_values(series.var.attrs), opts.scheme, comm)
+        scanner = method.scan(reading, timing, settings, trend)
         layout = output.Layout(series)
         history_lines = [history, *(f"climio eva: {n}" for n in notes)]
+        described = method.described(series.name, series.var.attrs, settings,
+                                     None if cov is None else (cov.long_name, cov.units), opts.ci)
+        seasons = method.seasons(timing)
         schema, values = output.schema(layout, method.outputs(opts.ci, opts.decluster is not None, trend is not None),
-                                       method, _attributes(series, opts, cov), opts.periods,
-                                       {**_options_record(opts, npy), "climio_inputs": "\n".join(paths)},
+                                       method, described, opts.periods,
+                                       {**method.record(settings, timing, opts.covariate, opts.ci),
+                                        "climio_inputs": "\n".join(paths)},
                                        "\n".join(h for h in history_lines if h),
                                        None if trend is None or cov is None else
                                        (trend.at, cf.covariate_attributes(cov.long_name, cov.units)),
-                                       cuts.seasons if cuts is not None and len(cuts.seasons) > 1 else ())
+                                       seasons)
         period, extra_axes = series.period(), _extra_axes(series)
-    result = _analyse_cells(scanner, opts, npy, rank == 0, trend)
+    with progress.bar(reading.cells, "cell", "eva", rank == 0) as bar, trace.phase("work"):
+        result = method.analyse(scanner, timing, settings, opts.ci, trend, bar.update)
 
     plotting = 0.0  # rank 0 draws while the others wait: every rank leaves rank 0's time out
 
@@ -316,7 +298,7 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
         nonlocal plotting
         if where is not None:
             begun = MPI.Wtime()
-            _plot(opts, comm, decomp, result, where, values, npy)
+            _plot(opts, method, seasons, comm, decomp, result, where, values, timing)
             plotting = comm.allreduce(MPI.Wtime() - begun, op=MPI.MAX)
 
     _write(out, schema, values, series, owned, result, method, opts, comm, draw)
@@ -329,49 +311,28 @@ def _run(paths: list[str], out: str, comm: MPI.Comm, opts: Options, history: str
                    fits=method.said)
 
 
-def _attributes(series: Series, opts: Options, cov: covariate.Covariate | None) -> dict[str, dict[str, object]]:
-    """CF attributes of the method's result variables (and, with --ci, of the intervals)."""
-    if opts.method == "gev":
-        attrs = cf.block_maxima_attributes(series.name, series.var.attrs, blocks.canonical(opts.block),
-                                           opts.max_missing, None if cov is None else (cov.long_name, cov.units))
-    else:
-        attrs = cf.result_attributes(series.name, series.var.attrs, opts.tail, opts.decluster,
-                                     None if cov is None else (cov.long_name, cov.units))
-    if opts.ci is not None:
-        name = METHODS[opts.method].distribution
-        parameters = TRENDS[name].PARAMETERS if cov is not None else distributions.get(name).PARAMETERS
-        attrs.update(cf.interval_attributes(attrs, name, parameters, opts.ci.level, opts.ci.method))
-    return attrs
+class _Reading:
+    """A rank's cells' series as a method's sampler reads them (:class:`climio.eva.methods.Reading`): by the
+    scheme's parallel reads (collective)."""
 
+    def __init__(self, series: Series, decomp: Decomposition, owned: Hyperslab, missing: Sequence[float],
+                 scheme: str, comm: MPI.Comm) -> None:
+        self.series, self.decomp, self.owned, self.missing, self.scheme, self.comm = \
+            series, decomp, owned, missing, scheme, comm
+        self.length, self.cells, self.dtype = series.shape[0], math.prod(owned.count[1:]), series.var.numpy_dtype
 
-def _trend(cuts: blocks.Blocks | None, series: Series, paths: Sequence[str], opts: Options
-           ) -> tuple[covariate.Trend, covariate.Covariate]:
-    """The covariate of each block (GEV) or time step (POT) and the values of the effective return levels."""
-    assert opts.covariate is not None
-    cov = covariate.load(opts.covariate)
-    if cuts is not None:
-        return block_maxima.trend(cov, cuts, opts.max_missing, opts.covariate_at, series.where), cov
-    units, times = time_units(series.time_attrs), series.times()
-    if units is None or times is None:
-        raise ClimioError(f"{_where(paths)}: --covariate needs a time coordinate '{series.time_dim}' with CF units "
-                          f"('days since ...'), to find each value's year", collective=True)
-    import cftime
+    def largest(self, k: int, times: bool) -> largest.Scanner:
+        return _scan(self.series, self.decomp, self.owned, k, self.missing, self.scheme, self.comm, times=times)
 
-    years = np.array([d.year for d in cftime.num2date(times, units, calendar_of(series.time_attrs))])
-    return pot.trend(cov, years, opts.covariate_at), cov
-
-
-def _options_record(opts: Options, npy: float | None) -> dict[str, object]:
-    """The options that shaped the results, as global attributes of the output."""
-    ci = {} if opts.ci is None else {"climio_ci_level": opts.ci.level, "climio_ci_method": opts.ci.method}
-    if opts.method == "gev":
-        trend = {} if opts.covariate is None else {"climio_covariate": opts.covariate}
-        return {"climio_block": blocks.canonical(opts.block), "climio_max_missing": opts.max_missing,
-                "climio_min_blocks": np.int32(opts.min_blocks), **trend, **ci}
-    runs = {} if opts.decluster is None else {"climio_decluster": f"runs:{opts.decluster}"}
-    trend = {} if opts.covariate is None else {"climio_covariate": opts.covariate}
-    return {"climio_tail": opts.tail, "climio_npy": npy, "climio_min_exceed": np.int32(opts.min_exceed), **runs,
-            **trend, **ci}
+    def feed(self, update: Callable[[np.ndarray], None]) -> None:
+        if self.scheme == "slab":
+            for _, rows in stream(self.series, self.owned, self.comm):
+                with trace.phase("scan", rows.nbytes):
+                    update(rows)
+            return
+        slab = _whole(self.series, self.decomp, self.owned, self.scheme, self.comm)
+        with trace.phase("scan"):
+            update(slab.reshape(self.series.shape[0], -1))
 
 
 def _scan(series: Series, decomp: Decomposition, owned: Hyperslab, k: int,
@@ -403,7 +364,7 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
     file is renamed into place (collective)."""
     items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = [
         (name, data, None) for name, data in values.items() if not schema.variable(name).is_text]
-    names = method.outputs(opts.ci, opts.decluster is not None, isinstance(result, TREND_RESULTS))
+    names = method.outputs(opts.ci, opts.decluster is not None, isinstance(result, Trended))
     if series.cell_dims:
         block = owned.count[1:]
         cells = Hyperslab(owned.start[1:], block)
@@ -427,16 +388,16 @@ def _write(out: str, schema: ncio.Schema, values: dict[str, np.ndarray], series:
         before_publish()  # a plot that cannot be written publishes nothing
 
 
-def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: Result, where: Map,
-          values: dict[str, np.ndarray], npy: float | None) -> None:
+def _plot(opts: Options, method: Method, seasons: tuple[str, ...], comm: MPI.Comm, decomp: Decomposition,
+          result: Result, where: Map, values: dict[str, np.ndarray], timing: object) -> None:
     """Gather the shape, the return level (100 years, or the longest period; of the first of several seasons;
     with a trend, the effective level at the last covariate value) and each cell's years of data on rank 0 and
     draw them."""
     assert opts.plot is not None
     which = opts.periods.index(100.0) if 100.0 in opts.periods else int(np.argmax(opts.periods))
-    level, shape, years, notes = result.return_level[..., which, :], result.shape, record_years(result, npy), []
-    seasons = blocks.seasons_of(opts.block) if opts.method == "gev" else ()
-    if len(seasons) > 1:
+    level, shape, years = result.return_level[..., which, :], result.shape, method.record_years(result, timing)
+    notes = []
+    if seasons:
         level, shape, years = level[0], shape[0], years[0]
         notes.append(seasons[0])
     if opts.covariate is not None:
@@ -450,8 +411,8 @@ def _plot(opts: Options, comm: MPI.Comm, decomp: Decomposition, result: Result, 
         owned = decomp.owned(rank)
         for whole, part in zip(grids, piece):
             whole[owned.slices[1:]] = part.reshape(owned.count[1:])
-    draw(opts.plot, where, values, Fields(*grids, opts.periods[which], method_text(opts),
-                                          METHODS[opts.method].distribution.upper(),
+    draw(opts.plot, where, values, Fields(*grids, opts.periods[which], method.plot_text(opts.settings()),
+                                          method.distribution.upper(),
                                           f" ({', '.join(notes)})" if notes else ""))
 
 
@@ -522,32 +483,3 @@ def stream(series: Series, owned: Hyperslab, comm: MPI.Comm, block_bytes: int | 
             series.prefetch(steps(max(advised, t0), end - max(advised, t0)))
             advised = end
         yield t0, series.read(steps(t0, n), as_stored=True).reshape(n, cells)
-
-
-def _scan_blocks(series: Series, decomp: Decomposition, owned: Hyperslab, cuts: blocks.Blocks,
-                 missing: Sequence[float], scheme: str, comm: MPI.Comm) -> block_maxima.Scanner:
-    """Each cell's block maxima and valid counts, from its whole series read as the scheme says (collective)."""
-    cells = math.prod(owned.count[1:])
-    scanner = block_maxima.Scanner(cuts, cells, series.var.numpy_dtype, missing)
-    if scheme == "slab":
-        for _, rows in stream(series, owned, comm):
-            with trace.phase("scan", rows.nbytes):
-                scanner.update(rows)
-        return scanner
-    slab = _whole(series, decomp, owned, scheme, comm)
-    with trace.phase("scan"):
-        scanner.update(slab.reshape(series.shape[0], -1))
-    return scanner
-
-
-def _analyse_cells(scanner: largest.Scanner | block_maxima.Scanner, opts: Options, npy: float | None,
-                   show_progress: bool, trend: covariate.Trend | None = None) -> Result:
-    """Fits and return levels of the cells a scanner has seen, with a progress bar on rank 0."""
-    if isinstance(scanner, block_maxima.Scanner):
-        with progress.bar(scanner.maxima.shape[1], "cell", "eva", show_progress) as bar, trace.phase("work"):
-            return block_maxima.analyse(scanner, periods=opts.periods, max_missing=opts.max_missing,
-                                        min_blocks=opts.min_blocks, progress=bar.update, ci=opts.ci, trend=trend)
-    assert npy is not None
-    with progress.bar(scanner.values.shape[0], "cell", "eva", show_progress) as bar, trace.phase("work"):
-        return pot.from_scanner(scanner, tail=opts.tail, periods=opts.periods, npy=npy, min_exceed=opts.min_exceed,
-                                progress=bar.update, ci=opts.ci, run=opts.decluster, trend=trend)

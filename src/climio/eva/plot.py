@@ -32,14 +32,11 @@ import numpy as np
 
 from climio.core import targets
 from climio.errors import ClimioError
-from climio.eva import blocks
 from climio.eva.output import grid_mappings
 from climio.eva.series import Series
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-    from climio.eva.job import Options, Result
 
 EXTRAPOLATION_FACTOR = 5.0  # a return period beyond this many record lengths is an extrapolation
 LATITUDE_UNITS = ("degrees_north", "degree_north", "degrees_N", "degree_N")
@@ -182,28 +179,6 @@ class Fields:
         """Cells whose return level is an extrapolation: a period over five times the cell's record."""
         with np.errstate(invalid="ignore"):
             return np.isfinite(self.level) & (self.period > EXTRAPOLATION_FACTOR * self.years)
-
-
-def record_years(result: Result, npy: float | None) -> np.ndarray:
-    """Each cell's years of data behind its fit: its complete blocks (GEV: one a year), or its valid values
-    over the values per year (GPD; the rate is the fitted peaks per valid value)."""
-    complete = getattr(result, "n_blocks", None)
-    if complete is not None:
-        return complete.astype(float)
-    assert npy is not None
-    clusters = getattr(result, "n_clusters", None)
-    peaks = result.n_exceed if clusters is None else clusters  # type: ignore[union-attr]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return peaks / result.rate / npy  # type: ignore[union-attr]
-
-
-def method_text(opts: Options) -> str:
-    """The method as a title says it."""
-    if opts.method == "gev":
-        spec = blocks.canonical(opts.block)
-        return f"GEV of block maxima ({'annual' if spec == 'year' else spec} blocks)"
-    runs = f", runs declustered (r = {opts.decluster})" if opts.decluster is not None else ""
-    return f"GPD over threshold (each cell's {100.0 * (1.0 - opts.tail):g}th percentile{runs})"
 
 
 def figure(where: Map, values: dict[str, np.ndarray], fields: Fields) -> Figure:

@@ -20,63 +20,41 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 
 import numba
 import numpy as np
 
-from climio.eva import covariate, decluster, distributions, gpd_trend, intervals, largest, methods
+from climio.eva import covariate, decluster, distributions, intervals, largest, results
 from climio.eva.covariate import Covariate, Trend
+from climio.eva.results import Declustered, Estimates, Exceedances, Trended
 
 STATUS_OK = 0
 NO_VALID, CONSTANT, NO_EXCEED, TOO_FEW, AT_BOUND, AT_UPPER = 1, 2, 3, 4, 5, 6  # cf.STATUS_MEANINGS
 CHUNK_CELLS = 4096  # cells fitted at a time after the scan
 
 
-@dataclass
-class Result:
-    """Per-cell results; fit results are NaN unless status is ok or shape_at_lower_bound/_upper_bound."""
+@dataclass(kw_only=True)
+class Result(Declustered, Exceedances, Estimates):
+    """Per-cell results of the GPD fit to the excesses: its scale and shape; with --ci, their standard errors."""
 
-    threshold: np.ndarray
     scale: np.ndarray
     shape: np.ndarray
-    rate: np.ndarray
-    n_exceed: np.ndarray
-    nll: np.ndarray
-    status: np.ndarray
-    return_level: np.ndarray  # (periods, cells)
-    # with --ci: the ends of each return level's interval (periods, cells) and the parameters' standard errors
-    return_level_lower: np.ndarray | None = None
-    return_level_upper: np.ndarray | None = None
     scale_se: np.ndarray | None = None
     shape_se: np.ndarray | None = None
-    # with --decluster: the clusters fitted, and Ferro and Segers' extremal index of the exceedances
-    n_clusters: np.ndarray | None = None
-    extremal_index: np.ndarray | None = None
 
 
-@dataclass
-class TrendResult:
-    """Per-cell results of the fit whose GPD scale moves with a covariate (:mod:`climio.eva.gpd_trend`), as
-    :class:`Result`; return levels (values, periods, cells)."""
+@dataclass(kw_only=True)
+class TrendResult(Declustered, Exceedances, Trended, Estimates):
+    """Per-cell results of the fit whose GPD scale moves with a covariate (:mod:`climio.eva.gpd_trend`): its
+    coefficients, shape and their standard errors; return levels (values, periods, cells)."""
 
-    threshold: np.ndarray
     log_scale_intercept: np.ndarray
     log_scale_slope: np.ndarray
     shape: np.ndarray
-    rate: np.ndarray
-    n_exceed: np.ndarray
-    nll: np.ndarray
-    nll_stationary: np.ndarray
-    trend_p_value: np.ndarray
-    status: np.ndarray
-    return_level: np.ndarray
     log_scale_intercept_se: np.ndarray
     log_scale_slope_se: np.ndarray
     shape_se: np.ndarray
-    return_level_lower: np.ndarray | None = None  # with --ci (normal)
-    return_level_upper: np.ndarray | None = None
-    n_clusters: np.ndarray | None = None  # with --decluster
-    extremal_index: np.ndarray | None = None
 
 
 def trend(cov: Covariate, step_years: np.ndarray, at: Sequence[float] | None) -> Trend:
@@ -135,8 +113,8 @@ def tail_capacity(length: int, tail: float) -> int:
 
 def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
             missing: Sequence[float] = (), progress: Callable[[int], None] | None = None,
-            ci: intervals.Request | None = None, run: int | None = None, trend: Trend | None = None
-            ) -> Result | TrendResult:
+            ci: intervals.Request | None = None, run: int | None = None, trend: Trend | None = None,
+            distribution: str = "gpd") -> Result | TrendResult:
     """Everything for the cells in the columns of ``series`` (time, cells), read in place, never copied.
 
     Values that are NaN or equal to one of ``missing`` (``_FillValue``, ``missing_value``) are left out.
@@ -147,13 +125,15 @@ def analyse(series: np.ndarray, *, tail: float, periods: Sequence[float], npy: f
     scanner = largest.scan(series, tail_capacity(series.shape[0], tail), missing,
                            times=run is not None or trend is not None)
     return from_scanner(scanner, tail=tail, periods=periods, npy=npy, min_exceed=min_exceed, progress=progress,
-                        ci=ci, run=run, trend=trend)
+                        ci=ci, run=run, trend=trend, distribution=distribution)
 
 
 def from_scanner(scanner: largest.Scanner, *, tail: float, periods: Sequence[float], npy: float, min_exceed: int,
                  progress: Callable[[int], None] | None = None, ci: intervals.Request | None = None,
-                 run: int | None = None, trend: Trend | None = None) -> Result | TrendResult:
-    """Everything from a scanner that has seen every time step (its k from :func:`tail_capacity`); with ``ci``,
+                 run: int | None = None, trend: Trend | None = None, distribution: str = "gpd"
+                 ) -> Result | TrendResult:
+    """Everything from a scanner that has seen every time step (its k from :func:`tail_capacity`), the excesses
+    fitted by ``distribution`` (:mod:`climio.eva.distributions`); with ``ci``,
     the return levels' confidence intervals and the parameters' standard errors too; with ``run``, the fit of
     the runs-declustered clusters' maxima; with ``trend``, the fit whose scale moves with a covariate (for
     either, the scanner must have kept the times)."""
@@ -164,16 +144,17 @@ def from_scanner(scanner: largest.Scanner, *, tail: float, periods: Sequence[flo
         times = None if run is None and trend is None else scanner.times[chunk]  # type: ignore[index]
         parts.append(_from_largest(scanner.values[chunk], kept=scanner.kept[chunk], n_valid=scanner.n_valid[chunk],
                                    low=scanner.low[chunk], capacity=scanner.k, tail=tail, periods=periods, npy=npy,
-                                   min_exceed=min_exceed, ci=ci, times=times, run=run, trend=trend))
+                                   min_exceed=min_exceed, ci=ci, times=times, run=run, trend=trend,
+                                   distribution=distribution))
         if progress is not None:
             progress(chunk.stop - chunk.start)
-    return methods.concatenate(parts, Result if trend is None else TrendResult)  # type: ignore[return-value]
+    return results.concatenate(parts, Result if trend is None else TrendResult)  # type: ignore[return-value]
 
 
 def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, low: np.ndarray, capacity: int,
                   tail: float, periods: Sequence[float], npy: float, min_exceed: int,
                   ci: intervals.Request | None, times: np.ndarray | None, run: int | None,
-                  trend: Trend | None = None) -> Result | TrendResult:
+                  trend: Trend | None, distribution: str) -> Result | TrendResult:
     """Thresholds, exceedances, status, fits and return levels from each cell's largest values (and, to
     decluster or fit a trend, their time steps)."""
     cells = values.shape[0]
@@ -198,36 +179,40 @@ def _from_largest(values: np.ndarray, *, kept: np.ndarray, n_valid: np.ndarray, 
     status[has & (n_exceed == 0) & (low == peak)] = CONSTANT  # smallest valid value is the largest
     status[~has] = NO_VALID
     fitted = status == STATUS_OK
+    family = distributions.get(distribution)
     if trend is not None and when is not None:
-        result = _fit_trend(sample, when, count, trend, threshold, rate, n_exceed, status, fitted, periods, npy, ci)
+        result = _fit_trend(family.with_trend(), sample, when, count, trend, threshold, rate, n_exceed, status, fitted,
+                            periods, npy, ci)
         if run is not None:
             result.n_clusters, result.extremal_index = count.astype(np.int32), theta
         return result
-    gpd = distributions.get("gpd")
-    result = gpd.fit(sample[fitted], count[fitted])
+    result = family.fit.fit(sample[fitted], count[fitted])
     scale, shape, nll = (np.full(cells, np.nan) for _ in range(3))
     scale[fitted], shape[fitted], nll[fitted] = result.scale, result.shape, result.nll
     bounded = np.flatnonzero(fitted)[result.at_bound]
     status[bounded] = np.where(shape[bounded] < 0, AT_BOUND, AT_UPPER)  # xi = -1, or the top of the search
-    levels = np.stack([gpd.return_level(threshold, scale, shape, rate, period, npy) for period in periods]) \
-        if len(periods) else np.empty((0, cells))
-    result = Result(threshold, scale, shape, rate, n_exceed.astype(np.int32), nll, status, levels)
+    levels = np.stack([family.fit.return_level(threshold, scale, shape, rate, period, npy)
+                       for period in periods]) if len(periods) else np.empty((0, cells))
+    result = Result(threshold=threshold, scale=scale, shape=shape, rate=rate, n_exceed=n_exceed.astype(np.int32),
+                    nll=nll, status=status, return_level=levels)
     if ci is not None:
-        ends = gpd.return_level_intervals(sample[fitted], count[fitted], threshold[fitted], scale[fitted],
-                                          shape[fitted], nll[fitted], rate[fitted], tuple(periods), npy, ci)
-        methods.attach(result, ends, fitted)
+        ends = family.intervals.return_level_intervals(sample[fitted], count[fitted], threshold[fitted],
+                                                       scale[fitted], shape[fitted], nll[fitted], rate[fitted],
+                                                       tuple(periods), npy, ci)
+        results.attach(result, ends, fitted)
     if run is not None:
         result.n_clusters, result.extremal_index = count.astype(np.int32), theta
     return result
 
 
-def _fit_trend(sample: np.ndarray, when: np.ndarray, count: np.ndarray, trend: Trend, threshold: np.ndarray,
-               rate: np.ndarray, n_exceed: np.ndarray, status: np.ndarray, fitted: np.ndarray,
+def _fit_trend(trended: ModuleType, sample: np.ndarray, when: np.ndarray, count: np.ndarray, trend: Trend,
+               threshold: np.ndarray, rate: np.ndarray, n_exceed: np.ndarray, status: np.ndarray, fitted: np.ndarray,
                periods: Sequence[float], npy: float, ci: intervals.Request | None) -> TrendResult:
-    """The fit whose log scale is linear in the covariate at each excess's time step; effective return levels
-    (values, periods, cells) and, with ``ci`` (normal), their delta-method intervals."""
+    """The fit with a trend ``trended`` (the distribution's), its log scale linear in the covariate at each
+    excess's time step; effective return levels (values, periods, cells) and, with ``ci`` (normal), their
+    delta-method intervals."""
     cells = status.size
-    fit = gpd_trend.fit(sample[fitted], trend.values[when[fitted]], count[fitted])
+    fit = trended.fit(sample[fitted], trend.values[when[fitted]], count[fitted])
     full = {name: np.full(cells, np.nan) for name in ("log_scale_intercept", "log_scale_slope", "shape", "nll",
                                                        "nll_stationary")}
     for name, values in full.items():
@@ -236,18 +221,18 @@ def _fit_trend(sample: np.ndarray, when: np.ndarray, count: np.ndarray, trend: T
     covariance[fitted] = fit.covariance
     status[np.flatnonzero(fitted)[fit.at_bound]] = AT_BOUND
     status[np.flatnonzero(fitted)[np.isnan(fit.nll)]] = CONSTANT  # one covariate value for all its excesses
-    whole = gpd_trend.Fit(**full, at_bound=np.zeros(cells, bool), covariance=covariance)
+    whole = trended.Fit(**full, at_bound=np.zeros(cells, bool), covariance=covariance)
     levels = np.full((trend.at.size, len(periods), cells), np.nan)
     lower, upper = np.full(levels.shape, np.nan), np.full(levels.shape, np.nan)
     for i, value in enumerate(trend.at):
         for k, period in enumerate(periods):
-            levels[i, k] = gpd_trend.return_level(whole, float(value), threshold, rate, period, npy)
+            levels[i, k] = trended.return_level(whole, float(value), threshold, rate, period, npy)
             if ci is not None:
-                lower[i, k], upper[i, k] = gpd_trend.normal_bounds(whole, float(value), threshold, rate, period, npy,
-                                                                   ci.normal_quantile)
-    se = intervals.standard_errors(covariance, gpd_trend.PARAMETERS)
+                lower[i, k], upper[i, k] = trended.normal_bounds(whole, float(value), threshold, rate, period, npy,
+                                                                 ci.normal_quantile)
+    se = intervals.standard_errors(covariance, trended.PARAMETERS)
     return TrendResult(threshold=threshold, **full, rate=rate, n_exceed=n_exceed.astype(np.int32),
                        trend_p_value=covariate.p_value(full["nll_stationary"], full["nll"]), status=status,
-                       return_level=levels, **{f"{p}_se": se[p] for p in gpd_trend.PARAMETERS},
+                       return_level=levels, **{f"{p}_se": se[p] for p in trended.PARAMETERS},
                        return_level_lower=lower if ci is not None else None,
                        return_level_upper=upper if ci is not None else None)
