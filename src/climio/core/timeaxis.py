@@ -13,6 +13,7 @@ that the joined values are ncrcat's to the bit.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -50,8 +51,10 @@ def _us(delta: timedelta) -> int:
     return (delta.days * 86400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+@functools.lru_cache(maxsize=4096)
 def _origin(units: str, calendar: str) -> tuple[object, int]:
-    """The reference date of ``units`` and the length of one unit in microseconds."""
+    """The reference date of ``units`` and the length of one unit in microseconds (kept: joining many files
+    asks again for each file's units and the first file's)."""
     import cftime
 
     try:

@@ -48,6 +48,9 @@ def self_comm() -> MPI.Comm:
     return MPI.COMM_SELF
 
 
+KEPT_BYTES = 2**20
+
+
 class ClimioArray(BackendArray):
     """One variable of the inputs, read on demand: each request is one hyperslab read (the box around xarray's
     outer indexer), then cut to the steps and lists that xarray asked for."""
@@ -56,6 +59,9 @@ class ClimioArray(BackendArray):
         self.inputs, self.name, self.lock = inputs, name, lock
         self.shape = inputs.shape(name)
         self.dtype = inputs.variables[name].numpy_dtype
+        # a small 1-D variable (a coordinate: xarray decodes and indexes it several times) is read whole, once
+        self._keep = len(self.shape) == 1 and self.shape[0] * self.dtype.itemsize <= KEPT_BYTES
+        self._whole: np.ndarray | None = None
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
@@ -81,8 +87,15 @@ class ClimioArray(BackendArray):
                 count.append(int(index.max()) - low + 1 if index.size else 0)
                 local.append(index - low)
         slab = Hyperslab(tuple(start), tuple(count))
-        with self.lock:  # a scalar through read_runs, as climio subset reads it (Store.read wants an axis)
-            data = self.inputs.read(self.name, slab) if self.shape else self.inputs.read_runs(self.name, [slab])[0]
+        if self._keep:
+            if self._whole is None:
+                with self.lock:
+                    self._whole = self.inputs.read(self.name, Hyperslab.whole(self.shape))
+            data = self._whole[start[0]:start[0] + count[0]].copy()
+        else:
+            with self.lock:  # a scalar through read_runs, as climio subset reads it (Store.read wants an axis)
+                data = self.inputs.read(self.name, slab) if self.shape else \
+                    self.inputs.read_runs(self.name, [slab])[0]
         data = data[tuple(k if isinstance(k, slice) else slice(None) for k in local)]
         for axis, k in enumerate(local):
             if not isinstance(k, slice):
@@ -152,7 +165,7 @@ class ClimioBackendEntrypoint(BackendEntrypoint):
                      use_cftime: bool | None = None, decode_timedelta: bool | None = None,
                      comm: MPI.Comm | None = None) -> xr.Dataset:
         """``comm``: the communicator of the reads (default: this process alone)."""
-        inputs = open_inputs([os.fspath(filename_or_obj)], comm or self_comm(), None, False)
+        inputs = open_inputs([os.fspath(filename_or_obj)], comm or self_comm(), None, False, read="independent")
         return _dataset(inputs, drop_variables=drop_variables, mask_and_scale=mask_and_scale,
                         decode_times=decode_times, concat_characters=concat_characters, decode_coords=decode_coords,
                         use_cftime=use_cftime, decode_timedelta=decode_timedelta)
@@ -184,7 +197,7 @@ def open_mfdataset(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[st
         if not files:
             raise ClimioError("open_mfdataset: no paths given; pass a list of files or a glob pattern")
     label = f"open_mfdataset(dim={dim!r})" if dim else "open_mfdataset"
-    inputs = open_inputs(files, comm or self_comm(), dim, False, label=label)
+    inputs = open_inputs(files, comm or self_comm(), dim, False, read="independent", label=label)
     try:
         if len(files) > 1 and inputs.join is None:
             raise ClimioError(f"{label}: the files share no record dimension; give dim= to say which to join along")

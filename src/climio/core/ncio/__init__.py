@@ -34,6 +34,7 @@ from climio.core.targets import PENDING_OUTPUTS, check_input, discard_pending_ou
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
+    import netCDF4
     from mpi4py import MPI
 
 __all__ = ["FORMAT_WRITE_MODE", "MODES", "Compression", "Hyperslab", "Settings", "Mode", "Schema", "Store", "Variable",
@@ -41,7 +42,7 @@ __all__ = ["FORMAT_WRITE_MODE", "MODES", "Compression", "Hyperslab", "Settings",
            "check_output", "create", "discard_pending_outputs",
            "get_mode", "load_library", "open", "writing_mode"]
 
-READ_STRATEGIES = ("parallel", "root")
+READ_STRATEGIES = ("parallel", "independent", "root")
 TEXT_LIMIT = 256 * 2**20  # char/string variables are read whole on rank 0 and broadcast: labels, not data
 
 
@@ -105,24 +106,37 @@ def _classic_layout(path: str) -> ClassicLayout | None:
     return layout
 
 
-def _inspect(path: str) -> tuple[str, ClassicLayout | None, dict[str, np.ndarray], list[str]]:
+Inspected = tuple[str, ClassicLayout | None, dict[str, np.ndarray], list[str]]
+
+
+def _inspect(path: str, keep: list[netCDF4.Dataset] | None = None) -> Inspected:
     """On one rank: check ``path`` is a readable netCDF file; return its format, its classic layout, its text
-    variables (whole) and what climio leaves out of it."""
+    variables (whole) and what climio leaves out of it. ``keep``: where to leave the file's handle open, for a
+    store of this process alone to read through (else it is closed)."""
     import netCDF4
 
     check_input(path)
     layout = _classic_layout(path)  # before netCDF-C reads it: a corrupt header can crash or balloon the library
     try:
-        with netCDF4.Dataset(path, "r") as dataset:
-            data_model = str(dataset.data_model)
-            text, skipped = text_of(dataset), skipped_of(dataset)
+        dataset = netCDF4.Dataset(path, "r")
     except OSError as err:
         raise ClimioError(f"input file '{path}' is not a readable netCDF file ({err.strerror or err}): "
                           "check it is complete (ncdump -h)") from err
-    text_bytes = sum(v.nbytes for v in text.values())
-    if text_bytes > TEXT_LIMIT:
-        raise ClimioError(f"input file '{path}': its char/string variables hold {text_bytes / 2**20:.0f} MiB, over "
-                          f"the {TEXT_LIMIT // 2**20} MiB climio moves whole through one rank; select with -v")
+    try:
+        data_model = str(dataset.data_model)
+        text, skipped = text_of(dataset), skipped_of(dataset)
+        text_bytes = sum(v.nbytes for v in text.values())
+        if text_bytes > TEXT_LIMIT:
+            raise ClimioError(f"input file '{path}': its char/string variables hold {text_bytes / 2**20:.0f} MiB, "
+                              f"over the {TEXT_LIMIT // 2**20} MiB climio moves whole through one rank; select "
+                              f"with -v")
+    except BaseException:
+        dataset.close()
+        raise
+    if keep is None:
+        dataset.close()
+    else:
+        keep.append(dataset)
     return data_model, layout, text, skipped
 
 
@@ -132,8 +146,10 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
 
     ``read="parallel"`` (default) has every rank read its own hyperslabs through
     PnetCDF or parallel HDF5, whatever wrote the file, or, where netCDF-C has neither,
-    through its own serial handle (independent reads); ``read="root"`` is the
-    baseline where rank 0 reads and sends each rank its part.
+    through its own serial handle (independent reads); ``read="independent"`` reads
+    through each rank's own serial handle always (on one process, the one that checked
+    the file: one open per file, for opening many files at once); ``read="root"`` is
+    the baseline where rank 0 reads and sends each rank its part.
     """
     from climio.core.ncio.independent_ import IndependentStore
     from climio.core.ncio.parallel_ import ParallelStore
@@ -143,12 +159,14 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
         raise ClimioError(f"unknown read strategy '{read}': choose one of {', '.join(READ_STRATEGIES)}",
                           collective=True)
     comm = comm if comm is not None else mpi.world()
-    data_model, layout, text, skipped = mpi.agree(comm, lambda: _inspect(path))
+    kept: list[netCDF4.Dataset] = []
+    alone = read == "independent" and comm.Get_size() == 1
+    data_model, layout, text, skipped = _inspect(path, kept) if alone else mpi.agree(comm, lambda: _inspect(path))
     mode = MODES[FORMAT_READ_MODE[data_model]]
     if read == "root":
         store: Store = SerialStore.open(path, MODES["serial"], comm)
-    elif mode.name not in available_modes():
-        store = IndependentStore.open(path, mode, comm)
+    elif read == "independent" or mode.name not in available_modes():
+        store = IndependentStore.open(path, mode, comm, kept[0] if kept else None)
     else:
         mpi.check_mpi_io_path(path)
         store = ParallelStore.open(path, mode, comm, hints)

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 # One netCDF-C request at most (as the parallel stores): larger hyperslabs go in pieces.
 REQUEST_BYTES = 2**30
+KEPT_BYTES = 2**20
 
 
 class IndependentStore(Store):
@@ -35,11 +36,16 @@ class IndependentStore(Store):
     def __init__(self, dataset: netCDF4.Dataset, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._dataset = dataset
+        self._kept: dict[str, np.ndarray] = {}  # small 1-D variables read whole: coordinates, asked for again
 
     @classmethod
-    def open(cls, path: str, mode: Mode, comm: MPI.Comm) -> IndependentStore:
+    def open(cls, path: str, mode: Mode, comm: MPI.Comm, opened: netCDF4.Dataset | None = None) -> IndependentStore:
+        """``opened``: this process's handle on the file already (a communicator of one process)."""
         import netCDF4
 
+        if opened is not None:
+            schema, records, varids = schema_of(opened)
+            return cls(opened, path, mode, comm, schema, varids=varids, records=records)
         described = None
         if comm.Get_rank() == 0:
             dataset = netCDF4.Dataset(path, "r")
@@ -58,7 +64,16 @@ class IndependentStore(Store):
         raise IOFault(f"{self.path} was opened for reading: cannot write")
 
     def _get(self, var: Variable, varid: int, slab: Hyperslab, out: np.ndarray) -> None:
-        self._get_every(var, varid, slab, 1, out)
+        """A small 1-D variable read whole is kept (joining many files reads each file's time coordinate to
+        order them, to check them and to find gaps; no other rank takes part, so keeping changes no call)."""
+        if len(var.dims) != 1 or out.nbytes > KEPT_BYTES or slab.start != (0,) or \
+                slab.count != self.schema.fixed_shape(var, self.records):
+            self._get_every(var, varid, slab, 1, out)
+            return
+        if var.name not in self._kept:
+            self._get_every(var, varid, slab, 1, out)
+            self._kept[var.name] = out.copy()
+        out[...] = self._kept[var.name]
 
     def _get_every(self, var: Variable, varid: int, sampled: Hyperslab, step: int, out: np.ndarray) -> None:
         """This rank's part, strided (``nc_get_vars``) for a step over 1; no other rank takes part."""
