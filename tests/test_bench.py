@@ -271,3 +271,16 @@ def test_bench_working_directory_must_exist(missing_directory_runs: tuple[Path, 
     missing, results = missing_directory_runs
     one_error_line(results[suite], "--dir", str(missing), "does not exist")
     assert not missing.exists()
+
+
+def test_bench_open(tmp_path: Path) -> None:
+    """Three ways open the same daily files and read the same series; opening reads coordinates, no tas."""
+    result = climio("bench", "open", "--files", "12", "--shape", "2,6,8", "--reps", "1", "--dir", str(tmp_path),
+                    "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r" / "open.json").read_text())
+    assert set(report["medians_s"]) == {"climio", "xarray", "xarray minimal"}
+    assert all(seconds > 0 for seconds in report["medians_s"].values())
+    assert report["opened_bytes"] == report["coordinate_bytes"] == 12 * 8 * (2 + 6 + 8)
+    assert "the series is the same by every way" in result.stdout and "target: climio at least 10x" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # the files removed

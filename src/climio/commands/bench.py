@@ -47,7 +47,7 @@ def add_rows_json(parser: argparse.ArgumentParser) -> None:
 def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     bench = commands.add_parser("bench", help="benchmarks")
     suites = bench.add_subparsers(dest="suite", required=True, metavar="SUITE")
-    for add_suite in (add_io, add_eva, add_model, add_restart, add_subset, add_startup, add_inmcm):
+    for add_suite in (add_io, add_eva, add_model, add_restart, add_subset, add_open, add_startup, add_inmcm):
         add_suite(suites, common)
 
 
@@ -208,6 +208,23 @@ def run_subset(args: argparse.Namespace, comm: MPI.Comm) -> None:
     subset.main(comm, level=args.level, layers=args.layers, times=args.times, ranks=int_list(args.ranks, "--ranks"),
                 reps=args.reps, cmip_shape=int_list(args.cmip_shape, "--cmip-shape", 3), directory=args.dir,
                 out=args.out, geodesic_input=args.input, cold=args.cold)
+
+
+def add_open(suites: Subcommands, common: argparse.ArgumentParser) -> None:
+    op = suites.add_parser("open", parents=[common], help="many daily files opened as one dataset and one cell's "
+                           "series read: climio.open_mfdataset against xarray's open_mfdataset")
+    op.add_argument("--files", type=int, default=1000, help="daily files (default 1000)")
+    op.add_argument("--shape", default="1,192,288", metavar="T,NLAT,NLON", help="each file's shape (default "
+                    "1,192,288: one day of a CMIP grid)")
+    add_run_options(op, files=SCRATCH_HELP, results="directory for open.json and open.csv")
+    op.set_defaults(func=run_open)
+
+
+def run_open(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import mfopen
+
+    mfopen.main(comm, files=args.files, shape=int_list(args.shape, "--shape", 3), reps=args.reps,
+                directory=args.dir, out=args.out)
 
 
 def add_startup(suites: Subcommands, common: argparse.ArgumentParser) -> None:

@@ -242,7 +242,7 @@ def _in_time_order(paths: list[str], stores: list[Store], join: str) -> tuple[li
                               tuple(missing_values(attrs)))  # type: ignore[arg-type]
         except TimeUnitsError:
             return paths, stores
-        firsts.append(float(to_first.apply(store.read(join, Hyperslab((0,), (1,))))[0]))
+        firsts.append(float(to_first.apply(store.read(join)[:1])[0]))  # whole, as the checks that follow read it
     order = sorted(range(len(stores)), key=lambda k: firsts[k])
     if order == list(range(len(stores))):
         return paths, stores
