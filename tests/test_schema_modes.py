@@ -225,3 +225,25 @@ def test_corrupt_classic_headers_are_refused_before_netcdf_reads_them(tmp_path, 
     path.write_bytes(damage(path.read_bytes()))
     with pytest.raises(ClimioError, match=f"input file '{path}' " + message):
         ncio.open(str(path))
+
+
+def test_stripe_strategy_on_one_process_without_pnetcdf(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """PyPI's netCDF4 on one process: a CDF-5 file written by netCDF-C alone still gives the stripe strategy its
+    variables' offsets (the layout comes from the file's header once it is defined)."""
+    from mpi4py import MPI
+
+    from climio.model.decomposition import blocks
+    from climio.model.input import ModelInput
+    from climio.model.output import Field, ModelOutput
+
+    monkeypatch.setattr(modes, "available_modes", lambda: ["serial"])
+    grid = blocks((6, 8), 1, 1, 0)
+    values = np.arange(48, dtype="f8").reshape(6, 8)
+    path = str(tmp_path / "stripe.nc")
+    with ModelOutput(path, grid, [Field("T"), Field("q", levels=2)], MPI.COMM_SELF, mode="cdf5",
+                     strategy="stripe", stripe_count=1, stripe_size=64) as out:
+        for step in range(2):
+            out.write(step, {"T": values + step, "q": np.stack([values, -values]) * (step + 1)}, float(step))
+    with ModelInput(path, grid, MPI.COMM_SELF, strategy="direct") as reader:
+        assert np.array_equal(reader.read("T", 1), values + 1)
+        assert np.array_equal(reader.read("q", 1), np.stack([values, -values]) * 2)

@@ -16,6 +16,7 @@ from climio.core import mpi, trace
 from climio.core.collective import split
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
+from climio.core.ncio.classic import ClassicLayout
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
 from climio.core.ncio.store import Request, Store, define, schema_of
@@ -43,14 +44,20 @@ class SerialStore(Store):
 
         dataset = None
 
-        def define_on_root() -> dict[str, int]:  # its refusals (a filter this build lacks) reach every rank
-            nonlocal dataset
+        def define_on_root() -> tuple[dict[str, int], ClassicLayout | None]:  # its refusals (a filter this build
+            nonlocal dataset  # lacks) reach every rank; a classic file's layout too (stripe alignment)
             dataset = netCDF4.Dataset(temp_path, "w", format=mode.nc_format, clobber=True)
             with trace.phase("define"):
-                return define(libnetcdf.ncid(dataset), schema, path, mode, collective=False)
+                varids = define(libnetcdf.ncid(dataset), schema, path, mode, collective=False)
+            if not mode.format.classic_layout:
+                return varids, None
+            dataset.sync()
+            return varids, ClassicLayout.read(temp_path)
 
-        varids = mpi.agree(comm, define_on_root)
-        return cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
+        varids, layout = mpi.agree(comm, define_on_root)
+        store = cls(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path, overwrite=overwrite)
+        store.layout = layout
+        return store
 
     @classmethod
     def open(cls, path: str, mode: Mode, comm: MPI.Comm) -> SerialStore:
