@@ -236,6 +236,25 @@ def test_accessor_subset_equals_the_command(case: str, nranks: int, command_cuts
             assert [p.name for p in tmp_path.iterdir()] == ["accessor.nc"]
 
 
+def test_accessor_subset_that_cannot_read_its_cut_back_stops_every_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank that cannot open the temporary cut (another node's /tmp) ends the call on every rank in one
+    IOFault, instead of leaving the others waiting, and the temporary folder is removed."""
+    from climio.errors import IOFault
+
+    with climio_pkg.open_mfdataset(EC_EARTH) as dataset:
+        opened = xr.open_dataset
+
+        def unreadable(path: object, **kwargs: object) -> xr.Dataset:
+            if "climio-subset-" in str(path):
+                raise FileNotFoundError(2, "No such file or directory", str(path))
+            return opened(path, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(xr, "open_dataset", unreadable)
+        with pytest.raises(IOFault, match=r"cannot read the cut back .* on rank 0: .*give path= on a file system"):
+            dataset.climio.subset("lat,0.,30.")
+    assert not list(Path(tempfile.gettempdir()).glob("climio-subset-*"))
+
+
 def test_accessor_subset_refuses_data_from_no_file() -> None:
     made = xr.Dataset({"t": (("x",), np.arange(3.0))}, coords={"x": [0.0, 1.0, 2.0]})
     with pytest.raises(ClimioError, match="not opened from files.*engine='climio'.*sel and isel"):

@@ -84,12 +84,16 @@ class _Climio:
                           compress=settings(deflate, list(ppc) if ppc else None, None))
         try:
             cut(request, comm)
-            opened = xr.open_dataset(target, engine="climio")
             if folder is None:
-                return opened
-            with opened:
-                loaded = opened.load()
-            comm.Barrier()  # every rank has read the file before rank 0 removes it
+                return xr.open_dataset(target, engine="climio")
+            loaded, failure = None, ""
+            try:
+                with xr.open_dataset(target, engine="climio") as opened:
+                    loaded = opened.load()
+            except (OSError, ClimioError) as err:  # this rank cannot see rank 0's temporary folder, say
+                failure = f"subset: cannot read the cut back from {target} on rank {comm.Get_rank()}: {err}; " \
+                          f"give path= on a file system every rank sees"
+            mpi.raise_fault(comm, failure)  # every rank has read it (or all stop) before rank 0 removes it
             return loaded
         finally:
             if folder is not None and comm.Get_rank() == 0:
