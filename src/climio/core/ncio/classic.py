@@ -12,6 +12,7 @@ before it is used, so a corrupt header is refused instead of read past its end.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import struct
@@ -134,7 +135,7 @@ class ClassicLayout:
                     end = max(end, begins[name] + sizes[name])
         return cls(numrecs, end, begins, sizes, frozenset(records))
 
-    @property
+    @functools.cached_property
     def record_size(self) -> int:
         """Bytes of one record, from the dimensions as netCDF-C computes it: each record variable's record padded
         to 4 bytes, except a lone record variable's, which is not padded."""
