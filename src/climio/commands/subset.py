@@ -27,6 +27,10 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     where.add_argument("-b", metavar="NORTH,SOUTH,EAST,WEST", help="lat/lon box in degrees (west > east: crosses "
                        "the dateline)")
     where.add_argument("-X", metavar="LONMIN,LONMAX,LATMIN,LATMAX", help="the same box in NCO's order")
+    sub.add_argument("--touching", action="store_true", help="with a box: keep every cell that overlaps it, by its "
+                     "bounds (default: the cells whose centre is in it)")
+    sub.add_argument("--mask", action="store_true", help="with a box on a curvilinear grid: set the data of the "
+                     "cells of the cut rectangle that are outside the box to _FillValue")
     several = sub.add_mutually_exclusive_group()
     several.add_argument("--join", metavar="DIM", help="concatenate the inputs along DIM (default when they share "
                          "an unlimited dimension)")
@@ -57,12 +61,15 @@ def run(args: argparse.Namespace, comm: MPI.Comm) -> None:
         raise ClimioError("subset needs at least one input file and the output file: climio subset IN [IN ...] OUT",
                           collective=True)
     box = parse_box(args.b, "-b") if args.b else parse_box(args.X, "-X") if args.X else None
+    if box is None and (args.touching or args.mask):
+        raise ClimioError(f"{'--touching' if args.touching else '--mask'} applies to a box: give -b or -X",
+                          collective=True)
     request = Request(inputs=args.files[:-1], output=args.files[-1],
                       variables=[v for v in args.v.split(",") if v] if args.v else None,
                       ranges=[parse_dim_range(text) for text in args.d or []], box=box, join=args.join,
                       union=args.union, mode=args.mode, read=args.read, slack=args.read_slack,
                       overwrite=args.overwrite, hints=hints(args.hint), history=history(args.argv),
-                      compress=compression(args))
+                      compress=compression(args), touching=args.touching, mask=args.mask)
     summary = subset(request, comm)
     if comm.Get_rank() == 0:
         changed = ", ".join(f"{d} {a}->{b}" for d, (a, b) in summary.dims.items() if a != b) or "no dimension cut"

@@ -16,13 +16,18 @@
   Without ``face_coordinates`` a face's centre is the normalised mean of its nodes' unit
   vectors (UXarray's centroid).
 
-Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): GEOS
-cubed-sphere native files, SCRIP grid files, ESMF mesh files, Exodus meshes, HEALPix, CF
-ragged-array discrete sampling geometries, 3-D and 1-D UGRID meshes, curvilinear 2-D
-latitude/longitude, and grids whose 1-D axes are their own rather than latitude/longitude (a rotated pole's
-``grid_latitude``, a projection's ``projection_x_coordinate``, a tripolar ocean's nominal ``rlat``/``rlon`` whose
-data name their true 2-D latitude/longitude in ``coordinates``). ``-b``/``-X`` is refused on them by name; ``-v``
-and ``-d`` still work.
+- **curvilinear**: 2-D latitude and longitude over the grid's own index dimensions (CORDEX's rotated pole,
+  tripolar and other ocean grids, projections): a box keeps the smallest index rectangle that holds every
+  cell whose centre (or, with ``--touching``, any part of its bounds) is in the box. GEOS cubed-sphere native
+  files are the same with a leading face dimension (``nf``): the faces that hold kept cells, and one
+  rectangle of ``Ydim``/``Xdim`` for all of them. Their 1-D axes (``rlat``/``rlon``, ``j``/``i``) are the grid's
+  own, never read as latitude/longitude.
+
+Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): SCRIP grid files,
+ESMF mesh files, Exodus meshes, HEALPix, CF ragged-array discrete sampling geometries, 3-D and 1-D UGRID
+meshes, and grids whose 1-D axes are their own rather than latitude/longitude with no 2-D latitude/longitude
+to read instead (a projection's ``projection_x_coordinate`` alone). ``-b``/``-X`` is refused on them by name;
+``-v`` and ``-d`` still work.
 
 On a mesh a cell (face) is kept when its centre is inside the box; the ``closure``
 connectivities then keep every corner and edge of the kept cells (and, on UGRID, every node of
@@ -78,6 +83,8 @@ class Regular:
     lat: str | None
     lon: str | None
     radians: bool = False
+    lat_bounds: str | None = None  # CF cell bounds (n, 2), for --touching
+    lon_bounds: str | None = None
     family: str = field(default="regular")
 
 
@@ -103,7 +110,28 @@ class Unsupported:
     linked: tuple[str, ...] = ()  # dimensions that connectivity points into: -d on them is refused
 
 
-Grid = Mesh | Regular | Points | Unsupported
+@dataclass(frozen=True)
+class Curvilinear:
+    """Latitude and longitude given per cell over the grid's own dimensions ``dims`` (``(y, x)``, or
+    ``(face, y, x)`` on a cubed sphere); cell corners from CF bounds ``(*dims, nv)`` or, on a GEOS cubed sphere,
+    a staggered corner grid one larger in ``y`` and ``x`` (``corner_dims``)."""
+
+    lat: str
+    lon: str
+    dims: tuple[str, ...]
+    lat_bounds: str | None = None
+    lon_bounds: str | None = None
+    corner_dims: tuple[str, ...] = ()  # a staggered corner grid's dimensions (GEOS YCdim, XCdim)
+    radians: bool = False
+    family: str = field(default="curvilinear")
+
+    @property
+    def grid_vars(self) -> tuple[str, ...]:
+        """The geometry that any variable on the grid carries along (``-v``)."""
+        return tuple(n for n in (self.lat, self.lon, self.lat_bounds, self.lon_bounds) if n is not None)
+
+
+Grid = Mesh | Regular | Points | Curvilinear | Unsupported
 
 
 def _units(var: Variable | None) -> str:
@@ -170,20 +198,36 @@ def detect(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Ma
 
 
 def _regular(dims: Mapping[str, int], variables: Mapping[str, Variable],
-             attrs: Mapping[str, object]) -> Regular | Unsupported | None:
+             attrs: Mapping[str, object]) -> Regular | Curvilinear | Unsupported | None:
     """1-D latitude and longitude coordinate variables; a grid whose only such axes are nominal is refused."""
     coords = [v for name, v in variables.items() if v.dims == (name,)]
     nominal = _nominal_axes(variables, coords)
     lat = next((v.name for v in coords if is_latitude(v) and v.name not in nominal), None)
     lon = next((v.name for v in coords if is_longitude(v) and v.name not in nominal), None)
     if nominal and (lat is None or lon is None):
+        curvilinear = _curvilinear(dims, variables, attrs)
+        if curvilinear is not None:  # the grid's true latitude/longitude are 2-D
+            return curvilinear
         axes = list(nominal)
         return Unsupported("curvilinear", f"a grid whose axes {', '.join(axes)} are not latitude/longitude "
                            f"({'; '.join(dict.fromkeys(nominal.values()))})", axes[0],
                            " ".join(f"-d {axis},MIN,MAX" for axis in axes) + " cuts the grid's own axes")
     if lat is None and lon is None:
         return None
-    return Regular(lat, lon, radians=_radians(variables.get(lat or lon or "")))
+    return Regular(lat, lon, radians=_radians(variables.get(lat or lon or "")),
+                   lat_bounds=_bounds(variables, lat, 2), lon_bounds=_bounds(variables, lon, 2))
+
+
+def _bounds(variables: Mapping[str, Variable], name: str | None, vertices: int | None = None) -> str | None:
+    """The cell bounds of coordinate ``name``: its CF ``bounds`` variable, shaped ``(*its dims, nv)`` with ``nv``
+    = ``vertices`` when given (2 for a 1-D axis), at least 3 otherwise; None when it has none."""
+    var = variables.get(name or "")
+    if var is None:
+        return None
+    found = variables.get(str(var.attrs.get("bounds", "")))
+    if found is None or found.dims[:-1] != var.dims or len(found.dims) != len(var.dims) + 1:
+        return None
+    return found.name
 
 
 def _points(dims: Mapping[str, int], variables: Mapping[str, Variable],
@@ -208,21 +252,29 @@ def _points(dims: Mapping[str, int], variables: Mapping[str, Variable],
 
 
 def _curvilinear(dims: Mapping[str, int], variables: Mapping[str, Variable],
-                 attrs: Mapping[str, object]) -> Unsupported | None:
+                 attrs: Mapping[str, object]) -> Curvilinear | None:
+    """2-D latitude/longitude over the same dimensions; the pair a data variable's ``coordinates`` names first."""
     bounds = {str(v.attrs.get(k, "")) for v in variables.values() for k in ("bounds", "climatology")}
-    grid = [v for v in variables.values() if len(v.dims) >= 2 and v.name not in bounds]
-    lat = next((v for v in grid if is_latitude(v)), None)
-    lon = next((v for v in grid if is_longitude(v)), None)
-    if lat is None or lon is None or lat.dims != lon.dims:
+    grid = [v for v in variables.values() if len(v.dims) == 2 and v.name not in bounds]
+    named = [variables[n] for v in variables.values() for n in str(v.attrs.get("coordinates", "")).split()
+             if n in variables and len(variables[n].dims) == 2]
+    for candidates in (named, grid):
+        lat = next((v for v in candidates if is_latitude(v)), None)
+        lon = next((v for v in candidates if is_longitude(v) and lat is not None and v.dims == lat.dims), None)
+        if lat is not None and lon is not None:
+            break
+    else:
         return None
-    axes = ",".join(lat.dims)
-    return Unsupported("curvilinear", f"a curvilinear grid (2-D {lat.name}({axes}) and {lon.name})", lat.name,
-                       "cut with -d " + " -d ".join(f"{d},MIN,MAX" for d in lat.dims) + " instead")
+    lat_bounds, lon_bounds = _bounds(variables, lat.name), _bounds(variables, lon.name)
+    if lat_bounds is None or lon_bounds is None or variables[lat_bounds].dims != variables[lon_bounds].dims:
+        lat_bounds = lon_bounds = None
+    return Curvilinear(lat.name, lon.name, lat.dims, lat_bounds, lon_bounds, radians=_radians(lat))
 
 
 def _unsupported(dims: Mapping[str, int], variables: Mapping[str, Variable],
-                 attrs: Mapping[str, object]) -> Unsupported | None:
-    """Layouts that must never be read as a regular grid or point set."""
+                 attrs: Mapping[str, object]) -> Curvilinear | Unsupported | None:
+    """Layouts that must never be read as a regular grid or point set (a cubed sphere's 1-D ``Xdim``/``Ydim``
+    may look like one)."""
     def some(*names: str) -> str | None:
         return next((n for n in names if n in variables), None)
 
@@ -232,9 +284,17 @@ def _unsupported(dims: Mapping[str, int], variables: Mapping[str, Variable],
     geos_axes = ("nf", "Ydim", "Xdim")
     cube = next((v for v in variables.values() if v.dims == geos_axes), None)
     if all(d in dims for d in geos_axes) and (cube is not None or dims["nf"] == 6):
-        return Unsupported("geos-cubed-sphere", "a GEOS cubed-sphere native file (dimensions nf, Ydim, Xdim)",
-                           cube.name if cube is not None else some("Xdim", "Ydim"),
-                           "-b/-X would need the 3-D lons/lats of every face; " + index_cut(*geos_axes))
+        lats, lons = (variables.get(n) for n in ("lats", "lons"))
+        if lats is not None and lons is not None and lats.dims == lons.dims == geos_axes:
+            corners = ("corner_lats", "corner_lons")
+            staggered = all(n in variables and variables[n].dims == ("nf", "YCdim", "XCdim") for n in corners) \
+                and (dims.get("YCdim"), dims.get("XCdim")) == (dims["Ydim"] + 1, dims["Xdim"] + 1)
+            return Curvilinear("lats", "lons", geos_axes, *(corners if staggered else (None, None)),
+                               corner_dims=("YCdim", "XCdim") if staggered else (), radians=_radians(lats),
+                               family="geos-cubed-sphere")
+        return Unsupported("geos-cubed-sphere", "a GEOS cubed-sphere native file (dimensions nf, Ydim, Xdim) "
+                           "without lats/lons(nf, Ydim, Xdim)", cube.name if cube is not None else some("Xdim", "Ydim"),
+                           index_cut(*geos_axes))
     if "grid_size" in dims and ({"grid_center_lat", "grid_corner_lat"} & set(variables)):
         return Unsupported("scrip", "a SCRIP grid file (grid_size, grid_center_lat/lon)",
                            some("grid_center_lat", "grid_corner_lat"), index_cut("grid_size"))

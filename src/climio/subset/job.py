@@ -25,10 +25,12 @@ import numpy as np
 
 from climio.core import collective, mpi, ncio, progress, trace
 from climio.core.decomp import Hyperslab, block_range
+from climio.core.datavars import data_variables
 from climio.core.ncio import Schema, Store, Variable
+from climio.core.ncio.schema import fill_value
 from climio.errors import ClimioError
-from climio.subset import distribute, reader
-from climio.subset.grids import Connectivity, Mesh, Points, Regular, Unsupported, detect, is_longitude
+from climio.subset import curvilinear, distribute, reader
+from climio.subset.grids import Connectivity, Curvilinear, Mesh, Points, Regular, Unsupported, detect, is_longitude
 from climio.core.inputs import Inputs, open_inputs
 from climio.core.ranges import DimRange
 from climio.subset.options import Box
@@ -61,6 +63,8 @@ class Request:
     hints: dict[str, str] | None = None
     history: str = ""
     compress: ncio.Settings | None = None  # NCO's -L / --ppc for the output (netCDF-4)
+    touching: bool = False  # a box keeps every cell that overlaps it (by its bounds), not only those centred in it
+    mask: bool = False  # data in cells of a curvilinear box's rectangle outside the box become _FillValue
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,8 @@ class _Job:
         # a mesh is only renumbered when something cuts it: otherwise its variables are copied as they are
         self.mesh = self.grid if meshed and cuts & ({"box"} | set(self.grid.elements)) else None
         self.selections: dict[str, Selection] = {}
+        self.inside: curvilinear.Rectangle | None = None  # a curvilinear box's rectangle, when --mask asks for it
+        self.masked: set[str] = set()  # the data variables --mask fills outside the box
         self.schema: Schema | None = None  # the output's, once write() has declared it
         self.bytes_read = 0
         compressing = request.compress is not None and request.compress.active
@@ -153,6 +159,8 @@ class _Job:
                 needed |= {w for w in str(var.attrs.get(key, "")).split() if not w.endswith(":") and w in variables}
             if isinstance(self.grid, Mesh) and set(var.dims) & set(self.grid.elements):
                 needed |= self.grid.grid_vars
+            if isinstance(self.grid, Curvilinear) and set(self.grid.dims) <= set(var.dims):
+                needed |= set(self.grid.grid_vars)
             for name in needed - chosen:
                 chosen.add(name)
                 todo.append(name)
@@ -179,6 +187,9 @@ class _Job:
             raise ClimioError(f"-b/-X: {self._file_of(name)} has a {have} '{name}' but no {lacks}, so a "
                               f"latitude/longitude box does not apply; cut with -d {name},MIN.,MAX. instead",
                               collective=True)
+        if self.request.touching and box is not None and not isinstance(grid, (Regular, Curvilinear)):
+            raise ClimioError(f"--touching: {self._file_of(None)} is on a {grid.family if grid else 'unknown'} grid, "
+                              f"whose cells are chosen by their centre; leave out --touching", collective=True)
         aliases: dict[str, str] = {}
         if isinstance(grid, Mesh):
             aliases = self._match_dims(grid, ranges, box)
@@ -189,12 +200,34 @@ class _Job:
                 self.mesh = grid
         mesh_dims = set(self.mesh.elements) | set(aliases) if self.mesh else set()
         with trace.phase("select"):
+            if isinstance(grid, Curvilinear) and box is not None and set(grid.dims) & set(self.used):
+                self._select_rectangle(grid, ranges, box)
             for dim in self.used:
+                if dim in self.selections:
+                    continue
                 if dim in mesh_dims:
                     continue
                 self.selections[dim] = self._picked(dim, ranges.get(dim), box)
             if self.mesh is not None:
                 self._select_mesh(self.mesh, ranges, box, aliases)
+
+    def _select_rectangle(self, grid: Curvilinear, ranges: dict[str, DimRange], box: Box) -> None:
+        """The index rectangle of a curvilinear grid that holds the box's cells; with --mask, which of its cells
+        are outside the box."""
+        for dim in (*grid.dims, *grid.corner_dims):
+            if dim in ranges:
+                raise ClimioError(f"-d {ranges[dim].text} and a box both select '{dim}' (a dimension of the "
+                                  f"curvilinear grid of {grid.lat}): give one of them", collective=True)
+        rectangle = curvilinear.select(grid, box, self.request.touching, self._read_rows, dict(self.inputs.dims),
+                                       self.comm, self._file_of(grid.lat), self.request.mask)
+        for dim, picks in rectangle.picks.items():
+            if dim in self.used:
+                self.selections[dim] = Picked(dim, self.inputs.dims[dim], picks)
+        if self.request.mask:
+            self.inside = rectangle
+            shapes = {n: (v.dims, v.attrs) for n, v in self.inputs.variables.items()}
+            self.masked = {n for n in data_variables(shapes) if n in self.names
+                           and set(grid.dims) <= set(self.inputs.variables[n].dims)}
 
     def _file_of(self, var: str | None) -> str:
         """The input file that holds a variable (the first input when unknown)."""
@@ -483,8 +516,12 @@ class _Job:
         dims = {d: (None if d in self.inputs.unlimited else self._count(d)) for d in self.used}  # as ncks -a orders them
         variables = [self._output_variable(self.inputs.variables[n]) for n in self.names] + self._provenance()
         attrs = dict(self.inputs.attrs)
-        if self.request.history:
-            attrs["history"] = self.request.history + ("\n" + str(attrs["history"]) if "history" in attrs else "")
+        history = self.request.history
+        if self.masked:
+            history += (": " if history else "") + f"{', '.join(sorted(self.masked))} set to _FillValue in the " \
+                "cells of the index rectangle whose centre lies outside the box (--mask)"
+        if history:
+            attrs["history"] = history + ("\n" + str(attrs["history"]) if "history" in attrs else "")
         return Schema(dims, tuple(variables), attrs)
 
     def _output_variable(self, var: Variable) -> Variable:
@@ -493,6 +530,9 @@ class _Job:
         if (conn is not None and self.mesh is not None and self.mesh.family == "ugrid" and "_FillValue" not in var.attrs
                 and not (conn.source == self.mesh.primary and conn in self.mesh.closure)):
             attrs["_FillValue"] = conn.none
+        if var.name in self.masked and "_FillValue" not in attrs:  # what --mask writes must read as missing
+            marker = attrs.get("missing_value", fill_value({}, var.numpy_dtype))
+            attrs["_FillValue"] = np.asarray(marker, dtype=var.numpy_dtype).ravel()[0]
         if not ncio.get_mode(self.mode).compressible:  # a classic output stores no filters
             return Variable(var.name, var.numpy_dtype, var.dims, attrs)
         chunks = None if var.chunks is None else tuple(  # the input's chunks, no larger than the cut dimensions
@@ -560,6 +600,8 @@ class _Job:
                 piece_axes[0], at[0] = axes[0][lo:lo + n], lo
             at[split] += first
             data = self._read_piece(var, piece_axes, split, whole)
+            if var.name in self.masked:
+                data = self._outside_filled(var, data, piece_axes)
             conn = self._connectivity(var.name)
             if conn is not None:
                 data = self._renumber(data, conn)
@@ -589,6 +631,25 @@ class _Job:
             rows = np.moveaxis(np.take(data, kept.local_kept() - kept.lo, axis=split), split, 0)
             rows = distribute.redistribute(self.comm, rows, kept.offset, kept.count)
         return np.ascontiguousarray(np.moveaxis(rows, 0, split))
+
+    def _outside_filled(self, var: Variable, data: np.ndarray, axes: list[np.ndarray]) -> np.ndarray:
+        """A piece of a data variable with its cells outside the box set to its fill value (``--mask``)."""
+        assert self.inside is not None and self.inside.inside is not None and isinstance(self.grid, Curvilinear)
+        grid_dims = self.grid.dims
+        where = [var.dims.index(d) for d in grid_dims]
+        positions = []
+        for dim, axis in zip(grid_dims, where):  # input index -> position in the rectangle
+            lookup = np.full(self.inputs.dims[dim], -1, dtype=np.int64)
+            picks = self.inside.picks[dim]
+            lookup[picks] = np.arange(picks.size)
+            positions.append(lookup[axes[axis]])
+        keep = self.inside.inside[np.ix_(*positions)].transpose(np.argsort(np.argsort(where)))
+        shape = [1] * data.ndim
+        for axis in where:
+            shape[axis] = data.shape[axis]
+        assert self.schema is not None
+        fill = np.asarray(self.schema.variable(var.name).attrs["_FillValue"], dtype=data.dtype)
+        return np.where(keep.reshape(shape), data, fill)
 
     def _renumber(self, data: np.ndarray, conn: Connectivity) -> np.ndarray:
         """Old element indices -> new ones through the owners' index arrays; removed elements -> none."""

@@ -1,0 +1,264 @@
+"""``climio subset -b/-X`` on curvilinear grids, checked without climio's code.
+
+The grids: CORDEX EUR-11 and NAM-22 (real files, rotated pole), EUR-11 with cell bounds computed by cartopy,
+a tripolar ocean grid and a GEOS cubed-sphere file (tests/helpers/curvilinear_files.py). For each cut this file
+works out on its own which cells are in the box (centres; with ``--touching`` shapely's intersection of each
+cell's polygon with the box) and the smallest index rectangle that holds them (across the seam of a grid that
+closes east-west; per face on the cube), then checks that the output is exactly that rectangle of the input,
+that ``--mask`` filled exactly the rectangle's cells outside the box, that 1, 2, 3 (and 4, a rank with no rows)
+ranks write the same file, and that CDO's ``sellonlatbox`` cuts the same rectangle of the CORDEX files.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+import shapely
+
+from conftest import DATA, leftovers, one_error_line
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+from climio_batch import Batch, Preparers, SubsetRuns  # noqa: E402
+import curvilinear_files  # noqa: E402
+
+REAL = DATA / "real"
+EUR = REAL / "tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc"
+NAM = sorted(REAL.glob("pr_NAM-22_*.nc"))
+RANKS = (None, 2, 3)  # None: one plain process
+
+# case -> (input, data variable, grid dimensions, its lat/lon (and bounds) names, options, rank counts)
+CASES = {
+    "eur": ("eur", "tas", ("rlat", "rlon"), ("-X", "0,10,40,50", "--mask"), RANKS),
+    "eur-touching": ("eur-bounds", "tas", ("rlat", "rlon"), ("-X", "-5,5,50,55", "--touching", "--mask"), RANKS),
+    "nam": ("nam", "pr", ("rlat", "rlon"), ("-X", "-80,-70,40,60", "--mask"), (*RANKS, 4)),
+    "tripolar-seam": ("tripolar", "tos", ("j", "i"), ("-X", "10,30,-10,10", "--mask"), RANKS),
+    "tripolar-dateline": ("tripolar", "tos", ("j", "i"), ("-X", "170,-170,-10,30", "--touching", "--mask"), RANKS),
+    "tripolar-pole": ("tripolar", "tos", ("j", "i"), ("-b", "90,80,180,-180", "--mask"), RANKS),
+    "cube": ("cube", "T", ("nf", "Ydim", "Xdim"), ("-X", "0,60,30,60", "--mask"), RANKS),
+    "cube-pole": ("cube", "T", ("nf", "Ydim", "Xdim"), ("-b", "90,75,180,-180", "--touching", "--mask"), RANKS),
+    "cube-dateline": ("cube", "T", ("nf", "Ydim", "Xdim"), ("-X", "170,-170,-20,20", "--touching"), RANKS),
+}
+# name -> (arguments, expected words of the one-line refusal)
+REFUSED = {
+    "nothing": ((EUR, "-X", "170,-170,40,50"), ("the box selects nothing", "no cell of", "(lat, lon)")),
+    "no-bounds": ((EUR, "-X", "0,10,40,50", "--touching"), ("--touching:", "gives no cell bounds for lat/lon")),
+    "mask-without-box": ((EUR, "--mask"), ("--mask applies to a box",)),
+    "box-and-range": ((EUR, "-X", "0,10,40,50", "-d", "rlat,0,5"), ("-d rlat,0,5 and a box both select 'rlat'",)),
+}
+GEOMETRY = {"eur": ("lat", "lon", None), "eur-bounds": ("lat", "lon", ("lat_vertices", "lon_vertices")),
+            "nam": ("lat", "lon", None),
+            "tripolar": ("latitude", "longitude", ("vertices_latitude", "vertices_longitude")),
+            "cube": ("lats", "lons", ("corner_lats", "corner_lons"))}
+
+prepare = Preparers()
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
+    folder = tmp_path_factory.mktemp("grids")
+    return {"eur": [EUR], "nam": NAM, "eur-bounds": [curvilinear_files.cordex_with_bounds(EUR, folder / "eur.nc")],
+            "tripolar": [curvilinear_files.tripolar(folder / "tos.nc")],
+            "cube": [curvilinear_files.cubed_sphere(folder / "c12.nc4")]}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory, inputs: dict[str, list[Path]]) -> SubsetRuns:
+    r = SubsetRuns(Batch(tmp_path_factory.mktemp("runs"), timeout=60))
+    for case, (source, _, _, options, ranks) in CASES.items():
+        for n in ranks:
+            r.subset(f"{case}-{n or 1}", *inputs[source], *options, nranks=n)
+    r.subset("eur-plain", EUR, "-X", "0,10,40,50")
+    r.subset("nam-plain", *NAM, "-X", "-80,-70,40,60")
+    for name, (args, _) in REFUSED.items():
+        r.subset(f"refused-{name}", *args, nranks=2 if name == "nothing" else None)
+    return r
+
+
+def read(paths: list[Path], names: list[str]) -> dict[str, np.ndarray]:
+    """Variables of the input (joined along time when there are several files) or of an output, unmasked."""
+    with netCDF4.MFDataset([str(p) for p in paths]) if len(paths) > 1 else netCDF4.Dataset(paths[0]) as ds:
+        ds.set_auto_mask(False)
+        return {n: np.asarray(ds[n][...]) for n in names if n in ds.variables}
+
+
+def unwrap(lon: np.ndarray) -> np.ndarray:
+    """Corner longitudes (..., nv) made continuous around each cell, starting from its first corner."""
+    steps = np.mod(np.diff(lon, axis=-1) + 180.0, 360.0) - 180.0
+    return np.concatenate([lon[..., :1], lon[..., :1] + np.cumsum(steps, axis=-1)], axis=-1)
+
+
+def touching(box: tuple[float, float, float, float], vlat: np.ndarray, vlon: np.ndarray) -> np.ndarray:
+    """Cells whose polygon shares some area with the box (shapely, in the lon/lat plane, the box repeated
+    every 360 degrees); a corner at a pole becomes the pole between its neighbours' longitudes; a cell around a
+    pole reaches it at every longitude."""
+    west, east, south, north = box
+    width = (east - west) % 360.0 or 360.0
+    shape = vlat.shape[:-1]
+    vlat, vlon = vlat.reshape(-1, vlat.shape[-1]), vlon.reshape(-1, vlon.shape[-1])
+    at_pole = np.abs(vlat) >= 90.0 - 1e-9
+    if at_pole.any():  # each corner twice; a pole's two at its neighbours' longitudes
+        vlon = np.stack([np.where(at_pole, np.roll(vlon, 1, axis=1), vlon),
+                         np.where(at_pole, np.roll(vlon, -1, axis=1), vlon)], axis=-1).reshape(len(vlon), -1)
+        vlat = np.repeat(vlat, 2, axis=1)
+    lons = unwrap(np.concatenate([vlon, vlon[:, :1]], axis=1))
+    around = np.abs(lons[:, -1] - lons[:, 0]) > 180.0
+    north_cap = vlat.mean(axis=1) > 0
+    low = np.where(around & ~north_cap, -90.0, vlat.min(axis=1))
+    high = np.where(around & north_cap, 90.0, vlat.max(axis=1))
+    hit = (low < north) & (high > south)
+    polygons = shapely.polygons(np.stack([lons[:, :-1], vlat], axis=-1)[~around])
+    area = np.zeros(len(polygons))
+    for k in (-1, 0, 1, 2):
+        area += shapely.area(shapely.intersection(polygons, shapely.box(west + k * 360.0, south,
+                                                                         west + width + k * 360.0, north)))
+    hit[~around] = area > 0
+    return hit.reshape(shape)
+
+
+def inside_box(box: tuple[float, float, float, float], lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+    west, east, south, north = box
+    width = (east - west) % 360.0 or 360.0
+    return (lat >= south) & (lat <= north) & (np.mod(lon - west, 360.0) <= width)
+
+
+def shortest_cover(kept: np.ndarray, size: int, closed: bool) -> np.ndarray:
+    """The shortest run of indices holding every kept one; around the end when the dimension is ``closed``."""
+    if not closed:
+        return np.arange(kept.min(), kept.max() + 1)
+    best = None
+    for start in kept:
+        run = (start + np.arange(size)) % size
+        length = max(int(np.flatnonzero(run == k)[0]) for k in kept) + 1
+        if best is None or length < len(best):
+            best = run[:length]
+    return best
+
+
+def box_of(options: tuple[str, ...]) -> tuple[float, float, float, float]:
+    """(west, east, south, north) of -X or -b."""
+    if "-X" in options:
+        return tuple(float(v) for v in options[options.index("-X") + 1].split(","))  # type: ignore[return-value]
+    north, south, east, west = (float(v) for v in options[options.index("-b") + 1].split(","))
+    return west, east, south, north
+
+
+def expected(case: str, inputs: dict[str, list[Path]]) -> tuple[list[np.ndarray], np.ndarray]:
+    """The rectangle's indices per grid dimension and which of its cells are in the box."""
+    source, _, dims, options, _ = CASES[case]
+    lat_name, lon_name, bounds = GEOMETRY[source]
+    names = [lat_name, lon_name, *(bounds or ())]
+    data = read(inputs[source][:1], names)
+    box = box_of(options)
+    kept = inside_box(box, data[lat_name], data[lon_name])
+    if "--touching" in options:
+        assert bounds is not None
+        vlat, vlon = data[bounds[0]], data[bounds[1]]
+        if source == "cube":  # corners from the staggered corner grid
+            vlat, vlon = ([c[:, :-1, :-1], c[:, :-1, 1:], c[:, 1:, 1:], c[:, 1:, :-1]] for c in (vlat, vlon))
+            vlat, vlon = np.stack(vlat, axis=-1), np.stack(vlon, axis=-1)
+        kept |= touching(box, vlat, vlon)
+    assert kept.any()
+    if len(dims) == 3:
+        faces = np.flatnonzero(kept.any(axis=(1, 2)))
+        rows = np.flatnonzero(kept[faces].any(axis=(0, 2)))
+        cols = np.flatnonzero(kept[faces].any(axis=(0, 1)))
+        picks = [faces, np.arange(rows.min(), rows.max() + 1), np.arange(cols.min(), cols.max() + 1)]
+    else:
+        rows, cols = np.flatnonzero(kept.any(axis=1)), np.flatnonzero(kept.any(axis=0))
+        picks = [np.arange(rows.min(), rows.max() + 1), shortest_cover(cols, kept.shape[1], source == "tripolar")]
+    assert not kept.sum() - kept[np.ix_(*picks)].sum(), "the rectangle holds every kept cell"
+    return picks, kept[np.ix_(*picks)]
+
+
+CORNERS = {"Ydim": "YCdim", "Xdim": "XCdim"}  # the cube's corner grid: one more row and column than its cells
+
+
+def cut(values: np.ndarray, dims: tuple[str, ...], var_dims: tuple[str, ...], picks: list[np.ndarray]) -> np.ndarray:
+    corners = [(CORNERS[d], np.arange(p[0], p[-1] + 2)) for d, p in zip(dims, picks) if d in CORNERS]
+    for dim, p in [*zip(dims, picks), *corners]:
+        if dim in var_dims:
+            values = np.take(values, p, axis=var_dims.index(dim))
+    return values
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_box_keeps_the_rectangle_of_its_cells(case: str, runs: SubsetRuns, inputs: dict[str, list[Path]]) -> None:
+    source, var, dims, options, ranks = CASES[case]
+    results = {n or 1: runs.result(f"{case}-{n or 1}") for n in ranks}
+    for n, result in results.items():
+        assert result.returncode == 0, f"{n} ranks: {result.stderr}"
+    picks, inside = expected(case, inputs)
+    with netCDF4.Dataset(inputs[source][0]) as ds:
+        names = list(ds.variables)
+        var_dims = {n: ds[n].dimensions for n in names}
+    want = read(inputs[source], names)
+    got = read([runs.out(f"{case}-1")], names + [var])
+    for name in names:
+        if name in ("time", "time_bnds") or "time" in var_dims[name] and name != var:
+            continue
+        values = cut(want[name], dims, var_dims[name], picks)
+        if name == var and "--mask" in options:
+            shape = [1] * values.ndim
+            for d in dims:
+                shape[var_dims[var].index(d)] = len(picks[dims.index(d)])
+            keep = inside.reshape(shape)
+            with netCDF4.Dataset(runs.out(f"{case}-1")) as ds:
+                marker = ds[var].getncattr("_FillValue")
+            np.testing.assert_array_equal(got[var] != marker, np.broadcast_to(keep, values.shape), err_msg=case)
+            values = np.where(keep, values, marker)
+        np.testing.assert_array_equal(got[name], values, err_msg=f"{case}: {name}")
+    for n in results:
+        if n != 1:
+            assert_same_file(runs.out(f"{case}-1"), runs.out(f"{case}-{n}"))
+    if "--mask" in options:
+        with netCDF4.Dataset(runs.out(f"{case}-1")) as ds:
+            assert f"{var} set to _FillValue in the cells of the index rectangle whose centre lies outside the " \
+                   f"box (--mask)" in ds.history
+
+
+def assert_same_file(a: Path, b: Path) -> None:
+    with netCDF4.Dataset(a) as one, netCDF4.Dataset(b) as other:
+        one.set_auto_mask(False)
+        other.set_auto_mask(False)
+        assert {k: v for k, v in one.dimensions.items()}.keys() == other.dimensions.keys()
+        assert [one.getncattr(k) for k in one.ncattrs() if k != "history"] == \
+               [other.getncattr(k) for k in other.ncattrs() if k != "history"]
+        for name, var in one.variables.items():
+            np.testing.assert_array_equal(var[...], other[name][...], err_msg=f"{b}: {name}")
+            assert {k: var.getncattr(k) for k in var.ncattrs()} == \
+                   {k: other[name].getncattr(k) for k in other[name].ncattrs()}
+
+
+@pytest.mark.parametrize("case", ["eur", "nam"])
+def test_cdo_sellonlatbox_cuts_the_same_rectangle(case: str, runs: SubsetRuns, tmp_path: Path) -> None:
+    """CDO crops a curvilinear grid to the index rectangle of the cells centred in the box, as climio does
+    without --mask."""
+    result = runs.result(f"{case}-plain")
+    assert result.returncode == 0, result.stderr
+    sources = [EUR] if case == "eur" else NAM
+    box = box_of(CASES[case][3])
+    joined = sources[0]
+    if len(sources) > 1:
+        joined = tmp_path / "joined.nc"
+        subprocess.run(["cdo", "-s", "mergetime", *map(str, sources), str(joined)], check=True, capture_output=True)
+    want = tmp_path / "cdo.nc"
+    subprocess.run(["cdo", "-s", f"sellonlatbox,{','.join(f'{v:g}' for v in box)}", str(joined), str(want)],
+                   check=True, capture_output=True)
+    var = CASES[case][1]
+    names = [var, "lat", "lon", "rlat", "rlon"]
+    got, cdo = read([runs.out(f"{case}-plain")], names), read([want], names)
+    for name in names:
+        np.testing.assert_array_equal(got[name], cdo[name], err_msg=name)
+
+
+@pytest.mark.parametrize("name", REFUSED)
+def test_refusals(name: str, runs: SubsetRuns) -> None:
+    result = runs.result(f"refused-{name}")
+    assert one_error_line(result, *REFUSED[name][1]).startswith("climio: error:")
+    out = runs.out(f"refused-{name}")
+    assert not out.exists() and not leftovers(str(out.parent))
