@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what climio needs and is missing; safe to run again (idempotent).
 #
-#   1. Debian packages (Open MPI, PnetCDF, parallel HDF5, netCDF-C with both, NCO, gfortran)
+#   1. Debian packages (Open MPI, PnetCDF, parallel HDF5, netCDF-C with both, NCO, CDO (a reference of the
+#      tests), gfortran)
 #      unless CLIMIO_SKIP_APT=1 (clusters: load modules instead, see docs/install.md);
 #   2. a virtual environment .venv with numpy, mpi4py, cftime, numba, tqdm, scipy, xarray, dask, matplotlib,
 #      cartopy (with shapely, pyproj, pyshp), cffi at the exact versions of constraints.txt;
@@ -24,7 +25,7 @@ netcdf4_version=$(sed -n 's/^netCDF4==//p' "$lock")
 say() { printf 'climio install: %s\n' "$*"; }
 
 debian_packages=(openmpi-bin libopenmpi-dev libpnetcdf-dev pnetcdf-bin
-                 libhdf5-openmpi-dev libnetcdf-pnetcdf-dev netcdf-bin nco
+                 libhdf5-openmpi-dev libnetcdf-pnetcdf-dev netcdf-bin nco cdo
                  hdf5-filter-plugin python3-dev python3-venv libudunits2-0 libudunits2-data gfortran)
 
 install_debian_packages() {

@@ -1,7 +1,8 @@
 """``climio subset -b/-X`` on curvilinear grids, checked without climio's code.
 
 The grids: CORDEX EUR-11 and NAM-22 (real files, rotated pole), EUR-11 with cell bounds computed by cartopy,
-a tripolar ocean grid and a GEOS cubed-sphere file (tests/helpers/curvilinear_files.py). For each cut this file
+a tripolar ocean grid and a GEOS cubed-sphere file (tests/data/synthetic, made by
+tests/helpers/curvilinear_files.py). For each cut this file
 works out on its own which cells are in the box (centres; with ``--touching`` shapely's intersection of each
 cell's polygon with the box) and the smallest index rectangle that holds them (across the seam of a grid that
 closes east-west; per face on the cube), then checks that the output is exactly that rectangle of the input,
@@ -29,6 +30,7 @@ import curvilinear_files  # noqa: E402
 REAL = DATA / "real"
 EUR = REAL / "tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc"
 NAM = sorted(REAL.glob("pr_NAM-22_*.nc"))
+SYNTHETIC = DATA / "synthetic"
 RANKS = (None, 2, 3)  # None: one plain process
 
 # case -> (input, data variable, grid dimensions, its lat/lon (and bounds) names, options, rank counts)
@@ -62,8 +64,19 @@ prepare = Preparers()
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     folder = tmp_path_factory.mktemp("grids")
     return {"eur": [EUR], "nam": NAM, "eur-bounds": [curvilinear_files.cordex_with_bounds(EUR, folder / "eur.nc")],
-            "tripolar": [curvilinear_files.tripolar(folder / "tos.nc")],
-            "cube": [curvilinear_files.cubed_sphere(folder / "c12.nc4")]}
+            "tripolar": [SYNTHETIC / "tos_tripolar.nc"], "cube": [SYNTHETIC / "geos_c12.nc4"]}
+
+
+@pytest.mark.parametrize("name", ["tos_tripolar.nc", "geos_c12.nc4"])
+def test_the_shipped_grids_are_the_script_s(name: str, tmp_path: Path) -> None:
+    make = curvilinear_files.tripolar if name.startswith("tos") else curvilinear_files.cubed_sphere
+    made = make(tmp_path / name)
+    with netCDF4.Dataset(made) as ds:
+        names = list(ds.variables)
+    want, got = read([made], names), read([SYNTHETIC / name], names)
+    assert want.keys() == got.keys()
+    for n in names:
+        np.testing.assert_array_equal(got[n], want[n], err_msg=n)
 
 
 @pytest.fixture(scope="module")

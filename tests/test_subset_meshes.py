@@ -4,8 +4,8 @@
   int32/int64, odd or no _FillValue: synthetic meshes written here, FESOM's transposed mesh and the ne30
   cubed-sphere mesh with its data in a second file under another dimension name (real files);
 * 1-D auxiliary latitude/longitude (ICON as CMIP6 stores it): equal to ``ncks -X``;
-* layouts climio cannot cut by a box (GEOS cubed-sphere, SCRIP, ESMF, Exodus, HEALPix): -b/-X refused by
-  name in one line, -d and -v still work.
+* layouts climio cannot cut by a box (SCRIP, ESMF, Exodus, HEALPix): -b/-X refused by name in one line, -d
+  and -v still work; on a GEOS cubed-sphere file -d cuts as ncks does (its boxes: test_subset_curvilinear.py).
 
 The mesh checks below rebuild what the output must be from the input file and the output's
 ``*_original_index`` variables alone: every connectivity entry maps back to the input's entry, every kept
@@ -641,13 +641,10 @@ GEOS_CUT = ("-d", "nf,1,2", "-d", "Xdim,2,5", "-d", "Ydim,3,9,2")
 
 @prepare
 def prepare_geos(r: SubsetRuns, geos: Path, **_: Path) -> None:
-    r.subset("geos-box", "-b", "40,-40,120,60", geos, nranks=2)
     r.subset("geos-cut", *GEOS_CUT, geos, nranks=2)
 
 
-def test_geos_cubed_sphere_box_refused_index_cut_works(geos: Path, runs: SubsetRuns, tmp_path: Path) -> None:
-    refused(runs.result("geos-box"), runs.out("geos-box"),  # subset -b 40,-40,120,60 geos out at 2 ranks
-            str(geos), "GEOS cubed-sphere", "-b/-X is not supported", "-d nf,")
+def test_geos_cubed_sphere_index_cut_equals_ncks(geos: Path, runs: SubsetRuns, tmp_path: Path) -> None:
     args = GEOS_CUT
     out = runs.out("geos-cut")
     ok(runs.result("geos-cut"))  # subset ARGS geos out at 2 ranks

@@ -13,7 +13,8 @@ format, dimensions, variables (in order), types, attributes and data, bitwise (g
   (segmentation fault) or refuses, so there the reference is the same box as ``-d`` coordinate
   ranges, ``-d lon,W.,E. -d lat,S.,N.`` (inclusive, wrapping when W > E), which is what
   docs/subset.md says a box is on a regular grid. On the ICON file (1-D auxiliary ``latitude(i)``,
-  ``longitude(i)``) the reference is ncks's own ``-X``.
+  ``longitude(i)``) the reference is ncks's own ``-X``. On CORDEX's rotated pole (2-D ``lat``/``lon``) it is
+  ``-d`` on ``rlat``/``rlon`` for the rectangle of the cells centred in the box, worked out here.
 * Files where a box has no meaning are refused: exit status 2, exactly one line
   ``climio: error: ...``, no output (the reason is in ``FILES`` beside each one).
 
@@ -98,9 +99,18 @@ def refused_box(xbox: str, why: str) -> Case:
     return Case("box", ("-X", xbox), refused=why)
 
 
-NO_BOX_ROTATED = ("CORDEX rotated pole: the only 1-D coordinates are rlat/rlon (grid_latitude/grid_longitude, "
-                  "not latitude/longitude) and lat/lon are 2-D, so a lat/lon box is no index range; ncks -X "
-                  "refuses 2-D auxiliary coordinates (or crashes)")
+def curvilinear_box(path: Path, xbox: str) -> Case:
+    """climio -X on 2-D lat/lon (CORDEX rotated pole); ncks: -d on the grid's own index dimensions for the
+    smallest rectangle holding every cell centred in the box, worked out here from the file's lat/lon (ncks -X
+    refuses 2-D auxiliary coordinates, or crashes)."""
+    west, east, south, north = (float(v) for v in xbox.split(","))
+    with netCDF4.Dataset(path) as ds:
+        lat, lon, dims = np.asarray(ds["lat"][:]), np.asarray(ds["lon"][:]), ds["lat"].dimensions
+    inside = (lat >= south) & (lat <= north) & (np.mod(lon - west, 360.0) <= np.mod(east - west, 360.0))
+    rows, cols = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
+    assert rows.size, f"{xbox} keeps no cell of {path}"
+    return Case("box", ("-X", xbox), ("-d", f"{dims[0]},{rows.min()},{rows.max()}",
+                                      "-d", f"{dims[1]},{cols.min()},{cols.max()}"))
 
 # Regular grids and other non-mesh files: key -> (path, cases). Every .nc/.ug under real/ and cmip/ is
 # here or in MESH_FILES (test_every_file_is_classified checks it).
@@ -147,7 +157,8 @@ FILES: dict[str, tuple[Path, tuple[Case, ...]]] = {
     "eur11": (REAL / "tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc", (
         whole(),
         cut("-v", "tas", "-d", "rlat,100,199", "-d", "rlon,-10.,5."),  # lat/lon 2-D, height, rotated_pole follow
-        refused_box("0,20,40,60", NO_BOX_ROTATED),
+        curvilinear_box(REAL / "tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc",
+                        "0,20,40,60"),
     )),
     # netCDF-4 (not classic), 3650 records, noleap; missing_value double beside a float _FillValue
     "cesm2": (REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc", (
@@ -159,12 +170,14 @@ FILES: dict[str, tuple[Path, tuple[Case, ...]]] = {
     "nam2051": (REAL / "pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc", (
         whole(),
         cut("-d", "time,31,58", "-d", "rlat,1"),
-        refused_box("-120,-80,20,50", NO_BOX_ROTATED),
+        curvilinear_box(REAL / "pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc",
+                        "-80,-70,40,60"),
     )),
     "nam2056": (REAL / "pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20560101-20601231.nc", (
         whole(),
         cut("-v", "pr", "-d", "time,2057-01-01,2057-01-31"),  # dates in a 365_day calendar, as NCO
-        refused_box("-120,-80,20,50", NO_BOX_ROTATED),
+        curvilinear_box(REAL / "pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20560101-20601231.nc",
+                        "-80,-75,45,60"),
     )),
     # CDF-1, psi(ncol) only: data for outCSne30.ug on its own dimension, no coordinates at all
     "ne30vortex": (REAL / "outCSne30_vortex.nc", (

@@ -2,8 +2,9 @@
 
 * A box on a grid's own (nominal) 1-D axes: a rotated pole's ``rlat``/``rlon``, a tripolar ocean grid's nominal
   axes in degrees_north whose rows bend away from any latitude, a projection's ``x``/``y``. Read as latitude and
-  longitude they keep the wrong cells, so the box is refused with one line naming the file and the axes, and
-  pointing to ``-d`` on them.
+  longitude they keep the wrong cells. Where the file gives the true 2-D latitude/longitude, the box selects by
+  them (the rectangle of the cells centred in it); where it does not, the box is refused with one line naming
+  the file and the axes, and pointing to ``-d`` on them.
 * NC_STRING variables stored deflated (the C3S atlas files' ``gcm_institution``, ...): netCDF-C applies no
   filter to a variable-length type, so they are written unfiltered, as ``ncks`` writes them, whatever the input
   had or ``-L`` asks.
@@ -23,7 +24,7 @@ import numpy as np
 import pytest
 
 from climio.core.ncio import Variable
-from climio.subset.grids import Unsupported, detect
+from climio.subset.grids import Curvilinear, Unsupported, detect
 from conftest import DATA, leftovers, one_error_line, run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
@@ -76,9 +77,13 @@ NOMINAL = {
 
 @pytest.mark.parametrize("layout", NOMINAL)
 def test_nominal_axes_are_never_latitude_longitude(layout: str) -> None:
+    """With true 2-D latitude/longitude beside them the grid is curvilinear on them; without, refused."""
     variables, axes, why = NOMINAL[layout]
     dims = {d: 4 for v in variables for d in v.dims}
     grid = detect(dims, {v.name: v for v in variables}, {})
+    if any(v.name == "lat" and len(v.dims) == 2 for v in variables):
+        assert grid == Curvilinear("lat", "lon", axes)
+        return
     assert grid == Unsupported(
         "curvilinear", f"a grid whose axes {', '.join(axes)} are not latitude/longitude ({why})", axes[0],
         f"-d {axes[0]},MIN,MAX -d {axes[1]},MIN,MAX cuts the grid's own axes")
@@ -113,20 +118,20 @@ def write_tripolar(path: Path, units: tuple[str, str]) -> Path:
 
 
 # case -> (the tripolar-like file's units of rlat/rlon, or None for the real CORDEX file; the box; ranks)
-REFUSED = {"tripolar-degrees": (("degrees", "degrees"), ("-b", "90,70,180,-180"), 1),
-           "tripolar-degrees-north": (("degrees_north", "degrees_east"), ("-X", "-180,180,70,90"), 2),  # was cut
-           "cordex": (None, ("-b", "90,70,180,-180"), 1)}
+BOXES = {"tripolar-degrees": (("degrees", "degrees"), ("-b", "90,70,180,-180"), 1),
+         "tripolar-degrees-north": (("degrees_north", "degrees_east"), ("-X", "-180,180,70,90"), 2),  # was cut
+         "cordex": (None, ("-b", "90,70,180,-180"), 1)}
 
 
-Refusal = tuple[Path, Path, str, subprocess.CompletedProcess[str]]
+Boxed = tuple[Path, Path, str, subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture(scope="module")
-def refusals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Refusal]:
-    """Every case of REFUSED run: those on 1 rank in one process, those on 2 ranks in one mpiexec
+def boxed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Boxed]:
+    """Every case of BOXES run: those on 1 rank in one process, those on 2 ranks in one mpiexec
     (helpers/run_table.py); per case its folder, input, the input's md5 before the runs, and the result."""
     cases = {}
-    for case, (units, args, nranks) in REFUSED.items():
+    for case, (units, args, nranks) in BOXES.items():
         folder = tmp_path_factory.mktemp(case)
         source = CORDEX if units is None else write_tripolar(folder / "zos.nc", units)
         cases[case] = (folder, source, md5(source), ["subset", *args, str(source), str(folder / "out.nc")], nranks)
@@ -138,13 +143,22 @@ def refusals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Refusal]:
     return {case: (folder, source, before, results[case]) for case, (folder, source, before, _, _) in cases.items()}
 
 
-@pytest.mark.parametrize("case", REFUSED)
-def test_box_on_nominal_axes_is_refused(case: str, refusals: dict[str, Refusal]) -> None:
-    folder, source, before, result = refusals[case]
-    one_error_line(result, f"{source} is a grid whose axes rlat, rlon are not latitude/longitude",
-                   "-b/-X is not supported on it; -d rlat,MIN,MAX -d rlon,MIN,MAX cuts the grid's own axes")
-    assert not (folder / "out.nc").exists() and leftovers(str(folder)) == []
-    assert md5(source) == before
+@pytest.mark.parametrize("case", BOXES)
+def test_box_on_nominal_axes_selects_by_true_latitude(case: str, boxed: dict[str, Boxed]) -> None:
+    """A box north of 70 N keeps the rows and columns of the cells whose true latitude is north of 70 (on the
+    tripolar-like file, the middle three of its last row, which bends down to 65 N at its ends), never the
+    rows whose nominal latitude is."""
+    folder, source, before, result = boxed[case]
+    assert result.returncode == 0, result.stderr
+    with netCDF4.Dataset(source) as ds:
+        lat = np.asarray(ds["lat"][:])
+        var = "zos" if "zos" in ds.variables else "tas"
+        data = np.asarray(ds[var][:])
+    rows, cols = np.flatnonzero((lat >= 70).any(axis=1)), np.flatnonzero((lat >= 70).any(axis=0))
+    assert rows.size and (case == "cordex" or (rows.tolist(), cols.tolist()) == ([3], [1, 2, 3]))
+    with netCDF4.Dataset(folder / "out.nc") as ds:
+        np.testing.assert_array_equal(ds[var][:], data[:, rows.min():rows.max() + 1, cols.min():cols.max() + 1])
+    assert md5(source) == before and leftovers(str(folder)) == []
 
 
 # -- deflated NC_STRING variables -------------------------------------------------------------------------------

@@ -161,3 +161,11 @@ def cubed_sphere(path: Path, n: int = 12) -> Path:
         t.units, t.coordinates = "K", "lons lats"
         t[:] = np.stack([250 + lats / 3, 260 + lons / 10]).astype("f4")[None]
     return path
+
+
+if __name__ == "__main__":  # the shipped copies: python tests/helpers/curvilinear_files.py tests/data/synthetic
+    import sys
+
+    folder = Path(sys.argv[1])
+    tripolar(folder / "tos_tripolar.nc")
+    cubed_sphere(folder / "geos_c12.nc4")
