@@ -220,9 +220,9 @@ class _Job:
                                   f"curvilinear grid of {grid.lat}): give one of them", collective=True)
         rectangle = curvilinear.select(grid, box, self.request.touching, self._read_rows, dict(self.inputs.dims),
                                        self.comm, self._file_of(grid.lat), self.request.mask)
-        for dim, picks in rectangle.picks.items():
+        for dim in (*grid.dims, *grid.corner_dims):  # in the grid's order, as the summary line lists them
             if dim in self.used:
-                self.selections[dim] = Picked(dim, self.inputs.dims[dim], picks)
+                self.selections[dim] = Picked(dim, self.inputs.dims[dim], rectangle.picks[dim])
         if self.request.mask:
             self.inside = rectangle
             shapes = {n: (v.dims, v.attrs) for n, v in self.inputs.variables.items()}
