@@ -51,6 +51,10 @@ REFUSED = {
     "no-bounds": ((EUR, "-X", "0,10,40,50", "--touching"), ("--touching:", "gives no cell bounds for lat/lon")),
     "mask-without-box": ((EUR, "--mask"), ("--mask applies to a box",)),
     "box-and-range": ((EUR, "-X", "0,10,40,50", "-d", "rlat,0,5"), ("-d rlat,0,5 and a box both select 'rlat'",)),
+    "touching-nothing": ((REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc", "-X",
+                          "100,200,10,20", "--touching"), ("no cell of 'lat' (by its bounds) overlaps",)),
+    "touching-on-a-mesh": ((DATA / "meshes" / "mesh.QU.1920km.151026.nc", "-X", "0,10,0,10", "--touching"),
+                           ("--touching:", "mpas grid, whose cells are chosen by their centre")),
 }
 GEOMETRY = {"eur": ("lat", "lon", None), "eur-bounds": ("lat", "lon", ("lat_vertices", "lon_vertices")),
             "nam": ("lat", "lon", None),
@@ -85,6 +89,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory, inputs: dict[str, list[Path]]
     for case, (source, _, _, options, ranks) in CASES.items():
         for n in ranks:
             r.subset(f"{case}-{n or 1}", *inputs[source], *options, nranks=n)
+    for name, (box, _) in REGULAR_TOUCHING.items():
+        r.subset(f"regular-{name}", CESM2, "-v", "tas", "-X", box, "--touching", nranks=2 if name == "seam" else None)
     r.subset("eur-plain", EUR, "-X", "0,10,40,50")
     r.subset("nam-plain", *NAM, "-X", "-80,-70,40,60")
     for name, (args, _) in REFUSED.items():
@@ -245,6 +251,24 @@ def assert_same_file(a: Path, b: Path) -> None:
             np.testing.assert_array_equal(var[...], other[name][...], err_msg=f"{b}: {name}")
             assert {k: var.getncattr(k) for k in var.ncattrs()} == \
                    {k: other[name].getncattr(k) for k in other[name].ncattrs()}
+
+
+# CESM2's thinned grid: lat -90, 4.24 (bounds -90..-89.53, 3.77..4.71), lon 0, 125, 250 (bounds +-0.625)
+CESM2 = REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
+# name -> (the -X box, the (lat, lon) indices kept): boxes that hold no centre, only parts of cells
+REGULAR_TOUCHING = {"corner": ("125.5,130,-89.7,-89.6", ([0], [1])), "seam": ("359.8,0.1,3.8,4", ([1], [0]))}
+
+
+@pytest.mark.parametrize("name", REGULAR_TOUCHING)
+def test_touching_on_a_regular_grid_keeps_cells_by_their_bounds(name: str, runs: SubsetRuns) -> None:
+    result = runs.result(f"regular-{name}")
+    assert result.returncode == 0, result.stderr
+    rows, cols = REGULAR_TOUCHING[name][1]
+    want = read([CESM2], ["tas", "lat_bnds", "lon_bnds"])
+    got = read([runs.out(f"regular-{name}")], ["tas", "lat_bnds", "lon_bnds"])
+    np.testing.assert_array_equal(got["tas"], want["tas"][:, rows][:, :, cols])
+    np.testing.assert_array_equal(got["lat_bnds"], want["lat_bnds"][rows])
+    np.testing.assert_array_equal(got["lon_bnds"], want["lon_bnds"][cols])
 
 
 @pytest.mark.parametrize("case", ["eur", "nam"])

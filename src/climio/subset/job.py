@@ -321,14 +321,33 @@ class _Job:
             return self._picked_points(grid, box)
         assert isinstance(grid, Regular) and box is not None and coord is not None
         degrees = np.degrees(coord) if grid.radians else coord.astype(np.float64)
-        if dim == grid.lat:
-            picked = np.flatnonzero(box.contains_lat(degrees))
-        else:
-            picked = _wrapped(np.flatnonzero(box.contains_lon(degrees)), size)
+        inside = box.contains_lat(degrees) if dim == grid.lat else box.contains_lon(degrees)
+        if self.request.touching:
+            inside |= self._touching_axis(grid, dim, box)
+        picked = np.flatnonzero(inside)
+        if dim == grid.lon:
+            picked = _wrapped(picked, size)
         if picked.size == 0:
-            raise ClimioError(f"the box selects nothing: no '{dim}' value of {self.request.inputs[0]} lies in "
+            what = f"cell of '{dim}' (by its bounds) overlaps" if self.request.touching else f"'{dim}' value"
+            raise ClimioError(f"the box selects nothing: no {what} of {self.request.inputs[0]} lies in "
                               f"{_box_text(box)}", collective=True)
         return Picked(dim, size, picked)
+
+    def _touching_axis(self, grid: Regular, dim: str, box: Box) -> np.ndarray:
+        """Cells of a regular grid's latitude or longitude axis whose bounds overlap the box's range."""
+        bounds = grid.lat_bounds if dim == grid.lat else grid.lon_bounds
+        if bounds is None:
+            raise ClimioError(f"--touching: {self._file_of(dim)} gives no cell bounds for '{dim}' (no 'bounds' "
+                              f"attribute naming a ({dim}, 2) variable); select by cell centre (leave out "
+                              f"--touching)", collective=True)
+        (edges,) = self.inputs.read_runs(bounds, [Hyperslab.whole(self.inputs.shape(bounds))])
+        self.bytes_read += edges.nbytes
+        edges = np.degrees(edges) if grid.radians else edges.astype(np.float64)
+        low, high = edges.min(axis=1), edges.max(axis=1)
+        if dim == grid.lat:
+            return box.overlaps_lat(low, high)
+        first, second = edges[:, 0], edges[:, 1]  # eastward from the first bound to the second
+        return box.overlaps_lon(first, first + np.mod(second - first, 360.0))
 
     def _picked_points(self, grid: Points, box: Box) -> Picked:
         """Elements whose 1-D auxiliary latitude/longitude lie in the box (inclusive), in input order, as
