@@ -5,13 +5,17 @@ their inputs with, so a file joined here is joined by the commands' rules (time 
 units, calendars checked, inputs sorted by time, overlaps refused). Values are read lazily, one
 ``Store.read`` per hyperslab xarray asks for; CF decoding is xarray's own, as for its netCDF engines, so
 the Dataset is the one ``engine="netcdf4"`` gives.
+
+A lazily opened Dataset pickles (dask's process and distributed schedulers pickle the arrays it reads): not its
+open files but how to open them again (:class:`Recipe`), which a process that unpickles it does on its first
+read, once for all the arrays it holds of those files (:class:`InputFiles`).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,20 +52,86 @@ def self_comm() -> MPI.Comm:
     return MPI.COMM_SELF
 
 
+@dataclass(frozen=True)
+class Recipe:
+    """How inputs were opened, all another process needs to open them again alike: the files in the order
+    joined, the dimension joined along, and the open's checks (``label`` names it in their messages)."""
+
+    paths: tuple[str, ...]
+    join: str | None
+    label: str
+    allow_gaps: bool = False
+
+
+def _open_checked(recipe: Recipe, comm: MPI.Comm) -> Inputs:
+    """The inputs of ``recipe``, opened for independent reads and checked: no several files without a dimension
+    to join along, no missing time steps between them unless ``allow_gaps``."""
+    inputs = open_inputs(list(recipe.paths), comm, recipe.join, False, read="independent", label=recipe.label)
+    try:
+        if len(recipe.paths) > 1 and inputs.join is None:
+            raise ClimioError(f"{recipe.label}: the files share no record dimension; give dim= to say which to join "
+                              f"along")
+        if not recipe.allow_gaps:
+            _refuse_gaps(inputs, recipe.label)
+    except BaseException:
+        inputs.__exit__(None, None, None)
+        raise
+    return inputs
+
+
+# Inputs opened again by a process that unpickled arrays of them, one per recipe, shared by all those arrays.
+# Read, filled and emptied under LOCK only (netCDF-C opens files too).
+_REOPENED: dict[Recipe, Inputs] = {}
+
+
+class InputFiles:
+    """The inputs of one open Dataset: in the process that opened them, those; pickled, only their recipe, and a
+    process that unpickles them opens them on first use (``self_comm``: its reads are its own), once per process
+    and recipe whatever the number of arrays or unpickled copies, as xarray's ``CachingFileManager`` does."""
+
+    def __init__(self, recipe: Recipe, inputs: Inputs | None = None) -> None:
+        self.recipe, self._inputs = recipe, inputs
+
+    def acquire(self) -> Inputs:
+        """The open inputs (called under LOCK where the files may have to be opened again)."""
+        if self._inputs is not None:
+            return self._inputs
+        if self.recipe not in _REOPENED:
+            _REOPENED[self.recipe] = _open_checked(self.recipe, self_comm())
+        return _REOPENED[self.recipe]
+
+    def close(self) -> None:
+        """Close the files: this process's open (a later read of an unpickled copy opens them again)."""
+        with LOCK:
+            inputs = self._inputs if self._inputs is not None else _REOPENED.pop(self.recipe, None)
+            if inputs is not None:
+                inputs.__exit__(None, None, None)
+
+    def __reduce__(self) -> tuple[type[InputFiles], tuple[Recipe]]:
+        return InputFiles, (self.recipe,)
+
+
 KEPT_BYTES = 2**20
 
 
 class ClimioArray(BackendArray):
     """One variable of the inputs, read on demand: each request is one hyperslab read (the box around xarray's
-    outer indexer), then cut to the steps and lists that xarray asked for."""
+    outer indexer), then cut to the steps and lists that xarray asked for. Pickled, it is its files' recipe,
+    name, shape and type."""
 
-    def __init__(self, inputs: Inputs, name: str, lock: threading.Lock | Any) -> None:
-        self.inputs, self.name, self.lock = inputs, name, lock
+    lock = LOCK  # a class attribute: an unpickled array takes the LOCK of the process it is in, not a copy
+
+    def __init__(self, files: InputFiles, name: str) -> None:
+        self.files, self.name = files, name
+        inputs = files.acquire()
         self.shape = inputs.shape(name)
         self.dtype = inputs.variables[name].numpy_dtype
         # a small 1-D variable (a coordinate: xarray decodes and indexes it several times) is read whole, once
         self._keep = len(self.shape) == 1 and self.shape[0] * self.dtype.itemsize <= KEPT_BYTES
         self._whole: np.ndarray | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_whole": None}  # a kept variable is read again where it is unpickled
 
     def __getitem__(self, key: indexing.ExplicitIndexer) -> np.ndarray:
         return indexing.explicit_indexing_adapter(key, self.shape, indexing.IndexingSupport.OUTER, self._read)
@@ -90,12 +160,12 @@ class ClimioArray(BackendArray):
         if self._keep:
             if self._whole is None:
                 with self.lock:
-                    self._whole = self.inputs.read(self.name, Hyperslab.whole(self.shape))
+                    self._whole = self.files.acquire().read(self.name, Hyperslab.whole(self.shape))
             data = self._whole[start[0]:start[0] + count[0]].copy()
         else:
             with self.lock:  # a scalar through read_runs, as climio subset reads it (Store.read wants an axis)
-                data = self.inputs.read(self.name, slab) if self.shape else \
-                    self.inputs.read_runs(self.name, [slab])[0]
+                inputs = self.files.acquire()
+                data = inputs.read(self.name, slab) if self.shape else inputs.read_runs(self.name, [slab])[0]
         data = data[tuple(k if isinstance(k, slice) else slice(None) for k in local)]
         for axis, k in enumerate(local):
             if not isinstance(k, slice):
@@ -104,19 +174,24 @@ class ClimioArray(BackendArray):
 
 
 class ClimioDataStore(AbstractDataStore):
-    """The inputs as xarray's raw (undecoded) variables, dimensions and attributes."""
+    """The inputs as xarray's raw (undecoded) variables, dimensions and attributes. Pickled (a Dataset keeps its
+    store's ``close``), it is its files' recipe."""
 
-    def __init__(self, inputs: Inputs, lock: threading.Lock | Any = LOCK) -> None:
-        self.inputs, self.lock = inputs, lock
+    def __init__(self, files: InputFiles) -> None:
+        self.files = files
         # every file read and the dimension they are joined along, on the Dataset and each variable: what
         # .climio.subset cuts again from disk
-        self._sources = {"climio_sources": tuple(inputs.paths), "climio_join": inputs.join}
+        self._sources = {"climio_sources": files.recipe.paths, "climio_join": files.recipe.join}
+
+    @property
+    def inputs(self) -> Inputs:
+        return self.files.acquire()
 
     def open_store_variable(self, name: str, var: Variable) -> xr.Variable:
         if var.is_text:
             data: Any = self.inputs.read_text(name)
         else:
-            data = indexing.LazilyIndexedArray(ClimioArray(self.inputs, name, self.lock))
+            data = indexing.LazilyIndexedArray(ClimioArray(self.files, name))
         encoding: dict[str, Any] = {"source": self.inputs.paths[self.inputs.source[name]],
                                     "original_shape": self.inputs.shape(name), **self._sources}
         if self.inputs.stores[0].format.hdf5:  # climio keeps chunks of filtered variables only
@@ -138,12 +213,14 @@ class ClimioDataStore(AbstractDataStore):
         return {"unlimited_dims": set(self.inputs.unlimited), "source": self.inputs.paths[0], **self._sources}
 
     def close(self) -> None:
-        self.inputs.__exit__(None, None, None)
+        self.files.close()
 
 
-def _dataset(inputs: Inputs, **decode: Any) -> xr.Dataset:
-    """The inputs decoded by xarray's own store entry point (the CF rules of its netCDF engines)."""
-    store = ClimioDataStore(inputs)
+def _dataset(recipe: Recipe, comm: MPI.Comm, **decode: Any) -> xr.Dataset:
+    """The inputs of ``recipe`` decoded by xarray's own store entry point (the CF rules of its netCDF engines);
+    the recipe kept is the open's own (files in joined order, the dimension found)."""
+    inputs = _open_checked(recipe, comm)
+    store = ClimioDataStore(InputFiles(replace(recipe, paths=tuple(inputs.paths), join=inputs.join), inputs))
     try:
         return StoreBackendEntrypoint().open_dataset(store, **decode)
     except BaseException:
@@ -165,10 +242,10 @@ class ClimioBackendEntrypoint(BackendEntrypoint):
                      use_cftime: bool | None = None, decode_timedelta: bool | None = None,
                      comm: MPI.Comm | None = None) -> xr.Dataset:
         """``comm``: the communicator of the reads (default: this process alone)."""
-        inputs = open_inputs([os.fspath(filename_or_obj)], comm or self_comm(), None, False, read="independent")
-        return _dataset(inputs, drop_variables=drop_variables, mask_and_scale=mask_and_scale,
-                        decode_times=decode_times, concat_characters=concat_characters, decode_coords=decode_coords,
-                        use_cftime=use_cftime, decode_timedelta=decode_timedelta)
+        return _dataset(Recipe((os.fspath(filename_or_obj),), None, "open_dataset"), comm or self_comm(),
+                        drop_variables=drop_variables, mask_and_scale=mask_and_scale, decode_times=decode_times,
+                        concat_characters=concat_characters, decode_coords=decode_coords, use_cftime=use_cftime,
+                        decode_timedelta=decode_timedelta)
 
     def guess_can_open(self, filename_or_obj: Any) -> bool:
         return isinstance(filename_or_obj, (str, os.PathLike)) and \
@@ -197,16 +274,7 @@ def open_mfdataset(paths: str | os.PathLike[str] | Sequence[str | os.PathLike[st
         if not files:
             raise ClimioError("open_mfdataset: no paths given; pass a list of files or a glob pattern")
     label = f"open_mfdataset(dim={dim!r})" if dim else "open_mfdataset"
-    inputs = open_inputs(files, comm or self_comm(), dim, False, read="independent", label=label)
-    try:
-        if len(files) > 1 and inputs.join is None:
-            raise ClimioError(f"{label}: the files share no record dimension; give dim= to say which to join along")
-        if not allow_gaps:
-            _refuse_gaps(inputs, label)
-    except BaseException:
-        inputs.__exit__(None, None, None)
-        raise
-    dataset = _dataset(inputs, **decode)
+    dataset = _dataset(Recipe(tuple(files), dim, label, allow_gaps), comm or self_comm(), **decode)
     return dataset if chunks is None else dataset.chunk(chunks)
 
 
