@@ -9,28 +9,33 @@ block maxima (GEV).
 
     gev = fit_gev(ds, var="pr", block="year", return_periods=[20, 100])
 
-The same statistics as ``climio eva`` (:mod:`climio.eva.pot`, :mod:`climio.eva.block_maxima`), one
-process, no files; and the same output: the result is built by the command's own
-:class:`~climio.eva.output.Layout` and :func:`~climio.eva.output.schema` (over the input Dataset as a
-:class:`~climio.eva.output.Source`), so ``result.to_netcdf(path)`` writes the command's file.
+The same statistics as ``climio eva`` (:mod:`climio.eva.pot`, :mod:`climio.eva.block_maxima`), no files,
+in one process or, with ``comm=``, shared between the ranks of an ``mpiexec`` job; and the same output: the
+result is built by the command's own :class:`~climio.eva.output.Layout` and :func:`~climio.eva.output.schema`
+(over the input Dataset as a :class:`~climio.eva.output.Source`), so ``result.to_netcdf(path)`` writes the
+command's file.
 Dask-backed input stays lazy: the fits run chunk by chunk over the non-time
 dimensions when the result is computed.
 """
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import xarray as xr
 from xarray.coding.strings import CharacterArrayCoder, EncodedStringCoder
 from xarray.conventions import encode_cf_variable
 
+from climio.core import mpi
 from climio.core.datavars import data_variables, only_data_variable
+from climio.core.decomp import block_range
 from climio.core.ncio import Variable
 from climio.errors import ClimioError
 from climio.eva import block_maxima, blocks, cf, covariate, decluster, largest, output, pot
@@ -39,6 +44,9 @@ from climio.eva.methods import METHODS, PER_PERIOD, Method, Settings, TimeAxis
 from climio.eva.series import Axis, is_time_coordinate
 from climio.eva.timestep import step_days
 from climio.core.timeaxis import calendar_of, time_units
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
 
 
 class UnitsWarning(UserWarning):
@@ -53,8 +61,8 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
             axis: int | None = None, tail: float = 0.01, return_periods: float | Iterable[float] = (100.0,),
             npy: float | str | None = None, min_exceed: int = 10, units: str | None = None,
             ci: float | None = None, ci_method: str = "profile", decluster: str | None = None,
-            covariate: str | xr.DataArray | None = None, covariate_at: float | Iterable[float] | None = None
-            ) -> xr.Dataset:
+            covariate: str | xr.DataArray | None = None, covariate_at: float | Iterable[float] | None = None,
+            comm: MPI.Comm | None = None) -> xr.Dataset:
     """Threshold, GPD scale/shape, rate, return levels, -log L and status at every cell of ``data``.
 
     Parameters
@@ -105,6 +113,12 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
         The GPD's log scale linear in a covariate (:mod:`climio.eva.gpd_trend`), as in :func:`fit_gev`: the
         calendar year of each value (``"year"``), or a series' annual mean (``"FILE:VAR"`` or a DataArray);
         ``log_scale_intercept`` and ``log_scale_slope`` replace ``scale``. Needs a time coordinate with dates.
+    comm
+        The ranks that share the fits, for a grid too slow to fit in one process (collective: every rank
+        calls with the same data and options). Each rank reads and fits a contiguous block of the cells (in
+        the order of the non-time dimensions, as nearly equal as ``climio eva`` splits them) and every rank
+        returns the whole result, in memory, the same as one process's bit for bit. A rank that fails makes
+        every rank raise one :class:`~climio.errors.IOFault` with its message. Default: this process alone.
 
     Returns
     -------
@@ -157,7 +171,7 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
             f"npy={npy_value:g}, min_exceed={min_exceed}{_ci_text(request)}"
             f"{'' if run is None else f', decluster={decluster!r}'}"
             f"{'' if cov is None else f', covariate={cov.spec!r}'})")
-    out = _fitted(given, method, settings, npy_value, request, trend, cov, call)
+    out = _fitted(given, method, settings, npy_value, request, trend, cov, call, comm)
     if out["status"].chunks is None:
         hint = f"; a fit needs min_exceed={min_exceed} exceedances: a longer series or a larger tail gives more"
         _warn_if_nothing_fitted(out["status"].values, given.name, method, {pot.TOO_FEW: hint})
@@ -168,7 +182,7 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
             block: str = "year", max_missing: float = 0.1, min_blocks: int = 10,
             return_periods: float | Iterable[float] = (100.0,), units: str | None = None,
             ci: float | None = None, ci_method: str = "profile", covariate: str | xr.DataArray | None = None,
-            covariate_at: float | Iterable[float] | None = None) -> xr.Dataset:
+            covariate_at: float | Iterable[float] | None = None, comm: MPI.Comm | None = None) -> xr.Dataset:
     """GEV location, scale, shape of the block maxima, return levels, -log L and status at every cell of ``data``.
 
     Parameters
@@ -177,7 +191,7 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
         A DataArray, or a Dataset (``var=`` when it has several data variables), with a time coordinate:
         decoded (numpy datetime64 or cftime) or numbers with CF ``units`` (and ``calendar``). The blocks come
         from its dates.
-    dim, var, units, ci, ci_method
+    dim, var, units, ci, ci_method, comm
         As in :func:`fit_pot` (the standard errors: ``location_se``, ``scale_se``, ``shape_se``).
     block
         ``"year"`` (default), or a season of each year as consecutive month initials: ``"DJF"`` (December
@@ -227,7 +241,7 @@ def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str
     call = (f"climio.eva.fit_gev({given.name}, block={block!r}, max_missing={max_missing:g}, "
             f"min_blocks={min_blocks}, return_periods={settings['periods']}{_ci_text(request)}"
             f"{'' if cov is None else f', covariate={cov.spec!r}'})")
-    out = _fitted(given, method, settings, cuts, request, trend, cov, call)
+    out = _fitted(given, method, settings, cuts, request, trend, cov, call, comm)
     if out["status"].chunks is None:
         hint = f"; a fit needs min_blocks={min_blocks} blocks missing at most {max_missing:g} of their steps"
         _warn_if_nothing_fitted(out["status"].values, given.name, method, {block_maxima.TOO_FEW: hint})
@@ -309,10 +323,12 @@ def _ci_text(request: Request | None) -> str:
 
 
 def _fitted(given: _Given, method: Method, settings: Settings, timing: object, ci: Request | None,
-            trend: covariate.Trend | None, cov: covariate.Covariate | None, call: str) -> xr.Dataset:
-    """The method's results as a CF Dataset: its analysis over the cells (lazily for dask input); with ``ci``
-    the intervals and standard errors too; with a ``trend`` (of covariate ``cov``), the return levels on
-    ("covariate", "period", ...); with several seasons, every result on ("season", ...)."""
+            trend: covariate.Trend | None, cov: covariate.Covariate | None, call: str,
+            comm: MPI.Comm | None) -> xr.Dataset:
+    """The method's results as a CF Dataset: its analysis over the cells (lazily for dask input; shared
+    between the ranks of ``comm``, when it has several); with ``ci`` the intervals and standard errors too; with a
+    ``trend`` (of covariate ``cov``), the return levels on ("covariate", "period", ...); with several seasons,
+    every result on ("season", ...)."""
     array, time_dim, periods = given.array, given.time_dim, settings["periods"]
     results = method.outputs(ci, settings.get("decluster") is not None, trend is not None)
     fields = list(results)
@@ -324,16 +340,21 @@ def _fitted(given: _Given, method: Method, settings: Settings, timing: object, c
     described = method.described(given.name, given.attrs, settings, None if cov is None else (cov.long_name, cov.units),
                                  ci)
     options = method.record(settings, timing, None if cov is None else cov.spec, ci)
-    outputs = xr.apply_ufunc(
-        _fit_block, array, input_core_dims=[[time_dim]],
-        output_core_dims=[leading if f in PER_PERIOD else per_cell for f in fields],
-        kwargs={"method": method, "timing": timing, "settings": settings, "trend": trend, "missing": given.missing,
-                "fields": results, "ci": ci},
-        dask="parallelized", output_dtypes=[np.dtype(results[f]) for f in fields],
-        dask_gufunc_kwargs={"output_sizes": sizes})
+    cores = [leading if f in PER_PERIOD else per_cell for f in fields]
+    fit = partial(_fit_block, method=method, timing=timing, settings=settings, trend=trend, missing=given.missing,
+                  fields=results, ci=ci)
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if comm is not None and comm.Get_size() > 1:
+        stamp = comm.bcast(stamp, root=0)  # one history line on every rank
+        cells = [d for d in array.dims if d != time_dim]
+        outputs = [xr.DataArray(values, dims=(*cells, *core))
+                   for values, core in zip(_fit_shared(array.transpose(*cells, time_dim), fit, comm), cores)]
+    else:
+        outputs = xr.apply_ufunc(fit, array, input_core_dims=[[time_dim]], output_core_dims=cores,
+                                 dask="parallelized", output_dtypes=[np.dtype(results[f]) for f in fields],
+                                 dask_gufunc_kwargs={"output_sizes": sizes})
     coordinate = None if trend is None or cov is None else (trend.at, cf.covariate_attributes(cov.long_name,
                                                                                             cov.units))
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     schema, values = output.schema(output.Layout(_DatasetSource(given.frame, given.name, time_dim)), results, method,
                                    described, tuple(periods), options, f"{stamp}: {call}", coordinate, seasons)
     computed = dict(zip(fields, outputs))
@@ -539,6 +560,39 @@ def _fit_block(block: np.ndarray, *, method: Method, timing: object, settings: S
     return _fields(result, fields, block.shape[:-1])
 
 
+def _fit_shared(array: xr.DataArray, fit: Callable[[np.ndarray], tuple[np.ndarray, ...]],
+                comm: MPI.Comm) -> list[np.ndarray]:
+    """``fit`` of this rank's block of the cells of ``array`` (cells..., time), then every rank's gathered: the
+    whole result on every rank. The cells, flattened in order, are split in contiguous blocks as
+    :func:`~climio.core.decomp.block_range` splits them (a rank may have none); a rank reads only the rows of the
+    first cell dimension that hold its block. The fit is per cell, so the result is one process's, bit for bit.
+    A rank whose read or fit fails stops every rank, before the gather, in one IOFault."""
+    shape, length = array.shape[:-1], array.shape[-1]
+    rows = array if shape else array.expand_dims("cell")  # a single series is one cell
+    inner = math.prod(rows.shape[1:-1])
+    counts = [block_range(math.prod(shape), comm.Get_size(), rank)[1] for rank in range(comm.Get_size())]
+    start, count = block_range(math.prod(shape), comm.Get_size(), comm.Get_rank())
+    first, last = start // inner, -(-(start + count) // inner)
+    parts: tuple[np.ndarray, ...] = ()
+    failure = ""
+    try:
+        block = np.asarray(rows[first:last].values).reshape((last - first) * inner, length)
+        parts = fit(block[start - first * inner:][:count])
+    except Exception as err:  # noqa: BLE001 - any: the other ranks wait at the gather
+        failure = f"rank {comm.Get_rank()} could not fit its {count} cell(s) from cell {start}: " \
+                  f"{err if isinstance(err, ClimioError) else f'{type(err).__name__}: {err}'}"
+    mpi.raise_fault(comm, failure)
+    return [_gathered(part, counts, comm).reshape((*shape, *part.shape[1:])) for part in parts]
+
+
+def _gathered(part: np.ndarray, counts: list[int], comm: MPI.Comm) -> np.ndarray:
+    """Every rank's ``part`` (its ``counts[rank]`` cells first) joined along the cells, on every rank."""
+    per_cell = math.prod(part.shape[1:])
+    whole = np.empty((sum(counts), *part.shape[1:]), part.dtype)
+    comm.Allgatherv(np.ascontiguousarray(part), [whole, [n * per_cell for n in counts]])
+    return whole
+
+
 class _InMemory:
     """A block of cells' series (time, cells) as a method's sampler reads them
     (:class:`climio.eva.methods.Reading`): all at once."""
@@ -567,7 +621,7 @@ def _fields(result: Any, fields: Mapping[str, str], shape: tuple[int, ...]) -> t
     for field, dtype in fields.items():
         values = getattr(result, field)  # ([seasons,] [values, periods,] cells): the cells first
         lead = values.shape[:-1]
-        values = np.moveaxis(values.reshape(*lead, *shape), tuple(range(len(lead))), tuple(range(-len(lead), 0)))
+        values = np.moveaxis(values.reshape((*lead, *shape)), tuple(range(len(lead))), tuple(range(-len(lead), 0)))
         out.append(values.astype(dtype, copy=False))
     return tuple(out)
 

@@ -36,13 +36,15 @@ class _Climio:
     def __init__(self, obj: xr.Dataset | xr.DataArray) -> None:
         self._obj = obj
 
-    def fit_pot(self, dim: str | None = None, **options: Any) -> xr.Dataset:
-        """Peaks over threshold at every cell: :func:`climio.eva.api.fit_pot` on this object."""
-        return api.fit_pot(self._obj, dim, **options)
+    def fit_pot(self, dim: str | None = None, *, comm: MPI.Comm | None = None, **options: Any) -> xr.Dataset:
+        """Peaks over threshold at every cell: :func:`climio.eva.api.fit_pot` on this object; with ``comm`` the
+        ranks share the cells and each returns the whole result (collective)."""
+        return api.fit_pot(self._obj, dim, comm=comm, **options)
 
-    def fit_gev(self, dim: str | None = None, **options: Any) -> xr.Dataset:
-        """Block maxima at every cell: :func:`climio.eva.api.fit_gev` on this object."""
-        return api.fit_gev(self._obj, dim, **options)
+    def fit_gev(self, dim: str | None = None, *, comm: MPI.Comm | None = None, **options: Any) -> xr.Dataset:
+        """Block maxima at every cell: :func:`climio.eva.api.fit_gev` on this object; with ``comm`` the ranks
+        share the cells and each returns the whole result (collective)."""
+        return api.fit_gev(self._obj, dim, comm=comm, **options)
 
     def subset(self, *ranges: str, variables: Iterable[str] | None = None, box: str | None = None,
                lonlat: str | None = None, path: str | os.PathLike[str] | None = None, mode: str | None = None,
