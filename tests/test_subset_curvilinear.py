@@ -26,6 +26,7 @@ from conftest import DATA, leftovers, one_error_line
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 from climio_batch import Batch, Preparers, SubsetRuns  # noqa: E402
 import curvilinear_files  # noqa: E402
+import mesh_layouts  # noqa: E402
 
 REAL = DATA / "real"
 EUR = REAL / "tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc"
@@ -68,13 +69,17 @@ prepare = Preparers()
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     folder = tmp_path_factory.mktemp("grids")
     return {"eur": [EUR], "nam": NAM, "eur-bounds": [curvilinear_files.cordex_with_bounds(EUR, folder / "eur.nc")],
-            "tripolar": [SYNTHETIC / "tos_tripolar.nc"], "cube": [SYNTHETIC / "geos_c12.nc4"]}
+            "tripolar": [SYNTHETIC / "tos_tripolar.nc"], "cube": [SYNTHETIC / "geos_c12.nc4"],
+            "esmf": [SYNTHETIC / "mpas_qu1920_esmf.nc"], "scrip": [SYNTHETIC / "mpas_qu1920_scrip.nc"]}
 
 
-@pytest.mark.parametrize("name", ["tos_tripolar.nc", "geos_c12.nc4"])
+MAKERS = {"tos_tripolar.nc": curvilinear_files.tripolar, "geos_c12.nc4": curvilinear_files.cubed_sphere,
+          "mpas_qu1920_esmf.nc": mesh_layouts.esmf, "mpas_qu1920_scrip.nc": mesh_layouts.scrip}
+
+
+@pytest.mark.parametrize("name", MAKERS)
 def test_the_shipped_grids_are_the_script_s(name: str, tmp_path: Path) -> None:
-    make = curvilinear_files.tripolar if name.startswith("tos") else curvilinear_files.cubed_sphere
-    made = make(tmp_path / name)
+    made = MAKERS[name](tmp_path / name)
     with netCDF4.Dataset(made) as ds:
         names = list(ds.variables)
     want, got = read([made], names), read([SYNTHETIC / name], names)
@@ -91,6 +96,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory, inputs: dict[str, list[Path]]
             r.subset(f"{case}-{n or 1}", *inputs[source], *options, nranks=n)
     for name, (box, _) in REGULAR_TOUCHING.items():
         r.subset(f"regular-{name}", CESM2, "-v", "tas", "-X", box, "--touching", nranks=2 if name == "seam" else None)
+    for name, (source, options) in MESH_CASES.items():
+        for n in RANKS:
+            r.subset(f"{name}-{n or 1}", *inputs[source], *options, nranks=n)
     r.subset("eur-plain", EUR, "-X", "0,10,40,50")
     r.subset("nam-plain", *NAM, "-X", "-80,-70,40,60")
     for name, (args, _) in REFUSED.items():
@@ -105,10 +113,9 @@ def read(paths: list[Path], names: list[str]) -> dict[str, np.ndarray]:
         return {n: np.asarray(ds[n][...]) for n in names if n in ds.variables}
 
 
-def unwrap(lon: np.ndarray) -> np.ndarray:
-    """Corner longitudes (..., nv) made continuous around each cell, starting from its first corner."""
-    steps = np.mod(np.diff(lon, axis=-1) + 180.0, 360.0) - 180.0
-    return np.concatenate([lon[..., :1], lon[..., :1] + np.cumsum(steps, axis=-1)], axis=-1)
+def winding(lon: np.ndarray) -> np.ndarray:
+    """How far in longitude a walk around each cell's corners (..., nv) turns: 0 or +-360 (around a pole)."""
+    return (np.mod(np.diff(lon, axis=-1, append=lon[..., :1]) + 180.0, 360.0) - 180.0).sum(axis=-1)
 
 
 def touching(box: tuple[float, float, float, float], vlat: np.ndarray, vlon: np.ndarray) -> np.ndarray:
@@ -124,13 +131,13 @@ def touching(box: tuple[float, float, float, float], vlat: np.ndarray, vlon: np.
         vlon = np.stack([np.where(at_pole, np.roll(vlon, 1, axis=1), vlon),
                          np.where(at_pole, np.roll(vlon, -1, axis=1), vlon)], axis=-1).reshape(len(vlon), -1)
         vlat = np.repeat(vlat, 2, axis=1)
-    lons = unwrap(np.concatenate([vlon, vlon[:, :1]], axis=1))
-    around = np.abs(lons[:, -1] - lons[:, 0]) > 180.0
+    lons = vlon[:, :1] + np.mod(vlon - vlon[:, :1] + 180.0, 360.0) - 180.0  # within 180 of the first corner
+    around = np.abs(winding(vlon)) > 180.0
     north_cap = vlat.mean(axis=1) > 0
     low = np.where(around & ~north_cap, -90.0, vlat.min(axis=1))
     high = np.where(around & north_cap, 90.0, vlat.max(axis=1))
     hit = (low < north) & (high > south)
-    polygons = shapely.polygons(np.stack([lons[:, :-1], vlat], axis=-1)[~around])
+    polygons = shapely.polygons(np.stack([lons, vlat], axis=-1)[~around])
     area = np.zeros(len(polygons))
     for k in (-1, 0, 1, 2):
         area += shapely.area(shapely.intersection(polygons, shapely.box(west + k * 360.0, south,
@@ -269,6 +276,58 @@ def test_touching_on_a_regular_grid_keeps_cells_by_their_bounds(name: str, runs:
     np.testing.assert_array_equal(got["tas"], want["tas"][:, rows][:, :, cols])
     np.testing.assert_array_equal(got["lat_bnds"], want["lat_bnds"][rows])
     np.testing.assert_array_equal(got["lon_bnds"], want["lon_bnds"][cols])
+
+
+# The real MPAS QU 1920 km mesh as an ESMF mesh and an unstructured SCRIP grid (tests/helpers/mesh_layouts.py);
+# a Pacific box across the dateline
+MJO = ("-X", "170,-100,-40,40")
+MESH_CASES = {"esmf": ("esmf", MJO), "scrip": ("scrip", MJO), "scrip-touching": ("scrip", (*MJO, "--touching"))}
+
+
+@pytest.mark.parametrize("case", ["esmf"])
+def test_esmf_mesh_keeps_whole_cells_renumbered(case: str, runs: SubsetRuns, inputs: dict[str, list[Path]]) -> None:
+    """The faces centred in the box, each with all its nodes, elementConn renumbered to the kept nodes
+    (1-based, -1 kept), nothing else; every variable the input's at the original indices; 1-3 ranks alike."""
+    for n in RANKS:
+        assert runs.result(f"{case}-{n or 1}").returncode == 0, runs.result(f"{case}-{n or 1}").stderr
+    names = ["nodeCoords", "elementConn", "numElementConn", "centerCoords", "elementArea", "psi"]
+    src = read(inputs["esmf"], names)
+    out = runs.out(f"{case}-1")
+    got = read([out], names + ["elementCount_original_index", "nodeCount_original_index"])
+    faces, nodes = got["elementCount_original_index"], got["nodeCount_original_index"]
+    centre = src["centerCoords"]
+    want_faces = np.flatnonzero(inside_box(box_of(MJO), centre[:, 1], centre[:, 0]))
+    np.testing.assert_array_equal(faces, want_faces)
+    used = src["elementConn"][faces]
+    np.testing.assert_array_equal(nodes, np.unique(used[used >= 1] - 1))
+    conn = got["elementConn"]
+    np.testing.assert_array_equal(np.where(conn >= 1, nodes[np.maximum(conn, 1) - 1] + 1, conn), used)
+    for name in ("numElementConn", "centerCoords", "elementArea", "psi"):
+        np.testing.assert_array_equal(got[name], src[name][faces], err_msg=name)
+    np.testing.assert_array_equal(got["nodeCoords"], src["nodeCoords"][nodes])
+    for n in RANKS[1:]:
+        assert_same_file(out, runs.out(f"{case}-{n}"))
+
+
+@pytest.mark.parametrize("case", ["scrip", "scrip-touching"])
+def test_scrip_grid_keeps_whole_cells(case: str, runs: SubsetRuns, inputs: dict[str, list[Path]]) -> None:
+    """The cells centred in the box (with --touching: whose corners' polygon overlaps it, by shapely), each
+    with its corners, in input order; grid_dims says how many; 1-3 ranks alike."""
+    for n in RANKS:
+        assert runs.result(f"{case}-{n or 1}").returncode == 0, runs.result(f"{case}-{n or 1}").stderr
+    names = ["grid_center_lat", "grid_center_lon", "grid_corner_lat", "grid_corner_lon", "grid_imask", "grid_dims"]
+    src = read(inputs["scrip"], names)
+    out = runs.out(f"{case}-1")
+    got = read([out], names)
+    kept = inside_box(box_of(MJO), src["grid_center_lat"], src["grid_center_lon"])
+    if case.endswith("touching"):
+        kept |= touching(box_of(MJO), src["grid_corner_lat"], src["grid_corner_lon"])
+    rows = np.flatnonzero(kept)
+    for name in names[:-1]:
+        np.testing.assert_array_equal(got[name], src[name][rows], err_msg=name)
+    assert got["grid_dims"].tolist() == [rows.size]
+    for n in RANKS[1:]:
+        assert_same_file(out, runs.out(f"{case}-{n}"))
 
 
 @pytest.mark.parametrize("case", ["eur", "nam"])

@@ -4,8 +4,9 @@
   int32/int64, odd or no _FillValue: synthetic meshes written here, FESOM's transposed mesh and the ne30
   cubed-sphere mesh with its data in a second file under another dimension name (real files);
 * 1-D auxiliary latitude/longitude (ICON as CMIP6 stores it): equal to ``ncks -X``;
-* layouts climio cannot cut by a box (SCRIP, ESMF, Exodus, HEALPix): -b/-X refused by name in one line, -d
-  and -v still work; on a GEOS cubed-sphere file -d cuts as ncks does (its boxes: test_subset_curvilinear.py).
+* layouts climio cannot cut by a box (a logically rectangular SCRIP grid, Exodus, HEALPix): -b/-X refused by
+  name in one line, -d and -v still work; on a GEOS cubed-sphere file -d cuts as ncks does, and an ESMF mesh's
+  elements are renumbered (boxes on both, and on unstructured SCRIP grids: test_subset_curvilinear.py).
 
 The mesh checks below rebuild what the output must be from the input file and the output's
 ``*_original_index`` variables alone: every connectivity entry maps back to the input's entry, every kept
@@ -711,10 +712,28 @@ def write_layout(path: Path, kind: str) -> Path:
     return path
 
 
-LAYOUTS = [("scrip", "SCRIP grid file", "-d grid_size,"), ("esmf", "ESMF unstructured mesh", "-v"),
-           ("exodus", "Exodus II mesh", "-v"), ("healpix", "HEALPix grid", "-d"),
+LAYOUTS = [("scrip", "SCRIP grid file", "-d grid_size,"), ("exodus", "Exodus II mesh", "-v"), ("healpix", "HEALPix grid", "-d"),
            ("dsg", "ragged-array discrete sampling geometry", "-v"),
            ("ugrid-two-meshes", "2 UGRID meshes ('mesh', 'network')", "split the file")]
+
+
+@prepare
+def prepare_esmf(r: SubsetRuns, **_: Path) -> None:
+    src = write_layout(r.folder("esmf") / "esmf.nc", "esmf")
+    r.subset("esmf-cells", "-d", "elementCount,1", src, nranks=2)
+    r.subset("esmf-nodes", "-d", "nodeCount,0,1", src)
+
+
+def test_esmf_elements_are_cut_and_nodes_renumbered(runs: SubsetRuns) -> None:
+    """-d on the elements keeps their nodes and renumbers elementConn (1-based by default); -d on the nodes
+    would leave elements without them, and is refused."""
+    ok(runs.result("esmf-cells"))  # subset -d elementCount,1 esmf.nc out at 2 ranks
+    got = read_all(runs.out("esmf-cells"))
+    np.testing.assert_array_equal(got["elementConn"], [[1, 2, 3]])  # nodes 1, 3, 4 of the input, now 1, 2, 3
+    np.testing.assert_array_equal(got["nodeCoords"], [[0, 0], [1, 1], [0, 1]])
+    np.testing.assert_array_equal(got["centerCoords"], [[0.3, 0.7]])
+    refused(runs.result("esmf-nodes"), runs.out("esmf-nodes"), "-d nodeCount,0,1",
+            "on a esmf mesh select cells ('elementCount')")
 
 
 @prepare
@@ -724,8 +743,6 @@ def prepare_other_layouts(r: SubsetRuns, **_: Path) -> None:
         r.subset(f"{kind}-box", "-X", "0,90,0,45", src)
         if kind == "scrip":
             r.subset(f"{kind}-cut", "-d", "grid_size,2,5", src, nranks=2)
-        if kind == "esmf":
-            r.subset(f"{kind}-cut", "-d", "nodeCount,0,1", src)
         if kind == "ugrid-two-meshes":
             r.subset(f"{kind}-cut", "-d", "n_face,0,5", src)
             r.subset(f"{kind}-v", "-v", "depth", src)
@@ -742,8 +759,6 @@ def test_other_layouts_refuse_boxes(runs: SubsetRuns, kind: str, what: str, advi
         got = read_all(out)
         np.testing.assert_array_equal(got["grid_center_lat"], np.arange(2.0, 6.0) * 10)
         np.testing.assert_array_equal(got["grid_dims"], [4, 2])
-    if kind == "esmf":  # cutting the nodes would leave elementConn pointing past them
-        refused(runs.result(f"{kind}-cut"), runs.out(f"{kind}-cut"), "-d nodeCount,0,1", "ESMF", "cut another")
     if kind == "ugrid-two-meshes":  # no renumbering: -d on a mesh dimension is refused, -v works
         refused(runs.result(f"{kind}-cut"), runs.out(f"{kind}-cut"), "-d n_face,0,5", "cut another")
         ok(runs.result(f"{kind}-v"))  # subset -v depth src out, plainly

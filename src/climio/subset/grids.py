@@ -23,9 +23,14 @@
   rectangle of ``Ydim``/``Xdim`` for all of them. Their 1-D axes (``rlat``/``rlon``, ``j``/``i``) are the grid's
   own, never read as latitude/longitude.
 
-Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): SCRIP grid files,
-ESMF mesh files, Exodus meshes, HEALPix, CF ragged-array discrete sampling geometries, 3-D and 1-D UGRID
-meshes, and grids whose 1-D axes are their own rather than latitude/longitude with no 2-D latitude/longitude
+- **esmf**: an ESMF mesh: ``elementConn`` into ``nodeCoords`` (columns: longitude, latitude), 1-based unless
+  ``start_index`` says otherwise, -1 = none; cut as the meshes above.
+- **scrip** (a kind of **points**): an unstructured SCRIP grid, each cell along ``grid_size`` with its own
+  centre and corners, no connectivity; ``grid_dims`` follows the cut.
+
+Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): logically rectangular SCRIP
+grids, ESMF meshes in Cartesian coordinates, Exodus meshes, HEALPix, CF ragged-array discrete sampling
+geometries, 3-D and 1-D UGRID meshes, and grids whose 1-D axes are their own rather than latitude/longitude with no 2-D latitude/longitude
 to read instead (a projection's ``projection_x_coordinate`` alone). ``-b``/``-X`` is refused on them by name;
 ``-v`` and ``-d`` still work.
 
@@ -74,6 +79,7 @@ class Mesh:
     node_lat: str | None = None
     node_lon: str | None = None
     node_radians: bool = False
+    columns: bool = False  # lat/lon (and node_lat/node_lon) name one (n, 2) variable, longitude first (ESMF)
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,9 @@ class Points:
     lat: str
     lon: str
     radians: bool = False
+    lat_bounds: str | None = None  # each element's corners (dim, nv), for --touching (SCRIP, CMIP6's ICON)
+    lon_bounds: str | None = None
+    count: str | None = None  # a variable that holds the number of elements (SCRIP's grid_dims), rewritten
     family: str = field(default="points")
 
 
@@ -241,7 +250,11 @@ def _points(dims: Mapping[str, int], variables: Mapping[str, Variable],
     shared = [d for d in lats if d in lons]
     if len(shared) == 1:
         dim = shared[0]
-        return Points(dim, lats[dim], lons[dim], radians=_radians(variables[lats[dim]]))
+        lat_bounds, lon_bounds = _bounds(variables, lats[dim]), _bounds(variables, lons[dim])
+        if lat_bounds is None or lon_bounds is None:
+            lat_bounds = lon_bounds = None
+        return Points(dim, lats[dim], lons[dim], radians=_radians(variables[lats[dim]]), lat_bounds=lat_bounds,
+                      lon_bounds=lon_bounds)
     found = ", ".join(f"{name}({d})" for d, name in sorted({**lats, **lons}.items()))
     if shared:
         what = f"a file with latitude/longitude on several dimensions ({found})"
@@ -296,12 +309,15 @@ def _unsupported(dims: Mapping[str, int], variables: Mapping[str, Variable],
                            "without lats/lons(nf, Ydim, Xdim)", cube.name if cube is not None else some("Xdim", "Ydim"),
                            index_cut(*geos_axes))
     if "grid_size" in dims and ({"grid_center_lat", "grid_corner_lat"} & set(variables)):
-        return Unsupported("scrip", "a SCRIP grid file (grid_size, grid_center_lat/lon)",
-                           some("grid_center_lat", "grid_corner_lat"), index_cut("grid_size"))
+        return _scrip(dims, variables) or Unsupported(
+            "scrip", "a logically rectangular SCRIP grid file (grid_rank = 2: cells in rows of grid_dims)",
+            some("grid_center_lat", "grid_corner_lat"), index_cut("grid_size"))
     if {"nodeCoords", "elementConn"} <= set(variables):
         node_dim = variables["nodeCoords"].dims[0]
-        return Unsupported("esmf-mesh", "an ESMF unstructured mesh file (nodeCoords, elementConn)", "elementConn",
-                           "use -v, or -d on its element dimension (elements are not renumbered)", (node_dim,))
+        return _esmf(dims, variables) or Unsupported(
+            "esmf-mesh", "an ESMF unstructured mesh file in Cartesian coordinates (nodeCoords not in degrees or "
+            "radians)", "nodeCoords", "use -v, or -d on its element dimension (elements are not renumbered)",
+            (node_dim,))
     connects = [name for name in variables if name.startswith("connect") and name[7:].isdigit()]
     if "num_nodes" in dims and (connects or "coordx" in variables):
         return Unsupported("exodus", "an Exodus II mesh (num_nodes, connect1...)", (connects or ["coordx"])[0],
@@ -322,6 +338,42 @@ def _unsupported(dims: Mapping[str, int], variables: Mapping[str, Variable],
                            "cutting its elements would break the ragged-array counts; use -v",
                            tuple(d for d in linked if d in dims))
     return None
+
+
+def _scrip(dims: Mapping[str, int], variables: Mapping[str, Variable]) -> Points | None:
+    """An unstructured SCRIP grid (``grid_rank`` = 1): cells along ``grid_size``, each with its own centre and
+    corners (no connectivity), ``grid_dims`` holding their number; None for a logically rectangular one."""
+    centre = ("grid_center_lat", "grid_center_lon")
+    if dims.get("grid_rank") != 1 or not all(n in variables and variables[n].dims == ("grid_size",) for n in centre):
+        return None
+    corners = ("grid_corner_lat", "grid_corner_lon")
+    cornered = all(n in variables and variables[n].dims[:1] == ("grid_size",) for n in corners)
+    return Points("grid_size", *centre, radians=_radians(variables["grid_center_lat"]),
+                  lat_bounds=corners[0] if cornered else None, lon_bounds=corners[1] if cornered else None,
+                  count="grid_dims" if "grid_dims" in variables else None, family="scrip")
+
+
+ESMF_GEOMETRY = ("nodeCoords", "centerCoords", "numElementConn", "elementArea", "elementMask", "nodeMask")
+
+
+def _esmf(dims: Mapping[str, int], variables: Mapping[str, Variable]) -> Mesh | None:
+    """An ESMF unstructured mesh (ESMFMESH): ``elementConn(elementCount, maxNodePElement)`` into ``nodeCoords
+    (nodeCount, coordDim)``, 1-based unless ``start_index`` says otherwise, -1 for "none"; coordinates in
+    (longitude, latitude) columns, in degrees or radians; None in Cartesian coordinates."""
+    nodes, conn_var = variables["nodeCoords"], variables["elementConn"]
+    units = _units(nodes)
+    if not ("deg" in units or "rad" in units) or len(conn_var.dims) != 2:
+        return None
+    fill = conn_var.attrs.get("_FillValue")
+    conn = Connectivity("elementConn", conn_var.dims[0], nodes.dims[0], int(conn_var.attrs.get("start_index", 1)),
+                        int(fill) if fill is not None else -1)
+    centre = "centerCoords" if "centerCoords" in variables else None
+    return Mesh("esmf", conn.source, (conn.source, conn.target), centre, centre,
+                "rad" in _units(variables.get(centre or "")), (conn,), (conn,),
+                _mesh_vars(variables, (conn,), ESMF_GEOMETRY),
+                sides="numElementConn" if "numElementConn" in variables else None,
+                centre_links=conn if centre is None else None, node_lat="nodeCoords", node_lon="nodeCoords",
+                node_radians="rad" in units, columns=True)
 
 
 def _mesh_vars(variables: Mapping[str, Variable], connectivity: tuple[Connectivity, ...],

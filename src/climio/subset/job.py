@@ -187,7 +187,7 @@ class _Job:
             raise ClimioError(f"-b/-X: {self._file_of(name)} has a {have} '{name}' but no {lacks}, so a "
                               f"latitude/longitude box does not apply; cut with -d {name},MIN.,MAX. instead",
                               collective=True)
-        if self.request.touching and box is not None and not isinstance(grid, (Regular, Curvilinear)):
+        if self.request.touching and box is not None and not isinstance(grid, (Regular, Curvilinear, Points)):
             raise ClimioError(f"--touching: {self._file_of(None)} is on a {grid.family if grid else 'unknown'} grid, "
                               f"whose cells are chosen by their centre; leave out --touching", collective=True)
         aliases: dict[str, str] = {}
@@ -355,15 +355,26 @@ class _Job:
         size = self.inputs.dims[grid.dim]
         lo, n = block_range(size, self.comm.Get_size(), self.comm.Get_rank())
         mine = np.arange(lo, lo + n)
-        lat, lon = (self._read_rows(name, mine).astype(np.float64) for name in (grid.lat, grid.lon))
+        touching = self.request.touching
+        if touching and (grid.lat_bounds is None or grid.lon_bounds is None):
+            raise ClimioError(f"--touching: {self._file_of(grid.lat)} gives no cell bounds for {grid.lat}/{grid.lon} "
+                              f"(no 'bounds' attribute naming corner variables); select by cell centre (leave out "
+                              f"--touching)", collective=True)
+        names = (grid.lat, grid.lon, *((grid.lat_bounds, grid.lon_bounds) if touching else ()))
+        lat, lon, *corners = (self._read_rows(name, mine).astype(np.float64) for name in names)  # type: ignore[arg-type]
         if grid.radians:
-            lat, lon = np.degrees(lat), np.degrees(lon)
+            lat, lon, *corners = (np.degrees(values) for values in (lat, lon, *corners))
         with np.errstate(invalid="ignore"):
-            local = mine[box.contains(lat, lon)]
+            inside = box.contains(lat, lon)
+            if corners:
+                inside |= box.touches(*corners)
+            local = mine[inside]
         picked = np.concatenate(self.comm.allgather(local)).astype(np.int64)
         if picked.size == 0:
-            raise ClimioError(f"the box selects nothing: no point of '{grid.dim}' in {self._file_of(grid.lat)} "
-                              f"({grid.lat}, {grid.lon}) lies in {_box_text(box)}", collective=True)
+            how = "overlaps" if touching else "lies in"
+            raise ClimioError(f"the box selects nothing: no {'cell' if touching else 'point'} of '{grid.dim}' in "
+                              f"{self._file_of(grid.lat)} ({grid.lat}, {grid.lon}) {how} {_box_text(box)}",
+                              collective=True)
         return Picked(grid.dim, size, picked)
 
     def _select_mesh(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
@@ -416,7 +427,7 @@ class _Job:
         From the mesh's centre variables; on a UGRID mesh without ``face_coordinates``, the centroid of the
         face's nodes: the mean of their unit vectors, normalised (as UXarray computes face centres)."""
         if mesh.lat is not None and mesh.lon is not None:
-            lat, lon = (self._read_rows(name, cells).astype(np.float64) for name in (mesh.lat, mesh.lon))
+            lat, lon = self._lat_lon(mesh, mesh.lat, mesh.lon, cells)
             return (np.degrees(lat), np.degrees(lon)) if mesh.radians else (lat, lon)
         conn = mesh.centre_links
         if conn is None or mesh.node_lat is None or mesh.node_lon is None:
@@ -426,7 +437,7 @@ class _Job:
         links = self._read_links(conn, cells)
         valid, index = self._entries(conn, links)
         nodes, inverse = np.unique(index, return_inverse=True)
-        lat, lon = (self._read_rows(name, nodes).astype(np.float64) for name in (mesh.node_lat, mesh.node_lon))
+        lat, lon = self._lat_lon(mesh, mesh.node_lat, mesh.node_lon, nodes)
         if not mesh.node_radians:
             lat, lon = np.radians(lat), np.radians(lon)
         xyz = np.stack([np.cos(lat) * np.cos(lon), np.cos(lat) * np.sin(lon), np.sin(lat)])[:, inverse]
@@ -439,6 +450,13 @@ class _Job:
             clon = np.degrees(np.arctan2(sy, sx))
         clat[empty], clon[empty] = np.nan, np.nan
         return clat, clon
+
+    def _lat_lon(self, mesh: Mesh, lat: str, lon: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Latitude and longitude of some elements, from two variables or (ESMF) the columns of one."""
+        if mesh.columns:
+            both = self._read_rows(lat, rows).astype(np.float64)
+            return both[:, 1], both[:, 0]
+        return self._read_rows(lat, rows).astype(np.float64), self._read_rows(lon, rows).astype(np.float64)
 
     def _entries(self, conn: Connectivity, links: np.ndarray,
                  among: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -589,6 +607,11 @@ class _Job:
         if not var.dims:
             data = self.inputs.read_runs(var.name, [Hyperslab((), ())] if self.comm.Get_rank() == 0 else [])
             out.write(var.name, data[0] if data else None, None)
+            done(nbytes)
+            return
+        if isinstance(self.grid, Points) and var.name == self.grid.count and self.grid.dim in self.selections:
+            count = np.array([self._count(self.grid.dim)], dtype=var.numpy_dtype)  # SCRIP's grid_dims
+            out.write(var.name, count, None)
             done(nbytes)
             return
         if 0 in counts:

@@ -67,7 +67,7 @@ class Box:
         lat, lon = np.where(valid[..., None], lat, 0.0), np.where(valid[..., None], lon, 0.0)
         steps = np.mod(np.diff(lon, axis=-1, append=lon[..., :1]) + 180.0, 360.0) - 180.0
         around = np.abs(steps.sum(axis=-1)) > 180.0
-        x = lon[..., :1] + np.concatenate([np.zeros_like(lon[..., :1]), np.cumsum(steps[..., :-1], axis=-1)], axis=-1)
+        x = lon[..., :1] + np.mod(lon - lon[..., :1] + 180.0, 360.0) - 180.0  # corners within 180 of the first
         low, high = x.min(axis=-1), x.max(axis=-1)
         north = lat.mean(axis=-1) > 0
         cap_low = np.where(around & north, lat.min(axis=-1), np.where(around, -90.0, lat.min(axis=-1)))
