@@ -99,6 +99,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory, inputs: dict[str, list[Path]]
     for name, (source, options) in MESH_CASES.items():
         for n in RANKS:
             r.subset(f"{name}-{n or 1}", *inputs[source], *options, nranks=n)
+    r.subset("fesom", REAL / "fesom.mesh.diag.nc", "-X", "0,30,-60,-40", nranks=2)
+    r.subset("mpas", DATA / "meshes" / "mesh.QU.1920km.151026.nc", "-X", "170,-100,-40,40", nranks=2)
     r.subset("eur-plain", EUR, "-X", "0,10,40,50")
     r.subset("nam-plain", *NAM, "-X", "-80,-70,40,60")
     for name, (args, _) in REFUSED.items():
@@ -328,6 +330,18 @@ def test_scrip_grid_keeps_whole_cells(case: str, runs: SubsetRuns, inputs: dict[
     assert got["grid_dims"].tolist() == [rows.size]
     for n in RANKS[1:]:
         assert_same_file(out, runs.out(f"{case}-{n}"))
+
+
+def test_a_mesh_whose_tables_disagree_is_named_in_a_warning(runs: SubsetRuns) -> None:
+    """FESOM's face_edges (1-based, with no start_index) list edges whose nodes are not their face's: one
+    warning names the table; MPAS's consistent tables give none."""
+    fesom, mpas = runs.result("fesom"), runs.result("mpas")
+    assert fesom.returncode == 0 and mpas.returncode == 0, fesom.stderr + mpas.stderr
+    warnings = [line for line in fesom.stderr.splitlines() if line.startswith("climio: warning:")]
+    assert warnings == [f"climio: warning: {REAL / 'fesom.mesh.diag.nc'}: 'face_edges' disagrees with 'edge_nodes' "
+                        f"and 'face_nodes': 43 of the 43 cells kept list an edge whose nodes are not theirs (is its "
+                        f"start_index right?); it is copied and renumbered as stored"], fesom.stderr
+    assert "warning" not in mpas.stderr
 
 
 @pytest.mark.parametrize("case", ["eur", "nam"])

@@ -408,6 +408,7 @@ class _Job:
             where = _box_text(box) if box is not None else f"-d {ranges[mesh.primary].text}"
             raise ClimioError(f"{where} selects no cell of the {mesh.family} mesh in {self._mesh_file(mesh)}",
                               collective=True)
+        self._check_links(mesh, primary.local_kept())
         reached = {mesh.primary}
         for conn in mesh.closure:  # cells -> corners/edges, then (UGRID) edges -> nodes: kept elements are whole
             kept[conn.target].mark(self._targets(conn, kept[conn.source].local_kept(), mesh))
@@ -420,6 +421,44 @@ class _Job:
                 kept[dim].number()
         self.selections.update({d: k for d, k in kept.items() if d in self.used})
         self.selections.update({d: kept[e] for d, e in aliases.items() if d in self.used})
+
+    def _check_links(self, mesh: Mesh, cells: np.ndarray) -> None:
+        """Warn (collective; rank 0 prints) when a mesh's cell -> edge table disagrees with its edge -> node and
+        cell -> node tables on the kept cells: an edge whose nodes are not its cell's (FESOM's face_edges, stored
+        1-based without saying so). The table is still copied and renumbered as stored."""
+        from mpi4py import MPI
+
+        def link(source: str, target: str) -> Connectivity | None:
+            return next((c for c in mesh.connectivity if (c.source, c.target) == (source, target)), None)
+
+        def ends(c: Connectivity) -> int:  # entries per row: an edge -> node table has two
+            return self.inputs.shape(c.var)[1 - c.axis]
+
+        for edges in (c for c in mesh.connectivity if c.source == mesh.primary and c.target != mesh.primary):
+            for nodes in (c for c in mesh.connectivity if c.source == edges.target and ends(c) == 2
+                          and c.target not in (edges.target, mesh.primary)):
+                corners = link(mesh.primary, nodes.target)
+                if corners is None:
+                    continue
+                edge_rows = self._read_links(edges, cells)
+                among = None
+                if mesh.sides is not None:
+                    sides = self._read_rows(mesh.sides, cells)
+                    among = np.arange(edge_rows.shape[1])[None, :] < sides[:, None]
+                valid, index = self._entries(edges, edge_rows, among)
+                pairs = np.zeros((0, 2), dtype=np.int64)
+                if index.size:
+                    pairs = self._read_links(nodes, index).astype(np.int64) - nodes.start
+                own = self._read_links(corners, cells).astype(np.int64) - corners.start
+                wrong = np.zeros(len(cells), dtype=bool)
+                for (row, _), pair in zip(np.argwhere(valid), pairs):
+                    wrong[row] |= not np.isin(pair[pair >= 0], own[row]).all()
+                bad, total = self.comm.allreduce(np.array([int(wrong.sum()), len(cells)]), op=MPI.SUM)
+                if bad and self.comm.Get_rank() == 0:
+                    print(f"climio: warning: {self._file_of(edges.var)}: '{edges.var}' disagrees with '{nodes.var}' "
+                          f"and '{corners.var}': {bad} of the {total} cells kept list an edge whose nodes are not "
+                          f"theirs (is its start_index right?); it is copied and renumbered as stored",
+                          file=sys.stderr)
 
     def _centres(self, mesh: Mesh, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Cell-centre latitude and longitude in degrees of the given cells.
