@@ -196,7 +196,9 @@ def test_to_netcdf_modes_compression_and_errors(tmp_path: Path) -> None:
 
 MESH = DATA / "meshes" / "mesh.QU.1920km.151026.nc"
 SUBSETS = {"join": (["-d", "lat,0.,30.", "-d", "time,1855-01-01,1872-12-31"], EC_EARTH),
-           "mesh": (["-b", "40,-20,100,-20"], [MESH])}
+           "mesh": (["-b", "40,-20,100,-20"], [MESH]),
+           "tripolar": (["-b", "30,-10,-170,170", "--touching", "--mask"],
+                        [DATA / "synthetic" / "tos_tripolar.nc"])}
 
 
 @pytest.fixture(scope="module")
@@ -215,14 +217,15 @@ def command_cuts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_accessor_subset_equals_the_command(case: str, nranks: int, command_cuts: dict[str, Path],
                                             tmp_path: Path) -> None:
     """``.climio.subset`` cuts what ``climio subset`` cuts: decades joined along time with dates and a latitude
-    range, and an MPAS mesh cut by a box (cells, corners, edges renumbered), at 1 and 2 ranks."""
+    range, an MPAS mesh cut by a box (cells, corners, edges renumbered), and a tripolar grid's rectangle of the
+    cells touching a box across the dateline, the others masked, at 1 and 2 ranks."""
     cuts, files = SUBSETS[case]
     with _open(command_cuts[case], engine="climio") as want:
         if nranks == 1:  # in this process, into memory: no file is left
             with climio_pkg.open_mfdataset(files) as dataset:
                 ranges = [cuts[k + 1] for k in range(0, len(cuts), 2) if cuts[k] == "-d"]
                 box = next((cuts[k + 1] for k in range(0, len(cuts), 2) if cuts[k] == "-b"), None)
-                got = dataset.climio.subset(*ranges, box=box)
+                got = dataset.climio.subset(*ranges, box=box, touching="--touching" in cuts, mask="--mask" in cuts)
             assert_same_dataset(got, want, history=False)
             assert not list(Path(tempfile.gettempdir()).glob("climio-subset-*"))  # its temporary file is gone
             assert got.attrs["history"].startswith(f"climio (xarray) subset {' '.join(cuts[:2])}")

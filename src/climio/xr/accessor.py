@@ -49,14 +49,15 @@ class _Climio:
     def subset(self, *ranges: str, variables: Iterable[str] | None = None, box: str | None = None,
                lonlat: str | None = None, path: str | os.PathLike[str] | None = None, mode: str | None = None,
                comm: MPI.Comm | None = None, overwrite: bool = False, deflate: int | None = None,
-               ppc: Iterable[str] | None = None) -> xr.Dataset:
+               ppc: Iterable[str] | None = None, touching: bool = False, mask: bool = False) -> xr.Dataset:
         """Cut the files this object was opened from as ``climio subset`` cuts them (collective over ``comm``).
 
         ``ranges`` are ``-d`` ranges (``"time,2005-06-01,2005-08-31"``, ``"lat,0.,90."``), ``variables`` is
         ``-v`` (default: a DataArray's own name; for a Dataset every variable of the files, as the command),
         ``box`` is ``-b NORTH,SOUTH,EAST,WEST`` and ``lonlat``
         ``-X LONMIN,LONMAX,LATMIN,LATMAX``; on a mesh, the cells in the box with their corners and edges,
-        renumbered. The files are the object's sources (``engine="climio"``, :func:`climio.open_mfdataset`, or any
+        renumbered; on a curvilinear grid, the index rectangle that holds its cells (``touching`` and ``mask`` as
+        the command's ``--touching``, ``--mask``). The files are the object's sources (``engine="climio"``, :func:`climio.open_mfdataset`, or any
         engine that opened one file), read from disk whatever was changed in memory since. With ``path`` the cut
         is written there (``mode``, ``deflate``, ``ppc`` as the command's ``--mode``, ``-L``, ``--ppc``) and
         opened lazily; without it, the cut is loaded into memory and no file is left."""
@@ -70,6 +71,8 @@ class _Climio:
 
         if box is not None and lonlat is not None:
             raise ClimioError("subset: give box= (-b) or lonlat= (-X), not both")
+        if (touching or mask) and box is None and lonlat is None:
+            raise ClimioError(f"subset: {'touching' if touching else 'mask'}= applies to a box: give box= or lonlat=")
         sources, join = _sources(self._obj)
         names = [str(v) for v in variables] if variables is not None else \
             None if isinstance(self._obj, xr.Dataset) else [str(self._obj.name)]
@@ -77,13 +80,14 @@ class _Climio:
         folder = None if path is not None else mpi.agree(comm, lambda: tempfile.mkdtemp(prefix="climio-subset-"))
         target = os.fspath(path) if path is not None else os.path.join(str(folder), "subset.nc")
         given = [*([f"-v {','.join(names)}"] if names else []), *(f"-d {r}" for r in ranges),
-                 *([f"-b {box}"] if box else []), *([f"-X {lonlat}"] if lonlat else [])]
+                 *([f"-b {box}"] if box else []), *([f"-X {lonlat}"] if lonlat else []),
+                 *(["--touching"] if touching else []), *(["--mask"] if mask else [])]
         request = Request(inputs=sources, output=target, variables=names,
                           ranges=[parse_dim_range(text) for text in ranges],
                           box=parse_box(box, "-b") if box else parse_box(lonlat, "-X") if lonlat else None,
                           join=join, mode=mode, overwrite=overwrite,
                           history=" ".join(["climio (xarray) subset", *given]),
-                          compress=settings(deflate, list(ppc) if ppc else None, None))
+                          compress=settings(deflate, list(ppc) if ppc else None, None), touching=touching, mask=mask)
         try:
             cut(request, comm)
             if folder is None:
