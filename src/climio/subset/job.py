@@ -129,6 +129,7 @@ class _Job:
         self.selections: dict[str, Selection] = {}
         self.inside: curvilinear.Rectangle | None = None  # a curvilinear box's rectangle, when --mask asks for it
         self.masked: set[str] = set()  # the data variables --mask fills outside the box
+        self._rows_read: dict[tuple[str, int, bytes], np.ndarray] | None = None  # a mesh's rows, while selecting
         self.schema: Schema | None = None  # the output's, once write() has declared it
         self.bytes_read = 0
         compressing = request.compress is not None and request.compress.active
@@ -379,6 +380,14 @@ class _Job:
 
     def _select_mesh(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
                      aliases: dict[str, str] | None = None) -> None:
+        self._rows_read = {}
+        try:
+            self._select_mesh_elements(mesh, ranges, box, aliases)
+        finally:
+            self._rows_read = None
+
+    def _select_mesh_elements(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
+                              aliases: dict[str, str] | None = None) -> None:
         comm = self.comm
         aliases = aliases or {}
         ranges = dict(ranges)
@@ -447,8 +456,9 @@ class _Job:
                     among = np.arange(edge_rows.shape[1])[None, :] < sides[:, None]
                 valid, index = self._entries(edges, edge_rows, among)
                 pairs = np.zeros((0, 2), dtype=np.int64)
-                if index.size:
-                    pairs = self._read_links(nodes, index).astype(np.int64) - nodes.start
+                if index.size:  # each edge read once, in order (two cells share it)
+                    edges_used, where = np.unique(index, return_inverse=True)
+                    pairs = self._read_links(nodes, edges_used).astype(np.int64)[where] - nodes.start
                 own = self._read_links(corners, cells).astype(np.int64) - corners.start
                 wrong = np.zeros(len(cells), dtype=bool)
                 for (row, _), pair in zip(np.argwhere(valid), pairs):
@@ -556,14 +566,21 @@ class _Job:
 
     def _read_rows(self, name: str, rows: np.ndarray, axis: int = 0) -> np.ndarray:
         """Rows along dimension ``axis`` (the first by default) of a variable, every other dimension whole;
-        the rows come first in the result."""
+        the rows come first in the result. While a mesh is selected, rows asked for again are not read again."""
+        rows = np.asarray(rows, dtype=np.int64)
+        key = (name, axis, rows.tobytes())
+        if self._rows_read is not None and key in self._rows_read:
+            return self._rows_read[key]
         var = self.inputs.variables[name]
         axes = [np.arange(n) for n in self.inputs.shape(name)]
-        axes[axis] = np.asarray(rows, dtype=np.int64)
+        axes[axis] = rows
         data, nread = reader.read(self.inputs.read_runs, name, axes, var.numpy_dtype, self.request.slack,
                                   self.inputs.shape(name))
         self.bytes_read += nread
-        return np.moveaxis(data, axis, 0) if axis else data
+        data = np.moveaxis(data, axis, 0) if axis else data
+        if self._rows_read is not None:
+            self._rows_read[key] = data
+        return data
 
     # -- the output ---------------------------------------------------------------------------
     def bytes_selected(self) -> int:
