@@ -32,8 +32,10 @@ $(KERNELS): $(SOURCES) | $(STAMP)
 	touch $@
 
 # Two workers, a test file each at a time (its fixtures built once): most tests wait on mpiexec and disks.
+# Ranks waiting for a message yield their core (Open MPI does so by itself only beyond one rank per core):
+# the other worker's ranks and processes get on meanwhile.
 test: $(STAMP) $(CAPI) $(KERNELS)
-	$(PY) -m pytest -q -n 2 --dist loadfile tests
+	OMPI_MCA_mpi_yield_when_idle=1 $(PY) -m pytest -q -n 2 --dist loadfile tests
 
 # climio from PyPI's packages alone (pip install . into a plain venv) against the full installation.
 check-pip: $(STAMP) $(KERNELS)

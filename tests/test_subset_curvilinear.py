@@ -245,8 +245,8 @@ def test_the_box_keeps_the_rectangle_of_its_cells(case: str, runs: SubsetRuns, i
             assert_same_file(runs.out(f"{case}-1"), runs.out(f"{case}-{n}"))
     if "--mask" in options:
         with netCDF4.Dataset(runs.out(f"{case}-1")) as ds:
-            assert f"{var} set to _FillValue in the cells of the index rectangle whose centre lies outside the " \
-                   f"box (--mask)" in ds.history
+            outside = "that do not overlap the box" if "--touching" in options else "whose centre lies outside the box"
+            assert f"{var} set to _FillValue in the cells of the index rectangle {outside} (--mask)" in ds.history
 
 
 def assert_same_file(a: Path, b: Path) -> None:

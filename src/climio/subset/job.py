@@ -611,8 +611,9 @@ class _Job:
         attrs = dict(self.inputs.attrs)
         history = self.request.history
         if self.masked:
+            outside = "that do not overlap the box" if self.request.touching else "whose centre lies outside the box"
             history += (": " if history else "") + f"{', '.join(sorted(self.masked))} set to _FillValue in the " \
-                "cells of the index rectangle whose centre lies outside the box (--mask)"
+                f"cells of the index rectangle {outside} (--mask)"
         if history:
             attrs["history"] = history + ("\n" + str(attrs["history"]) if "history" in attrs else "")
         return Schema(dims, tuple(variables), attrs)
