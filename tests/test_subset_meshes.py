@@ -611,30 +611,9 @@ def test_points_edges_and_dateline(points: Path, runs: SubsetRuns, tmp_path: Pat
 # ---------------------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def geos(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def geos() -> Path:
     """A GEOS cubed-sphere native file: nf=6 faces of Ydim x Xdim, 3-D lons/lats, fake 1-D Xdim/Ydim."""
-    path = tmp_path_factory.mktemp("geos") / "c12.nc4"
-    n = 12
-    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-        ds.createDimension("time", None)
-        for name, size in (("nf", 6), ("Ydim", n), ("Xdim", n), ("lev", 2)):
-            ds.createDimension(name, size)
-        ds.createVariable("nf", "i4", ("nf",))[:] = np.arange(1, 7)
-        for name, units in (("Xdim", "degrees_east"), ("Ydim", "degrees_north")):
-            var = ds.createVariable(name, "f8", (name,))
-            var[:] = np.linspace(-45, 45, n) + (0 if name == "Ydim" else 100)
-            var.units, var.long_name = units, f"Fake {name[0]} coordinate for GrADS compatibility"
-        ds.createVariable("lev", "f8", ("lev",))[:] = [1.0, 2.0]
-        ds.createVariable("time", "f8", ("time",))[:] = [0.0]
-        lons = ds.createVariable("lons", "f8", ("nf", "Ydim", "Xdim"))
-        lats = ds.createVariable("lats", "f8", ("nf", "Ydim", "Xdim"))
-        lons[:] = np.random.default_rng(1).uniform(0, 360, (6, n, n))
-        lats[:] = np.random.default_rng(2).uniform(-90, 90, (6, n, n))
-        lons.units, lats.units = "degrees_east", "degrees_north"
-        t = ds.createVariable("T", "f4", ("time", "lev", "nf", "Ydim", "Xdim"))
-        t[:] = np.arange(2 * 6 * n * n, dtype="f4").reshape(1, 2, 6, n, n)
-        t.coordinates = "lons lats"
-    return path
+    return DATA / "synthetic" / "geos_c12.nc4"
 
 
 GEOS_CUT = ("-d", "nf,1,2", "-d", "Xdim,2,5", "-d", "Ydim,3,9,2")
