@@ -68,7 +68,9 @@ prepare = Preparers()
 @pytest.fixture(scope="module")
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Path]]:
     folder = tmp_path_factory.mktemp("grids")
-    return {"eur": [EUR], "nam": NAM, "eur-bounds": [curvilinear_files.cordex_with_bounds(EUR, folder / "eur.nc")],
+    bounded = curvilinear_files.cordex_with_bounds(EUR, folder / "eur.nc")
+    return {"eur": [EUR], "nam": NAM, "eur-bounds": [bounded],
+            "scrip-rows": [mesh_layouts.scrip_rectangular(bounded, folder / "eur_scrip.nc")],
             "tripolar": [SYNTHETIC / "tos_tripolar.nc"], "cube": [SYNTHETIC / "geos_c12.nc4"],
             "esmf": [SYNTHETIC / "mpas_qu1920_esmf.nc"], "scrip": [SYNTHETIC / "mpas_qu1920_scrip.nc"]}
 
@@ -283,7 +285,8 @@ def test_touching_on_a_regular_grid_keeps_cells_by_their_bounds(name: str, runs:
 # The real MPAS QU 1920 km mesh as an ESMF mesh and an unstructured SCRIP grid (tests/helpers/mesh_layouts.py);
 # a Pacific box across the dateline
 MJO = ("-X", "170,-100,-40,40")
-MESH_CASES = {"esmf": ("esmf", MJO), "scrip": ("scrip", MJO), "scrip-touching": ("scrip", (*MJO, "--touching"))}
+MESH_CASES = {"esmf": ("esmf", MJO), "scrip": ("scrip", MJO), "scrip-touching": ("scrip", (*MJO, "--touching")),
+              "scrip-rows": ("scrip-rows", CASES["eur-touching"][3][:-1])}
 
 
 @pytest.mark.parametrize("case", ["esmf"])
@@ -309,6 +312,24 @@ def test_esmf_mesh_keeps_whole_cells_renumbered(case: str, runs: SubsetRuns, inp
     np.testing.assert_array_equal(got["nodeCoords"], src["nodeCoords"][nodes])
     for n in RANKS[1:]:
         assert_same_file(out, runs.out(f"{case}-{n}"))
+
+
+def test_a_rectangular_scrip_grid_keeps_the_curvilinear_rectangle(runs: SubsetRuns,
+                                                                  inputs: dict[str, list[Path]]) -> None:
+    """EUR-11 with cartopy's corners as a SCRIP grid of grid_rank 2: --touching keeps the cells of the rectangle
+    the curvilinear file gives (worked out by this file's own check), row by row; grid_dims is its (nx, ny)."""
+    picks, _ = expected("eur-touching", inputs)
+    want = read(inputs["eur-bounds"], ["lat", "lon", "lat_vertices", "lon_vertices"])
+    for n in RANKS:
+        result = runs.result(f"scrip-rows-{n or 1}")
+        assert result.returncode == 0, result.stderr
+        got = read([runs.out(f"scrip-rows-{n or 1}")], ["grid_center_lat", "grid_center_lon", "grid_corner_lat",
+                                                        "grid_corner_lon", "grid_dims"])
+        rect = np.ix_(*picks)
+        np.testing.assert_array_equal(got["grid_center_lat"], want["lat"][rect].ravel())
+        np.testing.assert_array_equal(got["grid_center_lon"], want["lon"][rect].ravel())
+        np.testing.assert_array_equal(got["grid_corner_lat"], want["lat_vertices"][rect].reshape(-1, 4))
+        assert got["grid_dims"].tolist() == [len(picks[1]), len(picks[0])]
 
 
 @pytest.mark.parametrize("case", ["scrip", "scrip-touching"])

@@ -4,9 +4,9 @@
   int32/int64, odd or no _FillValue: synthetic meshes written here, FESOM's transposed mesh and the ne30
   cubed-sphere mesh with its data in a second file under another dimension name (real files);
 * 1-D auxiliary latitude/longitude (ICON as CMIP6 stores it): equal to ``ncks -X``;
-* layouts climio cannot cut by a box (a logically rectangular SCRIP grid, Exodus, HEALPix): -b/-X refused by
-  name in one line, -d and -v still work; on a GEOS cubed-sphere file -d cuts as ncks does, and an ESMF mesh's
-  elements are renumbered (boxes on both, and on unstructured SCRIP grids: test_subset_curvilinear.py).
+* layouts climio cannot cut by a box (Exodus, HEALPix, ragged arrays, two UGRID meshes): -b/-X refused by
+  name in one line, -d and -v still work; on a GEOS cubed-sphere file and a SCRIP grid -d cuts as ncks does,
+  and an ESMF mesh's elements are renumbered (their boxes: test_subset_curvilinear.py).
 
 The mesh checks below rebuild what the output must be from the input file and the output's
 ``*_original_index`` variables alone: every connectivity entry maps back to the input's entry, every kept
@@ -691,7 +691,7 @@ def write_layout(path: Path, kind: str) -> Path:
     return path
 
 
-LAYOUTS = [("scrip", "SCRIP grid file", "-d grid_size,"), ("exodus", "Exodus II mesh", "-v"), ("healpix", "HEALPix grid", "-d"),
+LAYOUTS = [("exodus", "Exodus II mesh", "-v"), ("healpix", "HEALPix grid", "-d"),
            ("dsg", "ragged-array discrete sampling geometry", "-v"),
            ("ugrid-two-meshes", "2 UGRID meshes ('mesh', 'network')", "split the file")]
 
@@ -716,12 +716,31 @@ def test_esmf_elements_are_cut_and_nodes_renumbered(runs: SubsetRuns) -> None:
 
 
 @prepare
+def prepare_scrip(r: SubsetRuns, **_: Path) -> None:
+    src = write_layout(r.folder("scrip") / "scrip.nc", "scrip")
+    r.subset("scrip-cut", "-d", "grid_size,2,5", src, nranks=2)
+    r.subset("scrip-box", "-X", "0,35,0,45", src)
+
+
+def test_scrip_index_cut_and_box(runs: SubsetRuns) -> None:
+    """A 4 x 2 SCRIP grid (grid_rank 2) whose cell k is centred at k * 10 degrees north and east: -d cuts
+    grid_size as ncks does (grid_dims as it was); a box keeps the rectangle of the cells centred in it, here
+    cells 0-3, the first row (cell 4, at 40 E, is east of it), and grid_dims says 4 x 1."""
+    ok(runs.result("scrip-cut"))  # subset -d grid_size,2,5 scrip.nc out at 2 ranks
+    got = read_all(runs.out("scrip-cut"))
+    np.testing.assert_array_equal(got["grid_center_lat"], np.arange(2.0, 6.0) * 10)
+    np.testing.assert_array_equal(got["grid_dims"], [4, 2])
+    ok(runs.result("scrip-box"))  # subset -X 0,35,0,45 scrip.nc out
+    got = read_all(runs.out("scrip-box"))
+    np.testing.assert_array_equal(got["grid_center_lat"], np.arange(4.0) * 10)
+    np.testing.assert_array_equal(got["grid_dims"], [4, 1])
+
+
+@prepare
 def prepare_other_layouts(r: SubsetRuns, **_: Path) -> None:
     for kind, _, _ in LAYOUTS:
         src = write_layout(r.folder(kind) / f"{kind}.nc", kind)
         r.subset(f"{kind}-box", "-X", "0,90,0,45", src)
-        if kind == "scrip":
-            r.subset(f"{kind}-cut", "-d", "grid_size,2,5", src, nranks=2)
         if kind == "ugrid-two-meshes":
             r.subset(f"{kind}-cut", "-d", "n_face,0,5", src)
             r.subset(f"{kind}-v", "-v", "depth", src)
@@ -732,12 +751,6 @@ def test_other_layouts_refuse_boxes(runs: SubsetRuns, kind: str, what: str, advi
     src = runs.folder(kind) / f"{kind}.nc"
     refused(runs.result(f"{kind}-box"), runs.out(f"{kind}-box"),  # subset -X 0,90,0,45 src out, plainly
             str(src), what, "-b/-X is not supported", advice)
-    if kind == "scrip":  # an index cut is fine (subset -d grid_size,2,5 src out at 2 ranks)
-        out = runs.out(f"{kind}-cut")
-        ok(runs.result(f"{kind}-cut"))
-        got = read_all(out)
-        np.testing.assert_array_equal(got["grid_center_lat"], np.arange(2.0, 6.0) * 10)
-        np.testing.assert_array_equal(got["grid_dims"], [4, 2])
     if kind == "ugrid-two-meshes":  # no renumbering: -d on a mesh dimension is refused, -v works
         refused(runs.result(f"{kind}-cut"), runs.out(f"{kind}-cut"), "-d n_face,0,5", "cut another")
         ok(runs.result(f"{kind}-v"))  # subset -v depth src out, plainly

@@ -7,6 +7,8 @@ tests/data/synthetic`` writes them again):
   degrees: MPAS's vertices), ``elementConn(elementCount, maxNodePElement)`` 1-based with ``start_index`` = 1 and
   -1 for the unused sixth entry of a pentagon, ``numElementConn``, ``centerCoords`` (MPAS's cell centres),
   ``elementArea``, and a data variable ``psi(elementCount)``.
+* ``scrip_rectangular``: a curvilinear file with corner bounds (the CORDEX EUR-11 grid with cartopy's corners)
+  as a logically rectangular SCRIP grid, made by the tests.
 * ``scrip``: an unstructured SCRIP grid (``grid_rank`` = 1): ``grid_center_lat/lon(grid_size)``,
   ``grid_corner_lat/lon(grid_size, grid_corners)`` (a pentagon's last corner repeated, as SCRIP pads),
   ``grid_imask``, ``grid_dims``, ``grid_area``.
@@ -78,6 +80,28 @@ def scrip(path: Path) -> Path:
         area = ds.createVariable("grid_area", "f8", ("grid_size",))
         area.units = "radians^2"
         area[:] = m["area"]
+    return path
+
+
+def scrip_rectangular(source: Path, path: Path) -> Path:
+    """A logically rectangular SCRIP grid (``grid_rank`` = 2) of a curvilinear file with 2-D ``lat``/``lon`` and
+    their corner bounds ``lat_vertices``/``lon_vertices`` (rows of ``grid_dims`` = (nx, ny), ``i`` fastest)."""
+    with netCDF4.Dataset(source) as ds:
+        ds.set_auto_mask(False)
+        lat, lon = np.asarray(ds["lat"][:]), np.asarray(ds["lon"][:])
+        vlat, vlon = np.asarray(ds["lat_vertices"][:]), np.asarray(ds["lon_vertices"][:])
+    ny, nx = lat.shape
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        ds.title = f"{source.name} as a logically rectangular SCRIP grid"
+        for name, size in (("grid_size", nx * ny), ("grid_corners", vlat.shape[-1]), ("grid_rank", 2)):
+            ds.createDimension(name, size)
+        ds.createVariable("grid_dims", "i4", ("grid_rank",))[:] = [nx, ny]
+        for name, values in (("grid_center_lat", lat), ("grid_center_lon", lon), ("grid_corner_lat", vlat),
+                             ("grid_corner_lon", vlon)):
+            var = ds.createVariable(name, "f8", ("grid_size",) if "center" in name else ("grid_size", "grid_corners"))
+            var.units = "degrees"
+            var[:] = values.reshape(nx * ny, *values.shape[2:])
+        ds.createVariable("grid_imask", "i4", ("grid_size",))[:] = np.ones(nx * ny, np.int32)
     return path
 
 

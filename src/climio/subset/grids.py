@@ -25,11 +25,12 @@
 
 - **esmf**: an ESMF mesh: ``elementConn`` into ``nodeCoords`` (columns: longitude, latitude), 1-based unless
   ``start_index`` says otherwise, -1 = none; cut as the meshes above.
-- **scrip** (a kind of **points**): an unstructured SCRIP grid, each cell along ``grid_size`` with its own
-  centre and corners, no connectivity; ``grid_dims`` follows the cut.
+- **scrip** (a kind of **points**): a SCRIP grid, each cell along ``grid_size`` with its own centre and corners,
+  no connectivity; ``grid_dims`` follows the cut. On a logically rectangular one (``grid_rank`` = 2) a box keeps
+  the index rectangle of its cells, as on a curvilinear grid.
 
-Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): logically rectangular SCRIP
-grids, ESMF meshes in Cartesian coordinates, Exodus meshes, HEALPix, CF ragged-array discrete sampling
+Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): SCRIP grids of another
+``grid_rank``, ESMF meshes in Cartesian coordinates, Exodus meshes, HEALPix, CF ragged-array discrete sampling
 geometries, 3-D and 1-D UGRID meshes, and grids whose 1-D axes are their own rather than latitude/longitude with no 2-D latitude/longitude
 to read instead (a projection's ``projection_x_coordinate`` alone). ``-b``/``-X`` is refused on them by name;
 ``-v`` and ``-d`` still work.
@@ -105,6 +106,7 @@ class Points:
     lat_bounds: str | None = None  # each element's corners (dim, nv), for --touching (SCRIP, CMIP6's ICON)
     lon_bounds: str | None = None
     count: str | None = None  # a variable that holds the number of elements (SCRIP's grid_dims), rewritten
+    rectangular: bool = False  # the elements are rows of a logically rectangular grid (``count`` = (nx, ny))
     family: str = field(default="points")
 
 
@@ -310,8 +312,8 @@ def _unsupported(dims: Mapping[str, int], variables: Mapping[str, Variable],
                            index_cut(*geos_axes))
     if "grid_size" in dims and ({"grid_center_lat", "grid_corner_lat"} & set(variables)):
         return _scrip(dims, variables) or Unsupported(
-            "scrip", "a logically rectangular SCRIP grid file (grid_rank = 2: cells in rows of grid_dims)",
-            some("grid_center_lat", "grid_corner_lat"), index_cut("grid_size"))
+            "scrip", f"a SCRIP grid file of grid_rank {dims.get('grid_rank')} (climio boxes grid_rank 1 and 2, with "
+            f"grid_center_lat/lon on grid_size)", some("grid_center_lat", "grid_corner_lat"), index_cut("grid_size"))
     if {"nodeCoords", "elementConn"} <= set(variables):
         node_dim = variables["nodeCoords"].dims[0]
         return _esmf(dims, variables) or Unsupported(
@@ -341,16 +343,19 @@ def _unsupported(dims: Mapping[str, int], variables: Mapping[str, Variable],
 
 
 def _scrip(dims: Mapping[str, int], variables: Mapping[str, Variable]) -> Points | None:
-    """An unstructured SCRIP grid (``grid_rank`` = 1): cells along ``grid_size``, each with its own centre and
-    corners (no connectivity), ``grid_dims`` holding their number; None for a logically rectangular one."""
+    """A SCRIP grid: cells along ``grid_size``, each with its own centre and corners (no connectivity);
+    ``grid_dims`` holds their number (``grid_rank`` = 1, unstructured) or the shape (nx, ny) of the logically
+    rectangular grid whose rows they are, ``i`` fastest (``grid_rank`` = 2); None otherwise."""
     centre = ("grid_center_lat", "grid_center_lon")
-    if dims.get("grid_rank") != 1 or not all(n in variables and variables[n].dims == ("grid_size",) for n in centre):
+    rank = dims.get("grid_rank")
+    if rank not in (1, 2) or not all(n in variables and variables[n].dims == ("grid_size",) for n in centre) \
+            or (rank == 2 and "grid_dims" not in variables):
         return None
     corners = ("grid_corner_lat", "grid_corner_lon")
     cornered = all(n in variables and variables[n].dims[:1] == ("grid_size",) for n in corners)
     return Points("grid_size", *centre, radians=_radians(variables["grid_center_lat"]),
                   lat_bounds=corners[0] if cornered else None, lon_bounds=corners[1] if cornered else None,
-                  count="grid_dims" if "grid_dims" in variables else None, family="scrip")
+                  count="grid_dims" if "grid_dims" in variables else None, rectangular=rank == 2, family="scrip")
 
 
 ESMF_GEOMETRY = ("nodeCoords", "centerCoords", "numElementConn", "elementArea", "elementMask", "nodeMask")

@@ -129,6 +129,7 @@ class _Job:
         self.selections: dict[str, Selection] = {}
         self.inside: curvilinear.Rectangle | None = None  # a curvilinear box's rectangle, when --mask asks for it
         self.masked: set[str] = set()  # the data variables --mask fills outside the box
+        self.counts: list[int] | None = None  # a rectangular SCRIP grid's grid_dims after the cut
         self._rows_read: dict[tuple[str, int, bytes], np.ndarray] | None = None  # a mesh's rows, while selecting
         self.schema: Schema | None = None  # the output's, once write() has declared it
         self.bytes_read = 0
@@ -354,6 +355,8 @@ class _Job:
         """Elements whose 1-D auxiliary latitude/longitude lie in the box (inclusive), in input order, as
         ``ncks -X`` keeps them; each rank tests its block and every rank learns the whole list."""
         size = self.inputs.dims[grid.dim]
+        if grid.rectangular:
+            return self._picked_rows(grid, box)
         lo, n = block_range(size, self.comm.Get_size(), self.comm.Get_rank())
         mine = np.arange(lo, lo + n)
         touching = self.request.touching
@@ -377,6 +380,28 @@ class _Job:
                               f"{self._file_of(grid.lat)} ({grid.lat}, {grid.lon}) {how} {_box_text(box)}",
                               collective=True)
         return Picked(grid.dim, size, picked)
+
+    def _picked_rows(self, grid: Points, box: Box) -> Picked:
+        """On a logically rectangular SCRIP grid, the cells of the index rectangle that holds the box's cells
+        (:mod:`climio.subset.curvilinear` on its rows), in row order; ``grid_dims`` becomes the rectangle's."""
+        assert grid.count is not None
+        size = self.inputs.dims[grid.dim]
+        (shape,) = self.inputs.read_runs(grid.count, [Hyperslab.whole(self.inputs.shape(grid.count))])
+        nx, ny = (int(v) for v in shape)
+        if nx * ny != size:
+            raise ClimioError(f"{self._file_of(grid.count)}: {grid.count} = {nx}, {ny} does not give its {size} "
+                              f"cells ({grid.dim}); fix {grid.count}, or cut with -d {grid.dim},...", collective=True)
+
+        def rows(name: str, j: np.ndarray) -> np.ndarray:
+            values = self._read_rows(name, (j[:, None] * nx + np.arange(nx)[None, :]).ravel())
+            return values.reshape(len(j), nx, *values.shape[1:])
+
+        plane = Curvilinear(grid.lat, grid.lon, ("y", "x"), grid.lat_bounds, grid.lon_bounds, radians=grid.radians)
+        rectangle = curvilinear.select(plane, box, self.request.touching, rows, {"y": ny, "x": nx}, self.comm,
+                                       self._file_of(grid.lat), False)
+        y, x = rectangle.picks["y"], rectangle.picks["x"]
+        self.counts = [len(x), len(y)]
+        return Picked(grid.dim, size, (y[:, None] * nx + x[None, :]).ravel())
 
     def _select_mesh(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
                      aliases: dict[str, str] | None = None) -> None:
@@ -666,8 +691,9 @@ class _Job:
             out.write(var.name, data[0] if data else None, None)
             done(nbytes)
             return
-        if isinstance(self.grid, Points) and var.name == self.grid.count and self.grid.dim in self.selections:
-            count = np.array([self._count(self.grid.dim)], dtype=var.numpy_dtype)  # SCRIP's grid_dims
+        grid = self.grid
+        if isinstance(grid, Points) and var.name == grid.count and (self.counts or not grid.rectangular):
+            count = np.array(self.counts or [self._count(grid.dim)], dtype=var.numpy_dtype)  # SCRIP's grid_dims
             out.write(var.name, count, None)
             done(nbytes)
             return
