@@ -697,10 +697,12 @@ LAYOUTS = [("exodus", "Exodus II mesh", "-v"), ("healpix", "HEALPix grid", "-d")
 
 
 @prepare
-def prepare_esmf(r: SubsetRuns, **_: Path) -> None:
-    src = write_layout(r.folder("esmf") / "esmf.nc", "esmf")
-    r.subset("esmf-cells", "-d", "elementCount,1", src, nranks=2)
-    r.subset("esmf-nodes", "-d", "nodeCount,0,1", src)
+def prepare_esmf_and_scrip(r: SubsetRuns, **_: Path) -> None:
+    esmf, scrip = (write_layout(r.folder(kind) / f"{kind}.nc", kind) for kind in ("esmf", "scrip"))
+    r.subset("esmf-cells", "-d", "elementCount,1", esmf, nranks=2)
+    r.subset("esmf-nodes", "-d", "nodeCount,0,1", esmf)
+    r.subset("scrip-cut", "-d", "grid_size,2,5", scrip, nranks=2)
+    r.subset("scrip-box", "-X", "0,35,0,45", scrip)
 
 
 def test_esmf_elements_are_cut_and_nodes_renumbered(runs: SubsetRuns) -> None:
@@ -713,13 +715,6 @@ def test_esmf_elements_are_cut_and_nodes_renumbered(runs: SubsetRuns) -> None:
     np.testing.assert_array_equal(got["centerCoords"], [[0.3, 0.7]])
     refused(runs.result("esmf-nodes"), runs.out("esmf-nodes"), "-d nodeCount,0,1",
             "on a esmf mesh select cells ('elementCount')")
-
-
-@prepare
-def prepare_scrip(r: SubsetRuns, **_: Path) -> None:
-    src = write_layout(r.folder("scrip") / "scrip.nc", "scrip")
-    r.subset("scrip-cut", "-d", "grid_size,2,5", src, nranks=2)
-    r.subset("scrip-box", "-X", "0,35,0,45", src)
 
 
 def test_scrip_index_cut_and_box(runs: SubsetRuns) -> None:
