@@ -480,14 +480,13 @@ class _Job:
                     sides = self._read_rows(mesh.sides, cells)
                     among = np.arange(edge_rows.shape[1])[None, :] < sides[:, None]
                 valid, index = self._entries(edges, edge_rows, among)
-                pairs = np.zeros((0, 2), dtype=np.int64)
-                if index.size:  # each edge read once, in order (two cells share it)
-                    edges_used, where = np.unique(index, return_inverse=True)
-                    pairs = self._read_links(nodes, edges_used).astype(np.int64)[where] - nodes.start
+                edges_used, where = np.unique(index, return_inverse=True)  # each edge once, in order (cells share)
+                pairs = self._read_links(nodes, edges_used).astype(np.int64)[where] - nodes.start
                 own = self._read_links(corners, cells).astype(np.int64) - corners.start
+                rows = np.nonzero(valid)[0]  # the cell of each listed edge, in the order of ``index``
+                found = (own[rows][:, :, None] == pairs[:, None, :]).any(axis=1) | (pairs < 0)
                 wrong = np.zeros(len(cells), dtype=bool)
-                for (row, _), pair in zip(np.argwhere(valid), pairs):
-                    wrong[row] |= not np.isin(pair[pair >= 0], own[row]).all()
+                wrong[rows[~found.all(axis=1)]] = True
                 bad, total = self.comm.allreduce(np.array([int(wrong.sum()), len(cells)]), op=MPI.SUM)
                 if bad and self.comm.Get_rank() == 0:
                     print(f"climio: warning: {self._file_of(edges.var)}: '{edges.var}' disagrees with '{nodes.var}' "
@@ -591,10 +590,11 @@ class _Job:
 
     def _read_rows(self, name: str, rows: np.ndarray, axis: int = 0) -> np.ndarray:
         """Rows along dimension ``axis`` (the first by default) of a variable, every other dimension whole;
-        the rows come first in the result. While a mesh is selected, rows asked for again are not read again."""
+        the rows come first in the result (collective). While a mesh is selected, rows that every rank asked for
+        before are not read again (a rank alone must not skip the collective read)."""
         rows = np.asarray(rows, dtype=np.int64)
         key = (name, axis, rows.tobytes())
-        if self._rows_read is not None and key in self._rows_read:
+        if self._rows_read is not None and mpi.all_true(self.comm, key in self._rows_read):
             return self._rows_read[key]
         var = self.inputs.variables[name]
         axes = [np.arange(n) for n in self.inputs.shape(name)]
