@@ -81,6 +81,12 @@ def select(grid: Curvilinear, box: Box, touching: bool, read_rows: ReadRows, siz
     return Rectangle(picks, np.concatenate(comm.allgather(piece), axis=0))
 
 
+def no_bounds(where: str, what: str) -> ClimioError:
+    """The refusal of ``--touching`` where a file gives its cells no bounds."""
+    return ClimioError(f"--touching: {where} gives no cell bounds for {what} (no 'bounds' attribute naming corner "
+                       f"variables); select by cell centre (leave out --touching)", collective=True)
+
+
 def _degrees(grid: Curvilinear, values: np.ndarray) -> np.ndarray:
     values = values.astype(np.float64)
     return np.degrees(values) if grid.radians else values
@@ -89,8 +95,7 @@ def _degrees(grid: Curvilinear, values: np.ndarray) -> np.ndarray:
 def _corners(grid: Curvilinear, read_rows: ReadRows, rows: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Each cell's corners, ``(*block, nv)``: CF bounds as stored, or from a staggered corner grid."""
     if grid.lat_bounds is None or grid.lon_bounds is None:
-        raise ClimioError(f"--touching: {where} gives no cell bounds for {grid.lat}/{grid.lon} (no 'bounds' attribute "
-                          f"naming corner variables); select by cell centre (leave out --touching)", collective=True)
+        raise no_bounds(where, f"{grid.lat}/{grid.lon}")
     lat, lon = (_degrees(grid, read_rows(name, rows)) for name in (grid.lat_bounds, grid.lon_bounds))
     if not grid.corner_dims:
         return lat, lon

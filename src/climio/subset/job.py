@@ -339,9 +339,7 @@ class _Job:
         """Cells of a regular grid's latitude or longitude axis whose bounds overlap the box's range."""
         bounds = grid.lat_bounds if dim == grid.lat else grid.lon_bounds
         if bounds is None:
-            raise ClimioError(f"--touching: {self._file_of(dim)} gives no cell bounds for '{dim}' (no 'bounds' "
-                              f"attribute naming a ({dim}, 2) variable); select by cell centre (leave out "
-                              f"--touching)", collective=True)
+            raise curvilinear.no_bounds(self._file_of(dim), f"'{dim}'")
         (edges,) = self.inputs.read_runs(bounds, [Hyperslab.whole(self.inputs.shape(bounds))])
         self.bytes_read += edges.nbytes
         edges = np.degrees(edges) if grid.radians else edges.astype(np.float64)
@@ -361,9 +359,7 @@ class _Job:
         mine = np.arange(lo, lo + n)
         touching = self.request.touching
         if touching and (grid.lat_bounds is None or grid.lon_bounds is None):
-            raise ClimioError(f"--touching: {self._file_of(grid.lat)} gives no cell bounds for {grid.lat}/{grid.lon} "
-                              f"(no 'bounds' attribute naming corner variables); select by cell centre (leave out "
-                              f"--touching)", collective=True)
+            raise curvilinear.no_bounds(self._file_of(grid.lat), f"{grid.lat}/{grid.lon}")
         names = (grid.lat, grid.lon, *((grid.lat_bounds, grid.lon_bounds) if touching else ()))
         lat, lon, *corners = (self._read_rows(name, mine).astype(np.float64) for name in names)  # type: ignore[arg-type]
         if grid.radians:
