@@ -31,9 +31,9 @@
 
 Layouts that climio cannot cut by a box are recognised too (:class:`Unsupported`): SCRIP grids of another
 ``grid_rank``, ESMF meshes in Cartesian coordinates, Exodus meshes, HEALPix, CF ragged-array discrete sampling
-geometries, 3-D and 1-D UGRID meshes, and grids whose 1-D axes are their own rather than latitude/longitude with no 2-D latitude/longitude
-to read instead (a projection's ``projection_x_coordinate`` alone). ``-b``/``-X`` is refused on them by name;
-``-v`` and ``-d`` still work.
+geometries, 3-D and 1-D UGRID meshes, and grids whose 1-D axes are their own rather than latitude/longitude,
+with no 2-D latitude/longitude to read instead (a projection's ``projection_x_coordinate`` alone).
+``-b``/``-X`` is refused on them by name; ``-v`` and ``-d`` still work.
 
 On a mesh a cell (face) is kept when its centre is inside the box; the ``closure``
 connectivities then keep every corner and edge of the kept cells (and, on UGRID, every node of
@@ -226,12 +226,12 @@ def _regular(dims: Mapping[str, int], variables: Mapping[str, Variable],
     if lat is None and lon is None:
         return None
     return Regular(lat, lon, radians=_radians(variables.get(lat or lon or "")),
-                   lat_bounds=_bounds(variables, lat, 2), lon_bounds=_bounds(variables, lon, 2))
+                   lat_bounds=_bounds(variables, lat), lon_bounds=_bounds(variables, lon))
 
 
-def _bounds(variables: Mapping[str, Variable], name: str | None, vertices: int | None = None) -> str | None:
-    """The cell bounds of coordinate ``name``: its CF ``bounds`` variable, shaped ``(*its dims, nv)`` with ``nv``
-    = ``vertices`` when given (2 for a 1-D axis), at least 3 otherwise; None when it has none."""
+def _bounds(variables: Mapping[str, Variable], name: str | None) -> str | None:
+    """The cell bounds of coordinate ``name``: its CF ``bounds`` variable, on its dimensions and one more
+    (``nv``: 2 for a 1-D axis, the corners of a 2-D grid's cells); None when it has none."""
     var = variables.get(name or "")
     if var is None:
         return None

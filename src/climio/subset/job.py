@@ -360,8 +360,8 @@ class _Job:
         touching = self.request.touching
         if touching and (grid.lat_bounds is None or grid.lon_bounds is None):
             raise curvilinear.no_bounds(self._file_of(grid.lat), f"{grid.lat}/{grid.lon}")
-        names = (grid.lat, grid.lon, *((grid.lat_bounds, grid.lon_bounds) if touching else ()))
-        lat, lon, *corners = (self._read_rows(name, mine).astype(np.float64) for name in names)  # type: ignore[arg-type]
+        names = [grid.lat, grid.lon, *((grid.lat_bounds or "", grid.lon_bounds or "") if touching else ())]
+        lat, lon, *corners = (self._read_rows(name, mine).astype(np.float64) for name in names)
         if grid.radians:
             lat, lon, *corners = (np.degrees(values) for values in (lat, lon, *corners))
         with np.errstate(invalid="ignore"):
