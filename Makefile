@@ -32,10 +32,8 @@ $(KERNELS): $(SOURCES) | $(STAMP)
 	touch $@
 
 # Two workers, a test file each at a time (its fixtures built once): most tests wait on mpiexec and disks.
-# Ranks waiting for a message yield their core (Open MPI does so by itself only beyond one rank per core):
-# the other worker's ranks and processes get on meanwhile.
 test: $(STAMP) $(CAPI) $(KERNELS)
-	OMPI_MCA_mpi_yield_when_idle=1 $(PY) -m pytest -q -n 2 --dist loadfile tests
+	$(PY) -m pytest -q -n 2 --dist loadfile tests
 
 # climio from PyPI's packages alone (pip install . into a plain venv) against the full installation.
 check-pip: $(STAMP) $(KERNELS)
