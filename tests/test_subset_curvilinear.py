@@ -86,8 +86,11 @@ def test_the_shipped_grids_are_the_script_s(name: str, tmp_path: Path) -> None:
         names = list(ds.variables)
     want, got = read([made], names), read([SYNTHETIC / name], names)
     assert want.keys() == got.keys()
-    for n in names:
-        np.testing.assert_array_equal(got[n], want[n], err_msg=n)
+    for n in names:  # the script's trigonometry may differ in the last bit on another CPU (SIMD paths)
+        if np.issubdtype(want[n].dtype, np.floating):
+            np.testing.assert_allclose(got[n], want[n], rtol=1e-12, atol=1e-12, err_msg=n)
+        else:
+            np.testing.assert_array_equal(got[n], want[n], err_msg=n)
 
 
 @pytest.fixture(scope="module")
