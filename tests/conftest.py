@@ -28,6 +28,16 @@ RUN_TIMEOUT = 180
 DATA = Path(__file__).resolve().parent / "data"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def runtime_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """climio records its temporary files in the user's runtime folder, and any run removes what killed runs
+    left, with a line on stderr: the tests have a folder of their own, so that no other run on the machine (nor
+    another worker's kills) adds a line to a test's output."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("runtime")))
+        yield
+
+
 def climio_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "climio", *args]
 

@@ -145,7 +145,12 @@ def test_bad_trace_path(runs: Batch) -> None:
     one_error_line(runs.result("trace"), "--trace", "does not exist")  # type: ignore[arg-type]
 
 
-def test_killed_run_leaves_no_finished_looking_file(tmp_path: Path) -> None:
+def test_killed_run_leaves_no_finished_looking_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a registry of running processes (its folder's name is taken here), the next run to the same output
+    removes a killed run's temporary file (with one, any next run does: test_stale_sweep.py)."""
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    (tmp_path / f"climio-{os.getuid()}").write_text("")
     out = tmp_path / "big.nc"
     proc = subprocess.Popen([sys.executable, "-m", "climio", "gen", "cmip", str(out), "--shape", "4000,192,288",
                              "--mode", "cdf5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

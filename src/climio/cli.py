@@ -23,7 +23,7 @@ from climio import __version__
 from climio.__main__ import STOP_SIGNALS
 from climio.commands import COMMANDS, DESCRIPTION, EXAMPLES
 from climio.commands.common import check_paths, declared_paths, global_options, is_number_list
-from climio.core import mpi, targets, trace
+from climio.core import mpi, registry, targets, trace
 from climio.errors import ClimioError, IOFault
 
 
@@ -106,6 +106,7 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
         layer = getattr(args, "mpi_io", "auto")
         mpi.choose_mpi_io(getattr(args, "auto_mpi_io", "ompio") if layer == "auto" else layer)
         comm = getattr(args, "communicator", mpi.world)()
+        registry.sweep(comm)  # what killed runs left on this machine
         mpi.agree(comm, lambda: check_paths(args))
         targets.declare(t.path for t in declared_paths(args)[0])
         func(args, comm)

@@ -70,6 +70,7 @@ def world() -> MPI.Comm:
 
 
 SESSION_BASE = "OMPI_MCA_orte_tmpdir_base"
+SESSION_PREFIX = "climio-ompi-"  # a singleton's own session directory in the temporary folder
 _session: list[str] = []  # this process's own session base, if it made one
 
 
@@ -78,13 +79,17 @@ def private_session_directory() -> None:
     under the system's temporary folder), which the first of them to end removes under the others: their next
     file open then fails (OMPIO keeps a shared-file-pointer file there), so two climio commands run at once on
     one machine could break each other. Removed at exit (and by :func:`remove_session_directory` on the
-    paths that skip it). A base the user set wins."""
+    paths that skip it), and recorded so that the next run removes it if this process is killed. A base the
+    user set wins."""
     if SESSION_BASE in os.environ or _session:
         return
     import atexit
     import tempfile
 
-    _session.append(tempfile.mkdtemp(prefix="climio-ompi-"))
+    from climio.core import registry
+
+    _session.append(tempfile.mkdtemp(prefix=SESSION_PREFIX))
+    registry.record(_session[0])
     os.environ[SESSION_BASE] = _session[0]
     atexit.register(remove_session_directory)
 

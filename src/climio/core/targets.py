@@ -12,6 +12,9 @@ one blocks until a writer comes, which would hang every rank.
 from __future__ import annotations
 
 import os
+import re
+import secrets
+import socket
 import stat
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -183,10 +186,31 @@ def _check_writable(target: Target) -> None:
         raise ClimioError(f"{target.label()} exists and is not a regular file: choose another path")
 
 
+# The name of an unfinished copy: .NAME.HOST.PID.HEX.climio-tmp (the C client's remove_dead_temporaries reads it too)
+TEMPORARY = re.compile(r"^\.(.+)\.([^.]+)\.(\d+)\.[0-9a-f]+\.climio-tmp$")
+
+
+def host() -> str:
+    """This machine's short name, as temporary files and the registry of running processes carry it."""
+    return socket.gethostname().split(".")[0]
+
+
 def temporary_name(path: str) -> str:
-    """A hidden name beside ``path`` for this process's unfinished copy of it."""
+    """A hidden name beside ``path`` for this process's unfinished copy of it (:data:`TEMPORARY`), unique to
+    the process and recorded in this machine's registry before anything is made under it, so that a later run
+    removes it if this process is killed (:mod:`climio.core.registry`)."""
+    from climio.core import registry
+
     directory, name = os.path.split(os.path.abspath(path))
-    return os.path.join(directory, f".{name}.{os.getpid()}.climio-tmp")
+    temp = os.path.join(directory, f".{name}.{host()}.{os.getpid()}.{secrets.token_hex(4)}.climio-tmp")
+    registry.record(temp)
+    return temp
+
+
+def temporary_owner(name: str) -> tuple[str, str, int] | None:
+    """(the target's name, host, pid) a temporary file's name carries; None for any other name."""
+    match = TEMPORARY.match(name)
+    return None if match is None else (match[1], match[2], int(match[3]))
 
 
 def write_atomically(path: str, option: str, write: Callable[[str], None], consequence: str = "") -> None:

@@ -11,9 +11,6 @@ never leaves a file that looks finished.
 from __future__ import annotations
 
 import os
-import re
-import secrets
-import socket
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
@@ -23,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.core import collective, mpi, readahead, targets, trace
+from climio.core import collective, mpi, readahead, registry, targets, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.classic import ClassicLayout, required_size
@@ -96,42 +93,25 @@ def _check_attribute(key: str, value: AttrValue, mode: Mode, where: str) -> None
 
 
 def remove_stale_temporaries(path: str) -> None:
-    """Temporary outputs for ``path`` left by killed jobs (``.NAME.HOST.PID.HEX.climio-tmp``): those of a process
-    of this host that no longer runs are removed; others (another host's, or a running job's) are left alone, and
-    another host's are named, since climio cannot tell whether that job still runs."""
+    """Temporary outputs for ``path`` left by killed jobs (:data:`targets.TEMPORARY`): those of a process of this
+    host that no longer runs are removed; others (another host's, or a running job's) are left alone, and another
+    host's are named, since climio cannot tell whether that job still runs."""
     directory, name = os.path.split(os.path.abspath(path))
-    host = _host()
-    pattern = re.compile(rf"^\.{re.escape(name)}\.([^.]+)\.(\d+)\.[0-9a-f]+\.climio-tmp$")
     for entry in os.listdir(directory):
-        match = pattern.match(entry)
-        if match is None:
+        owner = targets.temporary_owner(entry)
+        if owner is None or owner[0] != name:
             continue
         stale = os.path.join(directory, entry)
-        if match.group(1) != host:
-            print(f"climio: warning: {stale} was left by a job on host {match.group(1)}: remove it if that job "
+        if owner[1] != targets.host():
+            print(f"climio: warning: {stale} was left by a job on host {owner[1]}: remove it if that job "
                   f"has ended", file=sys.stderr)
-        elif not _running(int(match.group(2))):
+        elif not registry.running(owner[2]):
             try:
                 os.unlink(stale)
                 print(f"climio: warning: removed {stale}, left by a job that ended before finishing",
                       file=sys.stderr)
             except OSError:
                 pass
-
-
-def _host() -> str:
-    """This machine's short name, as temporary outputs carry it."""
-    return socket.gethostname().split(".")[0]
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def check_output(path: str, overwrite: bool, inputs: Iterable[str] = ()) -> None:
@@ -144,8 +124,7 @@ def reserve_output(path: str, overwrite: bool) -> str:
     check_output(path, overwrite)
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(path)
-    temp = os.path.join(directory, f".{os.path.basename(path)}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}"
-                                   ".climio-tmp")
+    temp = targets.temporary_name(path)
     try:
         fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except OSError as err:
