@@ -33,7 +33,7 @@ import numpy as np
 import pytest
 from conftest import climio_pkg_config, run
 
-NOERR, EBADID, EINVAL, ESTATE, EIO, EINTERNAL = 0, -1, -2, -3, -4, -5
+NOERR, EBADID, EINVAL, ESTATE, EIO, EINTERNAL, ENOMEM = 0, -1, -2, -3, -4, -5, -6
 F4_FILL = np.float32(netCDF4.default_fillvals["f4"])
 F8_FILL = np.float64(netCDF4.default_fillvals["f8"])
 TIMEOUT = 60
@@ -762,9 +762,9 @@ int scenario(int argc, char **argv)
     r = climio_errmsg(buf, 0);
     printf("clip0 %d %d\n", r, buf[0] == 'Z');
     printf("null %d\n", climio_errmsg(NULL, 0));
-    int codes[9] = {CLIMIO_NOERR, CLIMIO_EBADID, CLIMIO_EINVAL, CLIMIO_ESTATE, CLIMIO_EIO, CLIMIO_EINTERNAL,
-                    -6, 1, 12345};
-    for (int k = 0; k < 9; k++)
+    int codes[10] = {CLIMIO_NOERR, CLIMIO_EBADID, CLIMIO_EINVAL, CLIMIO_ESTATE, CLIMIO_EIO, CLIMIO_EINTERNAL,
+                     CLIMIO_ENOMEM, -7, 1, 12345};
+    for (int k = 0; k < 10; k++)
         printf("strerror %d %s\n", codes[k], climio_strerror(codes[k]));
     fflush(stdout);
     report("close", climio_closefile(ncid));
@@ -1588,10 +1588,10 @@ def test_errmsg_truncation_and_strerror(merged) -> None:
     texts = {int(line.split(" ", 2)[1]): line.split(" ", 2)[2] for line in out.lines if line.startswith("strerror ")}
     assert texts[NOERR] == "no error"
     for code, needle in ((EBADID, "id"), (EINVAL, "argument"), (ESTATE, "order"), (EIO, "machine"),
-                         (EINTERNAL, "bug")):
+                         (EINTERNAL, "bug"), (ENOMEM, "memory")):
         assert needle in texts[code], (code, texts[code])
-    assert len({texts[c] for c in (NOERR, EBADID, EINVAL, ESTATE, EIO, EINTERNAL)}) == 6
-    for unknown in (-6, 1, 12345):
+    assert len({texts[c] for c in (NOERR, EBADID, EINVAL, ESTATE, EIO, EINTERNAL, ENOMEM)}) == 7
+    for unknown in (-7, 1, 12345):
         assert texts[unknown] == "not a climio error code"
     assert out.code("close", 1) == NOERR and os.listdir(tmp_path) == []
 

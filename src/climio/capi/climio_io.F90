@@ -10,7 +10,7 @@ module climio_io
   private
 
   integer, parameter, public :: CLIMIO_NOERR = 0, CLIMIO_EBADID = -1, CLIMIO_EINVAL = -2, &
-       CLIMIO_ESTATE = -3, CLIMIO_EIO = -4, CLIMIO_EINTERNAL = -5
+       CLIMIO_ESTATE = -3, CLIMIO_EIO = -4, CLIMIO_EINTERNAL = -5, CLIMIO_ENOMEM = -6
   integer, parameter, public :: CLIMIO_BYTE = 1, CLIMIO_SHORT = 3, CLIMIO_INT = 4, CLIMIO_FLOAT = 5, &
        CLIMIO_DOUBLE = 6, CLIMIO_INT64 = 10
   integer, parameter, public :: CLIMIO_UNLIMITED = 0, CLIMIO_GLOBAL = -1, CLIMIO_NOFRAME = 0

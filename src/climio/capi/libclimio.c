@@ -52,6 +52,7 @@ const char *climio_strerror(int code)
     case CLIMIO_ESTATE: return "a call out of order: define before climio_enddef, write after it";
     case CLIMIO_EIO: return "a fault of the machine (unwritable path, full disk): nothing was published";
     case CLIMIO_EINTERNAL: return "a bug in climio: please report it with the message";
+    case CLIMIO_ENOMEM: return "out of memory on a model rank: nothing was published";
     default: return "not a climio error code";
     }
 }

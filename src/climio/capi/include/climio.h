@@ -19,6 +19,7 @@ extern "C" {
 #define CLIMIO_ESTATE    (-3)  /* a call out of order: define before climio_enddef, write after it */
 #define CLIMIO_EIO       (-4)  /* a fault of the machine (unwritable path, full disk): nothing published */
 #define CLIMIO_EINTERNAL (-5)  /* a bug in climio */
+#define CLIMIO_ENOMEM    (-6)  /* this rank ran out of memory: nothing published */
 
 /* netCDF's type numbers */
 #define CLIMIO_BYTE    1
