@@ -26,7 +26,7 @@ import ncdiff  # noqa: E402
 
 ROOT = Path(__file__).parent.parent
 MODES = ("serial", "hdf5", "cdf2", "cdf5")
-EBADID, EINVAL = -1, -2
+EBADID, EINVAL, ENOMEM = -1, -2, -6
 LAUNCH_TIMEOUT = 150
 
 
@@ -171,11 +171,14 @@ def test_an_online_mean_from_c_is_numpys_mean_of_the_steps(small_outputs) -> Non
 @pytest.mark.parametrize("kind, code, said", [("varid", EBADID, "no variable id 99"),
                                               ("shape", EINVAL, "local array of 10 elements on model rank 2"),
                                               ("path", EINVAL, "/nonexistent-climio-dir/out.nc"),
-                                              ("frame", EINVAL, "frame -1 must be >= 0")])
+                                              ("frame", EINVAL, "frame -1 must be >= 0"),
+                                              ("memory", ENOMEM, "out of memory: world rank 2 could not allocate "
+                                                                 "1152921504606847040 bytes for a message")])
 def test_a_bad_argument_on_one_model_rank_reaches_every_rank_once(programs: dict[str, Path], tmp_path: Path,
                                                                    kind: str, code: int, said: str) -> None:
-    """Rank 2 of 3 passes a bad argument: every rank gets the same code once, at that call or (the servers' error
-    arriving later) at its close; nothing is published and no temporary is left."""
+    """Rank 2 of 3 passes a bad argument, or a field it has no memory to send (a message of 2**60 bytes): every
+    rank gets the same code and line once, at that call or (the servers' error arriving later) at its close, and
+    the job ends; nothing is published and no temporary is left."""
     out = tmp_path / "out.nc"
     result = finished(served([str(programs["faults"]), kind, "2", "0", str(out)], 3, 2))
     assert result.returncode == 0, result.stdout + result.stderr

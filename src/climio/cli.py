@@ -13,23 +13,21 @@ import argparse
 import difflib
 import os
 import resource  # imported up front: with memory gone, importing it fails too
-import signal
 import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn
 
 from climio import __version__
-from climio.__main__ import STOP_SIGNALS
 from climio.commands import COMMANDS, DESCRIPTION, EXAMPLES
 from climio.commands.common import check_paths, declared_paths, global_options, is_number_list
-from climio.core import mpi, registry, targets, trace
+from climio.core import mpi, registry, stops, targets, trace
 from climio.errors import ClimioError, IOFault
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse that prints usage errors on rank 0 only and exits 2 on every rank, and takes no abbreviated
-    option (``--ret`` is not silently ``--return-period``)."""
+    """argparse that prints a usage error in one line on rank 0 only and exits 2 on every rank, and takes no
+    abbreviated option (``--ret`` is not silently ``--return-period``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
@@ -49,9 +47,9 @@ class Parser(argparse.ArgumentParser):
         self.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(guesses)})" if guesses else ""))
 
     def error(self, message: str) -> NoReturn:
+        """One line for the fault (argparse's usage would add a dozen): the message and where the usage is."""
         if mpi.launcher_rank() == 0:
-            self.print_usage(sys.stderr)
-            sys.stderr.write(f"climio: error: {message}\n")
+            sys.stderr.write(f"climio: error: {message}; see '{self.prog} --help'\n")
         sys.exit(2)
 
 
@@ -77,21 +75,11 @@ def name_leaf_parsers(parser: argparse.ArgumentParser) -> None:
                 name_leaf_parsers(sub)
 
 
-def stop_on_signal(signum: int, frame: object) -> None:
-    """A batch system's time limit (SIGTERM), Ctrl-C or a closed terminal: a command whose outputs are all in
-    place finishes (exit 0: they are complete); otherwise this rank removes its unfinished outputs and those of
-    this run it already put in place (a stopped run leaves none), one line comes from the first rank, and the
-    status is 128 + signal (no traceback). A rank blocked inside an MPI call is ended by mpiexec instead; the
-    next run on the same output removes what it left (``remove_stale_temporaries``)."""
-    if targets.all_complete():
-        return
-    targets.discard_pending_outputs()
-    removed = targets.discard_complete_outputs()
-    if mpi.launcher_rank() == 0 or removed:
-        also = f" (and {', '.join(removed)}, complete, so that a stopped run leaves no output)" if removed else ""
-        os.write(2, f"climio: stopped by {signal.Signals(signum).name}; unfinished output removed{also}\n".encode())
-    mpi.remove_session_directory()
-    os._exit(128 + signum)
+def report(comm: Any, err: ClimioError, status: int) -> None:
+    """An error every rank raised: one line, from the first rank. (A command whose errors go to the other side
+    of its launch, as ``climio serve``'s go to the model, declares its own ``report``.)"""
+    if comm is None or comm.Get_rank() == 0:
+        sys.stderr.write(f"climio: error: {err}\n")
 
 
 def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespace) -> int:
@@ -99,27 +87,28 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
     from climio.core import ncio
     from climio.core.ncio import libnetcdf
 
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, stop_on_signal)
+    stops.watch()
     comm = None
     try:
         layer = getattr(args, "mpi_io", "auto")
         mpi.choose_mpi_io(getattr(args, "auto_mpi_io", "ompio") if layer == "auto" else layer)
         comm = getattr(args, "communicator", mpi.world)()
         registry.sweep(comm)  # what killed runs left on this machine
+        stops.SPEAKER[0] = comm.Get_rank() == 0
         mpi.agree(comm, lambda: check_paths(args))
         targets.declare(t.path for t in declared_paths(args)[0])
         func(args, comm)
         if args.trace:
             trace.tracer().write(args.trace, comm)
+        stops.ENDED[0] = True
         return 0
     except ClimioError as err:  # bad input (2) or a run-time fault of the machine (IOFault, 1)
         ncio.discard_pending_outputs()
         status = 1 if isinstance(err, IOFault) else 2
         single = comm is None or comm.Get_size() == 1
         if err.collective or single:
-            if comm is None or comm.Get_rank() == 0:
-                sys.stderr.write(f"climio: error: {err}\n")
+            stops.ENDED[0] = True  # a stop while the line goes out (the other side of a launch may end first) adds none
+            getattr(args, "report", report)(comm, err, status)
             return status
         mpi.abort(comm, f"climio: error (rank {comm.Get_rank()}): {err}", status)
     except libnetcdf.NetCDFError as err:  # the library failed to read or write: a run-time fault, named by file

@@ -1,7 +1,10 @@
 ! One bad call on one rank, from Fortran: every rank must get the same error code (or the job must be
 ! aborted with CLIMIO_ABORT_ON_ERROR), and no file may be left at OUT.
 !
-!   mpiexec -n N faults KIND FAULTY_RANK ABORT OUT       KIND: varid | shape | path | frame
+!   mpiexec -n N faults KIND FAULTY_RANK ABORT OUT       KIND: varid | shape | path | frame | memory
+!
+! memory: the faulty rank writes a field of 2**57 doubles (a pointer over its small one), which libclimio
+! cannot allocate a message for: CLIMIO_ENOMEM, through I/O servers only (attached mode reads the array).
 !
 ! Each rank prints "rank R code C" and, once, rank 0 the message; then every rank closes the file and
 ! finalizes (calls on an abandoned file are released quietly), printing "rank R close C" (and rank 0 the
@@ -10,11 +13,13 @@
 program faults
   use mpi
   use climio_io
+  use iso_c_binding, only: c_f_pointer, c_loc
   implicit none
   integer, parameter :: NX = 10, NY = 6
   character(len=512) :: kind, arg, out, path
   integer :: faulty, abort, ierr, rank, nranks, comm, iosys, ioid, ncid, dims(3), varid, code, wrong, after
-  real(8), allocatable :: field(:, :)
+  real(8), allocatable, target :: field(:, :)
+  real(8), pointer, contiguous :: vast(:)
   integer :: start(2), count(2)
 
   call MPI_Init(ierr)
@@ -53,6 +58,9 @@ program faults
         call attempt(climio_write_darray(ncid, wrong, 2, field(:, 1:max(0, count(2) - 1))))
      else if (kind == "frame" .and. rank == faulty) then
         call attempt(climio_write_darray(ncid, wrong, 0, field))  ! frames are 1-based
+     else if (kind == "memory" .and. rank == faulty) then
+        call c_f_pointer(c_loc(field), vast, [2_8**57])
+        call attempt(climio_write_darray(ncid, wrong, 2, vast))
      else
         call attempt(climio_write_darray(ncid, wrong, 2, field))
      end if

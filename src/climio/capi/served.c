@@ -12,6 +12,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -24,12 +25,12 @@
 #include "internal.h"
 
 enum { TAG_HELLO = 7301, TAG_INTERCOMM = 7302, TAG_PACKET = 7303, TAG_REPLY = 7305, TAG_REPLY_TEXT = 7306,
-       TAG_ANSWER = 7307, TAG_ANSWER_TEXT = 7308, TAG_ANSWER_DATA = 7309 };
+       TAG_ANSWER = 7307, TAG_ANSWER_TEXT = 7308, TAG_ANSWER_DATA = 7309,
+       TAG_WELCOME_TEXT = 7310 };
 enum { DECOMP = 1, CREATE, DEF_DIM, DEF_VAR, PUT_ATT, DEF_COMPRESS, DEF_REDUCE, ENDDEF, WRITE, PUT_TIME, PUT_VAR,
        CLOSE, FINALIZE, OPEN, INQ_VARID, READ };
 enum { NC_CHAR = 2, SYSTEM = -1, SHIFT = 16, MAXITEMS = (1 << SHIFT) - 1 };
-static const int64_t MAGIC = 0x636C696D696FLL, VERSION = 2;
-static const long long DEFAULT_BUFFER = 32LL << 20;
+static const int64_t MAGIC = 0x636C696D696FLL, VERSION = 3;  /* climio.serve.protocol */
 static const long long PACKET_BYTES = 4LL << 20;  /* a packet is posted once it holds this much */
 static const int EAGER_PACKETS = 4;                /* ... or at once while fewer packets are in flight */
 
@@ -110,7 +111,8 @@ struct iosystem {
     int system_code;
     char *system_error;
     int count, finalized;
-    char *lost;  /* the servers stopped answering: every later call returns this at once */
+    char *lost;  /* the servers stopped answering, or this rank's memory ran out inside a message: every later */
+    int lost_code;  /* call returns this code and line at once */
     decomp *decomps[MAXITEMS + 1];
     file *files[MAXITEMS + 1];
 };
@@ -164,11 +166,63 @@ static int bad_type(const char *path, const char *what, int xtype)
                        "DOUBLE (6), INT64 (10)", path, what, xtype);
 }
 
-static double timeout_seconds(void)
+/* A CLIMIO_* setting from the environment, by climio.core.settings.Setting.read's rule: unset or empty is
+ * `fallback`; else a plain decimal number (digits, one '.', an exponent; an integer where `integer` is set;
+ * no blanks, hexadecimal, inf or nan) within [low, high] (low excluded where low_open); anything else is
+ * CLIMIO_EINVAL with the line that rule gives, naming the variable and what it takes. */
+static int setting(const char *name, const char *meaning, double fallback, double low, int low_open, double high,
+                   int integer, const char *unset, double *value)
 {
-    const char *given = getenv("CLIMIO_SERVE_TIMEOUT");
-    double seconds = given ? atof(given) : 600.0;
-    return seconds > 0 ? seconds : 600.0;
+    const char *given = getenv(name);
+    *value = fallback;
+    if (given == NULL || *given == '\0')
+        return CLIMIO_NOERR;
+    const char *p = given + (*given == '+' || *given == '-');
+    int digits = 0, dots = 0, exponent = 0, ok = 1;
+    for (; *p && ok; p++) {
+        if (*p >= '0' && *p <= '9')
+            digits++;
+        else if (*p == '.' && !dots && !exponent && !integer)
+            dots++;
+        else if ((*p == 'e' || *p == 'E') && digits && !exponent && !integer) {
+            exponent = 1;
+            p += p[1] == '+' || p[1] == '-';
+            ok = p[1] >= '0' && p[1] <= '9';
+        } else
+            ok = 0;
+    }
+    char *end;
+    double v = ok && digits ? strtod(given, &end) : 0.0;
+    if (ok && digits && *end == '\0' && v == v && v - v == 0 && (low_open ? v > low : v >= low) && v <= high) {
+        *value = v;
+        return CLIMIO_NOERR;
+    }
+    char range[96], fallen[128];
+    if (high < HUGE_VAL)
+        snprintf(range, sizeof range, "%s %s%g to %g", integer ? "a whole number" : "a number",
+                 low_open ? "greater than " : "from ", low, high);
+    else
+        snprintf(range, sizeof range, "%s %s%g", integer ? "a whole number" : "a number",
+                 low_open ? "greater than " : "from ", low);
+    if (unset)
+        snprintf(fallen, sizeof fallen, "%s", unset);
+    else
+        snprintf(fallen, sizeof fallen, "default %g", fallback);
+    return climio_fail(CLIMIO_EINVAL, "%s=%s: give %s, %s (%s)", name, given, meaning, range, fallen);
+}
+
+/* climio.core.settings.SERVE_TIMEOUT */
+static int timeout_seconds(double *seconds)
+{
+    return setting("CLIMIO_SERVE_TIMEOUT", "the seconds a model and its I/O servers wait for each other", 600.0,
+                   0.0, 1, HUGE_VAL, 0, NULL, seconds);
+}
+
+/* climio.core.settings.SERVE_BUFFER_MB */
+static int buffer_megabytes(double *megabytes)
+{
+    return setting("CLIMIO_SERVE_BUFFER_MB", "the MiB of each model rank's buffer for the I/O servers", 32.0, 1.0,
+                   0, 65536.0, 1, NULL, megabytes);
 }
 
 static void servers_name(const iosystem *s, char *out, size_t size)
@@ -187,9 +241,43 @@ static int failed(iosystem *s, int code)
         climio_errmsg(message, (int)sizeof message);
         fprintf(stderr, "climio: %s\n", message);
         fflush(stderr);
-        MPI_Abort(s->comm, code == CLIMIO_EIO || code == CLIMIO_EINTERNAL ? 1 : 2);
+        MPI_Abort(s->comm, code == CLIMIO_EIO || code == CLIMIO_EINTERNAL || code == CLIMIO_ENOMEM ? 1 : 2);
     }
     return code;
+}
+
+/* `bytes` of zeroed memory (or `old` grown to `bytes`), or NULL with CLIMIO_ENOMEM's line naming what for. */
+static void *claim(void *old, size_t bytes, const char *what)
+{
+    void *p = old ? realloc(old, bytes) : calloc(1, bytes ? bytes : 1);
+    if (p == NULL) {
+        int rank = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+        climio_fail(CLIMIO_ENOMEM, "out of memory: world rank %d could not allocate %zu bytes for %s: give each model "
+                    "rank more memory (fewer ranks per node)", rank, bytes, what);
+    }
+    return p;
+}
+
+/* The connection's loss, if it is lost: its code with its line, else CLIMIO_NOERR. */
+static int lost(const iosystem *s)
+{
+    if (!s->lost_code)
+        return CLIMIO_NOERR;
+    return s->lost ? climio_fail(s->lost_code, "%s", s->lost) : s->lost_code;  /* NULL: claim's line is kept */
+}
+
+/* Give the connection up with `code` and the last error's line (the servers stopped answering, or a message
+ * half taken or half sent for want of memory): every later call returns them at once. */
+static int lose(iosystem *s, int code)
+{
+    if (!s->lost_code) {
+        s->lost_code = code;
+        s->lost = claim(NULL, 2048, "the line of a lost connection");
+        if (s->lost)
+            climio_errmsg(s->lost, 2048);
+    }
+    return lost(s);
 }
 
 /* ------------------------------------------------------------------------------------------ the launch */
@@ -199,12 +287,13 @@ int served_layout(int *first, int *count)
     int world;
     MPI_Comm_size(MPI_COMM_WORLD, &world);
     const char *given = getenv("CLIMIO_SERVERS");
-    if (given != NULL && *given) {
-        char *end;
-        long n = strtol(given, &end, 10);
-        if (*end || n < 0 || n >= world)
-            return climio_fail(CLIMIO_EINVAL, "CLIMIO_SERVERS=%s: give the number of server ranks, 0 (none) to %d "
-                               "(the last ranks of the %d)", given, world - 1, world);
+    if (given != NULL && *given) {  /* climio.core.settings.servers */
+        char meaning[128];
+        double n;
+        snprintf(meaning, sizeof meaning, "the number of I/O server ranks, the last of this launch of %d", world);
+        if (setting("CLIMIO_SERVERS", meaning, 0.0, 0.0, 0, world - 1.0, 1,
+                    "unset: the last application of the launch", &n))
+            return CLIMIO_EINVAL;
         *count = (int)n;
         *first = world - (int)n;
         return n > 0;
@@ -276,7 +365,14 @@ static void take_replies(iosystem *s)
             break;
         long long ident = s->reply_header[1], size = s->reply_header[3];
         int code = (int)s->reply_header[2];
-        char *text = calloc((size_t)size + 1, 1);
+        char *text = claim(NULL, (size_t)size + 1, "a reply of the I/O servers");
+        reply *replies = text ? claim(s->replies, sizeof(reply) * (size_t)(s->nreplies + 1), "the replies") : NULL;
+        if (replies == NULL) {  /* its text stays untaken: no later message can be told apart */
+            free(text);
+            lose(s, CLIMIO_ENOMEM);
+            return;
+        }
+        s->replies = replies;
         if (size > 0)
             MPI_Recv(text, (int)size, MPI_BYTE, s->server, TAG_REPLY_TEXT, s->inter, MPI_STATUS_IGNORE);
         if (ident == SYSTEM) {
@@ -285,33 +381,44 @@ static void take_replies(iosystem *s)
                 s->system_error = text;
             } else
                 free(text);
-            s->replies = realloc(s->replies, sizeof(reply) * (size_t)(s->nreplies + 1));
             s->replies[s->nreplies++] = (reply){SYSTEM, code, NULL};
             return;  /* the last reply: nothing more comes */
         }
-        s->replies = realloc(s->replies, sizeof(reply) * (size_t)(s->nreplies + 1));
         s->replies[s->nreplies++] = (reply){ident, code, text};
         MPI_Irecv(s->reply_header, 4, MPI_INT64_T, s->server, TAG_REPLY, s->inter, &s->reply_request);
     }
 }
 
-/* Post the packet being filled (no-op when empty). */
-static void post(iosystem *s)
+/* Send `bytes` at `data` as one packet: in the ring at `offset`, or (offset -1) a message of its own, `own`, freed
+ * once sent. CLIMIO_ENOMEM with nothing sent when the packet cannot be kept. */
+static int send_packet(iosystem *s, char *data, long long bytes, long long offset, char *own)
 {
-    if (s->open == 0)
-        return;
-    packet *p = calloc(1, sizeof(packet));
-    p->offset = s->open_start;
-    MPI_Isend(s->ring + s->open_start, (int)s->open, MPI_BYTE, s->server, TAG_PACKET, s->inter, &p->request);
+    packet *p = claim(NULL, sizeof(packet), "a packet to the I/O servers");
+    if (p == NULL)
+        return CLIMIO_ENOMEM;
+    p->offset = offset;
+    p->own = own;
+    MPI_Isend(data, (int)bytes, MPI_BYTE, s->server, TAG_PACKET, s->inter, &p->request);
     if (s->newest)
         s->newest->next = p;
     else
         s->oldest = p;
     s->newest = p;
-    s->ring_packets++;
+    s->ring_packets += offset >= 0;
     s->packets++;
+    return CLIMIO_NOERR;
+}
+
+/* Post the packet being filled (no-op when empty): 0, or the code of the connection's loss. */
+static int post(iosystem *s)
+{
+    if (s->open == 0 || s->lost_code)
+        return lost(s);
+    if (send_packet(s, s->ring + s->open_start, s->open, s->open_start, NULL))
+        return lose(s, CLIMIO_ENOMEM);  /* its messages are in no packet: the servers would wait for them */
     s->open_start = s->tail;
     s->open = 0;
+    return CLIMIO_NOERR;
 }
 
 /* The offset where a message of `total` bytes goes in the ring, or -1 while older packets hold the room. A
@@ -323,9 +430,8 @@ static long long room(iosystem *s, long long total)
     if (s->tail > s->head || (s->ring_packets == 0 && s->open == 0)) {  /* free: the end, then the start */
         if (s->limit - s->tail >= total)
             return s->tail;
-        if (s->head < total)
+        if (s->head < total || post(s))
             return -1;
-        post(s);
         s->tail = s->open_start = 0;
         return 0;
     }
@@ -388,24 +494,37 @@ static void remove_dead_temporaries(const char *path)
         closedir(dir);
 }
 
+/* An error the model's program will say (the launch's one line about it): the mark of
+ * climio.core.mpi.first_to_speak, so that the servers, stopped by the launcher once the model ends, add none. */
+static int said(int code)
+{
+    const char *base = getenv("PMIX_SERVER_TMPDIR"), *job = getenv("PMIX_NAMESPACE");
+    char mark[4096];
+    if (base && job && snprintf(mark, sizeof mark, "%s/climio-spoke-%s", base, job) < (int)sizeof mark) {
+        FILE *f = fopen(mark, "wx");
+        if (f)
+            fclose(f);
+    }
+    return code;
+}
+
 /* Poll until done(s, arg), the packet being filled posted first: MPI's own waits cannot time out. After the
  * timeout the servers count as lost. */
 static int wait_for(iosystem *s, int (*done)(iosystem *, const void *), const void *arg, const char *what)
 {
     double deadline = now() + s->timeout, pause = 1e-5;
-    if (s->lost)
-        return climio_fail(CLIMIO_EIO, "%s", s->lost);
-    post(s);  /* what the servers must see before they can answer */
+    int code = post(s);  /* what the servers must see before they can answer */
+    if (code)
+        return code;
     progress(s);
-    while (!done(s, arg)) {
+    while (!(code = lost(s)) && !done(s, arg)) {
         if (now() > deadline) {
             char name[128];
             servers_name(s, name, sizeof name);
-            climio_fail(CLIMIO_EIO, "%s did not take %s within %g s: check that climio serve runs (its errors are "
-                        "on its stderr), or raise CLIMIO_SERVE_TIMEOUT; nothing was published", name, what,
-                        s->timeout);
-            s->lost = calloc(2048, 1);
-            climio_errmsg(s->lost, 2048);
+            said(climio_fail(CLIMIO_EIO, "%s did not take %s within %g s: check that climio serve runs (its errors "
+                             "are on its stderr), or raise CLIMIO_SERVE_TIMEOUT; nothing was published", name, what,
+                             s->timeout));
+            lose(s, CLIMIO_EIO);
             for (int n = 1; n <= s->count && s->rank == 0; n++)
                 if (s->files[n] && !s->files[n]->reading)
                     remove_dead_temporaries(s->files[n]->path);
@@ -415,7 +534,7 @@ static int wait_for(iosystem *s, int (*done)(iosystem *, const void *), const vo
         pause = pause < 5e-3 ? 2 * pause : 1e-2;
         progress(s);
     }
-    return CLIMIO_NOERR;
+    return code;
 }
 
 static int oldest_sent(iosystem *s, const void *oldest)
@@ -432,7 +551,9 @@ static int all_sent(iosystem *s, const void *unused)
 /* Post what is in the ring and wait until the packets in flight are fewer: room for the next message. */
 static int make_room(iosystem *s)
 {
-    post(s);
+    int code = post(s);
+    if (code)
+        return code;
     return s->oldest ? wait_for(s, oldest_sent, s->oldest, "the data sent before (the client buffer is full)")
                     : climio_fail(CLIMIO_EINTERNAL, "climio: the client buffer is empty and yet has no room");
 }
@@ -473,7 +594,7 @@ typedef struct {
     long long rows;
 } buffer;
 
-static void halo_copy(const decomp *d, long long rows, char *haloed, char *packed, size_t size, int into_haloed);
+static void halo_copy(const decomp *d, long long rows, char *haloed, char *packed, size_t size, const void *fill);
 
 static size_t aligned(size_t bytes)
 {
@@ -495,23 +616,25 @@ static int send(iosystem *s, int kind, long long ident, const long long args[5],
     long long total = (long long)bytes, at;
     char *into;
     progress(s);
+    int code = lost(s);
     if (total > s->limit) {  /* one message larger than the ring: alone, once everything before it is sent */
-        post(s);
-        int code = s->oldest ? wait_for(s, all_sent, NULL, "the data sent before (a message larger than the "
-                                       "client buffer)") : CLIMIO_NOERR;
+        if (!code)
+            code = post(s);
+        if (!code && s->oldest)
+            code = wait_for(s, all_sent, NULL, "the data sent before (a message larger than the client buffer)");
         if (code)
             return code;
-        into = malloc((size_t)total);
-        if (into == NULL)
-            return climio_fail(CLIMIO_EIO, "climio: no memory for a message of %lld bytes to the I/O servers", total);
+        if ((into = claim(NULL, (size_t)total, "a message larger than the client buffer")) == NULL)
+            return CLIMIO_ENOMEM;
     } else {
-        if (s->ring == NULL && (s->ring = malloc((size_t)s->limit)) == NULL)
-            return climio_fail(CLIMIO_EIO, "climio: no memory for the client buffer of %lld bytes", s->limit);
-        while ((at = room(s, total)) < 0) {
-            int code = make_room(s);
-            if (code)
-                return code;
-        }
+        const char *ring = "the client buffer (or a smaller one: CLIMIO_SERVE_BUFFER_MB, climio_init_servers' "
+                           "buffer_bytes)";
+        if (!code && s->ring == NULL && (s->ring = claim(NULL, (size_t)s->limit, ring)) == NULL)
+            code = CLIMIO_ENOMEM;
+        while (!code && (at = room(s, total)) < 0)
+            code = make_room(s);
+        if (code)
+            return code;
         into = s->ring + at;
     }
     int64_t header[8] = {kind, ident, 0, 0, 0, 0, 0, (int64_t)text};
@@ -529,38 +652,31 @@ static int send(iosystem *s, int kind, long long ident, const long long args[5],
     for (int i = 0; i < nbuffers; i++) {
         size_t n = (size_t)buffers[i].count * type_size(buffers[i].xtype);
         if (n && buffers[i].haloed)
-            halo_copy(buffers[i].haloed, buffers[i].rows, (char *)buffers[i].data, out, type_size(buffers[i].xtype), 0);
+            halo_copy(buffers[i].haloed, buffers[i].rows, (char *)buffers[i].data, out, type_size(buffers[i].xtype),
+                      NULL);
         else if (n)
             memcpy(out, buffers[i].data, n);
         memset(out + n, 0, aligned(n) - n);
         out += aligned(n);
     }
     if (total > s->limit) {
-        packet *p = calloc(1, sizeof(packet));
-        p->offset = -1;
-        p->own = into;
-        MPI_Isend(into, (int)total, MPI_BYTE, s->server, TAG_PACKET, s->inter, &p->request);
-        if (s->newest)
-            s->newest->next = p;
-        else
-            s->oldest = p;
-        s->newest = p;
-        s->packets++;
-        return CLIMIO_NOERR;
+        code = send_packet(s, into, total, -1, into);
+        if (code)
+            free(into);
+        return code;
     }
     s->tail = (into - s->ring) + total;
     s->open += total;
-    if (s->open >= PACKET_BYTES || s->packets < EAGER_PACKETS)
-        post(s);
-    return CLIMIO_NOERR;
+    return s->open >= PACKET_BYTES || s->packets < EAGER_PACKETS ? post(s) : CLIMIO_NOERR;
 }
 
 /* The servers' error on the connection, if one came. */
 static int system_check(iosystem *s)
 {
-    if (s->lost)
-        return climio_fail(CLIMIO_EIO, "%s", s->lost);
     progress(s);
+    int code = lost(s);
+    if (code)
+        return code;
     if (s->system_error) {
         climio_keep_error(s->system_error);
         return s->system_code;
@@ -581,6 +697,26 @@ static int acked(iosystem *s, const void *request)
     return done;
 }
 
+/* The settings of every rank of the model, agreed: CLIMIO_NOERR, or the first refusing rank's code and line on
+ * every rank (climio.serve.connect.connect does the same). */
+static int agreed_settings(MPI_Comm comm, int rank, double *seconds, double *megabytes)
+{
+    int code = timeout_seconds(seconds);
+    if (!code)
+        code = buffer_megabytes(megabytes);
+    int size, first;
+    MPI_Comm_size(comm, &size);
+    int mine = code ? rank : size;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm);
+    if (first == size)
+        return CLIMIO_NOERR;
+    char line[1024];
+    climio_errmsg(line, (int)sizeof line);
+    MPI_Bcast(&code, 1, MPI_INT, first, comm);
+    MPI_Bcast(line, (int)sizeof line, MPI_CHAR, first, comm);
+    return climio_fail(code, "%s", line);
+}
+
 int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid)
 {
     int first, count;
@@ -592,44 +728,73 @@ int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid)
         index++;
     if (index == (int)(sizeof systems / sizeof *systems))
         return climio_fail(CLIMIO_EINVAL, "climio: too many I/O systems");
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    double seconds = 600.0, megabytes = 32.0;
+    int refused = agreed_settings(comm, rank, &seconds, &megabytes);
     iosystem *s = calloc(1, sizeof(iosystem));
+    if (s == NULL) {
+        refused = refused ? refused : climio_fail(CLIMIO_EIO, "climio: out of memory for an I/O system");
+        if (rank == 0) {  /* the servers still learn that the model gives up, and end quietly */
+            int64_t hello[4] = {MAGIC, VERSION, size, refused};
+            MPI_Send(hello, 4, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD);
+        }
+        return refused;
+    }
     s->index = index;
     s->comm = comm;
     s->first = first;
     s->nservers = count;
-    s->timeout = timeout_seconds();
+    s->timeout = seconds;
     s->reply_request = MPI_REQUEST_NULL;
-    const char *megabytes = getenv("CLIMIO_SERVE_BUFFER_MB");
-    s->limit = buffer_bytes > 0 ? buffer_bytes : megabytes ? atoll(megabytes) << 20 : DEFAULT_BUFFER;
-    if (s->limit <= 0)
-        s->limit = DEFAULT_BUFFER;
-    MPI_Comm_rank(comm, &s->rank);
-    int size;
-    MPI_Comm_size(comm, &size);
-    /* The hello: the model's leader tells the first server the model's size and waits for its answer, so that
-     * a last application that is no climio serve ends in an error, not in MPI_Intercomm_create forever. */
-    int64_t answer[3] = {0, 0, 0};
+    s->limit = buffer_bytes > 0 ? buffer_bytes : (long long)megabytes << 20;
+    s->rank = rank;
+    /* The hello: the model's leader tells the first server the model's size (or that the model refused its own
+     * settings) and waits for its answer, so that a last application that is no climio serve ends in an error,
+     * not in MPI_Intercomm_create forever, and a server that refuses its own is heard at once. */
+    int64_t answer[5] = {0, 0, 0, 0, 0};
+    char line[1024] = "";
     if (s->rank == 0) {
-        int64_t hello[3] = {MAGIC, VERSION, size};
+        int64_t hello[4] = {MAGIC, VERSION, size, refused};
         MPI_Request request;
-        MPI_Send(hello, 3, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD);
-        MPI_Irecv(answer, 3, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD, &request);
-        if (wait_for(s, acked, &request, "the hello") != CLIMIO_NOERR) {
-            MPI_Cancel(&request);
-            MPI_Request_free(&request);
-            answer[0] = 0;
+        MPI_Send(hello, 4, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD);
+        if (!refused) {
+            MPI_Irecv(answer, 5, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD, &request);
+            if (wait_for(s, acked, &request, "the hello") != CLIMIO_NOERR) {
+                MPI_Cancel(&request);
+                MPI_Request_free(&request);
+                answer[0] = 0;
+            } else if (answer[4] > 0) {
+                int bytes = answer[4] < (int64_t)sizeof line - 1 ? (int)answer[4] : (int)sizeof line - 1;
+                char *text = malloc((size_t)answer[4]);
+                if (text)
+                    MPI_Recv(text, (int)answer[4], MPI_BYTE, first, TAG_WELCOME_TEXT, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE);
+                snprintf(line, sizeof line, "%.*s", text ? bytes : 0, text ? text : "");
+                free(text);
+            }
         }
     }
-    MPI_Bcast(answer, 3, MPI_INT64_T, 0, comm);
-    if (answer[0] != MAGIC || answer[1] != VERSION) {
+    if (refused) {
+        free(s->lost);
+        free(s);
+        return said(refused);
+    }
+    MPI_Bcast(answer, 5, MPI_INT64_T, 0, comm);
+    MPI_Bcast(line, (int)sizeof line, MPI_CHAR, 0, comm);
+    if (answer[0] != MAGIC || answer[1] != VERSION || answer[3]) {
         char name[128];
         servers_name(s, name, sizeof name);
+        free(s->lost);
         free(s);
-        if (answer[0])
+        if (answer[0] && answer[1] != VERSION)
             return climio_fail(CLIMIO_EINVAL, "climio serve speaks protocol version %lld, this libclimio %lld: use "
                                "one climio for both", (long long)answer[1], (long long)VERSION);
+        if (answer[0])  /* the servers refused their own options or settings: their line */
+            return said(climio_fail(answer[3] == 1 ? CLIMIO_EIO : CLIMIO_EINVAL, "%s", line));
         return climio_fail(CLIMIO_EIO, "%s did not answer within %g s: start climio serve as the last application, "
-                           "or set CLIMIO_SERVERS=0 for a launch without it", name, timeout_seconds());
+                           "or set CLIMIO_SERVERS=0 for a launch without it", name, seconds);
     }
     MPI_Intercomm_create(comm, 0, MPI_COMM_WORLD, first, TAG_INTERCOMM, &s->inter);
     int remote;
@@ -749,17 +914,17 @@ static int send_decomp(iosystem *s, decomp *d, const long long *compmap, int *io
 static int decomp_of(iosystem *s, int ioid, decomp **out);
 
 /* A new decomposition of the grid once the ranks agree that none has an error (`code`: this rank's, replaced
- * by the agreed one), or NULL. */
+ * by the agreed one; memory a rank lacks is one), or NULL. */
 static decomp *new_decomp(iosystem *s, int *code, int ndims, const long long *gdimlen)
 {
+    decomp *d = NULL;
+    if (!*code && (d = claim(NULL, sizeof(decomp), "a decomposition")) == NULL)
+        *code = CLIMIO_ENOMEM;
     *code = agree(s, *code);
-    if (*code)
-        return NULL;
-    decomp *d = calloc(1, sizeof(decomp));
-    d->n = new_number(s);
-    if (!d->n) {
-        free(d);
+    if (!*code && !(d->n = new_number(s)))
         *code = CLIMIO_EINVAL;
+    if (*code) {
+        free(d);
         return NULL;
     }
     d->ndims = ndims;
@@ -797,18 +962,24 @@ int served_init_decomp_blocks(int iosysid, int ndims, const long long *gdimlen, 
                                a, s->rank, gdimlen[a]);
     if (!code && halo < 0)
         code = climio_fail(CLIMIO_EINVAL, "climio_init_decomp_blocks: halo %d must be >= 0", halo);
+    long long points = 1, *compmap = NULL;
+    for (int a = 0; !code && a < ndims; a++)
+        points *= count[a];
+    if (!code && (compmap = claim(NULL, sizeof(long long) * (size_t)points, "a decomposition's map")) == NULL)
+        code = CLIMIO_ENOMEM;
     decomp *d = new_decomp(s, &code, ndims, gdimlen);
-    if (d == NULL)
+    if (d == NULL) {
+        free(compmap);
         return failed(s, code);
+    }
     d->block = 1;
     d->halo = halo;
-    d->points = d->withhalo = 1;
+    d->points = points;
+    d->withhalo = 1;
     for (int a = 0; a < ndims; a++) {
         d->count[a] = count[a];
-        d->points *= count[a];
         d->withhalo *= count[a] + (a >= ndims - 2 ? 2 * halo : 0);  /* the halo: the last two axes */
     }
-    long long *compmap = malloc(sizeof(long long) * (size_t)(d->points ? d->points : 1));
     long long index[8] = {0};
     for (long long k = 0; k < d->points; k++) {  /* the box's points in C order, as 1-based grid offsets */
         long long offset = 0;
@@ -879,7 +1050,7 @@ static int file_of(int ncid, file **out)
     char *text;
     if (!f->error && pop_reply(s, n, &code, &text)) {
         f->code = code ? code : CLIMIO_EINTERNAL;
-        f->error = text ? text : calloc(1, 1);
+        f->error = text;
     }
     if (f->error && !f->reported) {
         f->reported = 1;
@@ -901,12 +1072,15 @@ static int decomp_of(iosystem *s, int ioid, decomp **out)
     return CLIMIO_NOERR;
 }
 
-static file *new_file(iosystem *s, decomp *d, const char *path)
+/* A new file (its number taken first, as on every rank), or NULL with the code in *code. */
+static file *new_file(iosystem *s, decomp *d, const char *path, int *code)
 {
     int n = new_number(s);
-    if (!n)
+    file *f = n ? claim(NULL, sizeof(file), "an open file") : NULL;
+    if (f == NULL) {
+        *code = n ? CLIMIO_ENOMEM : CLIMIO_EINVAL;
         return NULL;
-    file *f = calloc(1, sizeof(file));
+    }
     f->n = n;
     f->sys = s;
     f->d = d;
@@ -941,9 +1115,9 @@ int served_createfile(int iosysid, int ioid, int *ncid, const char *mode, const 
                            flags);
     if (code)
         return s ? failed(s, code) : code;
-    file *f = new_file(s, d, path);
+    file *f = new_file(s, d, path, &code);
     if (f == NULL)
-        return failed(s, CLIMIO_EINVAL);
+        return failed(s, code);
     snprintf(f->mode, sizeof f->mode, "%s", mode);
     long long args[5] = {d->n, flags, 0, 0, 0};
     const char *names[3] = {path, mode, strategy};
@@ -957,8 +1131,9 @@ int served_createfile(int iosysid, int ioid, int *ncid, const char *mode, const 
 }
 
 /* Wait for the answer to the request just sent (header: ok/error, value, code, text bytes; then the text):
- * its value, or an error code with the servers' message. */
-static int await_answer(iosystem *s, const char *what, long long *value)
+ * its value (and, given `fill`, the word that carries a READ's fill value), or an error code with the servers'
+ * message. */
+static int await_answer(iosystem *s, const char *what, long long *value, int64_t *fill)
 {
     int64_t header[4];
     MPI_Request request;
@@ -970,12 +1145,16 @@ static int await_answer(iosystem *s, const char *what, long long *value)
         return code;
     }
     if (header[3] > 0) {
-        char *text = calloc((size_t)header[3] + 1, 1);
+        char *text = claim(NULL, (size_t)header[3] + 1, "an answer of the I/O servers");
+        if (text == NULL)  /* its text stays untaken: no later answer can be told apart */
+            return lose(s, CLIMIO_ENOMEM);
         MPI_Recv(text, (int)header[3], MPI_BYTE, s->server, TAG_ANSWER_TEXT, s->inter, MPI_STATUS_IGNORE);
         climio_keep_error(text);
         free(text);
     }
     *value = header[1];
+    if (fill)
+        *fill = header[2];
     return header[0] ? (header[2] ? (int)header[2] : CLIMIO_EINTERNAL) : CLIMIO_NOERR;
 }
 
@@ -987,15 +1166,15 @@ int served_openfile(int iosysid, int ioid, int *ncid, const char *strategy, cons
     int code = file_source(iosysid, ioid, path, &s, &d);
     if (code)
         return s ? failed(s, code) : code;
-    file *f = new_file(s, d, path);
+    file *f = new_file(s, d, path, &code);
     if (f == NULL)
-        return failed(s, CLIMIO_EINVAL);
+        return failed(s, code);
     f->reading = 1;
     long long args[5] = {d->n, 0, 0, 0, 0}, value;
     const char *names[2] = {path, strategy};
     code = send(s, OPEN, f->n, args, names, 2, NULL, 0);
     if (!code)
-        code = await_answer(s, "the open", &value);
+        code = await_answer(s, "the open", &value, NULL);
     if (code) {
         free_file(f);
         return failed(s, code);
@@ -1052,15 +1231,25 @@ static int refuse(file *f, int kind, int code)
     int sent = send(f->sys, -kind, f->n, args, &text, 1, NULL, 0);
     long long value;
     if (!sent && (kind == READ || kind == INQ_VARID))  /* the servers answer every rank: take it */
-        sent = await_answer(f->sys, "the refused call", &value) == CLIMIO_EINTERNAL ? CLIMIO_EINTERNAL : 0;
+        sent = await_answer(f->sys, "the refused call", &value, NULL) == CLIMIO_EINTERNAL ? CLIMIO_EINTERNAL : 0;
     if (!f->reading) {  /* reads abandon no file: the servers answer, and the file stays open */
         free(f->error);
-        f->error = strdup(message);
+        if ((f->error = claim(NULL, strlen(message) + 1, "an error's line")) != NULL)  /* NULL: the reply brings it */
+            strcpy(f->error, message);
         f->code = code;
         f->reported = 1;
     }
     climio_keep_error(message);
     return failed(f->sys, sent ? sent : code);
+}
+
+/* Send a call on file f being written. A message this rank has no memory for (none of it sent, the connection
+ * intact) is refused instead, so that every rank gets the error. */
+static int send_on(file *f, int kind, const long long args[5], const char *const *names, int nnames,
+                   const buffer *buffers, int nbuffers)
+{
+    int code = send(f->sys, kind, f->n, args, names, nnames, buffers, nbuffers);
+    return code == CLIMIO_ENOMEM && !f->sys->lost_code ? refuse(f, kind, code) : failed(f->sys, code);
 }
 
 /* ------------------------------------------------------------------------------------------ definitions */
@@ -1121,13 +1310,16 @@ int served_def_dim(int ncid, const char *name, long long len, int *dimid)
             code = climio_fail(CLIMIO_EINVAL, "%s: dimension '%s': a second CLIMIO_UNLIMITED one", f->path, name);
     if (!code && len < 0)
         code = climio_fail(CLIMIO_EINVAL, "%s: dimension '%s': length %lld is negative", f->path, name, len);
+    dim *dims = NULL;
+    if (!code && (dims = claim(f->dims, sizeof(dim) * (size_t)(f->ndims + 1), "a file's dimensions")) == NULL)
+        code = CLIMIO_ENOMEM;
     if (code)
         return refuse(f, DEF_DIM, code);
+    f->dims = dims;
     long long args[5] = {len, 0, 0, 0, 0};
-    code = send(f->sys, DEF_DIM, f->n, args, &name, 1, NULL, 0);
+    code = send_on(f, DEF_DIM, args, &name, 1, NULL, 0);
     if (code)
-        return failed(f->sys, code);
-    f->dims = realloc(f->dims, sizeof(dim) * (size_t)(f->ndims + 1));
+        return code;
     snprintf(f->dims[f->ndims].name, sizeof f->dims[f->ndims].name, "%s", name);
     f->dims[f->ndims].len = len;
     *dimid = f->ndims++;
@@ -1152,16 +1344,19 @@ int served_def_var(int ncid, const char *name, int xtype, int ndims, const int *
         if (dimids[i] < 0 || dimids[i] >= f->ndims)
             code = climio_fail(CLIMIO_EBADID, "%s: variable '%s': no dimension id %d (0..%d)", f->path, name,
                                dimids[i], f->ndims - 1);
+    var *vars = NULL;
+    if (!code && (vars = claim(f->vars, sizeof(var) * (size_t)(f->nvars + 1), "a file's variables")) == NULL)
+        code = CLIMIO_ENOMEM;
     if (code)
         return refuse(f, DEF_VAR, code);
+    f->vars = vars;
     long long ids[8], args[5] = {xtype, ndims, 0, 0, 0};
     for (int i = 0; i < ndims; i++)
         ids[i] = dimids[i];
     buffer data = {.data = ids, .count = ndims, .xtype = CLIMIO_INT64};
-    code = send(f->sys, DEF_VAR, f->n, args, &name, 1, &data, 1);
+    code = send_on(f, DEF_VAR, args, &name, 1, &data, 1);
     if (code)
-        return failed(f->sys, code);
-    f->vars = realloc(f->vars, sizeof(var) * (size_t)(f->nvars + 1));
+        return code;
     var *v = &f->vars[f->nvars];
     memset(v, 0, sizeof *v);
     snprintf(v->name, sizeof v->name, "%s", name);
@@ -1186,7 +1381,7 @@ static int compressible(file *f, int varid, var **v, const char *what)
 static int send_compression(file *f, int varid, const var *v)
 {
     long long args[5] = {varid, v->deflate, v->quantize, v->nsd, 0};
-    return failed(f->sys, send(f->sys, DEF_COMPRESS, f->n, args, NULL, 0, NULL, 0));
+    return send_on(f, DEF_COMPRESS, args, NULL, 0, NULL, 0);
 }
 
 int served_def_var_deflate(int ncid, int varid, int shuffle, int deflate, int level)
@@ -1242,7 +1437,7 @@ int served_def_var_reduce(int ncid, int varid, int op, int steps)
     if (code)
         return refuse(f, DEF_REDUCE, code);
     long long args[5] = {varid, op, steps, 0, 0};
-    return failed(f->sys, send(f->sys, DEF_REDUCE, f->n, args, NULL, 0, NULL, 0));
+    return send_on(f, DEF_REDUCE, args, NULL, 0, NULL, 0);
 }
 
 /* The target of an attribute: the file being defined, a variable of it or CLIMIO_GLOBAL, and a good name. */
@@ -1264,7 +1459,7 @@ int served_put_att_text(int ncid, int varid, const char *name, const char *value
         return refuse(f, PUT_ATT, code);
     long long args[5] = {varid, NC_CHAR, (long long)strlen(value), 0, 0};
     const char *names[2] = {name, value};
-    return failed(f->sys, send(f->sys, PUT_ATT, f->n, args, names, 2, NULL, 0));
+    return send_on(f, PUT_ATT, args, names, 2, NULL, 0);
 }
 
 int served_put_att_double(int ncid, int varid, const char *name, int xtype, long long len, const double *values)
@@ -1278,9 +1473,11 @@ int served_put_att_double(int ncid, int varid, const char *name, int xtype, long
         code = type_of(f, "attribute", name, xtype);
     if (!code && len < 0)
         code = climio_fail(CLIMIO_EINVAL, "%s: attribute '%s': length %lld", f->path, name, len);
+    void *stored = NULL;  /* the numbers in the attribute's type */
+    if (!code && (stored = claim(NULL, type_size(xtype) * (size_t)len, "an attribute's values")) == NULL)
+        code = CLIMIO_ENOMEM;
     if (code)
         return refuse(f, PUT_ATT, code);
-    void *stored = malloc(type_size(xtype) * (size_t)(len ? len : 1));  /* the numbers in the attribute's type */
     for (long long i = 0; i < len; i++)
         switch (xtype) {
         case CLIMIO_BYTE: ((int8_t *)stored)[i] = (int8_t)values[i]; break;
@@ -1292,9 +1489,9 @@ int served_put_att_double(int ncid, int varid, const char *name, int xtype, long
         }
     long long args[5] = {varid, xtype, len, 0, 0};
     buffer data = {.data = stored, .count = len, .xtype = xtype};
-    code = send(f->sys, PUT_ATT, f->n, args, &name, 1, &data, 1);
+    code = send_on(f, PUT_ATT, args, &name, 1, &data, 1);
     free(stored);
-    return failed(f->sys, code);
+    return code;
 }
 
 int served_enddef(int ncid)
@@ -1303,10 +1500,10 @@ int served_enddef(int ncid)
     int code = defining(ncid, "climio_enddef", &f);
     if (code)
         return code;
-    code = send(f->sys, ENDDEF, f->n, NULL, NULL, 0, NULL, 0);
+    code = send_on(f, ENDDEF, NULL, NULL, 0, NULL, 0);
     if (!code)
         f->defined = 1;
-    return failed(f->sys, code);
+    return code;
 }
 
 int served_inq_varid(int ncid, const char *name, int *varid)
@@ -1326,7 +1523,7 @@ int served_inq_varid(int ncid, const char *name, int *varid)
     long long value;
     code = send(f->sys, INQ_VARID, f->n, NULL, &name, 1, NULL, 0);
     if (!code)
-        code = await_answer(f->sys, "the variable lookup", &value);
+        code = await_answer(f->sys, "the variable lookup", &value, NULL);
     if (!code)
         *varid = (int)value;
     return failed(f->sys, code);
@@ -1377,7 +1574,7 @@ int served_put_time(int ncid, long long frame, double time)
                                                "from Fortran)", f->path, frame));
     long long args[5] = {frame, 0, 0, 0, 0};
     buffer data = {.data = &time, .count = 1, .xtype = CLIMIO_DOUBLE};
-    return failed(f->sys, send(f->sys, PUT_TIME, f->n, args, NULL, 0, &data, 1));
+    return send_on(f, PUT_TIME, args, NULL, 0, &data, 1);
 }
 
 /* Levels of a decomposed variable: its lengths after the record dimension over the grid's points (0: the
@@ -1394,8 +1591,10 @@ static long long rows_of(const file *f, const var *v)
 }
 
 /* Copy between a block's halo'd local array (rows of the halo'd box; the halo on the last two axes) and its
- * owned points packed in C order: out of the halo'd array (writes), or into it, the halo untouched (reads). */
-static void halo_copy(const decomp *d, long long rows, char *haloed, char *packed, size_t size, int into_haloed)
+ * owned points packed in C order: out of the halo'd array (writes: fill NULL), or into it with `fill` (one value)
+ * in every halo element (reads). A read's packed points may lie at the end of the halo'd array itself: each line
+ * moves down to its place, in order, so none is overwritten before it moved. */
+static void halo_copy(const decomp *d, long long rows, char *haloed, char *packed, size_t size, const void *fill)
 {
     long long shape[8], inner = 1, index[8];
     int nd = d->ndims;
@@ -1404,6 +1603,7 @@ static void halo_copy(const decomp *d, long long rows, char *haloed, char *packe
     for (int a = 0; a < nd - 1; a++)
         inner *= d->count[a];
     size_t line_bytes = (size_t)d->count[nd - 1] * size;
+    char *filled = haloed;
     for (long long r = 0; r < rows; r++) {
         memset(index, 0, sizeof index);
         for (long long line = 0; line < inner; line++) {  /* each owned line along the last axis */
@@ -1411,7 +1611,14 @@ static void halo_copy(const decomp *d, long long rows, char *haloed, char *packe
             for (int a = 0; a < nd - 1; a++)
                 offset = offset * shape[a] + index[a] + (a >= nd - 2 ? d->halo : 0);
             char *at = haloed + (size_t)(offset * shape[nd - 1] + d->halo) * size;
-            memcpy(into_haloed ? at : packed, into_haloed ? packed : at, line_bytes);
+            if (fill == NULL)
+                memcpy(packed, at, line_bytes);
+            else {
+                for (; filled < at; filled += size)  /* the halo before this line */
+                    memcpy(filled, fill, size);
+                memmove(at, packed, line_bytes);
+                filled = at + line_bytes;
+            }
             packed += line_bytes;
             for (int a = nd - 2; a >= 0; a--) {
                 if (++index[a] < d->count[a])
@@ -1420,6 +1627,8 @@ static void halo_copy(const decomp *d, long long rows, char *haloed, char *packe
             }
         }
     }
+    for (char *end = haloed + (size_t)(rows * d->withhalo) * size; fill && filled < end; filled += size)
+        memcpy(filled, fill, size);  /* the halo after the last line */
 }
 
 /* The file (being written) and variable of a data call, checked; a call this rank refuses is sent as `kind`. */
@@ -1447,7 +1656,7 @@ int served_write_darray(int ncid, int varid, long long frame, int memtype, long 
         data = (buffer){array, rows * d->points, memtype, d, rows};  /* the owned points, halo stripped */
         args[3] = rows * d->points;
     }
-    return failed(f->sys, send(f->sys, WRITE, f->n, args, NULL, 0, &data, 1));
+    return send_on(f, WRITE, args, NULL, 0, &data, 1);
 }
 
 int served_put_var(int ncid, int varid, long long frame, int memtype, long long len, const void *values)
@@ -1459,7 +1668,7 @@ int served_put_var(int ncid, int varid, long long frame, int memtype, long long 
         return code;
     long long count = f->sys->rank == 0 ? len : 0, args[5] = {varid, frame, memtype, count, 0};
     buffer data = {.data = values, .count = count, .xtype = memtype};
-    return failed(f->sys, send(f->sys, PUT_VAR, f->n, args, NULL, 0, &data, 1));
+    return send_on(f, PUT_VAR, args, NULL, 0, &data, 1);
 }
 
 int served_read_darray(int ncid, int varid, long long frame, int memtype, long long arraylen, void *array)
@@ -1476,23 +1685,22 @@ int served_read_darray(int ncid, int varid, long long frame, int memtype, long l
     iosystem *s = f->sys;
     const decomp *d = f->d;
     long long args[5] = {varid, frame, memtype, arraylen, d->withhalo}, count;
+    int64_t fill = 0;  /* its first bytes: the variable's fill value in memtype */
     code = send(s, READ, f->n, args, NULL, 0, NULL, 0);
     if (!code)
-        code = await_answer(s, "the read", &count);
+        code = await_answer(s, "the read", &count, &fill);
     if (code)
         return failed(s, code);
     size_t size = type_size(memtype);
     int halo = d->block && d->halo && d->points && count / d->points * d->withhalo == arraylen && count != arraylen;
-    char *into = halo ? malloc(size * (size_t)(count ? count : 1)) : array;
+    char *into = halo ? (char *)array + (size_t)(arraylen - count) * size : array;  /* halo: spread from the end */
     MPI_Request request;
     MPI_Irecv(into, (int)count, mpi_type(memtype), s->server, TAG_ANSWER_DATA, s->inter, &request);
     code = wait_for(s, acked, &request, "the data read");
     if (code) {
         MPI_Cancel(&request);
         MPI_Request_free(&request);
-    } else if (halo)
-        halo_copy(d, count / d->points, array, into, size, 1);
-    if (halo)
-        free(into);
+    } else if (halo)  /* the halo gets the fill value, as an attached read gives it */
+        halo_copy(d, count / d->points, array, into, size, &fill);
     return failed(s, code);
 }

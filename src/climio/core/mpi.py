@@ -52,7 +52,10 @@ def check_mpi_io_path(path: str) -> None:
 
 
 def launched() -> bool:
-    """Whether a launcher (mpiexec, srun) started this process."""
+    """Whether a launcher (mpiexec, srun) started this process. A process started by a plain MPI program (a
+    singleton, which sets ``OMPI_MCA_ess=singleton`` and ``PMIX_RANK`` for itself) inherits those and is no rank."""
+    if os.environ.get("OMPI_MCA_ess") == "singleton":
+        return False
     return any(name in os.environ for name in RANK_VARIABLES)
 
 
@@ -145,14 +148,35 @@ def all_true(comm: MPI.Comm, flag: bool) -> bool:
     return bool(comm.allreduce(bool(flag), op=MPI.LAND))
 
 
+def first_to_speak() -> bool:
+    """Whether this rank is the first of its launch to say how the job ended, so that one fault is one line:
+    several servers failing in one write, or the ranks that MPI_Abort stops, say nothing more. The first rank
+    makes a marker in the launcher's own directory of this node (Open MPI's ``PMIX_SERVER_TMPDIR``, removed
+    with the job); without one every rank counts as first."""
+    base, job = os.environ.get("PMIX_SERVER_TMPDIR"), os.environ.get("PMIX_NAMESPACE")
+    started = sys.modules.get("mpi4py.MPI")  # never started here: a signal handler may ask
+    alone = started is None or not started.Is_initialized() or started.COMM_WORLD.Get_size() == 1
+    if not base or not job or alone:  # (a process started by an MPI program inherits its PMIX_* settings)
+        return True
+    try:
+        os.close(os.open(os.path.join(base, f"climio-spoke-{job}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
 def abort(comm: MPI.Comm | None, message: str, status: int) -> None:
-    """Print ``message`` and end the whole job, however many ranks it has.
+    """Print ``message`` (unless another rank of the job already said its line) and end the whole job, however
+    many ranks it has.
 
     A lone failing rank cannot simply exit: the others would hang in their next
     collective call. MPI_Abort ends them all, with this rank's message first.
     """
-    sys.stderr.write(message.rstrip("\n") + "\n")
-    sys.stderr.flush()
+    if first_to_speak():
+        sys.stderr.write(message.rstrip("\n") + "\n")
+        sys.stderr.flush()
     if comm is None or comm.Get_size() == 1:
         remove_session_directory()
         os._exit(status)

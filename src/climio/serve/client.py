@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import ncio
+from climio.core import ncio, settings
 from climio.core.ncio.schema import fill_value
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError, IOFault
@@ -46,7 +46,6 @@ from climio.serve.protocol import Kind
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-BUFFER_BYTES = 32 << 20  # per model rank: data sent but not yet taken by the servers
 EIO = -4  # the C API's code of a machine fault
 
 
@@ -237,12 +236,16 @@ class Servers:
                 sys.stderr.write(f"climio: error: {err}\n")
 
 
-def connect(comm: MPI.Intracomm | None = None, *, buffer_bytes: int = BUFFER_BYTES,
+def connect(comm: MPI.Intracomm | None = None, *, buffer_bytes: int | None = None,
             timeout: float | None = None) -> Servers:
     """Connect the model's ranks (``comm``, collective over it only; default: every world rank but the servers,
-    :func:`~climio.serve.connect.model_communicator`) to the I/O servers of this launch."""
+    :func:`~climio.serve.connect.model_communicator`) to the I/O servers of this launch. ``buffer_bytes`` per
+    model rank holds data sent but not yet taken by the servers (default ``CLIMIO_SERVE_BUFFER_MB``, 32 MiB);
+    ``timeout`` bounds every wait for them (default ``CLIMIO_SERVE_TIMEOUT``, 600 s)."""
     comm = connecting.model_communicator() if comm is None else comm
-    inter, servers = connecting.connect(comm)
+    inter, servers = connecting.connect(comm)  # refuses bad settings on every model rank, servers told
+    if buffer_bytes is None:
+        buffer_bytes = int(settings.SERVE_BUFFER_MB.read()) << 20
     return Servers(comm, inter, servers, buffer_bytes, connecting.timeout() if timeout is None else timeout)
 
 

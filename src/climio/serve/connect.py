@@ -20,44 +20,42 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import mpi
+from climio.core import mpi, settings
 from climio.errors import ClimioError, IOFault
 from climio.serve import protocol as wire
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-TIMEOUT = 600.0
 HOW = ("start them as the last app context (mpiexec -n M MODEL : -n S climio serve) or set CLIMIO_SERVERS=S "
        "(the last S ranks)")
 
 
 def timeout() -> float:
     """Seconds either side waits for the other at most (``CLIMIO_SERVE_TIMEOUT``, default 600)."""
-    return float(os.environ.get("CLIMIO_SERVE_TIMEOUT", TIMEOUT))
+    return settings.SERVE_TIMEOUT.read()
 
 
-def within_timeout(done: Callable[[], bool]) -> bool:
-    """Poll ``done`` until it is true or :func:`timeout` seconds pass (MPI's own waits cannot time out)."""
-    deadline = time.monotonic() + timeout()
+def within_timeout(done: Callable[[], bool], seconds: float | None = None) -> bool:
+    """Poll ``done`` until it is true or ``seconds`` (:func:`timeout`) pass: MPI's own waits cannot time out. The
+    pauses between polls grow from 10 us to 10 ms, so a quick answer costs no sleep and a long wait no core."""
+    deadline, pause = time.monotonic() + (timeout() if seconds is None else seconds), 1e-5
     while not done():
         if time.monotonic() > deadline:
             return False
-        time.sleep(0.01)
+        time.sleep(pause)
+        pause = min(2 * pause, 1e-2)
     return True
 
 
 def server_ranks(world_size: int, appnum: int | None, environ: dict[str, str] | os._Environ[str] = os.environ
                  ) -> range:
     """The world ranks of the I/O servers, from the launch's layout alone (no communication)."""
-    given = environ.get("CLIMIO_SERVERS")
-    if given:
-        if not given.isdigit() or not 0 <= int(given) < world_size:
-            raise ClimioError(f"CLIMIO_SERVERS={given}: give the number of server ranks, 0 (none) to {world_size - 1} "
-                              f"(the last ranks of the {world_size})", collective=True)
-        if int(given) == 0:
-            raise ClimioError(f"no I/O servers in this launch: CLIMIO_SERVERS=0", collective=True)
-        return range(world_size - int(given), world_size)
+    if environ.get("CLIMIO_SERVERS"):
+        count = int(settings.servers(world_size).read(environ))
+        if count == 0:
+            raise ClimioError("no I/O servers in this launch: CLIMIO_SERVERS=0", collective=True)
+        return range(world_size - count, world_size)
     counts = environ.get("OMPI_APP_CTX_NUM_PROCS", "").replace(",", " ").split()
     if appnum is None or len(counts) < 2 or not all(c.isdigit() for c in counts):
         raise ClimioError(f"no I/O servers in this launch of {world_size} rank(s): {HOW}", collective=True)
@@ -99,32 +97,91 @@ def model_communicator() -> MPI.Intracomm:
     return comm
 
 
-def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
-    """Servers: wait for the model's hello, then make the intercommunicator; returns it and the model's size."""
-    world, servers = layout()
-    hello = np.zeros(4, np.int64)
+def hello(comm: MPI.Intracomm) -> np.ndarray:
+    """Servers (collective): wait for the model's hello; its numbers (:data:`~climio.serve.protocol.HELLO_LEN`)
+    and its sender's world rank, or zeros when none came within :func:`timeout` seconds."""
+    world, _ = layout()
+    got = np.zeros(wire.HELLO_LEN + 1, np.int64)
     if comm.Get_rank() == 0:
         from mpi4py import MPI
 
         status = MPI.Status()
-        if within_timeout(lambda: world.Iprobe(source=MPI.ANY_SOURCE, tag=wire.TAG_HELLO, status=status)):
-            world.Recv([hello[:3], MPI.INT64_T], source=status.Get_source(), tag=wire.TAG_HELLO)
-            hello[3] = status.Get_source()
-            answer = np.array([wire.MAGIC, wire.VERSION, comm.Get_size()], np.int64)
-            world.Send([answer, MPI.INT64_T], dest=int(hello[3]), tag=wire.TAG_HELLO)  # the model waits for it
-    hello = comm.bcast(hello)
-    if int(hello[0]) == 0:
-        raise ClimioError(f"climio serve: no model connected within {timeout():g} s (CLIMIO_SERVE_TIMEOUT): the model "
-                          f"calls climio.serve.client.connect, or sends the hello of docs/serve-protocol.md",
-                          collective=True)
-    if int(hello[0]) != wire.MAGIC:
-        raise ClimioError(f"climio serve: a stray message on the hello tag {wire.TAG_HELLO} from world rank "
-                          f"{int(hello[3])}", collective=True)
-    inter = comm.Create_intercomm(0, world, int(hello[3]), wire.TAG_INTERCOMM)
-    if int(hello[1]) != wire.VERSION:
-        raise ClimioError(f"climio serve speaks protocol version {wire.VERSION}, the model {int(hello[1])}: use one "
-                          f"climio for both", collective=True)
-    return inter, int(hello[2])
+        try:
+            seconds = timeout()
+        except ClimioError:
+            seconds = settings.SERVE_TIMEOUT.default  # refused by the servers too: long enough to say so
+        if within_timeout(lambda: world.Iprobe(source=MPI.ANY_SOURCE, tag=wire.TAG_HELLO, status=status), seconds):
+            world.Recv([got[:wire.HELLO_LEN], MPI.INT64_T], source=status.Get_source(), tag=wire.TAG_HELLO)
+            got[-1] = status.Get_source()
+    return comm.bcast(got)
+
+
+def welcome(comm: MPI.Intracomm, model: int, code: int = 0, text: str = "") -> None:
+    """Servers: the first server answers the model's leader (world rank ``model``): the servers' count, or
+    their refusal and its line."""
+    if comm.Get_rank() != 0:
+        return
+    from mpi4py import MPI
+
+    world = mpi.world()
+    line = text.encode()
+    answer = np.array([wire.MAGIC, wire.VERSION, comm.Get_size(), code, len(line)], np.int64)
+    world.Send([answer, MPI.INT64_T], dest=model, tag=wire.TAG_HELLO)  # the model waits for it
+    if line:
+        world.Send([np.frombuffer(line, np.uint8), MPI.BYTE], dest=model, tag=wire.TAG_WELCOME_TEXT)
+
+
+class NoModel(ClimioError):
+    """No model said hello in time (or something else did): nobody to tell, so the servers end the job."""
+
+
+class Told(ClimioError):
+    """An error the model's ranks already have (the servers replied it, or it is the model's own): the model
+    reports it, the servers end quietly."""
+
+
+class ModelRefused(Told):
+    """The model's ranks refused their own settings at the hello."""
+
+
+def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
+    """Servers: wait for the model's hello, then make the intercommunicator; returns it and the model's size."""
+    world, _ = layout()
+    got = hello(comm)
+    if int(got[0]) == 0:
+        raise NoModel(f"climio serve: no model connected within {timeout():g} s (CLIMIO_SERVE_TIMEOUT): the model "
+                      f"calls climio_init_intracomm or climio.serve.client.connect as the other application of "
+                      f"this launch", collective=True)
+    if int(got[0]) != wire.MAGIC:
+        raise NoModel(f"climio serve: a stray message on the hello tag {wire.TAG_HELLO} from world rank "
+                          f"{int(got[-1])}", collective=True)
+    if int(got[1]) != wire.VERSION:
+        welcome(comm, int(got[-1]))  # the model names the mismatch
+        raise ModelRefused(f"climio serve speaks protocol version {wire.VERSION}, the model {int(got[1])}: use one "
+                           f"climio for both", collective=True)
+    if int(got[3]):
+        raise ModelRefused("the model refused its own settings (its ranks say which)", collective=True)
+    welcome(comm, int(got[-1]))
+    ACCEPTED.append(True)
+    return comm.Create_intercomm(0, world, int(got[-1]), wire.TAG_INTERCOMM), int(got[2])
+
+
+ACCEPTED: list[bool] = []  # this server made its intercommunicator: its errors reach the model as replies
+
+
+def tell_model(comm: MPI.Intracomm, err: ClimioError) -> bool:
+    """Servers (collective): hand an error of theirs to the model's ranks, which report it; False where no model
+    can be told (none said hello in time), so that the servers report it and end the job themselves."""
+    if isinstance(err, Told):
+        return True
+    if ACCEPTED or isinstance(err, NoModel):
+        return False  # past the hello, only a reply tells the model; before it, there is nobody to tell
+    got = hello(comm)
+    if int(got[0]) != wire.MAGIC:
+        return False
+    if int(got[3]) == 0:
+        welcome(comm, int(got[-1]), 1 if isinstance(err, IOFault) else 2, str(err))
+    return True
 
 
 def connect(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, range]:
@@ -140,15 +197,28 @@ def connect(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, range]:
         raise ClimioError(f"the model's communicator holds I/O server ranks ({servers.start}-{servers.stop - 1} of "
                           f"COMM_WORLD): pass the model's own ranks, e.g. climio.serve.connect.model_communicator()",
                           collective=True)
-    answer = np.zeros(3, np.int64)
+    try:
+        settings.check_all()
+        refusal = ""
+    except ClimioError as err:
+        refusal = str(err)
+    refusal = next((r for r in comm.allgather(refusal) if r), "")  # every rank refuses if one does
+    answer, text = np.zeros(wire.WELCOME_LEN, np.int64), ""
     if comm.Get_rank() == 0:
-        hello = np.array([wire.MAGIC, wire.VERSION, comm.Get_size()], np.int64)
-        world.Send([hello, MPI.INT64_T], dest=servers.start, tag=wire.TAG_HELLO)
-        request = world.Irecv([answer, MPI.INT64_T], source=servers.start, tag=wire.TAG_HELLO)
-        if not within_timeout(request.Test):
-            request.Cancel()
-            request.Free()
-    answer = comm.bcast(answer)
+        greeting = np.array([wire.MAGIC, wire.VERSION, comm.Get_size(), 2 if refusal else 0], np.int64)
+        world.Send([greeting, MPI.INT64_T], dest=servers.start, tag=wire.TAG_HELLO)
+        if not refusal:
+            request = world.Irecv([answer, MPI.INT64_T], source=servers.start, tag=wire.TAG_HELLO)
+            if not within_timeout(request.Test):
+                request.Cancel()
+                request.Free()
+            elif answer[4]:
+                line = np.empty(int(answer[4]), np.uint8)
+                world.Recv([line, MPI.BYTE], source=servers.start, tag=wire.TAG_WELCOME_TEXT)
+                text = line.tobytes().decode(errors="replace")
+    answer, text = comm.bcast((answer, text))
+    if refusal:
+        raise ClimioError(refusal, collective=True)
     if int(answer[0]) != wire.MAGIC:
         raise IOFault(f"the I/O servers (world rank {servers.start} on) did not answer within {timeout():g} s: start "
                       f"climio serve as the last application, or set CLIMIO_SERVERS=0 for a launch without it",
@@ -156,4 +226,6 @@ def connect(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, range]:
     if int(answer[1]) != wire.VERSION:
         raise ClimioError(f"climio serve speaks protocol version {int(answer[1])}, this climio {wire.VERSION}: use "
                           f"one climio for both", collective=True)
+    if int(answer[3]):
+        raise (IOFault if int(answer[3]) == 1 else ClimioError)(text, collective=True)
     return comm.Create_intercomm(0, world, servers.start, wire.TAG_INTERCOMM), servers

@@ -26,12 +26,16 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 MAGIC = 0x636C696D696F  # "climio": the first word of the hello, so that a stray message is recognised
-VERSION = 2  # 2: messages travel in packets
+VERSION = 3  # 2: messages travel in packets; 3: either side of the hello may refuse, with its line
+HELLO_LEN = 4  # the model's hello: MAGIC, VERSION, the model's size, 0 or the code of the model's own refusal
+WELCOME_LEN = 5  # the answer: MAGIC, VERSION, the servers' count, 0 or the refusal's status (1 a fault,
+#                   2 bad input), the bytes of its line
 HEADER_LEN = 8
 REPLY_LEN = 4
 ANSWER_LEN = 4
 TAG_HELLO, TAG_INTERCOMM, TAG_PACKET, TAG_REPLY, TAG_REPLY_TEXT = 7301, 7302, 7303, 7305, 7306
 TAG_ANSWER, TAG_ANSWER_TEXT, TAG_ANSWER_DATA = 7307, 7308, 7309  # a synchronous answer: header, text, READ's data
+TAG_WELCOME_TEXT = 7310  # the servers' refusal of the hello
 SYSTEM = -1  # the id of a reply about the connection rather than one file
 GLOBAL = -1  # PUT_ATT's variable id for a global attribute
 NOFRAME = -1

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 import zlib
 from collections import deque
 from collections.abc import Callable
@@ -30,6 +31,7 @@ import numpy as np
 
 from climio.capi import calls
 from climio.core import mpi, ncio, trace
+from climio.core.ncio.schema import fill_value
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, from_compmap
 from climio.model.input import READ_STRATEGIES, ModelInput
@@ -113,15 +115,50 @@ class Server:
 
         queue = self.queues[client]
         while True:
-            if not queue:  # the client's next packet: one or more messages
-                status = MPI.Status()
-                self.inter.Probe(source=client, tag=wire.TAG_PACKET, status=status)
-                packet = np.empty(status.Get_count(MPI.BYTE), np.uint8)
-                self.inter.Recv([packet, MPI.BYTE], source=client, tag=wire.TAG_PACKET)
-                queue.extend(wire.unpack(packet))
+            if not queue:
+                self.wait_for_packet(client)
             message = queue.popleft()
             if message.kind in (Kind.DECOMP, Kind.FINALIZE, *wire.SYNC) or message.id not in self.failed:
                 return message
+
+    def take_packet(self, client: int, status: MPI.Status) -> None:
+        """Receive the packet whose probe gave ``status`` into its client's queue; a client that dies while it
+        sends leaves the receive unfinished forever, so it is polled, for half the timeout at most."""
+        from mpi4py import MPI
+
+        packet = np.empty(status.Get_count(MPI.BYTE), np.uint8)
+        request = self.inter.Irecv([packet, MPI.BYTE], source=client, tag=wire.TAG_PACKET)
+        if not connect.within_timeout(request.Test, connect.timeout() / 2):
+            raise ClimioError(f"climio serve: model rank {client} stopped in the middle of a message of "
+                              f"{packet.size} bytes: it died or hangs; nothing was published")
+        self.queues[client].extend(wire.unpack(packet))
+
+    def wait_for_packet(self, client: int) -> None:
+        """Poll until ``client``'s next packet is in its queue, taking the other clients' packets meanwhile. A
+        blocking probe would keep this rank from a stop signal and spin its core; polling sleeps between
+        probes (at most 10 ms), and lets a server name a model rank that stopped sending while another of its
+        clients is already at a later call: that rank died or hangs, and the job ends with its number."""
+        from mpi4py import MPI
+
+        status, pause, deadline = MPI.Status(), 1e-5, None
+        while True:
+            if self.inter.Iprobe(source=client, tag=wire.TAG_PACKET, status=status):
+                self.take_packet(client, status)
+                return
+            others = [c for c in self.clients if c != client]
+            for other in others:
+                if self.inter.Iprobe(source=other, tag=wire.TAG_PACKET, status=status):
+                    self.take_packet(other, status)
+                    pause = 1e-5
+            ahead = [c for c in others if self.queues[c]]
+            if ahead and deadline is None:  # half the timeout: before the rank that went on gives up on us
+                deadline = time.monotonic() + connect.timeout() / 2
+            elif ahead and time.monotonic() > deadline:
+                raise ClimioError(f"climio serve: model rank {client} sent nothing for {connect.timeout() / 2:g} s "
+                                  f"(half of CLIMIO_SERVE_TIMEOUT) while model rank {ahead[0]} went on: model rank "
+                                  f"{client} died or hangs; nothing was published")
+            time.sleep(pause)
+            pause = min(2 * pause, 1e-2)
 
     def reply(self, ident: int, code: int, text: str = "") -> None:
         """OK (code 0) or an error, to each client of this server."""
@@ -133,11 +170,12 @@ class Server:
                                 tag=wire.TAG_REPLY_TEXT)
 
     def answer(self, code: int, text: str = "", values: list[int] | None = None,
-               data: list[np.ndarray] | None = None) -> None:
-        """A synchronous answer to each client: OK (code 0) with its value (and, for READ, its data) or an error."""
+               data: list[np.ndarray] | None = None, fills: list[int] | None = None) -> None:
+        """A synchronous answer to each client: OK (code 0) with its value (and, for READ, its data, and in the
+        code's word the fill value for its halo) or an error."""
         for k, client in enumerate(self.clients):
-            header = np.array([wire.Reply.ERROR if code else wire.Reply.OK, values[k] if values else 0, code,
-                               len(text.encode())], np.int64)
+            header = np.array([wire.Reply.ERROR if code else wire.Reply.OK, values[k] if values else 0,
+                               fills[k] if fills else code, len(text.encode())], np.int64)
             self.inter.Send(wire.buffer(header), dest=client, tag=wire.TAG_ANSWER)
             if text:
                 self.inter.Send(wire.buffer(np.frombuffer(text.encode(), np.uint8)), dest=client,
@@ -202,7 +240,7 @@ class Server:
         """End the servers (collective): every model rank gets ``message`` at its next call, the command line
         removes the files not yet published and exits with status 2."""
         self.reply(wire.SYSTEM, calls.EINVAL, message)
-        raise ClimioError(message, collective=True)
+        raise connect.Told(message, collective=True)
 
     # -- the loop
 
@@ -507,6 +545,7 @@ class Server:
         m = messages[0]
         values: list[int] = [0] * len(self.clients)
         data: list[np.ndarray] | None = None
+        fills: list[int] | None = None
         try:
             self.refusal(messages)
             self.same_names(messages)
@@ -517,14 +556,14 @@ class Server:
             elif m.kind == Kind.INQ_VARID:
                 values = [self.inq_varid(self.files[m.id], messages)] * len(self.clients)
             else:
-                data = self.read(self.files[m.id], messages)
+                data, fills = self.read(self.files[m.id], messages)
                 values = [piece.size for piece in data]
         except ClimioError as err:
             if not err.collective:
                 raise  # one server alone: the command line aborts the job
             self.answer(calls.code_of(err), str(err))
             return
-        self.answer(0, values=values, data=data)
+        self.answer(0, values=values, data=data, fills=fills)
 
     def open(self, ident: int, messages: list[Message]) -> None:
         """Open a file for reading over this server's share of the decomposition (collective)."""
@@ -557,11 +596,13 @@ class Server:
             raise calls.CallError(f"{f.definition.path}: no variable '{name}'", calls.EBADID)
         return found[0]
 
-    def read(self, f: ServedFile, messages: list[Message]) -> list[np.ndarray]:
-        """One record of a variable, split into the clients' pieces (levels x map length each, in their types)."""
+    def read(self, f: ServedFile, messages: list[Message]) -> tuple[list[np.ndarray], list[int]]:
+        """One record of a variable, split into the clients' pieces (levels x map length each, in their types), and
+        for each client whose array has a halo, the variable's fill value in its type (as the first bytes of an
+        int64), which the client puts in the halo as an attached read does (else 0)."""
         d, m = f.definition, messages[0]
 
-        def check() -> tuple[str, int | None, list[np.dtype]]:
+        def check() -> tuple[str, int | None, list[tuple[np.dtype, bool]], np.ndarray]:
             if f.input is None:
                 raise calls.CallError(f"{d.path}: READ on a file opened for writing", calls.ESTATE)
             v = d.variable(m.arg(0))
@@ -581,24 +622,27 @@ class Server:
                         f"{d.path}: variable '{v.name}': local array of {count} elements on model rank {client}, "
                         f"expected {rows * points} ({rows} level(s) x {points} points)"
                         + (f" or {rows * halo} (with the halo: {halo} points per level)" if halo != points else ""))
-                memtypes.append(memory)
-            return v.name, step, memtypes
-        name, step, memtypes = self.agreed(check)
+                memtypes.append((memory, count != rows * points))
+            return v.name, step, memtypes, np.asarray(fill_value(f.input.schema.variable(v.name).attrs, stored), stored)
+        name, step, memtypes, fill = self.agreed(check)
         with trace.phase("serve:read"):
             values = f.input.read(name, step, cf=False)  # type: ignore[union-attr]  # errors: the same on all servers
         local = values if values.ndim == 2 else values[None]  # levels x this server's points (perhaps none)
         bounds = np.cumsum((0, *f.pieces))
 
-        def convert() -> list[np.ndarray]:
-            pieces = []
-            for client, lo, hi, memory in zip(self.clients, bounds[:-1], bounds[1:], memtypes):
+        def convert() -> tuple[list[np.ndarray], list[int]]:
+            pieces, fills = [], []
+            for client, lo, hi, (memory, halo) in zip(self.clients, bounds[:-1], bounds[1:], memtypes):
                 piece = local[:, lo:hi]
                 problem = calls._out_of_range(piece, memory)
                 if problem:
                     raise calls.CallError(f"{d.path}: variable '{name}' read into {memory.name} on model rank "
                                           f"{client}: {problem}")
                 pieces.append(np.ascontiguousarray(piece, memory).ravel())
-            return pieces
+                with np.errstate(all="ignore"):  # a fill the type cannot hold is cast as ServedInput casts it
+                    fills.append(int(np.frombuffer(fill.astype(memory).tobytes().ljust(8, b"\0"), np.int64)[0])
+                                 if halo else 0)
+            return pieces, fills
         return self.agreed(convert)
 
 

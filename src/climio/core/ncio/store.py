@@ -125,9 +125,11 @@ def reserve_output(path: str, overwrite: bool) -> str:
     directory = os.path.dirname(os.path.abspath(path))
     remove_stale_temporaries(path)
     temp = targets.temporary_name(path)
+    PENDING_OUTPUTS.add(temp)  # before it exists: a stop signal from here on removes it
     try:
         fd = os.open(temp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except OSError as err:
+        PENDING_OUTPUTS.discard(temp)
         raise ClimioError(f"output directory '{directory}' is not writable (for '{path}'): "
                           f"{err.strerror}; choose another output path") from err
     os.close(fd)

@@ -1,0 +1,58 @@
+"""How a command ends on a stop signal: a batch system's time limit (SIGTERM; mpiexec passes it, and Ctrl-C, on to
+every rank as SIGTERM), Ctrl-C, a closed terminal.
+
+A command whose outputs are all in place finishes (exit 0: they are complete); otherwise each rank removes its
+unfinished outputs and those of this run it already put in place (a stopped run leaves none), one line comes
+from the first rank, and the status is 128 + signal, never a traceback. The work is done at once, in a thread
+of its own, even while the main thread waits inside MPI or netCDF-C: a Python handler runs only once such a
+call returns, which for a rank waiting in a collective for a stopped rank is never, and mpiexec follows its
+SIGTERM with SIGKILL a second later. What a SIGKILL leaves, the next run sweeps (``climio.core.registry``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+from climio.__main__ import STOP_SIGNALS
+from climio.core import mpi, targets
+
+STOPPING = threading.Lock()  # held by the thread that handles a stop signal: one line, one exit
+SPEAKER = [True]  # whether this rank says the command's lines (rank 0 of its communicator)
+ENDED = [False]  # the command has returned or reported its error: a later stop signal adds no line
+
+
+def stop_on_signal(signum: int, frame: object) -> None:
+    """Remove what this rank left unfinished, say so once for the job, and exit 128 + ``signum``."""
+    if targets.all_complete() or not STOPPING.acquire(blocking=False):
+        return
+    if not ENDED[0]:  # else its line is said (by MPI_Abort of another rank, or by the model this rank told)
+        complete = sorted(targets.COMPLETE & targets.DECLARED)
+        if (SPEAKER[0] or complete) and mpi.first_to_speak():  # first: mpiexec may end before it reads more
+            also = f" (and {', '.join(complete)}, complete, so that a stopped run leaves no output)" if complete else ""
+            os.write(2, f"climio: stopped by {signal.Signals(signum).name}; unfinished output removed{also}\n"
+                     .encode())
+        targets.discard_complete_outputs()
+    targets.discard_pending_outputs()
+    mpi.remove_session_directory()
+    os._exit(128 + signum)
+
+
+def watch() -> None:
+    """Install the handler, and the thread that runs it while the main thread waits in a library: the
+    interpreter's own C handler writes the signal's number to a pipe, which the thread reads (MPI and the
+    libraries let go of the interpreter while they wait)."""
+    SPEAKER[0] = mpi.launcher_rank() == 0  # until the command's communicator says
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, stop_on_signal)
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+
+    def wait_for_signals() -> None:
+        while True:
+            for signum in os.read(read, 64):
+                if signum in STOP_SIGNALS:
+                    stop_on_signal(signum, None)
+    threading.Thread(target=wait_for_signals, name="climio-stop-signals", daemon=True).start()
