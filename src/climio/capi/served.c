@@ -282,6 +282,20 @@ static int lose(iosystem *s, int code)
 
 /* ------------------------------------------------------------------------------------------ the launch */
 
+/* An error the model's program will say (the launch's one line about it): the mark of
+ * climio.core.mpi.first_to_speak, so that the servers, stopped by the launcher once the model ends, add none. */
+static int said(int code)
+{
+    const char *base = getenv("PMIX_SERVER_TMPDIR"), *job = getenv("PMIX_NAMESPACE");
+    char mark[4096];
+    if (base && job && snprintf(mark, sizeof mark, "%s/climio-spoke-%s", base, job) < (int)sizeof mark) {
+        FILE *f = fopen(mark, "wx");
+        if (f)
+            fclose(f);
+    }
+    return code;
+}
+
 int served_layout(int *first, int *count)
 {
     int world;
@@ -293,7 +307,7 @@ int served_layout(int *first, int *count)
         snprintf(meaning, sizeof meaning, "the number of I/O server ranks, the last of this launch of %d", world);
         if (setting("CLIMIO_SERVERS", meaning, 0.0, 0.0, 0, world - 1.0, 1,
                     "unset: the last application of the launch", &n))
-            return CLIMIO_EINVAL;
+            return said(CLIMIO_EINVAL);
         *count = (int)n;
         *first = world - (int)n;
         return n > 0;
@@ -492,20 +506,6 @@ static void remove_dead_temporaries(const char *path)
     }
     if (dir)
         closedir(dir);
-}
-
-/* An error the model's program will say (the launch's one line about it): the mark of
- * climio.core.mpi.first_to_speak, so that the servers, stopped by the launcher once the model ends, add none. */
-static int said(int code)
-{
-    const char *base = getenv("PMIX_SERVER_TMPDIR"), *job = getenv("PMIX_NAMESPACE");
-    char mark[4096];
-    if (base && job && snprintf(mark, sizeof mark, "%s/climio-spoke-%s", base, job) < (int)sizeof mark) {
-        FILE *f = fopen(mark, "wx");
-        if (f)
-            fclose(f);
-    }
-    return code;
 }
 
 /* Poll until done(s, arg), the packet being filled posted first: MPI's own waits cannot time out. After the

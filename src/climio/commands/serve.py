@@ -37,7 +37,10 @@ def report(comm: MPI.Intracomm | None, err: ClimioError, status: int) -> None:
     if comm is not None and connect.tell_model(comm, err):
         return
     world = mpi.world()
-    if (comm.Get_rank() == 0) if comm is not None else world.Get_rank() == world.Get_size() - 1:
+    # Without the servers' communicator the launch's layout is wrong (CLIMIO_SERVERS), which the model's ranks
+    # see too: the last rank says it only if they did not
+    first = comm.Get_rank() == 0 if comm is not None else world.Get_rank() == world.Get_size() - 1
+    if first and (comm is not None or not mpi.spoken_within(3.0)) and mpi.first_to_speak():
         sys.stderr.write(f"climio: error: {err}\n")
         sys.stderr.flush()
     if world.Get_size() > 1:

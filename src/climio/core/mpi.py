@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -148,23 +149,41 @@ def all_true(comm: MPI.Comm, flag: bool) -> bool:
     return bool(comm.allreduce(bool(flag), op=MPI.LAND))
 
 
-def first_to_speak() -> bool:
-    """Whether this rank is the first of its launch to say how the job ended, so that one fault is one line:
-    several servers failing in one write, or the ranks that MPI_Abort stops, say nothing more. The first rank
-    makes a marker in the launcher's own directory of this node (Open MPI's ``PMIX_SERVER_TMPDIR``, removed
-    with the job); without one every rank counts as first."""
+def spoken_mark() -> str | None:
+    """The mark that a rank of this launch has said how the job ended, so that one fault is one line: several
+    servers failing in one write, or the ranks that MPI_Abort stops, say nothing more. It lives in the launcher's
+    own directory of this node (Open MPI's ``PMIX_SERVER_TMPDIR``, removed with the job), as the C client's
+    ``said`` makes it; None where there is none (one process: it is always the first)."""
     base, job = os.environ.get("PMIX_SERVER_TMPDIR"), os.environ.get("PMIX_NAMESPACE")
     started = sys.modules.get("mpi4py.MPI")  # never started here: a signal handler may ask
     alone = started is None or not started.Is_initialized() or started.COMM_WORLD.Get_size() == 1
     if not base or not job or alone:  # (a process started by an MPI program inherits its PMIX_* settings)
-        return True
+        return None
+    return os.path.join(base, f"climio-spoke-{job}")
+
+
+def first_to_speak() -> bool:
+    """Whether this rank is the first of its launch to say how the job ended (it makes the mark)."""
+    mark = spoken_mark()
     try:
-        os.close(os.open(os.path.join(base, f"climio-spoke-{job}"), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        if mark is not None:
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
         return False
     except OSError:
-        return True
+        pass
     return True
+
+
+def spoken_within(seconds: float) -> bool:
+    """Whether another rank of this launch says how the job ended within ``seconds`` (for a rank whose fault
+    the other side of the launch sees too, and says first when it can)."""
+    mark, deadline = spoken_mark(), time.monotonic() + seconds
+    while mark is not None and time.monotonic() < deadline:
+        if os.path.exists(mark):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def abort(comm: MPI.Comm | None, message: str, status: int) -> None:
