@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,17 @@ def climio(*args: str, nranks: int | None = None, timeout: float = RUN_TIMEOUT) 
 def leftovers(directory: str) -> list[str]:
     """Temporary outputs left in ``directory`` (a finished run leaves none)."""
     return [f for f in os.listdir(directory) if f.endswith(".climio-tmp")]
+
+
+def own_lines(stderr: str) -> list[str]:
+    """stderr without Open MPI's banners (between lines of dashes), its ``[host:pid]`` notes and blank lines."""
+    lines, banner = [], False
+    for line in stderr.splitlines():
+        if re.fullmatch(r"-{20,}", line.strip()):
+            banner = not banner
+        elif not banner and line.strip() and not re.match(r"\[[^\]]+:\d+\] ", line):
+            lines.append(line)
+    return lines
 
 
 def one_error_line(result: subprocess.CompletedProcess[str], *needles: str, status: int = 2) -> str:

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import climio_argv, compile_programs
+from conftest import climio_argv, compile_programs, own_lines
 
 from climio.core import settings
 from climio.core.mpi import is_open_mpi, mpiexec_command
@@ -64,17 +64,6 @@ def ended(job: subprocess.Popen[str], within: float = 90.0) -> tuple[int, list[s
         _, err = job.communicate()
         pytest.fail(f"hung for {within} s: {' '.join(job.args)}\n{err[-3000:]}")
     return job.returncode, own_lines(err), time.monotonic() - began
-
-
-def own_lines(stderr: str) -> list[str]:
-    """stderr without Open MPI's banners (between lines of dashes), its ``[host:pid]`` notes and blank lines."""
-    lines, banner = [], False
-    for line in stderr.splitlines():
-        if re.fullmatch(r"-{20,}", line.strip()):
-            banner = not banner
-        elif not banner and line.strip() and not re.match(r"\[[^\]]+:\d+\] ", line):
-            lines.append(line)
-    return lines
 
 
 def temporaries(folder: Path) -> list[str]:
