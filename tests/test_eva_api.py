@@ -447,8 +447,8 @@ def test_fit_gev_blocks_from_datetime64_and_missing_days() -> None:
 def test_fit_gev_errors() -> None:
     """Bad options and inputs without dates are refused by name."""
     data = daily(gamma_field(ndays=4000))
-    for kwargs, words in (({"block": "XYZ"}, "--block"), ({"max_missing": 1.0}, "--max-missing"),
-                          ({"min_blocks": 1}, "--min-blocks"), ({"return_periods": [1.0]}, "over 1 year")):
+    for kwargs, words in (({"block": "XYZ"}, "^block 'XYZ'"), ({"max_missing": 1.0}, "^max_missing must"),
+                          ({"min_blocks": 1}, "^min_blocks must"), ({"return_periods": [1.0]}, "over 1 year")):
         with pytest.raises(ClimioError, match=words):
             fit_gev(data, **kwargs)
     with pytest.raises(ClimioError, match="time coordinate"):

@@ -98,7 +98,7 @@ def test_compressed_output(comm: MPI.Comm, shared_dir: str, strategy: str) -> No
 
 def test_compression_needs_netcdf4(comm: MPI.Comm, shared_dir: str) -> None:
     d = dec.round_robin((NY, NX), comm.Get_size(), comm.Get_rank())
-    with pytest.raises(ClimioError, match="compression and quantization need a netCDF-4 file.*use --mode hdf5"):
+    with pytest.raises(ClimioError, match="compression and quantization need a netCDF-4 file.*use mode hdf5"):
         ModelOutput(os.path.join(shared_dir, "c.nc"), d, FIELDS, comm, mode="cdf5", strategy="agg")
     with pytest.raises(ClimioError, match="variable 'n' is int32: quantization applies to float32 and float64"):
         ModelOutput(os.path.join(shared_dir, "q.nc"), d, [Field("n", dtype="i4", quantize=("BitGroom", 2))], comm,

@@ -105,7 +105,10 @@ class Case:
     grid: tuple[int, ...]
     decomp_file: str | None = None
 
-    def decomposition(self, rank: int) -> dec.GridDecomposition:
+    def decomposition(self, comm: MPI.Comm) -> dec.GridDecomposition:
+        """This rank's share, once every rank has found the job the case's size."""
+        dec.check_job_size(self.ranks, comm.Get_size())
+        rank = comm.Get_rank()
         if self.decomp_file is None:
             px, py = (int(n) for n in self.label.split("x"))
             return dec.blocks(self.grid, px, py, rank, halo=HALO)
@@ -249,8 +252,7 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
     from mpi4py import MPI
 
     rank = comm.Get_rank()
-    d = case.decomposition(rank)
-    d.check_comm_size(comm.Get_size())
+    d = case.decomposition(comm)
     fields = [Field(f"SPEC{i:03d}", levels=case.levels, attrs={"units": "ppmV"}, deflate=deflate, quantize=quantize)
               for i in range(case.nspec)]
     compressed = fields[0].compression.active

@@ -46,8 +46,7 @@ def measure(comm: MPI.Comm, case: Case, strategies: Sequence[str], modes: Sequen
     from mpi4py import MPI
 
     rank = comm.Get_rank()
-    d = case.decomposition(rank)
-    d.check_comm_size(comm.Get_size())
+    d = case.decomposition(comm)
     fields = [Field(f"SPEC{i:03d}", levels=case.levels, attrs={"units": "ppmV"}) for i in range(case.nspec)]
     conc = local_species(d, case.levels, case.nspec)
     got = np.empty(conc.shape[1:], np.float32)

@@ -32,7 +32,7 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import Store, Variable
 from climio.core.ncio.schema import missing_values
 from climio.errors import ClimioError
-from climio.core.timeaxis import Rebase, TimeUnitsError, calendar_of, describe, rebase, time_units
+from climio.core.timeaxis import Rebase, TimeUnitsError, calendar_of, describe, rebase, same_calendar, time_units
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -235,7 +235,7 @@ def _in_time_order(paths: list[str], stores: list[Store], join: str) -> tuple[li
             return paths, stores
         attrs = store.schema.variable(join).attrs
         units = time_units(attrs)
-        if units is None or calendar_of(attrs) != calendar_of(stores[0].schema.variable(join).attrs):
+        if units is None or not same_calendar(attrs, stores[0].schema.variable(join).attrs):
             return paths, stores
         try:
             to_first = rebase(units, str(time_units(stores[0].schema.variable(join).attrs)), calendar_of(attrs),
@@ -357,7 +357,7 @@ def _time_axis(paths: list[str], stores: list[Store], join: str, variables: dict
             raise ClimioError(f"{option}: '{join}' in {_where(paths, k)} has no CF time units ('<unit> since "
                               f"<date>') but '{units[0]}' in {_where(paths, 0)}, so it cannot be rebased",
                               collective=True)
-        if calendars[k] != calendars[0]:
+        if not same_calendar(attrs[k], attrs[0]):
             raise ClimioError(f"{option}: calendars differ: '{join}' is on calendar '{calendars[0]}' in "
                               f"{_where(paths, 0)} but '{calendars[k]}' in {_where(paths, k)}; files on different "
                               f"calendars cannot be joined", collective=True)
@@ -455,7 +455,7 @@ def _same_values(first: Store, other: Store, name: str, coord_first: str, coord_
     units_a = time_units(first.schema.variable(name).attrs) or time_units(attrs_a)
     units_b = time_units(other.schema.variable(name).attrs) or time_units(attrs_b)
     if units_a is not None and units_b is not None and units_a != units_b:
-        if calendar_of(attrs_a) != calendar_of(attrs_b):
+        if not same_calendar(attrs_a, attrs_b):
             return False
         try:
             b = rebase(units_b, units_a, calendar_of(attrs_a), tuple(missing_values(other.schema.variable(name).attrs))).values(b)

@@ -32,9 +32,20 @@ class TimeUnitsError(ValueError):
 
 
 def calendar_of(attrs: Mapping[str, object]) -> str:
-    """The CF calendar of a variable, lower case, aliases folded (``gregorian`` -> ``standard``...)."""
-    name = str(attrs.get("calendar", "standard")).strip().lower() or "standard"
+    """The CF calendar of a variable as its file spells it (lower case; ``standard`` without one): cftime takes
+    every CF spelling, and messages name the calendar the user reads in ``ncdump -h``."""
+    return str(attrs.get("calendar", "standard")).strip().lower() or "standard"
+
+
+def canonical_calendar(name: str) -> str:
+    """One name per calendar (``365_day`` is ``noleap``, ``gregorian`` ``standard``...), to compare calendars and
+    look them up by; messages name them as :func:`calendar_of` gives them."""
     return ALIASES.get(name, name)
+
+
+def same_calendar(a: Mapping[str, object], b: Mapping[str, object]) -> bool:
+    """Whether two variables' ``calendar`` attributes name one calendar however each is spelled."""
+    return canonical_calendar(calendar_of(a)) == canonical_calendar(calendar_of(b))
 
 
 def time_units(attrs: Mapping[str, object]) -> str | None:

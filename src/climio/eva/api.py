@@ -37,7 +37,7 @@ from climio.core import mpi
 from climio.core.datavars import data_variables, only_data_variable
 from climio.core.decomp import block_range
 from climio.core.ncio import Variable
-from climio.errors import ClimioError
+from climio.errors import ClimioError, api_words
 from climio.eva import block_maxima, blocks, cf, covariate, decluster, largest, output, pot
 from climio.eva.intervals import Request
 from climio.eva.methods import METHODS, PER_PERIOD, Method, Settings, TimeAxis
@@ -49,6 +49,12 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 
+# The keywords of fit_pot and fit_gev by the command's flags, which the checks the two share name (api_words)
+WORDS = {**{option.flag: option.name for method in METHODS.values() for option in method.options},
+         "--return-period": "return_periods", "--ci": "ci", "--ci-method": "ci_method", "--covariate": "covariate",
+         "--covariate-at": "covariate_at"}
+
+
 class UnitsWarning(UserWarning):
     """The input has no units (no ``units`` attribute, no ``units=``): the results are labelled ``1``."""
 
@@ -57,6 +63,7 @@ class NoFitWarning(UserWarning):
     """Not one cell could be fitted (every status is neither ok nor at a bound of the shape)."""
 
 
+@api_words(WORDS)
 def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None, *, var: str | None = None,
             axis: int | None = None, tail: float = 0.01, return_periods: float | Iterable[float] = (100.0,),
             npy: float | str | None = None, min_exceed: int = 10, units: str | None = None,
@@ -178,6 +185,7 @@ def fit_pot(data: xr.DataArray | xr.Dataset | np.ndarray, dim: str | None = None
     return out
 
 
+@api_words(WORDS)
 def fit_gev(data: xr.DataArray | xr.Dataset, dim: str | None = None, *, var: str | None = None,
             block: str = "year", max_missing: float = 0.1, min_blocks: int = 10,
             return_periods: float | Iterable[float] = (100.0,), units: str | None = None,
@@ -302,20 +310,14 @@ def _request(ci: float | None, ci_method: str) -> Request | None:
     if isinstance(ci, bool) or not isinstance(ci, (int, float, np.floating)):
         raise ClimioError(f"ci must be a confidence level inside (0, 1), e.g. 0.95, got {ci!r}")
     request = Request(float(ci), ci_method)
-    try:
-        request.check()
-    except ClimioError as err:  # the command's option names, as the API spells them
-        raise ClimioError(str(err).replace("--ci-method", "ci_method").replace("--ci", "ci")) from None
+    request.check()
     return request
 
 
 def _run_length(spec: object) -> int:
     if not isinstance(spec, str):
         raise ClimioError(f"decluster must be 'runs:R' (e.g. 'runs:1'), got {spec!r}")
-    try:
-        return decluster.parse(spec)
-    except ClimioError as err:
-        raise ClimioError(str(err).replace("--decluster", "decluster")) from None
+    return decluster.parse(spec)
 
 
 def _ci_text(request: Request | None) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from climio.errors import ClimioError
-from climio.core.timeaxis import calendar_of
+from climio.core.timeaxis import calendar_of, canonical_calendar
 
 DAILY_NPY = 365.25  # extRemes's default
 DAYS_PER_YEAR = {"noleap": 365.0, "all_leap": 366.0, "360_day": 360.0, "standard": 365.2425,
@@ -71,7 +71,7 @@ def values_per_year(npy: float | str | None, step: float | None, calendar: str, 
                           collective=True)
     if npy is None:
         return DAILY_NPY
-    name = calendar_of({"calendar": calendar})
+    name = canonical_calendar(calendar_of({"calendar": calendar}))
     if name not in DAYS_PER_YEAR:
         raise ClimioError(f"{where}: calendar '{calendar}' is unknown: give {option} as a number", collective=True)
     return DAYS_PER_YEAR[name]

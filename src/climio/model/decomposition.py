@@ -65,9 +65,15 @@ class GridDecomposition(ABC):
         return self.grid if levels is None else (levels, *self.grid)
 
     def check_comm_size(self, size: int) -> None:
-        if size != self.nranks:
-            raise ClimioError(f"the decomposition is for {self.nranks} ranks but the job has {size}; run with "
-                              f"mpiexec -n {self.nranks} or build it for {size} ranks", collective=True)
+        check_job_size(self.nranks, size)
+
+
+def check_job_size(nranks: int, size: int) -> None:
+    """A decomposition for ``nranks`` ranks on a job of ``size``: every rank knows both, so each gives the same
+    verdict, also before building its share (a rank past the decomposition's last has none to build)."""
+    if size != nranks:
+        raise ClimioError(f"the decomposition is for {nranks} ranks but the job has {size}; run with "
+                          f"mpiexec -n {nranks} or build it for {size} ranks", collective=True)
 
 
 @dataclass(frozen=True, eq=False)

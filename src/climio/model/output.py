@@ -35,7 +35,7 @@ from climio.core import ncio
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.core.ncio.compression import parse_cmp
 from climio.core.ncio.schema import fill_value as schema_fill_value
-from climio.errors import ClimioError
+from climio.errors import ClimioError, api_words
 from climio.model.decomposition import GridDecomposition, from_blocks
 from climio.model.gather import Gatherer
 from climio.model.route import Route
@@ -141,6 +141,10 @@ def fill_value(f: Field) -> object:
     return schema_fill_value(f.attrs, np.dtype(f.dtype))
 
 
+# The arguments of ModelOutput and Field by the commands' flags, which the storage layer's checks name (api_words)
+WORDS = {**ncio.API_WORDS, "--ppc": "quantize", "--cmp": "codecs"}
+
+
 class ModelOutput:
     """One netCDF file of time records of decomposed fields, written with one strategy.
 
@@ -151,6 +155,7 @@ class ModelOutput:
     record variable's own). ``attrs`` are global attributes; ``Conventions = "CF-1.8"`` and a ``history``
     line are added."""
 
+    @api_words(WORDS)
     def __init__(self, path: str, decomp: GridDecomposition | Decomposition, fields: Sequence[Field],
                  comm: MPI.Comm, *, mode: str = "cdf5", strategy: str = "direct", gather: str | None = None,
                  hints: Mapping[str, str] | None = None, overwrite: bool = False,

@@ -28,7 +28,7 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio.modes import EVERY_STRATEGY, MODES
 from climio.core.rearrange import BoxLayout, Layout
 from climio.errors import ClimioError
-from climio.model.decomposition import BlockDecomposition, GridDecomposition
+from climio.model.decomposition import BlockDecomposition, GridDecomposition, PointDecomposition
 from climio.model.route import Route, aggregator_ranks, even_ranges, flat_slabs, hole_runs, runs_of, stripe_ranges
 
 if TYPE_CHECKING:
@@ -87,9 +87,14 @@ class Strategy:
             raise ClimioError(f"I/O strategy '{text}' does not apply to mode '{mode}': it works with "
                               f"{', '.join(applicable_modes(text))}", collective=True)
         if name in ("rows", "cols") and decomposition.blocks is None:
-            raise ClimioError(f"I/O strategy '{name}' needs a plain 2-D block decomposition (a process grid of "
-                              f"rows and columns); this one is {type(decomposition).__name__}: use agg, root or "
-                              f"direct", collective=True)
+            given = ("the ranks that write hold lists of points (a PIO map, mesh cells, round-robin columns; I/O "
+                     "servers always do, whatever the model's decomposition)"
+                     if isinstance(decomposition, PointDecomposition) else
+                     "these blocks are not climio's split of one (land-eliminated blocks, cubed-sphere faces, boxes "
+                     "given one by one)")
+            whole = "rows" if name == "rows" else "columns"
+            raise ClimioError(f"I/O strategy '{name}' writes whole {whole} of a process grid of blocks, but {given}: "
+                              f"use agg, root or direct", collective=True)
         size = comm.Get_size()
         if name == "auto":
             name, aggregators = ("root", None) if mode == "serial" else \

@@ -23,11 +23,15 @@ from xarray.conventions import cf_encoder, encode_dataset_coordinates
 from climio.core import mpi, ncio
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.compression import NONE, Compression, settings
-from climio.errors import ClimioError
+from climio.errors import ClimioError, api_words
 from climio.eva import api
 
 if TYPE_CHECKING:
     from mpi4py import MPI
+
+# subset's keywords by the command's flags, which the checks it shares with the command name (api_words)
+SUBSET_WORDS = {**ncio.API_WORDS, "-v": "variables", "-d": "range", "-b": "box", "-X": "lonlat",
+                "--touching": "touching=True", "--mask": "mask=True"}
 
 
 class _Climio:
@@ -46,6 +50,7 @@ class _Climio:
         share the cells and each returns the whole result (collective)."""
         return api.fit_gev(self._obj, dim, comm=comm, **options)
 
+    @api_words(SUBSET_WORDS)
     def subset(self, *ranges: str, variables: Iterable[str] | None = None, box: str | None = None,
                lonlat: str | None = None, path: str | os.PathLike[str] | None = None, mode: str | None = None,
                comm: MPI.Comm | None = None, overwrite: bool = False, deflate: int | None = None,
@@ -70,7 +75,7 @@ class _Climio:
         from climio.subset.options import parse_box
 
         if box is not None and lonlat is not None:
-            raise ClimioError("subset: give box= (-b) or lonlat= (-X), not both")
+            raise ClimioError("subset: give box= or lonlat=, not both")
         if (touching or mask) and box is None and lonlat is None:
             raise ClimioError(f"subset: {'touching' if touching else 'mask'}= applies to a box: give box= or lonlat=")
         sources, join = _sources(self._obj)
@@ -105,6 +110,7 @@ class _Climio:
             if folder is not None and comm.Get_rank() == 0:
                 shutil.rmtree(folder, ignore_errors=True)
 
+    @api_words(ncio.API_WORDS)
     def to_netcdf(self, path: str | os.PathLike[str], mode: str = "hdf5", comm: MPI.Comm | None = None, *,
                   at: Mapping[str, int] | None = None, overwrite: bool = False, deflate: int | None = None,
                   ppc: Iterable[str] | None = None, chunk_sizes: Iterable[str] | None = None,

@@ -29,6 +29,7 @@ from climio.core.ncio.compression import Compression, Settings
 from climio.core.ncio.modes import (FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode,
                                    one_writer_note, writing_mode)
 from climio.core.ncio.schema import Schema, Variable, compressed
+from climio.core.ncio.space import check_new_file
 from climio.core.ncio.store import Store, check_output, check_schema_fits, reserve_output, skipped_of, text_of
 from climio.core.targets import PENDING_OUTPUTS, check_input, discard_pending_outputs
 from climio.errors import ClimioError
@@ -54,6 +55,12 @@ def load_library() -> None:
     importlib.import_module("netCDF4")
 
 
+# The keywords of the Python API's writers by the commands' flags, which the storage layer's checks name
+# (climio.errors.api_words): ds.climio.to_netcdf(overwrite=True, mode=..., deflate=..., ppc=[...]), ModelOutput.
+API_WORDS = {"--overwrite (-O)": "overwrite=True", "--overwrite": "overwrite=True", "--mode": "mode",
+             "-L": "deflate", "--ppc": "ppc", "--cnk_dmn": "chunk_sizes", "--cmp": "cmp"}
+
+
 def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None = None, *,
            overwrite: bool = False, hints: Mapping[str, str] | None = None,
            compress: Settings | None = None, chosen: bool = True) -> Store:
@@ -77,6 +84,7 @@ def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None 
     if note and comm.Get_rank() == 0:
         print(note, file=sys.stderr)
     try:
+        check_new_file(comm, temp_path, path)
         if how.parallel:
             return ParallelStore.create(path, temp_path, schema, how, comm, hints, overwrite)
         return SerialStore.create(path, temp_path, schema, how, comm, overwrite)
@@ -101,8 +109,9 @@ def _classic_layout(path: str) -> ClassicLayout | None:
     except OSError as err:
         raise ClimioError(f"input file '{path}' cannot be read: {err.strerror}") from err
     if layout is not None and actual < layout.required_size():
-        raise ClimioError(f"input file '{path}' is truncated: its header needs {layout.required_size()} bytes but "
-                          f"it has {actual}; copy or regenerate it")
+        needs = f"counts {layout.numrecs} records, which need" if layout.records else "needs"
+        raise ClimioError(f"input file '{path}' is truncated or corrupt: its header {needs} {layout.required_size()} "
+                          f"bytes but the file has {actual}; copy or regenerate it")
     return layout
 
 

@@ -23,7 +23,6 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio.schema import name_problem
 
 TYPE_SIZES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 4, 6: 8, 7: 1, 8: 2, 9: 4, 10: 8, 11: 8}
-STREAMING = 0xFFFFFFFF
 
 
 class HeaderError(ValueError):
@@ -101,17 +100,15 @@ class ClassicLayout:
 
     @classmethod
     def read(cls, path: str) -> ClassicLayout | None:
-        """The file's layout; None if it is not classic or is streamed. Raises EOFError if the header is cut short
-        (or claims more than the file holds) and HeaderError if it is invalid."""
+        """The file's layout; None if it is not classic. Raises EOFError if the header is cut short (or claims more
+        than the file holds) and HeaderError if it is invalid."""
         with open(path, "rb") as f:
             magic = f.read(4)
             if len(magic) < 4 or magic[:3] != b"CDF" or magic[3] not in (1, 2, 5):
                 return None
             version = magic[3]
             h = _Header(f, version, os.fstat(f.fileno()).st_size)
-            numrecs = h.count()
-            if numrecs in (STREAMING, -1):  # streaming: the record count is not in the header
-                return None
+            numrecs = h.count()  # 0xFFFFFFFF (the format's "streaming" marker) too: netCDF-C reads it as a count
             h.int32()
             dims = [(h.name(), h.count()) for _ in range(h.count())]
             h.skip_attributes()
@@ -169,7 +166,7 @@ class ClassicLayout:
 
 
 def required_size(path: str) -> int | None:
-    """Bytes the file needs according to its header; None if it is not a classic file or is streamed."""
+    """Bytes the file needs according to its header; None if it is not a classic file."""
     try:
         layout = ClassicLayout.read(path)
     except EOFError:

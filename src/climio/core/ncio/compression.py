@@ -78,7 +78,8 @@ class Compression:
         algorithm, keep = self.quantize
         limits = QUANTIZE_LIMITS.get((dtype.kind, dtype.itemsize))
         if limits is None:
-            raise ClimioError(f"variable '{name}' is {dtype}: quantization applies to float32 and float64 only "
+            kind = {"S": "char", "O": "string"}.get(dtype.kind, str(dtype))  # text as netCDF names it
+            raise ClimioError(f"variable '{name}' is {kind}: quantization applies to float32 and float64 only "
                               f"(leave it out of --ppc)", collective=True)
         most = limits[1] if algorithm == "BitRound" else limits[0]
         if keep > most:

@@ -205,6 +205,8 @@ def compressed(schema: Schema, settings: Settings) -> Schema:
     variables = []
     for var in schema.variables:
         if var.is_text or not var.dims:
+            if var.name in settings.ppc:  # text: refused in the quantization's own words, not passed over
+                Compression(quantize=settings.ppc[var.name]).check(var.name, var.numpy_dtype)
             variables.append(var)
             continue
         coordinate = var.dims == (var.name,) or var.name in referenced

@@ -15,6 +15,11 @@ An HDF5 file's layout is HDF5's own, so there :func:`check_room` compares the
 bytes of the coming call (all ranks) with the free space of the file system and
 the process's file-size limit: a parallel HDF5 write that fails on some ranks
 leaves the others waiting in its collective calls, so it must not start.
+
+A new file of any mode needs room for its header (HDF5: its metadata) before
+any of this: :func:`check_new_file`. Without it the libraries fail inside their
+collective define in their own words ("HDF error", OMPIO's lines on stderr, a
+classic file left empty), none of which names the full disk.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 UNSUPPORTED = {errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+HEADROOM = 2**20  # HDF5's chunk index and metadata, or a new file's header, on top of the data
 
 
 @functools.cache
@@ -80,18 +86,32 @@ def check_room(comm: MPI.Comm, path: str, nbytes: int, where: str) -> None:
     from mpi4py import MPI
 
     total = int(comm.allreduce(nbytes, op=MPI.SUM))
-    needed = total + max(2**20, total // 100)  # HDF5's chunk index and metadata come on top of the data
+    if total:
+        _agree_on_room(comm, path, total, where)
+
+
+def check_new_file(comm: MPI.Comm, path: str, where: str) -> None:
+    """Refuse to define the new file ``path`` (its temporary name; ``where`` names the output) on a file system
+    without room for its header and metadata (collective: every rank raises the same IOFault)."""
+    _agree_on_room(comm, path, 0, where)
+
+
+def _agree_on_room(comm: MPI.Comm, path: str, total: int, where: str) -> None:
+    """Rank 0's verdict on ``total`` bytes more in ``path``, on every rank."""
+    needed = total + max(HEADROOM, total // 100)
 
     def verdict() -> str:
         stat = os.statvfs(os.path.dirname(os.path.abspath(path)))
-        size = os.path.getsize(path)
-        if stat.f_bavail * stat.f_frsize < needed:
-            return f"{where}: no space left on device ({total} bytes to write, {stat.f_bavail * stat.f_frsize} free)"
+        free = stat.f_bavail * stat.f_frsize
+        if free < needed:
+            what = f"{total} bytes to write" if total else "a new file's header and metadata"
+            return (f"{where}: no space left on device ({free} bytes free where {needed} are needed for {what}); "
+                    f"free some space or write elsewhere")
         limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if limit != resource.RLIM_INFINITY and size + total > limit:
+        if limit != resource.RLIM_INFINITY and os.path.getsize(path) + total > limit:
             return f"{where}: file too large (the file-size limit, ulimit -f, is {limit} bytes)"
         return ""
 
-    failure = mpi.agree(comm, verdict) if total else ""
+    failure = mpi.agree(comm, verdict)
     if failure:
         raise IOFault(failure, collective=True)
