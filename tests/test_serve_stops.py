@@ -215,7 +215,7 @@ def test_what_a_kill_leaves_the_next_run_removes(cmaq: Path, tmp_path: Path, vic
     nothing = subprocess.run(climio_argv("info"), capture_output=True, text=True, timeout=120)
     left = [line for line in nothing.stderr.splitlines() if "left by" in line]
     assert temporaries(tmp_path) == [] and out.read_bytes() == b"an older output"
-    assert len(left) <= 1 and all(re.fullmatch(r"climio: removed 1 temporary file (and 1 session directory )?left "
+    assert len(left) <= 1 and all(re.fullmatch(r"climio: removed 1 temporary file (and 1 temporary folder )?left "
                                                r"by a stopped run \(pid \d+\)", line) for line in left), left
 
 

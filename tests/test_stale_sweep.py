@@ -87,7 +87,7 @@ def test_the_next_run_removes_what_killed_runs_left_in_one_line(machine: Path) -
 
     result = run(climio_argv("info"))  # any command, anywhere
     assert result.returncode == 0, result.stderr
-    assert result.stderr.splitlines() == [f"climio: removed 2 temporary files and 2 session directories left by "
+    assert result.stderr.splitlines() == [f"climio: removed 2 temporary files and 2 temporary folders left by "
                                           f"stopped runs (pid {', '.join(map(str, sorted([first, second])))})"]
     assert leftovers(str(machine / "a")) == leftovers(str(machine / "b")) == [] and sessions(machine) == set()
     assert (machine / "b" / "small.nc").exists()  # the output the traced run completed stays
@@ -108,13 +108,13 @@ def test_a_running_process_keeps_its_temporaries(machine: Path, monkeypatch: pyt
         result = run(climio_argv("info"), nranks=2)
         assert result.returncode == 0, result.stderr
         said = [line for line in result.stderr.splitlines() if line.startswith("climio")]
-        assert said == [f"climio: removed 1 temporary file and 1 session directory left by a stopped run (pid {dead})"]
+        assert said == [f"climio: removed 1 temporary file and 1 temporary folder left by a stopped run (pid {dead})"]
         assert leftovers(str(machine / "b")) == [] and len(leftovers(str(machine / "a"))) == 1
         assert len(live_session) == 1 and sessions(machine) == live_session
     finally:
         killed(live)
     result = run(climio_argv("info"))
-    assert result.stderr.splitlines() == [f"climio: removed 1 temporary file and 1 session directory left by a "
+    assert result.stderr.splitlines() == [f"climio: removed 1 temporary file and 1 temporary folder left by a "
                                           f"stopped run (pid {live.pid})"]
     assert leftovers(str(machine / "a")) == [] and sessions(machine) == set()
     assert os.listdir(machine / "tmp" / f"climio-{os.getuid()}") == []
@@ -138,16 +138,18 @@ def test_a_process_that_reuses_a_stopped_runs_pid_is_not_its_owner(machine: Path
     for path in files.values():
         path.write_bytes(b"x")
     session = machine / "tmp" / "climio-ompi-abcd1234"
-    session.mkdir()
-    (session / "contact.txt").write_text("x")
+    scratch = machine / "tmp" / "climio-subset-abcd1234"  # .climio.subset's, as the registry makes it
+    for folder in (session, scratch):
+        folder.mkdir()
+        (folder / "contact.txt").write_text("x")
     *listed, live = files.values()
-    (registry / f"{HOST}.{pid}.1").write_text("".join(f"{p}\n" for p in [*listed, session, machine / "b"]))
+    (registry / f"{HOST}.{pid}.1").write_text("".join(f"{p}\n" for p in [*listed, session, scratch, machine / "b"]))
     (registry / f"{HOST}.{pid}.{started}").write_text(f"{live}\n")
     (registry / f"elsewhere.{pid}.1").write_text(f"{live}\n")
 
     result = run(climio_argv("info"))
-    assert result.stderr.splitlines() == [f"climio: removed 1 temporary file and 1 session directory left by a "
+    assert result.stderr.splitlines() == [f"climio: removed 1 temporary file and 2 temporary folders left by a "
                                           f"stopped run (pid {pid})"]
     assert sorted(p.name for p in files.values() if not p.exists()) == [f".out.nc.{HOST}.{pid}.00c0ffee.climio-tmp"]
-    assert not session.exists() and (machine / "b").is_dir()
+    assert not session.exists() and not scratch.exists() and (machine / "b").is_dir()
     assert sorted(os.listdir(registry)) == sorted([f"{HOST}.{pid}.{started}", f"elsewhere.{pid}.1"])

@@ -212,10 +212,19 @@ def command_cuts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return out
 
 
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The temporary folder of this test's calls in this process, apart from any other run's on the machine."""
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
 @pytest.mark.parametrize("nranks", [1, 2])
 @pytest.mark.parametrize("case", sorted(SUBSETS))
 def test_accessor_subset_equals_the_command(case: str, nranks: int, command_cuts: dict[str, Path],
-                                            tmp_path: Path) -> None:
+                                            tmp_path: Path, scratch: Path) -> None:
     """``.climio.subset`` cuts what ``climio subset`` cuts: decades joined along time with dates and a latitude
     range, an MPAS mesh cut by a box (cells, corners, edges renumbered), and a tripolar grid's rectangle of the
     cells touching a box across the dateline, the others masked, at 1 and 2 ranks."""
@@ -227,7 +236,7 @@ def test_accessor_subset_equals_the_command(case: str, nranks: int, command_cuts
                 box = next((cuts[k + 1] for k in range(0, len(cuts), 2) if cuts[k] == "-b"), None)
                 got = dataset.climio.subset(*ranges, box=box, touching="--touching" in cuts, mask="--mask" in cuts)
             assert_same_dataset(got, want, history=False)
-            assert not list(Path(tempfile.gettempdir()).glob("climio-subset-*"))  # its temporary file is gone
+            assert not list(scratch.glob("climio-subset-*"))  # its temporary file is gone
             assert got.attrs["history"].startswith(f"climio (xarray) subset {' '.join(cuts[:2])}")
         else:
             out = tmp_path / "accessor.nc"
@@ -236,10 +245,11 @@ def test_accessor_subset_equals_the_command(case: str, nranks: int, command_cuts
             assert done.returncode == 0, done.stderr
             with _open(out, engine="climio") as got:
                 assert_same_dataset(got, want, history=False)
-            assert [p.name for p in tmp_path.iterdir()] == ["accessor.nc"]
+            assert sorted(p.name for p in tmp_path.iterdir()) == ["accessor.nc", "scratch"]
 
 
-def test_accessor_subset_that_cannot_read_its_cut_back_stops_every_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_accessor_subset_that_cannot_read_its_cut_back_stops_every_rank(monkeypatch: pytest.MonkeyPatch,
+                                                                       scratch: Path) -> None:
     """A rank that cannot open the temporary cut (another node's /tmp) ends the call on every rank in one
     IOFault, instead of leaving the others waiting, and the temporary folder is removed."""
     from climio.errors import IOFault
@@ -255,7 +265,7 @@ def test_accessor_subset_that_cannot_read_its_cut_back_stops_every_rank(monkeypa
         monkeypatch.setattr(xr, "open_dataset", unreadable)
         with pytest.raises(IOFault, match=r"cannot read the cut back .* on rank 0: .*give path= on a file system"):
             dataset.climio.subset("lat,0.,30.")
-    assert not list(Path(tempfile.gettempdir()).glob("climio-subset-*"))
+    assert not list(scratch.glob("climio-subset-*"))
 
 
 def test_accessor_subset_refuses_data_from_no_file() -> None:

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import os
 import platform
-import tempfile
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 import climio
-from climio.core import mpi, ncio
+from climio.core import mpi, ncio, registry
 from climio.core.decomp import Decomposition
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.compression import available_filters
@@ -88,7 +87,7 @@ def report(comm: MPI.Comm, directory: str | None = None) -> list[str]:
     lines = [f"{key:<15} {value}" for key, value in versions().items()]
     lines.append(f"{'ranks':<15} {comm.Get_size()}")
     available = ncio.available_modes()
-    shared = comm.bcast(tempfile.mkdtemp(prefix="climio-info-", dir=directory) if comm.Get_rank() == 0 else None)
+    shared = comm.bcast(registry.scratch_directory("climio-info-", directory) if comm.Get_rank() == 0 else None)
     try:
         lines.append("modes:")
         for name, mode in ncio.MODES.items():

@@ -9,7 +9,7 @@ boot, from ``/proc/PID/stat``; 0 where there is no ``/proc``), so that a later p
 taken for it. The file holds one absolute path a line, each appended in one write as the process makes it. A normal
 exit removes what its file still lists (an output it never finished), then the file; a command's start removes the
 listed paths of the processes of this host that no longer run (:func:`sweep`), but only paths that are still a
-climio temporary file of that process or a climio session directory, never anything else.
+climio temporary file of that process, a climio session directory or a climio scratch folder, never anything else.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from climio.core import mpi, targets
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-# What one sweep removed for one stopped process: (its pid, temporary files, session directories)
+# What one sweep removed for one stopped process: (its pid, temporary files, session and scratch folders)
 Removed = tuple[int, int, int]
 NAMED_PIDS = 8  # the line names this many stopped processes, then counts the others
 
@@ -51,6 +51,19 @@ def record(path: str) -> None:
             os.close(fd)
     except OSError:
         pass
+
+
+SCRATCH_PREFIXES = ("climio-subset-", "climio-info-")  # climio's scratch folders in the temporary folder
+
+
+def scratch_directory(prefix: str, directory: str | None = None) -> str:
+    """A new scratch folder (``tempfile.mkdtemp``), recorded, so that a killed process's is swept too: its
+    ``prefix`` is one of :data:`SCRATCH_PREFIXES`."""
+    if prefix not in SCRATCH_PREFIXES:
+        raise ValueError(f"{prefix!r} is no scratch prefix of climio.core.registry")
+    folder = tempfile.mkdtemp(prefix=prefix, dir=directory)
+    record(folder)
+    return folder
 
 
 def running(pid: int, start: str = "") -> bool:
@@ -87,7 +100,7 @@ def _summary(removed: list[Removed]) -> str:
         return ""
     files, directories = sum(r[1] for r in removed), sum(r[2] for r in removed)
     what = [f"{n} {one if n == 1 else many}" for n, one, many in
-            ((files, "temporary file", "temporary files"), (directories, "session directory", "session directories"))
+            ((files, "temporary file", "temporary files"), (directories, "temporary folder", "temporary folders"))
             if n]
     pids = sorted({r[0] for r in removed})
     named = ", ".join(str(p) for p in pids[:NAMED_PIDS]) + (f" and {len(pids) - NAMED_PIDS} more"
@@ -190,8 +203,8 @@ def _take(entry: str, pid: int) -> tuple[int, int]:
 
 
 def _remove(path: str, pid: int) -> str:
-    """Remove ``path`` if it is still a temporary file of process ``pid`` or a climio session directory, and
-    the user's: "file", "directory", or "" (gone, or anything else, which is never touched)."""
+    """Remove ``path`` if it is still a temporary file of process ``pid``, a climio session directory or scratch
+    folder, and the user's: "file", "directory", or "" (gone, or anything else, which is never touched)."""
     try:
         info = os.lstat(path)
     except (OSError, ValueError):  # ValueError: a line that is no path
@@ -203,7 +216,8 @@ def _remove(path: str, pid: int) -> str:
                 and owner[1:] == (targets.host(), pid)):
             os.unlink(path)
             return "file"
-        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and name.startswith(mpi.SESSION_PREFIX):
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and name.startswith(
+                (mpi.SESSION_PREFIX, *SCRATCH_PREFIXES)):
             shutil.rmtree(path)
             return "directory"
     except OSError:

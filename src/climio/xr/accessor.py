@@ -20,7 +20,7 @@ import xarray as xr
 from xarray.coding.strings import CharacterArrayCoder, EncodedStringCoder
 from xarray.conventions import cf_encoder, encode_dataset_coordinates
 
-from climio.core import mpi, ncio
+from climio.core import mpi, ncio, registry
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.compression import NONE, Compression, settings
 from climio.errors import ClimioError, api_words
@@ -67,7 +67,6 @@ class _Climio:
         is written there (``mode``, ``deflate``, ``ppc`` as the command's ``--mode``, ``-L``, ``--ppc``) and
         opened lazily; without it, the cut is loaded into memory and no file is left."""
         import shutil
-        import tempfile
 
         from climio.core.ranges import parse_dim_range
         from climio.subset.job import Request
@@ -82,7 +81,7 @@ class _Climio:
         names = [str(v) for v in variables] if variables is not None else \
             None if isinstance(self._obj, xr.Dataset) else [str(self._obj.name)]
         comm = comm if comm is not None else mpi.world()
-        folder = None if path is not None else mpi.agree(comm, lambda: tempfile.mkdtemp(prefix="climio-subset-"))
+        folder = None if path is not None else mpi.agree(comm, lambda: registry.scratch_directory("climio-subset-"))
         target = os.fspath(path) if path is not None else os.path.join(str(folder), "subset.nc")
         given = [*([f"-v {','.join(names)}"] if names else []), *(f"-d {r}" for r in ranges),
                  *([f"-b {box}"] if box else []), *([f"-X {lonlat}"] if lonlat else []),
