@@ -137,8 +137,8 @@ def test_a_server_that_refuses_its_options_still_answers_the_hello(cmaq: Path, t
              str(tmp_path): f"--trace '{tmp_path}' is a directory",
              str(tmp_path / "no" / "t.json"): f"--trace directory '{tmp_path / 'no'}' does not exist",
              str(tmp_path / "old.json"): f"'{tmp_path / 'old.json'}' exists"}
-    for trace, words in cases.items():
-        for nmodel in (1, 2):
+    for k, (trace, words) in enumerate(cases.items()):
+        for nmodel in (1, 2) if k == 0 else (1,):
             job = launch([str(cmaq), str(tmp_path / "o.nc"), *SMALL[:1], f"grid={nmodel}x1", *SMALL[2:]], nmodel,
                          ("--trace", trace))
             status, lines, seconds = ended(job)
@@ -224,7 +224,7 @@ def test_a_dead_model_rank_is_named_by_the_server(cmaq: Path, tmp_path: Path) ->
     """Under --enable-recovery the job outlives a killed model rank: the server, waiting for that rank while the
     other went on, names it (not the live server) and ends the job; nothing is published."""
     out = tmp_path / "o.nc"
-    job = start_writing(cmaq, out, recovery=True, env={"CLIMIO_SERVE_TIMEOUT": "8"})
+    job = start_writing(cmaq, out, recovery=True, env={"CLIMIO_SERVE_TIMEOUT": "6"})
     ranks = subprocess.run(["pgrep", "-s", str(job.pid), "-f", f"^{cmaq} {out}"], capture_output=True,
                            text=True).stdout.split()
     assert len(ranks) == 2, ranks
@@ -232,6 +232,6 @@ def test_a_dead_model_rank_is_named_by_the_server(cmaq: Path, tmp_path: Path) ->
     _, lines, seconds = ended(job)  # (under --enable-recovery Open MPI's mpiexec exits 0 after an MPI_Abort)
     assert seconds < SOON, (seconds, lines)
     server = [line for line in lines if "climio serve" in line]
-    assert len(server) == 1 and re.search(r"model rank 0 (sent nothing for 4 s|stopped in the middle of a message).* died or hangs",
-                                        server[0]), lines
+    named = r"model rank 0 (sent nothing for 3 s|stopped in the middle of a message).* died or hangs"
+    assert len(server) == 1 and re.search(named, server[0]), lines
     assert temporaries(tmp_path) == [] and not out.exists()
