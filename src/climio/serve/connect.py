@@ -5,10 +5,12 @@ The servers are the last ranks of the launch: ``CLIMIO_SERVERS=N`` says the last
 size Open MPI gives in ``OMPI_APP_CTX_NUM_PROCS`` (one count per app context; their ranks are contiguous) and
 whose number is ``MPI_APPNUM``. The servers make their own communicator with ``MPI_Comm_create_group`` over
 their world ranks. The model's leader (rank 0 of the communicator the model passes) sends the first server a
-hello (:data:`~climio.serve.protocol.MAGIC`, version, the model's size) on MPI_COMM_WORLD, so the servers learn
-its world rank, and waits (bounded) for the first server's answer in kind, so that a last application that
-is no ``climio serve`` ends in an error rather than a hang; both sides then call ``MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, remote leader,
-TAG_INTERCOMM)``. A C client does the same with the same calls.
+hello (:data:`~climio.serve.protocol.MAGIC`, version, the model's size, and whether the model refused its own
+settings) on MPI_COMM_WORLD, so the servers learn its world rank, and waits (bounded) for the first server's
+answer in kind, so that a last application that is no ``climio serve`` ends in an error rather than a hang; a
+server that refused its options or settings answers with its line, which every model rank returns. Otherwise
+both sides then call ``MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, remote leader, TAG_INTERCOMM)``. A C
+client does the same with the same calls.
 """
 
 from __future__ import annotations
