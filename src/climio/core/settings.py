@@ -24,7 +24,7 @@ INTEGER = re.compile(r"[+-]?\d+")
 
 @dataclass(frozen=True)
 class Setting:
-    """One environment variable: what it sets, its unit, its default and the values it takes."""
+    """One environment variable: what it sets (with its unit), its default and the values it takes."""
 
     name: str
     meaning: str
@@ -34,7 +34,6 @@ class Setting:
     low_open: bool = False
     integer: bool = False
     unset: str = ""  # what leaving it unset means, where that is no number
-
 
     def allowed(self) -> str:
         """The values it takes, in words."""
