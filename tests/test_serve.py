@@ -252,22 +252,23 @@ def test_server_ranks_come_from_the_launch_alone() -> None:
 def test_a_message_is_a_header_its_names_and_typed_buffers() -> None:
     """What a C client sends: 8 int64, the NUL-ended names, then buffers whose types and lengths the header gives."""
     from climio.errors import ClimioError
+    from climio.model import definition as rules
     from climio.serve import protocol as wire
 
     header, text = wire.encode(wire.Kind.WRITE, 3, [1, 0, 5, 12])
     assert header.dtype == np.int64 and header.tolist() == [9, 3, 1, 0, 5, 12, 0, 0] and text == b""
     assert wire.payload_types(header) == [(np.dtype("f4"), 12)]
-    header, text = wire.encode(wire.Kind.CREATE, 4, [1, wire.NOCLOBBER], ["out.nc", "cdf5", "agg:2"])
+    header, text = wire.encode(wire.Kind.CREATE, 4, [1, rules.NOCLOBBER], ["out.nc", "cdf5", "agg:2"])
     assert header[7] == len(text) and wire.decode_names(text) == ["out.nc", "cdf5", "agg:2"]
     assert wire.payload_types(header) == []
     header, _ = wire.encode(wire.Kind.DECOMP, 1, [2, 50])
     assert wire.payload_types(header) == [(np.dtype("i8"), 2), (np.dtype("i8"), 50)]
-    header, text = wire.encode(wire.Kind.READ, 5, [2, wire.NOFRAME, 6, 36, 64])
+    header, text = wire.encode(wire.Kind.READ, 5, [2, rules.NOFRAME, 6, 36, 64])
     assert header.tolist() == [16, 5, 2, -1, 6, 36, 64, 0] and wire.payload_types(header) == []
     assert (wire.TAG_ANSWER, wire.TAG_ANSWER_TEXT, wire.TAG_ANSWER_DATA) == (7307, 7308, 7309)
     # a packet: messages back to back, text and buffers padded to 8 bytes, as a C client lays them out
     write, _ = wire.encode(wire.Kind.WRITE, 3, [1, 0, 5, 3])
-    create, names = wire.encode(wire.Kind.CREATE, 4, [1, wire.NOCLOBBER], ["out.nc", "cdf5", "agg:2"])
+    create, names = wire.encode(wire.Kind.CREATE, 4, [1, rules.NOCLOBBER], ["out.nc", "cdf5", "agg:2"])
     values = np.array([1.5, -2.0, 3.25], np.float32)
     packet = np.concatenate([wire.pack(write, b"", [values]), wire.pack(create, names, [])])
     assert packet.size == 64 + 16 + 64 + 24 and packet[64 + 12:64 + 16].tolist() == [0, 0, 0, 0]

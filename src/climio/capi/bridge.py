@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from climio.capi import calls
+from climio.model import definition as rules
 
 
 def attach(ffi: Any) -> None:
@@ -28,7 +29,7 @@ def attach(ffi: Any) -> None:
 
     def memory(memtype: int, count: int, pointer: Any) -> np.ndarray | None:
         """The model's array in place; None for a type climio does not know (the call refuses it)."""
-        return numbers(pointer, count, calls.TYPES[memtype]) if memtype in calls.TYPES else None
+        return numbers(pointer, count, rules.TYPES[memtype]) if memtype in rules.TYPES else None
 
     def internal(kind: type, value: BaseException, tb: Any) -> int:
         from mpi4py import MPI
@@ -36,7 +37,7 @@ def attach(ffi: Any) -> None:
         from climio.core import mpi
 
         mpi.abort(MPI.COMM_WORLD, f"climio internal error in the C API: {kind.__name__}: {value}", 1)
-        return calls.EINTERNAL
+        return rules.EINTERNAL
 
     def extern(function: Any) -> Any:
         name = function.__name__.replace("climio_", "climiopy_", 1)  # libclimio.so's climio_* call it

@@ -30,85 +30,32 @@ import numpy as np
 
 from climio.core import mpi, ncio, trace
 from climio.core.decomp import Decomposition, Hyperslab
-from climio.errors import ClimioError, IOFault
+from climio.errors import ClimioError
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, from_compmap
 from climio.model.input import ModelInput
-from climio.model.output import Field, ModelOutput, applicable_modes
+from climio.model.definition import (ABORT_ON_ERROR, CLOBBER, EBADID, EINTERNAL, EIO, ESTATE, EXIT_STATUS, GLOBAL,
+                                     NOCLOBBER, NOERR, QUANTIZE, RETURN_ERROR, CallError, Definition, Variable,
+                                     check_name, code_of, layout_of, out_of_range, record_of, xtype_dtype)
+from climio.model.output import ModelOutput, applicable_modes
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 T = TypeVar("T")
 
-NOERR, EBADID, EINVAL, ESTATE, EIO, EINTERNAL, ENOMEM = 0, -1, -2, -3, -4, -5, -6
-EXIT_STATUS = {EBADID: 2, EINVAL: 2, ESTATE: 2, EIO: 1, EINTERNAL: 1, ENOMEM: 1}
-
-UNLIMITED = 0
-GLOBAL = -1
-NOFRAME = -1
-RETURN_ERROR, ABORT_ON_ERROR = 0, 1
-CLOBBER, NOCLOBBER = 0, 1
-TYPES = {1: np.dtype("i1"), 3: np.dtype("i2"), 4: np.dtype("i4"), 5: np.dtype("f4"), 6: np.dtype("f8"),
-         10: np.dtype("i8")}  # netCDF's NC_BYTE, NC_SHORT, NC_INT, NC_FLOAT, NC_DOUBLE, NC_INT64
 SHIFT = 16
-
-
-class CallError(ClimioError):
-    """An error of one call, with its C API code."""
-
-    def __init__(self, message: str, code: int = EINVAL) -> None:
-        super().__init__(message, collective=True)
-        self.code = code
-
-
-def code_of(err: BaseException) -> int:
-    if isinstance(err, CallError):
-        return err.code
-    if isinstance(err, IOFault):
-        return EIO
-    return EINVAL if isinstance(err, ClimioError) else EINTERNAL
 
 
 # ------------------------------------------------------------------------------------------------ the tables
 
 
-@dataclass
-class Variable:
-    name: str
-    dtype: np.dtype
-    dimids: tuple[int, ...]
-    attrs: dict[str, object] = field(default_factory=dict)
-    deflate: int = 0
-    quantize: tuple[str, int] | None = None
-
-
-@dataclass
-class File:
-    """An open file: being defined (``output`` None), written (``output``) or read (``input``)."""
+@dataclass(kw_only=True)
+class File(Definition):
+    """An open file of an I/O system, with what attached mode keeps of it."""
 
     system: System
-    path: str
-    decomp: GridDecomposition
-    mode: str = ""
-    strategy: str = ""
-    overwrite: bool = False
-    dims: list[tuple[str, int]] = field(default_factory=list)
-    variables: list[Variable] = field(default_factory=list)
-    attrs: dict[str, object] = field(default_factory=dict)
-    output: ModelOutput | None = None
-    input: ModelInput | None = None
     abandoned: str = ""
     shapes: dict[int | None, tuple[tuple[int, ...], ...]] = field(default_factory=dict)  # local, with/without halo
-
-    @property
-    def defining(self) -> bool:
-        return self.input is None and self.output is None
-
-    def variable(self, varid: int) -> Variable:
-        if not 0 <= varid < len(self.variables):
-            raise CallError(f"{self.path}: no variable id {varid} (it has {len(self.variables)}: 0.."
-                            f"{len(self.variables) - 1})", EBADID)
-        return self.variables[varid]
 
 
 @dataclass
@@ -236,19 +183,6 @@ def last_error() -> str:
 
 
 # ------------------------------------------------------------------------------------------------ checks
-
-
-def _dtype(xtype: int, what: str) -> np.dtype:
-    if xtype not in TYPES:
-        raise CallError(f"{what}: type {xtype} is none of CLIMIO_BYTE (1), SHORT (3), INT (4), FLOAT (5), "
-                        f"DOUBLE (6), INT64 (10)")
-    return TYPES[xtype]
-
-
-def _name(text: str, what: str) -> str:
-    if not text or len(text) > 256 or "/" in text or text != text.strip():
-        raise CallError(f"{what} name '{text}': give 1 to 256 characters, no '/' and no edge spaces")
-    return text
 
 
 def _defining(f: File, call: str) -> None:
@@ -397,7 +331,7 @@ def createfile(iosysid: int, ioid: int, mode: str, strategy: str, path: str, fla
             raise CallError(f"{path}: cannot write in directory {parent} (missing or not writable)", EIO)
         if flags == NOCLOBBER and os.path.exists(path):
             raise CallError(f"{path} exists: remove it or create with CLIMIO_CLOBBER")
-        f = File(system, path, d, mode, strategy, flags == CLOBBER)
+        f = File(path=path, decomp=d, mode=mode, strategy=strategy, overwrite=flags == CLOBBER, system=system)
         return lambda: system.add(system.files, f)
 
     code, ncid = run(system, prepare)
@@ -407,11 +341,7 @@ def createfile(iosysid: int, ioid: int, mode: str, strategy: str, path: str, fla
 def def_dim(ncid: int, name: str, length: int) -> tuple[int, int]:
     def prepare(f: File) -> Callable[[], int]:
         _defining(f, "climio_def_dim")
-        _name(name, f"{f.path}: dimension")
-        if any(n == name for n, _ in f.dims):
-            raise CallError(f"{f.path}: dimension '{name}' is already defined")
-        if length < 0 or (length == UNLIMITED and any(n == UNLIMITED for _, n in f.dims)):
-            raise CallError(f"{f.path}: dimension '{name}': length {length} (one CLIMIO_UNLIMITED at most)")
+        f.check_dim(name, length)
         return lambda: f.dims.append((name, length)) or len(f.dims) - 1
 
     code, dimid = on_file(ncid, prepare)
@@ -421,14 +351,7 @@ def def_dim(ncid: int, name: str, length: int) -> tuple[int, int]:
 def def_var(ncid: int, name: str, xtype: int, dimids: list[int]) -> tuple[int, int]:
     def prepare(f: File) -> Callable[[], int]:
         _defining(f, "climio_def_var")
-        _name(name, f"{f.path}: variable")
-        if any(v.name == name for v in f.variables):
-            raise CallError(f"{f.path}: variable '{name}' is already defined")
-        dtype = _dtype(xtype, f"{f.path}: variable '{name}'")
-        bad = [d for d in dimids if not 0 <= d < len(f.dims)]
-        if bad:
-            raise CallError(f"{f.path}: variable '{name}': no dimension id {bad[0]} (0..{len(f.dims) - 1})", EBADID)
-        v = Variable(name, dtype, tuple(dimids))
+        v = f.check_var(name, xtype, tuple(dimids))
         return lambda: f.variables.append(v) or len(f.variables) - 1
 
     code, varid = on_file(ncid, prepare)
@@ -456,7 +379,6 @@ def def_var_deflate(ncid: int, varid: int, shuffle: int, deflate: int, level: in
     return on_file(ncid, prepare)[0]
 
 
-QUANTIZE = {1: "BitGroom", 2: "GranularBR", 3: "BitRound"}  # netCDF's NC_QUANTIZE_* numbers
 
 
 def def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int:
@@ -490,22 +412,12 @@ def put_att(ncid: int, varid: int, name: str, value: str | np.ndarray, xtype: in
     def prepare(f: File) -> Callable[[], None]:
         _defining(f, "climio_put_att")
         target = f.attrs if varid == GLOBAL else f.variable(varid).attrs
-        _name(name, f"{f.path}: attribute")
-        stored = value if xtype is None else np.asarray(value).astype(_dtype(xtype, f"{f.path}: attribute '{name}'"))
+        check_name(name, f"{f.path}: attribute")
+        stored = value if xtype is None else np.asarray(value).astype(
+            xtype_dtype(xtype, f"{f.path}: attribute '{name}'"))
         return lambda: target.__setitem__(name, stored)
 
     return on_file(ncid, prepare)[0]
-
-
-@dataclass
-class Layout:
-    """A file's definitions sorted for :class:`ModelOutput`."""
-
-    record: str
-    time_attrs: dict[str, object] | None = None
-    fields: list[Field] = field(default_factory=list)
-    variables: list[ncio.Variable] = field(default_factory=list)
-    grid_names: tuple[str, ...] | None = None
 
 
 def enddef(ncid: int) -> int:
@@ -513,7 +425,7 @@ def enddef(ncid: int) -> int:
 
     def prepare(f: File) -> Callable[[], None]:
         _defining(f, "climio_enddef")
-        layout = _layout(f)
+        layout = layout_of(f)
         extra = {name: length for name, length in f.dims if name != layout.record}
 
         def body() -> None:
@@ -524,48 +436,6 @@ def enddef(ncid: int) -> int:
         return body
 
     return on_file(ncid, prepare)[0]
-
-
-def _layout(f: File) -> Layout:
-    """Sort the variables: the record coordinate (the record dimension's own variable), decomposed fields (their
-    last dimensions have the lengths of the decomposition's grid; before them at most one level dimension, and
-    the record dimension first or not at all) and undistributed variables (everything else: coordinates,
-    bounds)."""
-    records = [n for n, length in f.dims if length == UNLIMITED]
-    if not records:
-        raise CallError(f"{f.path}: define the record dimension (length CLIMIO_UNLIMITED): climio writes records")
-    layout = Layout(records[0])
-    grid = f.decomp.grid
-    for v in f.variables:
-        names = tuple(f.dims[d][0] for d in v.dimids)
-        lengths = tuple(f.dims[d][1] for d in v.dimids)
-        if names == (layout.record,) and v.name == layout.record:
-            if v.dtype != np.dtype("f8"):
-                raise CallError(f"{f.path}: the record coordinate '{v.name}' is CLIMIO_DOUBLE")
-            layout.time_attrs = v.attrs
-            continue
-        has_records = bool(names) and names[0] == layout.record
-        inner, inner_lengths = names[has_records:], lengths[has_records:]
-        if layout.record in inner:
-            raise CallError(f"{f.path}: variable '{v.name}' {names}: the record dimension comes first")
-        if len(inner) < len(grid) or inner_lengths[len(inner) - len(grid):] != grid or len(inner) > len(grid) + 1:
-            if v.deflate or v.quantize:
-                raise CallError(f"{f.path}: variable '{v.name}' is not decomposed: climio compresses decomposed "
-                                f"fields only")
-            layout.variables.append(ncio.Variable(v.name, v.dtype, names, dict(v.attrs)))
-            continue
-        grid_names = inner[len(inner) - len(grid):]
-        if layout.grid_names not in (None, grid_names):
-            raise CallError(f"{f.path}: variable '{v.name}' names the grid {grid_names}, others "
-                            f"{layout.grid_names}: use one set of grid dimensions")
-        layout.grid_names = grid_names
-        level = len(inner) > len(grid)
-        layout.fields.append(Field(v.name, inner_lengths[0] if level else None, v.dtype.str, dict(v.attrs),
-                                   v.deflate, v.quantize, level_dim=inner[0] if level else None,
-                                   records=has_records))
-    if layout.grid_names is None:
-        raise CallError(f"{f.path}: no variable has the decomposition's grid {grid} as its last dimensions")
-    return layout
 
 
 def put_time(ncid: int, frame: int, time: float) -> int:
@@ -613,7 +483,7 @@ def write_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndar
         if target is None:
             raise CallError(f"{f.path}: '{v.name}' is not decomposed: write it with "
                             + ("climio_put_time" if v.name == out.time_name else "climio_put_var"))
-        step = _step(f, v, frame, target.records)
+        step = record_of(f, v, frame, target.records)
         _convertible(f, v, memory)
         local = _local(f, target.levels, memory)
         return lambda: out.write_field(step, v.name, local)
@@ -633,7 +503,7 @@ def put_var(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarray |
                                                            if v.name == out.time_name else
                                                            "decomposed: write it with climio_write_darray"))
         dims = out.variables[v.name].dims
-        step = _step(f, v, frame, bool(dims) and dims[0] == out.time_name)
+        step = record_of(f, v, frame, bool(dims) and dims[0] == out.time_name)
         _convertible(f, v, memory)
         shape = tuple(dict(f.dims)[name] for name in dims[step is not None:])
         values = memory.reshape(shape) if memory.size == math.prod(shape) else memory
@@ -642,37 +512,12 @@ def put_var(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarray |
     return on_file(ncid, prepare)[0]
 
 
-def _step(f: File, v: Variable, frame: int, records: bool) -> int | None:
-    """The record of ``frame`` (None for NOFRAME), checked against whether the variable has records."""
-    if records and frame < 0:
-        raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0 (0-based from C, 1-based from "
-                        f"Fortran)")
-    if not records and frame != NOFRAME:
-        raise CallError(f"{f.path}: variable '{v.name}' has no record dimension: pass CLIMIO_NOFRAME, not {frame}")
-    return frame if records else None
-
-
 def _convertible(f: File, v: Variable, memory: np.ndarray) -> None:
     """Refuse values the variable's type cannot hold, as netCDF's NC_ERANGE: floats into integers (climio does not
     round), integers beyond the type's range, doubles beyond float's."""
-    problem = _out_of_range(memory, v.dtype)
+    problem = out_of_range(memory, v.dtype)
     if problem:
         raise CallError(f"{f.path}: variable '{v.name}' is {v.dtype.name}: {problem}")
-
-
-def _out_of_range(values: np.ndarray, target: np.dtype) -> str:
-    """Why ``values`` cannot be converted to ``target`` without altering them, or ''."""
-    if values.dtype == target:
-        return ""
-    if values.dtype.kind == "f" and target.kind != "f":
-        return f"write or read it through an integer array, not {values.dtype.name} (climio does not round)"
-    if np.can_cast(values.dtype, target) or not values.size:
-        return ""
-    info = np.iinfo(target) if target.kind in "iu" else np.finfo(target)
-    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
-    if finite.size and (finite.min() < info.min or finite.max() > info.max):
-        return (f"values from {finite.min()} to {finite.max()} do not fit in {target.name} ({info.min} to {info.max})")
-    return ""
 
 
 def openfile(iosysid: int, ioid: int, strategy: str, path: str) -> tuple[int, int]:
@@ -685,7 +530,7 @@ def openfile(iosysid: int, ioid: int, strategy: str, path: str) -> tuple[int, in
         def body() -> int:
             reader = ModelInput(path, d, system.comm, strategy=strategy)
             names = [v.name for v in reader.schema.variables]
-            return system.add(system.files, File(system, path, d, strategy=strategy, input=reader,
+            return system.add(system.files, File(path=path, decomp=d, system=system, strategy=strategy, input=reader,
                                                   variables=[Variable(n, np.dtype("f8"), ()) for n in names]))
         return body
 
@@ -724,14 +569,14 @@ def read_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarr
             raise CallError(f"{f.path}: variable '{v.name}': local array of {memory.size} elements on rank "
                             f"{f.system.comm.Get_rank()}, expected {math.prod(shape)} {shape}")
         local = memory.reshape(shape)
-        record = _step(f, v, frame, records)
+        record = record_of(f, v, frame, records)
 
         def body() -> None:
             if np.can_cast(stored, memory.dtype):
                 reader.read(v.name, record, out=local, cf=False)
                 return
             values = reader.read(v.name, record, cf=False)  # narrower memory: every value checked first
-            problems = [p for p in f.system.comm.allgather(_out_of_range(values, memory.dtype)) if p]
+            problems = [p for p in f.system.comm.allgather(out_of_range(values, memory.dtype)) if p]
             if problems:
                 raise CallError(f"{f.path}: variable '{v.name}' read into {memory.dtype.name}: {problems[0]}")
             local[...] = values

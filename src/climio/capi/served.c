@@ -159,7 +159,8 @@ static MPI_Datatype mpi_type(int xtype)
     }
 }
 
-/* A type climio does not take, for `what` (e.g. "variable 'T'") of the file at path. */
+/* A type climio does not take, for `what` (e.g. "variable 'T'") of the file at path (climio.model.definition's
+ * xtype_dtype). */
 static int bad_type(const char *path, const char *what, int xtype)
 {
     return climio_fail(CLIMIO_EINVAL, "%s: %s: type %d is none of CLIMIO_BYTE (1), SHORT (3), INT (4), FLOAT (5), "
@@ -1254,6 +1255,7 @@ static int send_on(file *f, int kind, const long long args[5], const char *const
 
 /* ------------------------------------------------------------------------------------------ definitions */
 
+/* A name netCDF does not take (climio.model.definition's check_name). */
 static int bad_name(const char *name, const char *path, const char *what)
 {
     size_t n = strlen(name);
@@ -1548,7 +1550,8 @@ static int has_records(const file *f, const var *v)
     return v->ndims > 0 && f->dims[v->dimids[0]].len == CLIMIO_UNLIMITED;
 }
 
-/* The variable, memory type and frame of a data call, checked: 0 or an error code. */
+/* The variable, memory type and frame of a data call, checked: 0 or an error code (the frame by
+ * climio.model.definition's record_of). */
 static int data_call(file *f, int varid, long long frame, int memtype, var **v)
 {
     int code = variable(f, varid, v);

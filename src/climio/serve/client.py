@@ -37,6 +37,7 @@ from climio.core import ncio, settings
 from climio.core.ncio.schema import fill_value
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError, IOFault
+from climio.model import definition as rules
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, PointDecomposition
 from climio.model.output import Field, ModelOutput, as_grid, time_attributes
 from climio.serve import connect as connecting
@@ -297,7 +298,7 @@ class ServedOutput:
         self.varids: dict[str, int] = {}
         decomp_id = servers.decomposition(self.grid)
         self.id = servers.new_file()
-        servers.send(Kind.CREATE, self.id, [decomp_id, wire.CLOBBER if overwrite else wire.NOCLOBBER],
+        servers.send(Kind.CREATE, self.id, [decomp_id, rules.CLOBBER if overwrite else rules.NOCLOBBER],
                      [path, mode, strategy])
         try:
             self._define(fields, names, time_units, calendar, time_attrs, variables, attrs, extra_dims)
@@ -311,7 +312,7 @@ class ServedOutput:
                 attrs: Mapping[str, object] | None, extra_dims: Mapping[str, int] | None) -> None:
         """Send the file's dimensions, variables and attributes, as ModelOutput lays them out, then ENDDEF."""
         servers, time_name = self.servers, self.time_name
-        self._dim(time_name, wire.UNLIMITED)
+        self._dim(time_name, rules.UNLIMITED)
         for f in sorted((f for f in fields if f.levels is not None), key=lambda f: f.levels):
             self._dim(f.level_name, f.levels, f"field '{f.name}': level dimension")
         for name, length in (*zip(names, self.grid.grid), *(extra_dims or {}).items()):
@@ -321,7 +322,7 @@ class ServedOutput:
             varid = self._var(f.name, f.dtype, ((time_name,) if f.records else ()) + ((f.level_name,) if f.levels
                                                                                     else ()) + names, f.attrs)
             if f.deflate or f.quantize or f.codecs:
-                quantize = [k for k, v in wire.QUANTIZE.items() if f.quantize and v == f.quantize[0]]
+                quantize = [k for k, v in rules.QUANTIZE.items() if f.quantize and v == f.quantize[0]]
                 servers.send(Kind.DEF_COMPRESS, self.id, [varid, f.deflate, quantize[0] if quantize else 0,
                                                           f.quantize[1] if f.quantize else 0],
                              [f.codecs] if f.codecs else [])
@@ -337,7 +338,7 @@ class ServedOutput:
                                   collective=True)
             self._var(v.name, str(np.dtype(v.dtype)), v.dims, v.attrs)
         for name, value in (attrs or {}).items():
-            self._att(wire.GLOBAL, name, value)
+            self._att(rules.GLOBAL, name, value)
         servers.send(Kind.ENDDEF, self.id)
 
     def _dim(self, name: str, length: int, what: str = "dimension") -> None:
@@ -356,7 +357,7 @@ class ServedOutput:
                               f"extra_dims", collective=True)
         varid = self.varids[name] = len(self.varids)
         ids = np.array([list(self.dims).index(d) for d in dims], np.int64)
-        self.servers.send(Kind.DEF_VAR, self.id, [wire.xtype_of(dtype, f"variable '{name}'"), ids.size], [name],
+        self.servers.send(Kind.DEF_VAR, self.id, [rules.xtype_of(dtype, f"variable '{name}'"), ids.size], [name],
                           [ids])
         for key, value in attrs.items():
             self._att(varid, key, value)
@@ -364,11 +365,11 @@ class ServedOutput:
 
     def _att(self, varid: int, name: str, value: object) -> None:
         if isinstance(value, str):
-            self.servers.send(Kind.PUT_ATT, self.id, [varid, wire.CHAR, len(value.encode())],
+            self.servers.send(Kind.PUT_ATT, self.id, [varid, rules.CHAR, len(value.encode())],
                               [name, value])
             return
         values = np.asarray(value).ravel()
-        self.servers.send(Kind.PUT_ATT, self.id, [varid, wire.xtype_of(values.dtype, f"attribute '{name}'"),
+        self.servers.send(Kind.PUT_ATT, self.id, [varid, rules.xtype_of(values.dtype, f"attribute '{name}'"),
                                                    values.size], [name], [values])
 
     # -- writing
@@ -416,8 +417,8 @@ class ServedOutput:
                                                    "has no records: write it with step None"), collective=True)
         local = np.asarray(local)
         owned = self._owned(local, f.levels)
-        self.servers.send(Kind.WRITE, self.id, [self.varids[name], wire.NOFRAME if step is None else step,
-                                                wire.xtype_of(owned.dtype, f"field '{name}'"), owned.size], (),
+        self.servers.send(Kind.WRITE, self.id, [self.varids[name], rules.NOFRAME if step is None else step,
+                                                rules.xtype_of(owned.dtype, f"field '{name}'"), owned.size], (),
                           [owned])
 
     def _owned(self, local: np.ndarray, levels: int | None) -> np.ndarray:
@@ -440,8 +441,8 @@ class ServedOutput:
             raise ClimioError(f"variable '{name}' " + ("has no records: leave the step out" if step is not None else
                                                       "has records: give the step"), collective=True)
         values = np.asarray(data) if self.servers.comm.Get_rank() == 0 else np.zeros(0)
-        self.servers.send(Kind.PUT_VAR, self.id, [self.varids[name], wire.NOFRAME if step is None else step,
-                                                  wire.xtype_of(values.dtype, f"variable '{name}'"), values.size],
+        self.servers.send(Kind.PUT_VAR, self.id, [self.varids[name], rules.NOFRAME if step is None else step,
+                                                  rules.xtype_of(values.dtype, f"variable '{name}'"), values.size],
                           (), [values])
 
     def close(self) -> None:
@@ -549,12 +550,12 @@ class ServedInput:
         varid = self._varid(name)
         about = self.described.get(name, Described(None, np.dtype("f8"), np.nan))
         if out is None:
-            known = about.dtype in wire.TYPES.values()
+            known = about.dtype in rules.TYPES.values()
             out = np.empty(self.grid.local_shape(about.levels), about.dtype if known else np.dtype("f8"))
         local = out if out.flags.c_contiguous else np.empty(out.shape, out.dtype)
-        memtype = wire.xtype_of(local.dtype, f"{self.path}: variable '{name}': out")
+        memtype = rules.xtype_of(local.dtype, f"{self.path}: variable '{name}': out")
         halo = math.prod(self.grid.local_shape())
-        _, values = self.servers.ask(Kind.READ, self.id, [varid, wire.NOFRAME if step is None else step, memtype,
+        _, values = self.servers.ask(Kind.READ, self.id, [varid, rules.NOFRAME if step is None else step, memtype,
                                                          local.size, halo], (),
                                      f"the read of '{name}' from {self.path}", local.dtype)
         assert values is not None

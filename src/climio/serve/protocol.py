@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio.errors import ClimioError
+from climio.model.definition import CHAR, xtype_dtype
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -37,16 +38,8 @@ TAG_HELLO, TAG_INTERCOMM, TAG_PACKET, TAG_REPLY, TAG_REPLY_TEXT = 7301, 7302, 73
 TAG_ANSWER, TAG_ANSWER_TEXT, TAG_ANSWER_DATA = 7307, 7308, 7309  # a synchronous answer: header, text, READ's data
 TAG_WELCOME_TEXT = 7310  # the servers' refusal of the hello
 SYSTEM = -1  # the id of a reply about the connection rather than one file
-GLOBAL = -1  # PUT_ATT's variable id for a global attribute
-NOFRAME = -1
-UNLIMITED = 0
-CLOBBER, NOCLOBBER = 0, 1
-CHAR = 2  # NC_CHAR: a text attribute
-
-# netCDF's type numbers (NC_BYTE ... NC_INT64), the data types on the wire
-TYPES = {1: np.dtype("i1"), 3: np.dtype("i2"), 4: np.dtype("i4"), 5: np.dtype("f4"), 6: np.dtype("f8"),
-         10: np.dtype("i8")}
-QUANTIZE = {1: "BitGroom", 2: "GranularBR", 3: "BitRound"}  # netCDF's NC_QUANTIZE_* numbers
+# The calls' own constants (GLOBAL, NOFRAME, UNLIMITED, CLOBBER, CHAR, the type and quantize numbers) are
+# climio.model.definition's: the wire carries them as the C API defines them.
 
 
 class Kind(IntEnum):
@@ -133,22 +126,6 @@ class Message:
         return int(self.header[2 + k])
 
 
-def wire_type(xtype: int, what: str) -> np.dtype:
-    if xtype not in TYPES:
-        raise ClimioError(f"{what}: type {xtype} is none of 1 (byte), 3 (short), 4 (int), 5 (float), 6 (double), "
-                          f"10 (int64)")
-    return TYPES[xtype]
-
-
-def xtype_of(dtype: np.dtype | str, what: str) -> int:
-    """netCDF's number of a numpy type."""
-    found = [x for x, t in TYPES.items() if t == np.dtype(dtype)]
-    if not found:
-        raise ClimioError(f"{what}: type {np.dtype(dtype).name} has no netCDF number here: use int8, int16, "
-                          f"int32, int64, float32 or float64", collective=True)
-    return found[0]
-
-
 def payload_types(header: np.ndarray) -> list[tuple[np.dtype, int]]:
     """The typed buffers after the text of a message with this header, in order (what both sides agree on)."""
     kind, a, b, c, d = (int(header[k]) for k in (0, 2, 3, 4, 5))
@@ -160,9 +137,9 @@ def payload_types(header: np.ndarray) -> list[tuple[np.dtype, int]]:
     if kind == Kind.DEF_VAR:
         return [(i8, b)]
     if kind == Kind.PUT_ATT and b != CHAR:
-        return [(wire_type(b, "attribute"), c)]
+        return [(xtype_dtype(b, "attribute"), c)]
     if kind in (Kind.WRITE, Kind.PUT_VAR):
-        return [(wire_type(c, "data"), d)]
+        return [(xtype_dtype(c, "data"), d)]
     if kind == Kind.PUT_TIME:
         return [(np.dtype("f8"), 1)]
     return []

@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from climio.capi import calls
 from climio.core import mpi, ncio, trace
 from climio.core.ncio.schema import fill_value
 from climio.errors import ClimioError
+from climio.model import definition as rules
 from climio.model.decomposition import GridDecomposition, from_compmap
 from climio.model.input import READ_STRATEGIES, ModelInput
 from climio.model.output import Field, ModelOutput, applicable_modes
@@ -60,7 +60,7 @@ class Accumulator:
     def add(self, frame: int, local: np.ndarray, name: str) -> np.ndarray | None:
         """Take step ``frame``; at the period's last step, the reduced record (else None)."""
         if frame != self.next:
-            raise calls.CallError(f"{name} is reduced over {self.count} steps: its records come in order, "
+            raise rules.CallError(f"{name} is reduced over {self.count} steps: its records come in order, "
                                   f"got frame {frame} where {self.next} was next")
         self.next += 1
         x = local.astype(np.float64)  # a copy: the first step starts the sums exactly as numpy's reduce does
@@ -81,7 +81,7 @@ class Accumulator:
 class ServedFile:
     """A file the servers define and write for the model, or one they read for it (``input``)."""
 
-    definition: calls.File
+    definition: rules.Definition
     pieces: tuple[int, ...]  # grid points per client, in client order
     codecs: dict[int, str] = field(default_factory=dict)
     reduce: dict[int, tuple[Op, int]] = field(default_factory=dict)
@@ -111,8 +111,6 @@ class Server:
     def receive(self, client: int) -> Message:
         """The next message of ``client`` about a file that has not failed (those are dropped, but for the
         synchronous kinds: their client waits for an answer)."""
-        from mpi4py import MPI
-
         queue = self.queues[client]
         while True:
             if not queue:
@@ -217,7 +215,7 @@ class Server:
         def check() -> None:
             for m in messages:
                 if m.refused:
-                    raise calls.CallError(m.names[0] if m.names else "a model rank refused the call", m.arg(0))
+                    raise rules.CallError(m.names[0] if m.names else "a model rank refused the call", m.arg(0))
         self.agreed(check)
 
     def same_names(self, messages: list[Message]) -> None:
@@ -229,17 +227,17 @@ class Server:
         def check() -> None:
             for client, m in zip(self.clients, messages):
                 if m.names != messages[0].names:
-                    raise calls.CallError(f"{messages[0].kind.name}: model rank {self.clients[0]} passed "
+                    raise rules.CallError(f"{messages[0].kind.name}: model rank {self.clients[0]} passed "
                                           f"{', '.join(messages[0].names)} and model rank {client} "
                                           f"{', '.join(m.names)}: every rank passes the same")
-            raise calls.CallError(f"{messages[0].kind.name}: the model's ranks passed different names (model rank "
+            raise rules.CallError(f"{messages[0].kind.name}: the model's ranks passed different names (model rank "
                                   f"{self.clients[0]}: {', '.join(messages[0].names)}): every rank passes the same")
         self.agreed(check)
 
     def give_up(self, message: str) -> None:
         """End the servers (collective): every model rank gets ``message`` at its next call, the command line
         removes the files not yet published and exits with status 2."""
-        self.reply(wire.SYSTEM, calls.EINVAL, message)
+        self.reply(wire.SYSTEM, rules.EINVAL, message)
         raise connect.Told(message, collective=True)
 
     # -- the loop
@@ -271,10 +269,10 @@ class Server:
             if messages[0].kind == Kind.CREATE:
                 self.create(ident, messages)
             elif ident not in self.files:
-                raise calls.CallError(f"no open file with id {ident}", calls.EBADID)
+                raise rules.CallError(f"no open file with id {ident}", rules.EBADID)
             elif self.files[ident].input is not None and messages[0].kind not in (Kind.CLOSE, Kind.FINALIZE):
-                raise calls.CallError(f"{self.files[ident].definition.path}: {messages[0].kind.name} on a file "
-                                      f"opened for reading", calls.ESTATE)
+                raise rules.CallError(f"{self.files[ident].definition.path}: {messages[0].kind.name} on a file "
+                                      f"opened for reading", rules.ESTATE)
             else:
                 handler(self.files[ident], messages)
         except ClimioError as err:
@@ -286,7 +284,7 @@ class Server:
                 served.output.__exit__(type(err), err, None)
             if served is not None and served.input is not None:
                 served.input.close()
-            self.reply(ident, calls.code_of(err), str(err))
+            self.reply(ident, rules.code_of(err), str(err))
 
     def agreed(self, work: Callable[[], T]) -> T:
         """``work`` (no communication) on every server; the first server's error, if any, on all of them."""
@@ -295,11 +293,11 @@ class Server:
         try:
             result = work()
         except ClimioError as err:
-            problem = (calls.code_of(err), str(err))
+            problem = (rules.code_of(err), str(err))
         if self.comm.Get_size() > 1 and not mpi.all_true(self.comm, problem is None):
             problem = next(p for p in self.comm.allgather(problem) if p is not None)
         if problem is not None:
-            raise calls.CallError(problem[1], problem[0])
+            raise rules.CallError(problem[1], problem[0])
         return result  # type: ignore[return-value]
 
     # -- the messages
@@ -336,55 +334,41 @@ class Server:
             path, mode, strategy = m.names
             found = self.decomps.get(m.arg(0), f"no decomposition with id {m.arg(0)}")
             if isinstance(found, str):
-                raise calls.CallError(f"{path}: {found}", calls.EBADID)
+                raise rules.CallError(f"{path}: {found}", rules.EBADID)
             if mode not in ncio.MODES:
                 raise ClimioError(f"{path}: mode '{mode}': choose one of {', '.join(ncio.MODES)}")
             if mode not in applicable_modes(strategy):
                 raise ClimioError(f"{path}: strategy '{strategy}' does not apply to mode '{mode}': it works with "
                                   f"{', '.join(applicable_modes(strategy))}")
-            return ServedFile(calls.File(None, path, found[0], mode, strategy,  # type: ignore[arg-type]
-                                         m.arg(1) == wire.CLOBBER), found[1])
+            return ServedFile(rules.Definition(path, found[0], mode, strategy, m.arg(1) == rules.CLOBBER),
+                              found[1])
         self.files[ident] = self.agreed(check)
 
     def def_dim(self, f: ServedFile, messages: list[Message]) -> None:
         d, m = f.definition, messages[0]
-        def check() -> None:
-            self.defining(f, "DEF_DIM")
-            calls._name(m.names[0], f"{d.path}: dimension")
-            if any(n == m.names[0] for n, _ in d.dims) or m.arg(0) < 0 or (
-                    m.arg(0) == wire.UNLIMITED and any(n == wire.UNLIMITED for _, n in d.dims)):
-                raise ClimioError(f"{d.path}: dimension '{m.names[0]}' of length {m.arg(0)}: defined twice, negative "
-                                  f"or a second unlimited one")
-        self.agreed(check)
+        self.agreed(lambda: self.defining(f, "DEF_DIM") and d.check_dim(m.names[0], m.arg(0)))
         d.dims.append((m.names[0], m.arg(0)))
 
     def def_var(self, f: ServedFile, messages: list[Message]) -> None:
         d, m = f.definition, messages[0]
-
-        def check() -> calls.Variable:
-            self.defining(f, "DEF_VAR")
-            name = calls._name(m.names[0], f"{d.path}: variable")
-            dimids = tuple(int(i) for i in m.data[0])
-            if any(not 0 <= i < len(d.dims) for i in dimids) or any(v.name == name for v in d.variables):
-                raise ClimioError(f"{d.path}: variable '{name}': dimension ids {dimids} (0..{len(d.dims) - 1}), "
-                                  f"or defined twice")
-            return calls.Variable(name, wire.wire_type(m.arg(0), f"{d.path}: variable '{name}'"), dimids)
-        d.variables.append(self.agreed(check))
+        dimids = tuple(int(i) for i in m.data[0])
+        d.variables.append(self.agreed(lambda: self.defining(f, "DEF_VAR")
+                                       and d.check_var(m.names[0], m.arg(0), dimids)))
 
     def put_att(self, f: ServedFile, messages: list[Message]) -> None:
         d, m = f.definition, messages[0]
 
         def check() -> dict[str, object]:
             self.defining(f, "PUT_ATT")
-            calls._name(m.names[0], f"{d.path}: attribute")
-            return d.attrs if m.arg(0) == wire.GLOBAL else d.variable(m.arg(0)).attrs
+            rules.check_name(m.names[0], f"{d.path}: attribute")
+            return d.attrs if m.arg(0) == rules.GLOBAL else d.variable(m.arg(0)).attrs
         target = self.agreed(check)
-        target[m.names[0]] = m.names[1] if m.arg(1) == wire.CHAR else m.data[0]
+        target[m.names[0]] = m.names[1] if m.arg(1) == rules.CHAR else m.data[0]
 
     def def_compress(self, f: ServedFile, messages: list[Message]) -> None:
         d, m = f.definition, messages[0]
         v = self.agreed(lambda: self.defining(f, "DEF_COMPRESS") and d.variable(m.arg(0)))
-        v.deflate, v.quantize = m.arg(1), (wire.QUANTIZE[m.arg(2)], m.arg(3)) if m.arg(2) else None
+        v.deflate, v.quantize = m.arg(1), (rules.QUANTIZE[m.arg(2)], m.arg(3)) if m.arg(2) else None
         if m.names:
             f.codecs[m.arg(0)] = m.names[0]
 
@@ -395,7 +379,7 @@ class Server:
 
     def defining(self, f: ServedFile, what: str) -> bool:
         if f.output is not None:
-            raise calls.CallError(f"{f.definition.path}: {what} after enddef", calls.ESTATE)
+            raise rules.CallError(f"{f.definition.path}: {what} after enddef", rules.ESTATE)
         return True
 
     def enddef(self, f: ServedFile, messages: list[Message]) -> None:
@@ -411,12 +395,12 @@ class Server:
                                overwrite=d.overwrite, attrs=attrs, dims=layout.grid_names, time_name=layout.record,
                                time_attrs=times, variables=layout.variables, extra_dims=extra)
 
-    def layout(self, f: ServedFile) -> tuple[calls.Layout, list[Field], dict[str, object] | None]:
+    def layout(self, f: ServedFile) -> tuple[rules.Layout, list[Field], dict[str, object] | None]:
         """The fields with their codecs and reductions, and the time coordinate's attributes: a reduced file's
         time gets CF bounds (``<time>_bnds``) and each reduced field its ``cell_methods``."""
         d = f.definition
         self.defining(f, "ENDDEF")
-        layout = calls._layout(d)
+        layout = rules.layout_of(d)
         names = {d.variables[varid].name: spec for varid, spec in f.reduce.items()}
         codecs = {d.variables[varid].name: chain for varid, chain in f.codecs.items()}
         counts = {count for _, count in names.values()}
@@ -450,7 +434,7 @@ class Server:
 
     def writing(self, f: ServedFile, what: str) -> ModelOutput:
         if f.output is None:
-            raise calls.CallError(f"{f.definition.path}: {what} before enddef", calls.ESTATE)
+            raise rules.CallError(f"{f.definition.path}: {what} before enddef", rules.ESTATE)
         return f.output
 
     def write(self, f: ServedFile, messages: list[Message]) -> None:
@@ -477,7 +461,7 @@ class Server:
             return name, local if levels is not None else local[0]
         name, local = self.agreed(check)
         frame = m.arg(1)
-        step = None if frame == wire.NOFRAME else frame
+        step = None if frame == rules.NOFRAME else frame
         if name not in f.reductions or step is None:
             f.output.write_field(step, name, local)  # type: ignore[union-attr]
             return
@@ -515,7 +499,7 @@ class Server:
                 raise ClimioError(f"{d.path}: '{v.name}' is not an undistributed variable: write it with "
                                   + ("put_time" if v.name == out.time_name else "write"))
             dims = out.variables[v.name].dims
-            step = None if m.arg(1) == wire.NOFRAME else m.arg(1)
+            step = None if m.arg(1) == rules.NOFRAME else m.arg(1)
             shape = tuple(dict(d.dims)[n] for n in dims[step is not None:])
             values = m.data[0]
             values = values.reshape(shape) if values.size == math.prod(shape) else values
@@ -532,8 +516,8 @@ class Server:
         elif publish:
             self.agreed(lambda: self.writing(f, "CLOSE")).close()
         elif f.output is not None:
-            err = calls.CallError(f"{f.definition.path}: discarded by the model")
-            f.output.__exit__(calls.CallError, err, None)
+            err = rules.CallError(f"{f.definition.path}: discarded by the model")
+            f.output.__exit__(rules.CallError, err, None)
         self.files.pop(ident)
         self.reply(ident, 0)
 
@@ -552,7 +536,7 @@ class Server:
             if m.kind == Kind.OPEN:
                 self.open(m.id, messages)
             elif m.id not in self.files:
-                raise calls.CallError(f"no open file with id {m.id}", calls.EBADID)
+                raise rules.CallError(f"no open file with id {m.id}", rules.EBADID)
             elif m.kind == Kind.INQ_VARID:
                 values = [self.inq_varid(self.files[m.id], messages)] * len(self.clients)
             else:
@@ -561,7 +545,7 @@ class Server:
         except ClimioError as err:
             if not err.collective:
                 raise  # one server alone: the command line aborts the job
-            self.answer(calls.code_of(err), str(err))
+            self.answer(rules.code_of(err), str(err))
             return
         self.answer(0, values=values, data=data, fills=fills)
 
@@ -571,29 +555,29 @@ class Server:
 
         def check() -> tuple[str, str, GridDecomposition, tuple[int, ...]]:
             if len(m.names) != 2:
-                raise calls.CallError(f"OPEN of file id {ident}: give its text as two names, path and strategy")
+                raise rules.CallError(f"OPEN of file id {ident}: give its text as two names, path and strategy")
             path, strategy = m.names
             if ident in self.files or ident in self.failed:
-                raise calls.CallError(f"{path}: file id {ident} is in use: give OPEN a new id")
+                raise rules.CallError(f"{path}: file id {ident} is in use: give OPEN a new id")
             found = self.decomps.get(m.arg(0), f"no decomposition with id {m.arg(0)}")
             if isinstance(found, str):
-                raise calls.CallError(f"{path}: {found}", calls.EBADID)
+                raise rules.CallError(f"{path}: {found}", rules.EBADID)
             if parse_strategy(strategy)[0] not in READ_STRATEGIES:  # before the file is opened
-                raise calls.CallError(f"{path}: read strategy '{strategy}': choose one of root, direct, agg, agg:N, "
+                raise rules.CallError(f"{path}: read strategy '{strategy}': choose one of root, direct, agg, agg:N, "
                                       f"auto")
             return path, strategy, *found
         path, strategy, grid, pieces = self.agreed(check)
         reader = ModelInput(path, grid, self.comm, strategy=strategy)  # its errors are the same on every server
         names = [v.name for v in reader.schema.variables]  # numbered as calls.openfile numbers them
-        definition = calls.File(None, path, grid, strategy=strategy, input=reader,  # type: ignore[arg-type]
-                                variables=[calls.Variable(n, np.dtype("f8"), ()) for n in names])
-        self.files[ident] = ServedFile(definition, pieces, input=reader)
+        opened = rules.Definition(path, grid, strategy=strategy, input=reader,
+                                  variables=[rules.Variable(n, np.dtype("f8"), ()) for n in names])
+        self.files[ident] = ServedFile(opened, pieces, input=reader)
 
     def inq_varid(self, f: ServedFile, messages: list[Message]) -> int:
         name = messages[0].names[0] if messages[0].names else ""
         found = [i for i, v in enumerate(f.definition.variables) if v.name == name]
         if not found:
-            raise calls.CallError(f"{f.definition.path}: no variable '{name}'", calls.EBADID)
+            raise rules.CallError(f"{f.definition.path}: no variable '{name}'", rules.EBADID)
         return found[0]
 
     def read(self, f: ServedFile, messages: list[Message]) -> tuple[list[np.ndarray], list[int]]:
@@ -604,21 +588,21 @@ class Server:
 
         def check() -> tuple[str, int | None, list[tuple[np.dtype, bool]], np.ndarray]:
             if f.input is None:
-                raise calls.CallError(f"{d.path}: READ on a file opened for writing", calls.ESTATE)
+                raise rules.CallError(f"{d.path}: READ on a file opened for writing", rules.ESTATE)
             v = d.variable(m.arg(0))
             levels, records = f.input.levels(v.name)
             stored = f.input.schema.variable(v.name).numpy_dtype
-            step = calls._step(d, v, m.arg(1), records)
+            step = rules.record_of(d, v, m.arg(1), records)
             rows = 1 if levels is None else levels
             memtypes = []
             for client, piece, points in zip(self.clients, messages, f.pieces):
-                memory = wire.wire_type(piece.arg(2), f"{d.path}: variable '{v.name}': memory of model rank {client}")
+                memory = rules.xtype_dtype(piece.arg(2), f"{d.path}: variable '{v.name}': memory of model rank {client}")
                 if memory.kind != "f" and stored.kind == "f":
-                    raise calls.CallError(f"{d.path}: variable '{v.name}' is {stored.name}: read it into a float "
+                    raise rules.CallError(f"{d.path}: variable '{v.name}' is {stored.name}: read it into a float "
                                           f"array, not {memory.name} (climio does not round)")
                 count, halo = piece.arg(3), piece.arg(4)
                 if count not in (rows * points, rows * halo):
-                    raise calls.CallError(
+                    raise rules.CallError(
                         f"{d.path}: variable '{v.name}': local array of {count} elements on model rank {client}, "
                         f"expected {rows * points} ({rows} level(s) x {points} points)"
                         + (f" or {rows * halo} (with the halo: {halo} points per level)" if halo != points else ""))
@@ -634,9 +618,9 @@ class Server:
             pieces, fills = [], []
             for client, lo, hi, (memory, halo) in zip(self.clients, bounds[:-1], bounds[1:], memtypes):
                 piece = local[:, lo:hi]
-                problem = calls._out_of_range(piece, memory)
+                problem = rules.out_of_range(piece, memory)
                 if problem:
-                    raise calls.CallError(f"{d.path}: variable '{name}' read into {memory.name} on model rank "
+                    raise rules.CallError(f"{d.path}: variable '{name}' read into {memory.name} on model rank "
                                           f"{client}: {problem}")
                 pieces.append(np.ascontiguousarray(piece, memory).ravel())
                 with np.errstate(all="ignore"):  # a fill the type cannot hold is cast as ServedInput casts it
