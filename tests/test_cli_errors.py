@@ -205,6 +205,8 @@ def test_stop_signals_remove_the_unfinished_output(tmp_path: Path, signum: int, 
     env = dict(os.environ)
     if nranks is not None:
         argv, env = mpiexec_command(nranks, argv)
+        # mpiexec's SIGKILL follows its SIGTERM after 1 s: a rank of a busy machine may need longer
+        env["OMPI_MCA_odls_base_sigkill_timeout"] = "3"
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while not leftovers(str(tmp_path)) and time.time() < deadline and proc.poll() is None:
