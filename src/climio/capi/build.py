@@ -30,6 +30,8 @@ from pathlib import Path
 HERE = Path(__file__).parent
 HEADER = HERE / "include" / "climio.h"
 C_SOURCES = ("libclimio.c", "served.c")
+PIO = HERE.parent / "pio"  # PIO2's API on climio: pio.h, libpioc (its Python side in libclimio_py.so too)
+PIO_HEADER = PIO / "include" / "pio.h"
 ONLY_IN_C = ("climio_init_intracomm", "climio_init_servers", "climio_init_servers_f", "climio_model_comm",
              "climio_model_comm_f", "climio_strerror")  # they choose the mode, or need no Python
 
@@ -53,7 +55,9 @@ def init_code() -> str:
             f"    sys.argv = ['libclimio']\n"
             f"from _climio_capi import ffi\n"
             f"from climio.capi import bridge\n"
-            f"bridge.attach(ffi)\n")
+            f"bridge.attach(ffi)\n"
+            f"from climio.pio import bridge as pio_bridge\n"
+            f"pio_bridge.attach(ffi)\n")
 
 
 def build(prefix: Path) -> Path:
@@ -61,7 +65,7 @@ def build(prefix: Path) -> Path:
 
     header = HEADER.read_text()
     builder = cffi.FFI()
-    builder.embedding_api(python_api(header))
+    builder.embedding_api(python_api(header) + "\n" + (PIO / "pio_python.h").read_text().split("*/", 1)[1])
     libdir = sysconfig.get_config_var("LIBDIR")
     builder.set_source("_climio_capi", "", extra_link_args=[f"-Wl,-rpath,{libdir}"])
     builder.embedding_init_code(init_code())
@@ -78,10 +82,36 @@ def build(prefix: Path) -> Path:
                         *(str(HERE / c) for c in C_SOURCES), "-Wl,-soname,libclimio.so", "-o",
                         os.path.join(work, "libclimio.so"), "-ldl"], check=True)
         shutil.copy(os.path.join(work, "libclimio.so"), lib / "libclimio.so")
+        netcdf = netcdf_flags()
+        subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", f"-I{PIO_HEADER.parent}", f"-I{PIO}",
+                        f"-I{HEADER.parent}", f"-I{HERE}", *netcdf["cflags"], str(PIO / "libpioc.c"),
+                        "-Wl,-soname,libpioc.so", "-o", os.path.join(work, "libpioc.so"), f"-L{lib}", "-lclimio",
+                        f"-Wl,-rpath,{lib}", *netcdf["libs"]], check=True)
+        shutil.copy(os.path.join(work, "libpioc.so"), lib / "libpioc.so")
     shutil.copy(HEADER, prefix / "include" / "climio.h")
+    shutil.copy(PIO_HEADER, prefix / "include" / "pio.h")
     fortran = build_fortran(prefix)
     (prefix / "lib" / "pkgconfig" / "climio.pc").write_text(pkg_config(prefix, fortran))
+    (prefix / "lib" / "pkgconfig" / "pio.pc").write_text(pio_pkg_config(prefix, netcdf_flags()))
     return prefix / "lib" / "libclimio.so"
+
+
+def netcdf_flags() -> dict[str, list[str]]:
+    """The compile and link flags of the netCDF-C that netCDF4-python uses (PIO's header includes netcdf.h, and
+    PIO programs call nc_* themselves): ``NETCDF4_INCDIR``/``NETCDF4_LIBDIR`` as the install script sets them,
+    else Debian's PnetCDF flavour (the install script's default), else pkg-config's netcdf."""
+    multiarch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
+    debian = f"/usr/lib/{multiarch or 'x86_64-linux-gnu'}/netcdf/pnetcdf"
+    include = os.environ.get("NETCDF4_INCDIR") or f"{debian}/include"
+    libdir = os.environ.get("NETCDF4_LIBDIR") or debian
+    if not os.path.isfile(os.path.join(include, "netcdf.h")):
+        include = subprocess.run(["pkg-config", "--variable=includedir", "netcdf"], capture_output=True,
+                                 text=True).stdout.strip()
+        libdir = subprocess.run(["pkg-config", "--variable=libdir", "netcdf"], capture_output=True,
+                                text=True).stdout.strip()
+    if not include or not os.path.isfile(os.path.join(include, "netcdf.h")):
+        raise SystemExit("climio install: no netcdf.h for PIO's header: set NETCDF4_INCDIR and NETCDF4_LIBDIR")
+    return {"cflags": [f"-I{include}"], "libs": [f"-L{libdir}", f"-Wl,-rpath,{libdir}", "-lnetcdf"]}
 
 
 def build_fortran(prefix: Path) -> bool:
@@ -109,6 +139,18 @@ def pkg_config(prefix: Path, fortran: bool) -> str:
             f"Name: climio\nDescription: climio's model I/O for C and Fortran (climio.h, use climio_io)\n"
             f"Version: {__version__}\nCflags: -I${{includedir}}\n"
             f"Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} {libs}\n")
+
+
+def pio_pkg_config(prefix: Path, netcdf: dict[str, list[str]], fortran: bool = False) -> str:
+    """``pio.pc``: what a PIO model's build takes instead of PIO2's (pio.h, pio.mod, libpioc, libpiof) with
+    netCDF-C's flags, which PIO's header and programs need."""
+    from climio import __version__
+
+    libs = "-lpiof -lpioc" if fortran else "-lpioc"
+    return (f"prefix={prefix}\nlibdir=${{prefix}}/lib\nincludedir=${{prefix}}/include\n\n"
+            f"Name: pio\nDescription: PIO2's C and Fortran API on climio (pio.h, use pio)\n"
+            f"Version: {__version__}\nCflags: -I${{includedir}} {' '.join(netcdf['cflags'])}\n"
+            f"Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} {libs} -lclimio {' '.join(netcdf['libs'])}\n")
 
 
 def main() -> None:

@@ -33,9 +33,9 @@ from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, from_compmap
 from climio.model.input import ModelInput
-from climio.model.definition import (ABORT_ON_ERROR, CLOBBER, EBADID, EINTERNAL, EIO, ESTATE, EXIT_STATUS, GLOBAL,
-                                     NOCLOBBER, NOERR, QUANTIZE, RETURN_ERROR, CallError, Definition, Variable,
-                                     check_name, code_of, layout_of, out_of_range, record_of, xtype_dtype)
+from climio.model.definition import (ABORT_ON_ERROR, CLOBBER, EBADID, EINTERNAL, EIO, ESTATE, GLOBAL, NOCLOBBER, NOERR,
+                                     QUANTIZE, RETURN_ERROR, CallError, Definition, Variable, check_name, code_of,
+                                     exit_status, layout_of, out_of_range, record_of, xtype_dtype)
 from climio.model.output import ModelOutput, applicable_modes
 
 if TYPE_CHECKING:
@@ -145,7 +145,7 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
     code, message = first  # type: ignore[misc]
     LAST_ERROR[0] = message
     if file is not None and file.input is None:
-        _abandon(file, message)
+        abandon(file, message)
     if system.abort:
         from climio.core.targets import discard_pending_outputs
 
@@ -154,16 +154,16 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
             sys.stderr.write(f"climio: {message}\n")
             sys.stderr.flush()
         system.comm.Barrier()  # the message is out before any rank ends the job
-        system.comm.Abort(EXIT_STATUS[code])
+        system.comm.Abort(exit_status(code))
     return code, None
 
 
 def _abort_alone(system: System, message: str, code: int) -> None:
     mpi.abort(system.comm, f"climio: {message} (rank {system.comm.Get_rank()} alone, inside a collective "
-              f"call: the job is aborted)", EXIT_STATUS.get(code, 1))
+              f"call: the job is aborted)", exit_status(code))
 
 
-def _abandon(f: File, message: str) -> None:
+def abandon(f: File, message: str) -> None:
     """Give up a file being written after an agreed error: every rank is here, so closing is collective."""
     f.abandoned = message
     if f.output is not None:

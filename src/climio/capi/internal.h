@@ -14,6 +14,9 @@ int climio_fail(int code, const char *format, ...) __attribute__((format(printf,
 /* Keep a message already formatted. */
 void climio_keep_error(const char *message);
 
+/* A function of libclimio_py.so (climio's Python half, loaded on first use), or NULL with the message kept. */
+void *climio_python_symbol(const char *name);
+
 /* The launch's server ranks: 1 with the first world rank and count, 0 for none, or an error code. */
 int served_layout(int *first, int *count);
 

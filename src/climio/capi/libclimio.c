@@ -94,27 +94,46 @@ static struct {
 } py;
 #undef MEMBER
 
-/* Load libclimio_py.so from this library's own directory (once): 0 or an error code with its message. */
+/* libclimio_py.so from this library's own directory, loaded once; NULL (with the message kept) when it cannot be. */
+static void *python_library(void)
+{
+    static void *lib = NULL;
+    if (lib != NULL)
+        return lib;
+    Dl_info self;
+    char path[4096] = "libclimio_py.so";
+    if (dladdr((void *)&python_library, &self) && self.dli_fname && strrchr(self.dli_fname, '/')) {
+        int dir = (int)(strrchr(self.dli_fname, '/') - self.dli_fname);
+        snprintf(path, sizeof path, "%.*s/libclimio_py.so", dir, self.dli_fname);
+    }
+    /* global: the interpreter's extension modules (numpy, mpi4py) resolve libpython's symbols through it */
+    lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    if (lib == NULL)
+        climio_fail(CLIMIO_EIO, "climio: cannot load its Python half %s (%s): install climio with make install, or "
+                    "launch with climio serve ranks to write without Python", path, dlerror());
+    return lib;
+}
+
+void *climio_python_symbol(const char *name)
+{
+    void *lib = python_library();
+    if (lib == NULL)
+        return NULL;
+    void *symbol = dlsym(lib, name);
+    if (symbol == NULL)
+        climio_fail(CLIMIO_EIO, "climio: its Python half has no %s: rebuild it with make install", name);
+    return symbol;
+}
+
+/* Bind every attached call (once): 0 or an error code with its message. */
 static int python(void)
 {
     static int loaded = 0;
     if (loaded)
         return CLIMIO_NOERR;
-    Dl_info self;
-    char path[4096] = "libclimio_py.so";
-    if (dladdr((void *)&python, &self) && self.dli_fname && strrchr(self.dli_fname, '/')) {
-        int dir = (int)(strrchr(self.dli_fname, '/') - self.dli_fname);
-        snprintf(path, sizeof path, "%.*s/libclimio_py.so", dir, self.dli_fname);
-    }
-    /* global: the interpreter's extension modules (numpy, mpi4py) resolve libpython's symbols through it */
-    void *lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
-    if (lib == NULL)
-        return climio_fail(CLIMIO_EIO, "climio: cannot load its Python half %s (%s): install climio with make "
-                           "install, or launch with climio serve ranks to write without Python", path, dlerror());
 #define LOAD(name, params)                                                                                     \
-    *(void **)&py.name = dlsym(lib, "climiopy_" #name);                                                       \
-    if (py.name == NULL)                                                                                       \
-        return climio_fail(CLIMIO_EIO, "climio: %s has no climiopy_" #name ": rebuild it with make install", path);
+    if ((*(void **)&py.name = climio_python_symbol("climiopy_" #name)) == NULL)                                \
+        return CLIMIO_EIO;
     PYTHON_CALLS(LOAD)
 #undef LOAD
     loaded = 1;

@@ -9,6 +9,7 @@ what a model rank must refuse before anything is sent (``capi/served.c`` names t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,6 +23,8 @@ from climio.model.output import Field, ModelOutput
 # The C API's error codes (climio.h) and the exit status each stands for under CLIMIO_ABORT_ON_ERROR
 NOERR, EBADID, EINVAL, ESTATE, EIO, EINTERNAL, ENOMEM = 0, -1, -2, -3, -4, -5, -6
 EXIT_STATUS = {EBADID: 2, EINVAL: 2, ESTATE: 2, EIO: 1, EINTERNAL: 1, ENOMEM: 1}
+# netCDF's codes (PIO's API returns them) that are faults of the machine or of climio, not of the caller's input
+NETCDF_FAULTS = {-61, -68, -92, -101, -103, -104, -105}  # NC_ENOMEM, EIO, EINTERNAL, EHDFERR, ECANTWRITE, ...
 
 UNLIMITED = 0  # a dimension's length: the record dimension
 GLOBAL = -1  # the variable id of a global attribute
@@ -32,6 +35,12 @@ CHAR = 2  # NC_CHAR: a text attribute
 # netCDF's type numbers: NC_BYTE, NC_SHORT, NC_INT, NC_FLOAT, NC_DOUBLE, NC_INT64
 TYPES = {1: np.dtype("i1"), 3: np.dtype("i2"), 4: np.dtype("i4"), 5: np.dtype("f4"), 6: np.dtype("f8"),
          10: np.dtype("i8")}
+# and the others of the classic and CDF-5 models, which PIO's API takes too: NC_CHAR, NC_UBYTE, NC_USHORT, NC_UINT,
+# NC_UINT64
+NETCDF_TYPES = {**TYPES, 2: np.dtype("S1"), 7: np.dtype("u1"), 8: np.dtype("u2"), 9: np.dtype("u4"),
+                11: np.dtype("u8")}
+TYPE_NAMES = {1: "BYTE", 2: "CHAR", 3: "SHORT", 4: "INT", 5: "FLOAT", 6: "DOUBLE", 7: "UBYTE", 8: "USHORT",
+              9: "UINT", 10: "INT64", 11: "UINT64"}
 QUANTIZE = {1: "BitGroom", 2: "GranularBR", 3: "BitRound"}  # netCDF's NC_QUANTIZE_* numbers
 
 
@@ -52,12 +61,18 @@ def code_of(err: BaseException) -> int:
     return EINVAL if isinstance(err, ClimioError) else EINTERNAL
 
 
-def xtype_dtype(xtype: int, what: str) -> np.dtype:
-    """The numpy type of netCDF type number ``xtype``."""
-    if xtype not in TYPES:
-        raise CallError(f"{what}: type {xtype} is none of CLIMIO_BYTE (1), SHORT (3), INT (4), FLOAT (5), "
-                        f"DOUBLE (6), INT64 (10)")
-    return TYPES[xtype]
+def exit_status(code: int) -> int:
+    """The exit status of a job that an error of ``code`` (climio's or netCDF's) ends: 2 for the caller's input,
+    1 for a fault of the machine or of climio."""
+    return EXIT_STATUS.get(code, 1 if code in NETCDF_FAULTS else 2)
+
+
+def xtype_dtype(xtype: int, what: str, types: Mapping[int, np.dtype] = TYPES, api: str = "CLIMIO") -> np.dtype:
+    """The numpy type of netCDF type number ``xtype``, one of ``types`` (those of the API named ``api``)."""
+    if xtype not in types:
+        known = ", ".join(f"{TYPE_NAMES[x]} ({x})" for x in sorted(types))
+        raise CallError(f"{what}: type {xtype} is none of {api}_{known}")
+    return types[xtype]
 
 
 def xtype_of(dtype: np.dtype | str, what: str) -> int:
@@ -87,24 +102,14 @@ class Variable:
 
 
 @dataclass
-class Definition:
-    """A file as its calls define it: being defined (``output`` None), written (``output``) or read
-    (``input``)."""
+class Header:
+    """The dimensions, variables and attributes that a file's calls define, with the checks every API shares
+    (climio's and PIO's)."""
 
     path: str
-    decomp: GridDecomposition
-    mode: str = ""
-    strategy: str = ""
-    overwrite: bool = False
-    dims: list[tuple[str, int]] = field(default_factory=list)
-    variables: list[Variable] = field(default_factory=list)
-    attrs: dict[str, object] = field(default_factory=dict)
-    output: ModelOutput | None = None
-    input: ModelInput | None = None
-
-    @property
-    def defining(self) -> bool:
-        return self.input is None and self.output is None
+    dims: list[tuple[str, int]] = field(default_factory=list, kw_only=True)
+    variables: list[Variable] = field(default_factory=list, kw_only=True)
+    attrs: dict[str, object] = field(default_factory=dict, kw_only=True)
 
     def variable(self, varid: int) -> Variable:
         if not 0 <= varid < len(self.variables):
@@ -120,17 +125,35 @@ class Definition:
         if length < 0 or (length == UNLIMITED and any(n == UNLIMITED for _, n in self.dims)):
             raise CallError(f"{self.path}: dimension '{name}': length {length} (one CLIMIO_UNLIMITED at most)")
 
-    def check_var(self, name: str, xtype: int, dimids: tuple[int, ...]) -> Variable:
-        """A new variable: a name of its own, a type climio takes, defined dimensions."""
+    def check_var(self, name: str, xtype: int, dimids: tuple[int, ...], types: Mapping[int, np.dtype] = TYPES,
+                  api: str = "CLIMIO") -> Variable:
+        """A new variable: a name of its own, one of the API's types, defined dimensions."""
         check_name(name, f"{self.path}: variable")
         if any(v.name == name for v in self.variables):
             raise CallError(f"{self.path}: variable '{name}' is already defined")
-        dtype = xtype_dtype(xtype, f"{self.path}: variable '{name}'")
+        dtype = xtype_dtype(xtype, f"{self.path}: variable '{name}'", types, api)
         bad = [d for d in dimids if not 0 <= d < len(self.dims)]
         if bad:
             raise CallError(f"{self.path}: variable '{name}': no dimension id {bad[0]} (0..{len(self.dims) - 1})",
                             EBADID)
         return Variable(name, dtype, tuple(dimids))
+
+
+@dataclass
+class Definition(Header):
+    """A file of climio's API as its calls define it: being defined (``output`` None), written (``output``) or
+    read (``input``)."""
+
+    decomp: GridDecomposition | None = None
+    mode: str = ""
+    strategy: str = ""
+    overwrite: bool = False
+    output: ModelOutput | None = None
+    input: ModelInput | None = None
+
+    @property
+    def defining(self) -> bool:
+        return self.input is None and self.output is None
 
 
 @dataclass

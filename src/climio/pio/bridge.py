@@ -1,0 +1,328 @@
+"""The C entry points that ``libpioc`` calls (``pio_python.h``): each converts its C arguments to Python values,
+calls :mod:`climio.pio.calls` and writes the out-arguments back. Arrays are viewed in place, never copied on
+the way in. Bound by the embedded interpreter of ``libclimio_py.so`` (:mod:`climio.capi.build`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from climio.model.definition import NETCDF_TYPES
+from climio.pio import calls
+
+
+def attach(ffi: Any) -> None:
+    """Define every ``climiopy_pio_*`` function on ``ffi``."""
+
+    def given(pointer: Any) -> bool:
+        return pointer != ffi.NULL
+
+    def text(pointer: Any) -> str:
+        return ffi.string(pointer).decode("utf-8", "replace") if given(pointer) else ""
+
+    def put(pointer: Any, value: object) -> None:
+        if given(pointer):
+            pointer[0] = value
+
+    def put_text(pointer: Any, value: str) -> None:
+        if given(pointer):
+            data = value.encode()
+            ffi.memmove(pointer, data + b"\0", len(data) + 1)
+
+    def numbers(pointer: Any, count: int, dtype: np.dtype | str) -> np.ndarray:
+        dtype = np.dtype(dtype)
+        if count <= 0 or not given(pointer):
+            return np.empty(0, dtype)
+        return np.frombuffer(ffi.buffer(ffi.cast("char *", pointer), count * dtype.itemsize), dtype)
+
+    def ints(pointer: Any, count: int) -> list[int] | None:
+        return numbers(pointer, count, "i8").tolist() if given(pointer) else None
+
+    def memory(pointer: Any, memtype: int) -> Any:
+        """What a call gets to view the caller's memory: ``(own type, count) -> array``, of ``memtype`` (0: the
+        variable's or decomposition's own type); None for a type PIO does not have."""
+        def view(own: np.dtype, count: int) -> np.ndarray | None:
+            dtype = own if memtype == 0 else NETCDF_TYPES.get(memtype)
+            return None if dtype is None else numbers(pointer, count, dtype)
+        return view
+
+    def internal(kind: type, value: BaseException, tb: Any) -> int:
+        from mpi4py import MPI
+
+        from climio.core import mpi
+
+        mpi.abort(MPI.COMM_WORLD, f"climio internal error in PIO's C API: {kind.__name__}: {value}", 1)
+        return calls.NC_EINTERNAL
+
+    def extern(function: Any) -> Any:
+        return ffi.def_extern(name=f"climiopy_pio_{function.__name__}", onerror=internal)(function)
+
+    @extern
+    def init(fcomm: int, num_iotasks: int, stride: int, base: int, rearr: int, iosysid: Any) -> int:
+        from mpi4py import MPI
+
+        code, iosysid[0] = calls.init(MPI.Intracomm.f2py(fcomm), num_iotasks, stride, base, rearr)
+        return code
+
+    @extern
+    def free_iosystem(iosysid: int) -> int:
+        return calls.free_iosystem(iosysid)
+
+    @extern
+    def error_handling(iosysid: int, method: int, old_method: Any) -> int:
+        code, old = calls.error_handling(iosysid, method)
+        put(old_method, old)
+        return code
+
+    @extern
+    def numiotasks(iosysid: int, count: Any) -> int:
+        code, n = calls.numiotasks(iosysid)
+        put(count, n)
+        return code
+
+    @extern
+    def set_hint(iosysid: int, hint: Any, value: Any) -> int:
+        return calls.set_hint(iosysid, text(hint), text(value))
+
+    @extern
+    def iotype_available(iotype: int) -> int:
+        return int(calls.iotype_available(iotype))
+
+    @extern
+    def init_decomp(iosysid: int, pio_type: int, ndims: int, gdimlen: Any, maplen: int, compmap: Any, base: int,
+                    rearr: int, has_io_blocks: int, ioid: Any) -> int:
+        offsets = numbers(compmap, maplen, "i8") - base  # 0-based; a hole is -1 either way
+        grid = numbers(gdimlen, ndims, "i4").tolist()
+        code, ioid[0] = calls.init_decomp(iosysid, pio_type, grid, offsets, bool(has_io_blocks), rearr)
+        return code
+
+    @extern
+    def init_decomp_blocks(iosysid: int, pio_type: int, ndims: int, gdimlen: Any, start: Any, count: Any,
+                           ioid: Any) -> int:
+        grid = numbers(gdimlen, ndims, "i4").tolist()
+        code, ioid[0] = calls.init_decomp_blocks(iosysid, pio_type, grid, ints(start, ndims) or [],
+                                                 ints(count, ndims) or [])
+        return code
+
+    @extern
+    def freedecomp(iosysid: int, ioid: int) -> int:
+        return calls.freedecomp(iosysid, ioid)
+
+    @extern
+    def local_size(ioid: int, size: Any) -> int:
+        code, n = calls.local_size(ioid)
+        put(size, n)
+        return code
+
+    @extern
+    def write_nc_decomp(iosysid: int, path: Any, cmode: int, ioid: int, title: Any, history: Any,
+                        fortran_order: int) -> int:
+        return calls.write_nc_decomp(iosysid, text(path), ioid, text(title), text(history), bool(fortran_order))
+
+    @extern
+    def read_nc_decomp(iosysid: int, path: Any, ioid: Any, fcomm: int, pio_type: int, title: Any, history: Any,
+                       fortran_order: Any) -> int:
+        code, ioid[0], title_text, history_text, order = calls.read_nc_decomp(iosysid, text(path), pio_type)
+        put_text(title, title_text)
+        put_text(history, history_text)
+        put(fortran_order, order)
+        return code
+
+    @extern
+    def createfile(iosysid: int, ncid: Any, iotype: int, path: Any, mode: int) -> int:
+        code, ncid[0] = calls.createfile(iosysid, iotype, text(path), mode)
+        return code
+
+    @extern
+    def openfile(iosysid: int, ncid: Any, iotype: Any, path: Any, mode: int, retry: int) -> int:
+        code, ncid[0] = calls.openfile(iosysid, iotype[0] if given(iotype) else calls.PNETCDF, text(path), mode)
+        return code
+
+    @extern
+    def closefile(ncid: int) -> int:
+        return calls.closefile(ncid)
+
+    @extern
+    def sync(ncid: int) -> int:
+        return calls.sync(ncid)
+
+    @extern
+    def enddef(ncid: int) -> int:
+        return calls.enddef(ncid)
+
+    @extern
+    def redef(ncid: int) -> int:
+        return calls.redef(ncid)
+
+    @extern
+    def set_fill(ncid: int, fill_mode: int, old_mode: Any) -> int:
+        code, old = calls.set_fill(ncid, fill_mode)
+        put(old_mode, old)
+        return code
+
+    @extern
+    def file_is_open(ncid: int) -> int:
+        return int(calls.file_is_open(ncid))
+
+    @extern
+    def inq(ncid: int, ndims: Any, nvars: Any, natts: Any, unlimdim: Any, format_: Any) -> int:
+        def ask(f: calls.PioFile) -> tuple[int, int, int, int, int]:
+            unlimited = [k for k, (_, n) in enumerate(f.dims) if n == 0]
+            return len(f.dims), len(f.variables), len(f.attrs), unlimited[0] if unlimited else -1, calls.format_of(f)
+        code, answer = calls.inquire(ncid, ask)
+        if answer is not None:
+            for pointer, value in zip((ndims, nvars, natts, unlimdim, format_), answer):
+                put(pointer, value)
+        return code
+
+    @extern
+    def inq_dim(ncid: int, dimid: int, name: Any, length: Any) -> int:
+        code, answer = calls.inquire(ncid, lambda f: calls.dim_of(f, dimid))
+        if answer is not None:
+            put_text(name, answer[0])
+            put(length, answer[1])
+        return code
+
+    @extern
+    def inq_dimid(ncid: int, name: Any, dimid: Any) -> int:
+        code, answer = calls.inquire(ncid, lambda f: calls.dimid_of(f, text(name)))
+        if answer is not None:
+            put(dimid, answer)
+        return code
+
+    @extern
+    def inq_var(ncid: int, varid: int, name: Any, xtype: Any, ndims: Any, dimids: Any, natts: Any) -> int:
+        code, v = calls.inquire(ncid, lambda f: calls.variable_of(f, varid))
+        if v is not None:
+            put_text(name, v.name)
+            put(xtype, calls.xtype_number(v.dtype))
+            put(ndims, len(v.dimids))
+            if given(dimids):
+                for k, d in enumerate(v.dimids):
+                    dimids[k] = d
+            put(natts, len(v.attrs))
+        return code
+
+    @extern
+    def inq_varid(ncid: int, name: Any, varid: Any) -> int:
+        code, answer = calls.inquire(ncid, lambda f: calls.varid_of(f, text(name)))
+        if answer is not None:
+            put(varid, answer)
+        return code
+
+    @extern
+    def inq_var_fill(ncid: int, varid: int, no_fill: Any, fill: Any) -> int:
+        code, answer = calls.inquire(ncid, lambda f: calls.var_fill(f, varid))
+        if answer is not None:
+            put(no_fill, int(answer[0]))
+            if given(fill):
+                numbers(fill, 1, answer[1].dtype)[:] = answer[1]
+        return code
+
+    @extern
+    def inq_var_deflate(ncid: int, varid: int, shuffle: Any, deflate: Any, level: Any) -> int:
+        code, v = calls.inquire(ncid, lambda f: calls.variable_of(f, varid))
+        if v is not None:
+            put(shuffle, int(bool(v.deflate)))
+            put(deflate, int(bool(v.deflate)))
+            put(level, v.deflate)
+        return code
+
+    @extern
+    def inq_att(ncid: int, varid: int, name: Any, xtype: Any, length: Any, attid: Any) -> int:
+        code, answer = calls.inquire(ncid, lambda f: calls.attribute(f, varid, text(name)))
+        if answer is not None:
+            put(xtype, answer[1])
+            put(length, answer[0].size)
+            put(attid, answer[2])
+        return code
+
+    @extern
+    def inq_attname(ncid: int, varid: int, attnum: int, name: Any) -> int:
+        code, answer = calls.inquire(ncid, lambda f: calls.attname(f, varid, attnum))
+        if answer is not None:
+            put_text(name, answer)
+        return code
+
+    @extern
+    def def_dim(ncid: int, name: Any, length: int, dimid: Any) -> int:
+        code, dimid[0] = calls.def_dim(ncid, text(name), length)
+        return code
+
+    @extern
+    def def_var(ncid: int, name: Any, xtype: int, ndims: int, dimids: Any, varid: Any) -> int:
+        code, varid[0] = calls.def_var(ncid, text(name), xtype, numbers(dimids, ndims, "i4").tolist())
+        return code
+
+    @extern
+    def def_var_fill(ncid: int, varid: int, no_fill: int, fill: Any) -> int:
+        value = (lambda dtype: numbers(fill, 1, dtype).copy()) if given(fill) else None
+        return calls.def_var_fill(ncid, varid, no_fill, value)
+
+    @extern
+    def def_var_deflate(ncid: int, varid: int, shuffle: int, deflate: int, level: int) -> int:
+        return calls.def_var_deflate(ncid, varid, shuffle, deflate, level)
+
+    @extern
+    def def_var_chunking(ncid: int, varid: int, storage: int, chunks: Any) -> int:
+        return calls.def_var_chunking(ncid, varid, storage, ints(chunks, 1024))
+
+    @extern
+    def def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int:
+        return calls.def_var_quantize(ncid, varid, quantize_mode, nsd)
+
+    @extern
+    def put_att(ncid: int, varid: int, name: Any, xtype: int, length: int, memtype: int, values: Any) -> int:
+        own = NETCDF_TYPES.get(xtype, np.dtype("u1"))
+        return calls.put_att(ncid, varid, text(name), xtype, memory(values, memtype)(own, length))
+
+    @extern
+    def get_att(ncid: int, varid: int, name: Any, memtype: int, values: Any) -> int:
+        code, answer = calls.get_att(ncid, varid, text(name))
+        if answer is None:
+            return code
+        data, xtype = answer
+        out = memory(values, memtype)(data.dtype, data.size)
+        if out is None:
+            return calls.NC_EBADTYPE
+        try:
+            out[...] = calls.converted(data, out.dtype, f"attribute '{text(name)}'")
+        except calls.CallError as err:
+            return err.code
+        return code
+
+    @extern
+    def vars(ncid: int, varid: int, write: int, start: Any, count: Any, stride: Any, memtype: int,
+             buffer: Any) -> int:
+        code, ndims = calls.inquire(ncid, lambda f: len(calls.variable_of(f, varid).dimids))
+        if ndims is None:
+            return code
+        starts = ints(start, ndims) if ndims else ([] if given(start) else None)
+        counts = ints(count, ndims) if ndims else ([] if given(count) else None)
+        strides = ints(stride, ndims) if ndims else None
+        act = calls.put_vars if write else calls.get_vars
+        return act(ncid, varid, starts, counts, strides, memory(buffer, memtype))
+
+    @extern
+    def setframe(ncid: int, varid: int, frame: int) -> int:
+        return calls.setframe(ncid, varid, frame)
+
+    @extern
+    def advanceframe(ncid: int, varid: int) -> int:
+        return calls.setframe(ncid, varid, None)
+
+    @extern
+    def write_darray(ncid: int, nvars: int, varids: Any, ioid: int, arraylen: int, array: Any, frames: Any,
+                     fills: Any) -> int:
+        def fill_values(dtype: np.dtype) -> list[np.ndarray | None]:
+            if not given(fills):
+                return [None] * nvars
+            return [numbers(fills[k], 1, dtype).copy() if given(fills[k]) else None for k in range(nvars)]
+        ids = numbers(varids, nvars, "i4").tolist()
+        frame_list = numbers(frames, nvars, "i4").tolist() if given(frames) else None
+        return calls.write_darray(ncid, ids, ioid, arraylen, memory(array, 0), frame_list, fill_values)
+
+    @extern
+    def read_darray(ncid: int, varid: int, ioid: int, arraylen: int, array: Any) -> int:
+        return calls.read_darray(ncid, varid, ioid, arraylen, memory(array, 0))

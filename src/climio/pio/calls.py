@@ -1,0 +1,983 @@
+"""PIO2's calls on climio, in Python: what ``libpioc`` (``pio.h``) answers in a model's process.
+
+A PIO file is a netCDF file of any shape: dimensions, variables and attributes defined call by call (the
+checks of :mod:`climio.model.definition`, as climio's own API), then distributed arrays written and read
+through a decomposition given at each call, and undistributed values through ``put_vara``/``get_vara``.
+
+- The storage mode comes from PIO's iotype and the create mode's flags (:func:`storage_of`), the strategy from
+  the I/O system's I/O tasks: one task is ``root``; N tasks are climio's ``agg`` with PIO's own tasks (``base``,
+  ``base + stride``, ...) as its aggregators, each writing an equal contiguous range of every record, which is
+  what PIO's box rearranger gives its I/O tasks. Each decomposition of a file gets its route (the rearranger's
+  plan) once.
+- Calls run as climio's API runs them (:func:`climio.capi.calls.run`): local checks, one agreement on the first
+  rank's error, then the collective work; an error returns PIO's code on every task (``PIO_BCAST_ERROR`` and
+  ``PIO_RETURN_ERROR`` alike) and its line is said once, or under ``PIO_INTERNAL_ERROR`` (PIO's default) the
+  job is aborted with it. A file being written is created at ``enddef`` under a temporary name and appears at
+  its path when closed whole, as every output of climio.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
+
+from climio.capi import calls
+from climio.capi.calls import System, last_error, run, system_of
+from climio.core import ncio
+from climio.core.decomp import Hyperslab
+from climio.core.ncio.compression import NONE
+from climio.core.ncio.schema import fill_value as default_fill
+from climio.errors import ClimioError
+from climio.model import piomap
+from climio.model.decomposition import GridDecomposition, from_offsets
+from climio.model.definition import (EBADID, EINTERNAL, EINVAL, EIO, ENOMEM, ESTATE, GLOBAL, NETCDF_TYPES, UNLIMITED,
+                                     CallError, Header, Variable, check_name, out_of_range, xtype_dtype)
+from climio.model.route import Route
+from climio.model.strategy import Strategy
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+T = TypeVar("T")
+
+# PIO's numbers (pio.h): iotypes, rearrangers, error handlers, create/open flags
+PNETCDF, NETCDF, NETCDF4C, NETCDF4P = 1, 2, 3, 4
+REARRANGERS = {1: "box", 2: "subset"}
+INTERNAL_ERROR, BCAST_ERROR, RETURN_ERROR = -51, -52, -53
+NC_WRITE, NC_NOCLOBBER, NC_64BIT_DATA, NC_CLASSIC_MODEL, NC_64BIT_OFFSET, NC_NETCDF4 = \
+    0x1, 0x4, 0x20, 0x100, 0x200, 0x1000
+NC_FILL, NC_NOFILL = 0, 0x100
+NC_CHAR = 2
+NC_CHUNKED, NC_CONTIGUOUS = 0, 1
+# netCDF's error codes (PIO returns them), and PIO's own
+NOERR = 0
+NC_EBADID, NC_EEXIST, NC_EINVAL, NC_EPERM, NC_ENOTINDEFINE, NC_EINDEFINE, NC_EINVALCOORDS = -33, -35, -36, -37, -38, \
+    -39, -40
+NC_ENAMEINUSE, NC_ENOTATT, NC_EBADTYPE, NC_EBADDIM, NC_EUNLIMPOS, NC_ENOTVAR, NC_ECHAR, NC_EEDGE, NC_ESTRIDE = -42, \
+    -43, -45, -46, -47, -49, -56, -57, -58
+NC_ERANGE, NC_ENOMEM, NC_EIO, NC_EINTERNAL, NC_ENOTNC4, NC_EBADCHUNK = -60, -61, -68, -92, -111, -127
+EBADIOTYPE, EVARDIMMISMATCH = -500, -501
+# climio's codes (raised by the rules PIO shares with climio's API) as PIO's
+PIO_CODE = {EBADID: NC_EBADID, EINVAL: NC_EINVAL, ESTATE: NC_EINDEFINE, EIO: NC_EIO, EINTERNAL: NC_EINTERNAL,
+            ENOMEM: NC_ENOMEM}
+FORMAT_NUMBERS = {"NETCDF3_CLASSIC": 1, "NETCDF3_64BIT_OFFSET": 2, "NETCDF4": 3, "NETCDF4_CLASSIC": 4,
+                  "NETCDF3_64BIT_DATA": 5}
+DEFAULT_HANDLER = [INTERNAL_ERROR]  # PIOc_set_iosystem_error_handling(PIO_DEFAULT, ...) sets it
+
+
+# ------------------------------------------------------------------------------------------------ the tables
+
+
+@dataclass(eq=False)
+class PioDecomp:
+    """A decomposition of PIO: the grid decomposition of its map (0-based offsets, -1 for a hole), the type of the
+    arrays written through it, and the map as given (PIOc_write_nc_decomp writes it back)."""
+
+    grid: GridDecomposition
+    dtype: np.dtype
+    offsets: np.ndarray
+
+
+@dataclass(eq=False)
+class PioSystem(System):
+    """An I/O system of PIO: climio's, with PIO's I/O tasks and error handler."""
+
+    iotasks: tuple[int, ...] = (0,)
+    method: int = INTERNAL_ERROR
+    hints: dict[str, str] = field(default_factory=dict)
+
+    def strategy(self, one_writer: bool) -> str:
+        return "root" if one_writer or len(self.iotasks) == 1 else "agg"
+
+
+@dataclass(eq=False, kw_only=True)
+class PioFile(Header):
+    """A file of PIO: its header (defined here, or read from the file), and the store that writes or reads it."""
+
+    system: PioSystem
+    mode: str
+    one_writer: bool
+    overwrite: bool = False
+    defining: bool = True
+    output: ncio.Store | None = None  # being written (run() abandons it after an error)
+    input: ncio.Store | None = None  # opened for reading
+    abandoned: str = ""
+    records: int = 0
+    fill_mode: int = NC_FILL
+    no_fill: set[int] = field(default_factory=set)
+    chunks: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
+    frames: dict[int, int] = field(default_factory=dict)
+    strategies: dict[int, Strategy] = field(default_factory=dict)
+    routes: dict[tuple[int, str, bool], Route] = field(default_factory=dict)
+    texts: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def store(self) -> ncio.Store:
+        if self.defining:
+            raise CallError(f"{self.path}: in define mode: call PIOc_enddef first", NC_EINDEFINE)
+        return self.output or self.input  # type: ignore[return-value]
+
+    def names(self, v: Variable) -> tuple[str, ...]:
+        return tuple(self.dims[d][0] for d in v.dimids)
+
+    def has_records(self, v: Variable) -> bool:
+        return bool(v.dimids) and self.dims[v.dimids[0]][1] == UNLIMITED
+
+    def shape(self, v: Variable) -> tuple[int, ...]:
+        """The variable's shape now (its record dimension as long as the records written or read)."""
+        return tuple(self.records if self.dims[d][1] == UNLIMITED else self.dims[d][1] for d in v.dimids)
+
+    def target(self, varid: int) -> tuple[Variable, dict[str, object]]:
+        """A variable and its attributes, or the global attributes (``PIO_GLOBAL``)."""
+        if varid == GLOBAL:
+            return Variable("", np.dtype("f8"), ()), self.attrs
+        v = variable_of(self, varid)
+        return v, v.attrs
+
+
+def variable_of(f: PioFile, varid: int) -> Variable:
+    if not 0 <= varid < len(f.variables):
+        raise CallError(f"{f.path}: no variable id {varid} (it has {len(f.variables)})", NC_ENOTVAR)
+    return f.variables[varid]
+
+
+def pio_system(iosysid: int) -> PioSystem:
+    system = system_of(iosysid, "system")
+    if not isinstance(system, PioSystem):
+        raise ClimioError(f"I/O system {iosysid} was made by climio's API, not PIO's")
+    return system
+
+
+def call(system: System, prepare: Callable[[], Callable[[], T]], file: PioFile | None = None,
+         name: str = "") -> tuple[int, T | None]:
+    """:func:`climio.capi.calls.run` with PIO's codes; a failed call's line is said once, by the first task."""
+    code, result = run(system, prepare, file, name or prepare.__qualname__.split(".")[0])
+    if code == NOERR:
+        return NOERR, result
+    if system.comm.Get_rank() == 0:
+        sys.stderr.write(f"climio: {last_error()}\n")
+        sys.stderr.flush()
+    return PIO_CODE.get(code, code), None
+
+
+def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]]) -> tuple[int, T | None]:
+    """:func:`call` on file ``ncid``; a bad id is agreed over the system its id names.
+
+    A call refused by its checks leaves the file as it was (netCDF's rule, which PIO programs rely on when they
+    test their own errors); one that fails in its collective work abandons a file being written, as climio's
+    API does: nothing is left at its path, and later calls on it fail."""
+    system = system_of(ncid, "file")
+    failed: list[PioFile] = []
+
+    def checked() -> Callable[[], T]:
+        f = system.files.get(ncid)
+        if not isinstance(f, PioFile):
+            raise CallError(f"no open file with id {ncid}", NC_EBADID)
+        if f.abandoned:
+            raise CallError(f"{f.path}: abandoned after an earlier error ({f.abandoned})", NC_EBADID)
+        body = prepare(f)
+
+        def work() -> T:
+            try:
+                return body()
+            except BaseException:
+                failed.append(f)
+                raise
+        return work
+
+    code, result = call(system, checked, None, prepare.__qualname__.split(".")[0])
+    if failed and failed[0].input is None:
+        calls.abandon(failed[0], last_error())  # type: ignore[arg-type]
+    return code, result
+
+
+def done(value: T = None) -> Callable[[], T]:  # type: ignore[assignment]
+    """A collective phase with nothing left to do but answer."""
+    return lambda: value
+
+
+# ------------------------------------------------------------------------------------------------ I/O systems
+
+
+def init(comm: MPI.Intracomm, num_iotasks: int, stride: int, base: int, rearr: int) -> tuple[int, int]:
+    """An I/O system over the model's communicator (used as is) with PIO's I/O tasks."""
+    size = comm.Get_size()
+    system = PioSystem(max(calls.SYSTEMS, default=0) + 1, comm, method=DEFAULT_HANDLER[0],
+                       abort=DEFAULT_HANDLER[0] == INTERNAL_ERROR)
+    calls.SYSTEMS[system.id] = system
+
+    def prepare() -> Callable[[], None]:
+        if num_iotasks < 1 or stride < 1 or not 0 <= base < size:
+            raise CallError(f"PIOc_Init_Intracomm: {num_iotasks} I/O tasks every {stride} from task {base}: give at "
+                            f"least one task, a stride of at least 1 and a base of 0..{size - 1}", NC_EINVAL)
+        if rearr not in REARRANGERS:
+            raise CallError(f"PIOc_Init_Intracomm: rearranger {rearr}: use PIO_REARR_BOX (1) or PIO_REARR_SUBSET (2)",
+                            NC_EINVAL)
+        tasks = tuple(range(base, size, stride))[:num_iotasks]  # PIO too takes fewer when the ranks run out
+        return lambda: setattr(system, "iotasks", tasks)
+
+    code, _ = call(system, prepare, name="PIOc_Init_Intracomm")
+    return code, system.id
+
+
+def free_iosystem(iosysid: int) -> int:
+    """Close what is still open (files being written are published) and forget the system."""
+    system = pio_system(iosysid)
+
+    def body() -> None:
+        for f in list(system.files.values()):
+            for store in (f.output, f.input):
+                if store is not None:
+                    store.close()
+        system.files.clear()
+        system.decomps.clear()
+        system.finalized = True
+
+    return call(system, lambda: body, name="PIOc_free_iosystem")[0]
+
+
+def error_handling(iosysid: int, method: int) -> tuple[int, int]:
+    """Set a system's error handler (``PIO_DEFAULT``, -1: that of systems made later); returns the old one."""
+    if method not in (INTERNAL_ERROR, BCAST_ERROR, RETURN_ERROR):
+        sys.stderr.write(f"climio: PIOc_set_iosystem_error_handling: method {method}: use PIO_INTERNAL_ERROR (-51), "
+                         f"PIO_BCAST_ERROR (-52) or PIO_RETURN_ERROR (-53)\n")
+        return NC_EINVAL, 0
+    if iosysid == -1:
+        old, DEFAULT_HANDLER[0] = DEFAULT_HANDLER[0], method
+        return NOERR, old
+    system = pio_system(iosysid)
+    old = system.method
+    system.method, system.abort = method, method == INTERNAL_ERROR
+    return NOERR, old
+
+
+def numiotasks(iosysid: int) -> tuple[int, int]:
+    return NOERR, len(pio_system(iosysid).iotasks)
+
+
+def set_hint(iosysid: int, hint: str, value: str) -> int:
+    """An MPI-IO hint for the files this system creates or opens from now on."""
+    system = pio_system(iosysid)
+
+    def prepare() -> Callable[[], None]:
+        if not hint:
+            raise CallError("PIOc_set_hint: give the hint's name", NC_EINVAL)
+        return lambda: system.hints.__setitem__(hint, value)
+
+    return call(system, prepare, name="PIOc_set_hint")[0]
+
+
+def iotype_available(iotype: int) -> bool:
+    try:
+        mode, _ = storage_of(iotype, 0, "")
+    except CallError:
+        return False
+    return mode in ncio.available_modes() or mode == "serial"
+
+
+# ------------------------------------------------------------------------------------------------ decompositions
+
+
+def init_decomp(iosysid: int, pio_type: int, grid: list[int], offsets: np.ndarray, has_io_blocks: bool,
+                rearr: int) -> tuple[int, int]:
+    """A decomposition from each local element's 0-based offset into the grid (C order), -1 for a hole."""
+    system = pio_system(iosysid)
+
+    def prepare() -> Callable[[], int]:
+        dtype = xtype_dtype(pio_type, "PIOc_InitDecomp", NETCDF_TYPES, "PIO")
+        if not grid or min(grid) < 1:
+            raise CallError(f"PIOc_InitDecomp: global dimensions {tuple(grid)} must be positive", NC_EINVAL)
+        if has_io_blocks:
+            raise CallError("PIOc_InitDecomp: iostart/iocount are not taken: climio places the I/O tasks' blocks "
+                            "itself (pass NULL)", NC_EINVAL)
+        if rearr not in REARRANGERS:
+            raise CallError(f"PIOc_InitDecomp: rearranger {rearr}: use PIO_REARR_BOX (1) or PIO_REARR_SUBSET (2)",
+                            NC_EINVAL)
+        size = math.prod(grid)
+        bad = offsets[(offsets < -1) | (offsets >= size)]
+        if bad.size:
+            raise CallError(f"PIOc_InitDecomp: map entry {int(bad[0])} (0-based) on task {system.comm.Get_rank()} is "
+                            f"outside the {size} elements of the global array {tuple(grid)}", NC_EINVAL)
+        decomp = PioDecomp(from_offsets(grid, offsets, system.comm.Get_size(), system.comm.Get_rank()), dtype,
+                           offsets.copy())
+        return lambda: system.add(system.decomps, decomp)
+
+    code, ioid = call(system, prepare, name="PIOc_InitDecomp")
+    return code, ioid or system.no_id
+
+
+def init_decomp_blocks(iosysid: int, pio_type: int, grid: list[int], start: list[int],
+                       count: list[int]) -> tuple[int, int]:
+    """PIOc_InitDecomp_bc: each task's block (0-based start and count, C order)."""
+    if len(start) != len(grid) or any(s < 0 or c < 0 or s + c > g for s, c, g in zip(start, count, grid)):
+        offsets = np.array([-2], np.int64)  # refused below, on every task alike
+    else:
+        index = np.indices(count).reshape(len(grid), -1) + np.array(start)[:, None]
+        offsets = np.ravel_multi_index(tuple(index), grid).astype(np.int64) if index.size else np.zeros(0, np.int64)
+    return init_decomp(iosysid, pio_type, grid, offsets, False, 1)
+
+
+def freedecomp(iosysid: int, ioid: int) -> int:
+    system = pio_system(iosysid)
+
+    def prepare() -> Callable[[], None]:
+        decomp_of(system, ioid)
+        return lambda: system.decomps.pop(ioid) and None
+
+    return call(system, prepare, name="PIOc_freedecomp")[0]
+
+
+def decomp_of(system: System, ioid: int) -> PioDecomp:
+    found = system.decomps.get(ioid)
+    if not isinstance(found, PioDecomp):
+        raise CallError(f"no decomposition with id {ioid} in I/O system {system.id}", NC_EBADID)
+    return found
+
+
+def local_size(ioid: int) -> tuple[int, int]:
+    system = system_of(ioid, "decomposition")
+    found = system.decomps.get(ioid)
+    return (NOERR, len(found.offsets)) if isinstance(found, PioDecomp) else (NC_EBADID, 0)
+
+
+def write_nc_decomp(iosysid: int, path: str, ioid: int, title: str, history: str, fortran_order: bool) -> int:
+    """The decomposition as PIO's netCDF decomposition file (rank 0 writes what every task's map gives)."""
+    system = pio_system(iosysid)
+
+    def prepare() -> Callable[[], None]:
+        d = decomp_of(system, ioid)
+
+        def body() -> None:
+            maps = system.comm.gather(d.offsets[d.offsets >= 0], root=0)
+            fault = ""
+            if system.comm.Get_rank() == 0:
+                try:
+                    piomap.write_map_netcdf(path, piomap.from_offsets(d.grid.grid, maps), title=title,
+                                            history=history)
+                except ClimioError as err:
+                    fault = str(err)
+            fault = system.comm.bcast(fault, root=0)
+            if fault:
+                raise CallError(fault, NC_EIO)
+        return body
+
+    return call(system, prepare, name="PIOc_write_nc_decomp")[0]
+
+
+def read_nc_decomp(iosysid: int, path: str, pio_type: int) -> tuple[int, int, str, str, int]:
+    """A decomposition from PIO's netCDF (or text) decomposition file, whose tasks must be this system's."""
+    system = pio_system(iosysid)
+    found: list[piomap.PioMap] = []
+
+    def prepare() -> Callable[[], None]:
+        m = piomap.read_map(path)
+        if m.ntasks != system.comm.Get_size():
+            raise CallError(f"{path}: a decomposition of {m.ntasks} tasks, not this system's "
+                            f"{system.comm.Get_size()}", NC_EINVAL)
+        found.append(m)
+        return done()
+
+    code, _ = call(system, prepare, name="PIOc_read_nc_decomp")
+    if code != NOERR:
+        return code, system.no_id, "", "", 0
+    m = found[0]
+    code, ioid = init_decomp(iosysid, pio_type, list(m.dims), m.offsets(system.comm.Get_rank()), False, 1)
+    return code, ioid, m.title, m.history, 0
+
+
+# ------------------------------------------------------------------------------------------------ files
+
+
+def storage_of(iotype: int, cmode: int, path: str) -> tuple[str, bool]:
+    """climio's storage mode for PIO's iotype and create mode, and whether one task writes it."""
+    if iotype == PNETCDF:
+        return ("cdf5" if cmode & NC_64BIT_DATA else "cdf2" if cmode & NC_64BIT_OFFSET else "cdf1"), False
+    if iotype == NETCDF and not cmode & NC_NETCDF4:
+        return ("cdf5" if cmode & NC_64BIT_DATA else "serial" if cmode & NC_64BIT_OFFSET else "cdf1"), True
+    if iotype in (NETCDF, NETCDF4C, NETCDF4P):
+        return ("hdf5-classic" if cmode & NC_CLASSIC_MODEL else "hdf5"), iotype != NETCDF4P
+    raise CallError(f"{path}: iotype {iotype}: climio writes PIO_IOTYPE_PNETCDF (1), NETCDF (2), NETCDF4C (3) or "
+                    f"NETCDF4P (4)", EBADIOTYPE)
+
+
+def createfile(iosysid: int, iotype: int, path: str, cmode: int) -> tuple[int, int]:
+    """A new file in define mode; it is created at ``enddef`` and appears at ``path`` when closed whole."""
+    system = pio_system(iosysid)
+
+    def prepare() -> Callable[[], int]:
+        mode, one_writer = storage_of(iotype, cmode, path)
+        if mode not in ncio.available_modes() and mode != "serial":
+            raise CallError(f"{path}: this climio's netCDF-C cannot write mode {mode} (iotype {iotype})", EBADIOTYPE)
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent) or not os.access(parent, os.W_OK):
+            raise CallError(f"{path}: cannot write in directory {parent} (missing or not writable)", NC_EIO)
+        if cmode & NC_NOCLOBBER and os.path.exists(path):
+            raise CallError(f"{path} exists: remove it or create with PIO_CLOBBER", NC_EEXIST)
+        f = PioFile(path, system=system, mode=mode, one_writer=one_writer, overwrite=not cmode & NC_NOCLOBBER)
+        return lambda: system.add(system.files, f)
+
+    code, ncid = call(system, prepare, name="PIOc_createfile")
+    return code, ncid or system.no_id
+
+
+def openfile(iosysid: int, iotype: int, path: str, mode: int) -> tuple[int, int]:
+    """An existing file, for reading its header and data."""
+    system = pio_system(iosysid)
+
+    def prepare() -> Callable[[], int]:
+        _, one_writer = storage_of(iotype, 0, path)
+        if mode & NC_WRITE:
+            raise CallError(f"{path}: opened with PIO_WRITE: climio writes new files only (create it again, or open "
+                            f"with PIO_NOWRITE to read)", NC_EPERM)
+
+        def body() -> int:
+            store = ncio.open(path, system.comm, read="root" if one_writer else "parallel",
+                              hints=system.hints or None)
+            schema = store.schema
+            dims = [(name, UNLIMITED if length is None else length) for name, length in schema.dims.items()]
+            index = {name: k for k, (name, _) in enumerate(dims)}
+            variables = [Variable(v.name, v.numpy_dtype, tuple(index[d] for d in v.dims), dict(v.attrs))
+                         for v in schema.variables]
+            f = PioFile(path, system=system, mode=store.mode.name, one_writer=one_writer, defining=False,
+                        input=store, records=store.records, dims=dims, variables=variables, attrs=dict(schema.attrs))
+            return system.add(system.files, f)
+        return body
+
+    code, ncid = call(system, prepare, name="PIOc_openfile")
+    return code, ncid or system.no_id
+
+
+def closefile(ncid: int) -> int:
+    """Close a file: one being written is published at its path (one abandoned earlier is just released)."""
+    system = system_of(ncid, "file")
+    f = system.files.get(ncid)
+    if isinstance(f, PioFile) and f.abandoned:
+        system.files.pop(ncid)
+        return NOERR
+
+    def prepare(f: PioFile) -> Callable[[], None]:
+        def body() -> None:
+            system.files.pop(ncid)
+            for route in {id(r): r for r in f.routes.values()}.values():
+                route.free()
+            if f.defining:
+                raise CallError(f"{f.path}: closed in define mode: call PIOc_enddef first; nothing was written",
+                                NC_EINDEFINE)
+            f.store.close()
+        return body
+
+    return on_file(ncid, prepare)[0]
+
+
+def sync(ncid: int) -> int:
+    """Every write is in the file's library when its call returns; the file appears at its path when closed."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        f.store  # in data mode
+        return done()
+
+    return on_file(ncid, prepare)[0]
+
+
+def enddef(ncid: int) -> int:
+    """Create the file (under a temporary name) with what was defined."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        defining(f, "PIOc_enddef")
+        dims = {name: None if length == UNLIMITED else length for name, length in f.dims}
+        variables = []
+        for k, v in enumerate(f.variables):
+            compression = ncio.Compression(v.deflate, True, v.quantize) if v.deflate or v.quantize else NONE
+            variables.append(ncio.Variable(v.name, v.dtype, f.names(v), dict(v.attrs), f.chunks.get(k), compression))
+        schema = ncio.Schema(dims, tuple(variables), dict(f.attrs))
+
+        def body() -> None:
+            f.output = ncio.create(f.path, schema, f.mode, f.system.comm, overwrite=f.overwrite,
+                                   hints=f.system.hints or None)
+            f.defining = False
+        return body
+
+    return on_file(ncid, prepare)[0]
+
+
+def redef(ncid: int) -> int:
+    def prepare(f: PioFile) -> Callable[[], None]:
+        raise CallError(f"{f.path}: PIOc_redef: climio defines a file once, before its data: define everything "
+                        f"before PIOc_enddef", NC_EPERM if f.input is not None else NC_EINVAL)
+
+    return on_file(ncid, prepare)[0]
+
+
+def defining(f: PioFile, call_name: str) -> None:
+    if not f.defining:
+        raise CallError(f"{f.path}: {call_name} after PIOc_enddef (or on a file opened for reading)",
+                        NC_ENOTINDEFINE)
+
+
+def set_fill(ncid: int, fill_mode: int) -> tuple[int, int]:
+    """The file's fill mode (values never written read as the fill value or as whatever the disk held)."""
+    old: list[int] = []
+
+    def prepare(f: PioFile) -> Callable[[], None]:
+        if fill_mode not in (NC_FILL, NC_NOFILL):
+            raise CallError(f"{f.path}: fill mode {fill_mode}: use PIO_FILL (0) or PIO_NOFILL (256)", NC_EINVAL)
+        old.append(f.fill_mode)
+        return lambda: setattr(f, "fill_mode", fill_mode)
+
+    code, _ = on_file(ncid, prepare)
+    return code, old[0] if old else 0
+
+
+def file_is_open(ncid: int) -> bool:
+    system = calls.SYSTEMS.get(ncid >> calls.SHIFT)
+    f = system.files.get(ncid) if system is not None else None
+    return isinstance(f, PioFile) and not f.abandoned
+
+
+# ------------------------------------------------------------------------------------------------ inquiry
+
+
+def inquire(ncid: int, ask: Callable[[PioFile], T]) -> tuple[int, T | None]:
+    """A question about a file's header: local, but agreed like every call (a bad id fails on every task)."""
+    def prepare(f: PioFile) -> Callable[[], T]:
+        return done(ask(f))
+
+    prepare.__qualname__ = ask.__qualname__
+    return on_file(ncid, prepare)
+
+
+def format_of(f: PioFile) -> int:
+    store = f.output or f.input
+    name = store.data_model if store is not None and getattr(store, "data_model", None) else \
+        ncio.get_mode(f.mode).nc_format
+    return FORMAT_NUMBERS.get(name, 0)
+
+
+def dim_of(f: PioFile, dimid: int) -> tuple[str, int]:
+    if not 0 <= dimid < len(f.dims):
+        raise CallError(f"{f.path}: no dimension id {dimid} (it has {len(f.dims)})", NC_EBADDIM)
+    name, length = f.dims[dimid]
+    return name, f.records if length == UNLIMITED else length
+
+
+def dimid_of(f: PioFile, name: str) -> int:
+    found = [k for k, (n, _) in enumerate(f.dims) if n == name]
+    if not found:
+        raise CallError(f"{f.path}: no dimension '{name}'", NC_EBADDIM)
+    return found[0]
+
+
+def varid_of(f: PioFile, name: str) -> int:
+    found = [k for k, v in enumerate(f.variables) if v.name == name]
+    if not found:
+        raise CallError(f"{f.path}: no variable '{name}'", NC_ENOTVAR)
+    return found[0]
+
+
+def xtype_number(dtype: np.dtype) -> int:
+    return next(x for x, t in NETCDF_TYPES.items() if t == dtype)
+
+
+def attribute(f: PioFile, varid: int, name: str) -> tuple[np.ndarray, int, int]:
+    """An attribute's values (text as bytes), its netCDF type and its number among its variable's attributes."""
+    v, attrs = f.target(varid)
+    if name not in attrs:
+        where = "global attribute" if varid == GLOBAL else f"attribute of variable '{v.name}'"
+        raise CallError(f"{f.path}: no {where} '{name}'", NC_ENOTATT)
+    value = attrs[name]
+    if isinstance(value, str):
+        data = np.frombuffer(value.encode(), "S1")
+        return data, NC_CHAR, list(attrs).index(name)
+    data = np.atleast_1d(np.asarray(value))
+    if data.dtype.kind in "SUO" or data.dtype.newbyteorder("=") not in NETCDF_TYPES.values():
+        raise CallError(f"{f.path}: attribute '{name}' is of a type PIO's calls do not read here ({data.dtype})",
+                        NC_EBADTYPE)
+    data = data.astype(data.dtype.newbyteorder("="))
+    return data, xtype_number(data.dtype), list(attrs).index(name)
+
+
+def attname(f: PioFile, varid: int, attnum: int) -> str:
+    _, attrs = f.target(varid)
+    if not 0 <= attnum < len(attrs):
+        raise CallError(f"{f.path}: no attribute number {attnum} (there are {len(attrs)})", NC_ENOTATT)
+    return list(attrs)[attnum]
+
+
+def var_fill(f: PioFile, varid: int) -> tuple[bool, np.ndarray]:
+    """Whether the variable is left unfilled, and its fill value (its _FillValue, or netCDF's default)."""
+    v = variable_of(f, varid)
+    no_fill = varid in f.no_fill or f.fill_mode == NC_NOFILL
+    return no_fill, np.asarray(default_fill(v.attrs, v.dtype), v.dtype).reshape(1)
+
+
+# ------------------------------------------------------------------------------------------------ definitions
+
+
+def def_dim(ncid: int, name: str, length: int) -> tuple[int, int]:
+    def prepare(f: PioFile) -> Callable[[], int]:
+        defining(f, "PIOc_def_dim")
+        try:
+            f.check_dim(name, length)
+        except CallError as err:
+            raise CallError(str(err), NC_ENAMEINUSE if "already" in str(err) else NC_EINVAL) from None
+        return lambda: f.dims.append((name, length)) or len(f.dims) - 1
+
+    code, dimid = on_file(ncid, prepare)
+    return code, dimid if dimid is not None else -1
+
+
+def def_var(ncid: int, name: str, xtype: int, dimids: list[int]) -> tuple[int, int]:
+    def prepare(f: PioFile) -> Callable[[], int]:
+        defining(f, "PIOc_def_var")
+        try:
+            v = f.check_var(name, xtype, tuple(dimids), NETCDF_TYPES, "PIO")
+        except CallError as err:
+            text = str(err)
+            raise CallError(text, NC_ENAMEINUSE if "already" in text else NC_EBADTYPE if "type" in text else
+                            NC_EBADDIM if "dimension" in text else NC_EINVAL) from None
+        unlimited = [k for k, d in enumerate(dimids) if f.dims[d][1] == UNLIMITED]
+        if unlimited and unlimited != [0] and not ncio.modes.FORMATS[ncio.get_mode(f.mode).nc_format].enhanced:
+            raise CallError(f"{f.path}: variable '{name}': the record dimension comes first in mode {f.mode}",
+                            NC_EUNLIMPOS)
+        return lambda: f.variables.append(v) or len(f.variables) - 1
+
+    code, varid = on_file(ncid, prepare)
+    return code, varid if varid is not None else -1
+
+
+def def_var_fill(ncid: int, varid: int, no_fill: int, fill: Callable[[np.dtype], np.ndarray] | None) -> int:
+    """Fill a variable with ``fill`` (its ``_FillValue``), or leave it unfilled."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        defining(f, "PIOc_def_var_fill")
+        v = variable_of(f, varid)
+        value = fill(v.dtype) if fill is not None and not no_fill else None
+
+        def body() -> None:
+            (f.no_fill.add if no_fill else f.no_fill.discard)(varid)
+            if value is not None:
+                v.attrs["_FillValue"] = value.reshape(1)
+        return body
+
+    return on_file(ncid, prepare)[0]
+
+
+def compressible(f: PioFile, what: str) -> None:
+    if not ncio.get_mode(f.mode).compressible:
+        raise CallError(f"{f.path}: {what} needs a netCDF-4 file (PIO_IOTYPE_NETCDF4C or NETCDF4P), not mode "
+                        f"{f.mode}", NC_ENOTNC4)
+
+
+def def_var_deflate(ncid: int, varid: int, shuffle: int, deflate: int, level: int) -> int:
+    def prepare(f: PioFile) -> Callable[[], None]:
+        defining(f, "PIOc_def_var_deflate")
+        v = variable_of(f, varid)
+        compressible(f, f"variable '{v.name}': compression")
+        if deflate and not 1 <= level <= 9:
+            raise CallError(f"{f.path}: variable '{v.name}': deflate level {level} is not 1..9", NC_EINVAL)
+        if deflate and not shuffle:
+            raise CallError(f"{f.path}: variable '{v.name}': climio deflates with the shuffle filter: pass shuffle 1",
+                            NC_EINVAL)
+        return lambda: setattr(v, "deflate", level if deflate else 0)
+
+    return on_file(ncid, prepare)[0]
+
+
+def def_var_chunking(ncid: int, varid: int, storage: int, chunks: list[int] | None) -> int:
+    def prepare(f: PioFile) -> Callable[[], None]:
+        defining(f, "PIOc_def_var_chunking")
+        v = variable_of(f, varid)
+        compressible(f, f"variable '{v.name}': chunking")
+        if storage not in (NC_CHUNKED, NC_CONTIGUOUS):
+            raise CallError(f"{f.path}: variable '{v.name}': storage {storage}: use PIO_CHUNKED (0) or "
+                            f"PIO_CONTIGUOUS (1)", NC_EINVAL)
+        shape = [length for _, length in (f.dims[d] for d in v.dimids)]
+        given = tuple(chunks or ())[:len(shape)]
+        if storage == NC_CHUNKED and (len(given) != len(shape) or any(
+                c < 1 or (n != UNLIMITED and c > n) for c, n in zip(given, shape))):
+            raise CallError(f"{f.path}: variable '{v.name}': chunk sizes {given} do not fit its dimensions "
+                            f"{tuple(shape)}", NC_EBADCHUNK)
+        return lambda: f.chunks.__setitem__(varid, given if storage == NC_CHUNKED else None)
+
+    return on_file(ncid, prepare)[0]
+
+
+def def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int:
+    from climio.model.definition import QUANTIZE
+
+    def prepare(f: PioFile) -> Callable[[], None]:
+        defining(f, "PIOc_def_var_quantize")
+        v = variable_of(f, varid)
+        compressible(f, f"variable '{v.name}': quantization")
+        if quantize_mode not in (0, *QUANTIZE) or (quantize_mode and (nsd < 1 or v.dtype.kind != "f")):
+            raise CallError(f"{f.path}: variable '{v.name}': quantize mode {quantize_mode} (1 BitGroom, 2 GranularBR, "
+                            f"3 BitRound) with {nsd} digits/bits needs a float variable", NC_EINVAL)
+        return lambda: setattr(v, "quantize", (QUANTIZE[quantize_mode], nsd) if quantize_mode else None)
+
+    return on_file(ncid, prepare)[0]
+
+
+def put_att(ncid: int, varid: int, name: str, xtype: int, values: np.ndarray | None) -> int:
+    """An attribute of netCDF type ``xtype`` from values in memory (text: bytes)."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        defining(f, "PIOc_put_att")
+        v, attrs = f.target(varid)
+        check_name(name, f"{f.path}: attribute")
+        where = f"{f.path}: attribute '{name}'"
+        if values is None:
+            raise CallError(f"{where}: a memory type PIO's calls do not have", NC_EBADTYPE)
+        if xtype == NC_CHAR:
+            if values.dtype.kind != "S":
+                raise CallError(f"{where}: text attributes take text (PIOc_put_att_text)", NC_ECHAR)
+            stored: object = values.tobytes().decode("utf-8", "replace")
+        else:
+            dtype = xtype_dtype(xtype, where, NETCDF_TYPES, "PIO")
+            if values.dtype.kind == "S":
+                raise CallError(f"{where}: numbers of type {xtype} from text", NC_ECHAR)
+            if name == "_FillValue" and (varid == GLOBAL or dtype != v.dtype):
+                raise CallError(f"{where}: must be of its variable's type", NC_EBADTYPE)
+            problem = out_of_range(values, dtype) if values.dtype.kind != "f" or dtype.kind == "f" else ""
+            if problem:
+                raise CallError(f"{where}: {problem}", NC_ERANGE)
+            stored = values.astype(dtype)
+        return lambda: attrs.__setitem__(name, stored)
+
+    return on_file(ncid, prepare)[0]
+
+
+def get_att(ncid: int, varid: int, name: str) -> tuple[int, tuple[np.ndarray, int] | None]:
+    """An attribute's values and netCDF type, for the caller to convert into its memory."""
+    def prepare(f: PioFile) -> Callable[[], tuple[np.ndarray, int]]:
+        data, xtype, _ = attribute(f, varid, name)
+        return done((data, xtype))
+
+    return on_file(ncid, prepare)
+
+
+# ------------------------------------------------------------------------------------------------ data
+
+
+def selection(f: PioFile, v: Variable, start: list[int] | None, count: list[int] | None,
+              stride: list[int] | None, writing: bool) -> Hyperslab:
+    """The hyperslab of a put/get_var(1,a,s) call: whole (no start), one element (no count) or start and count."""
+    shape = f.shape(v)
+    if start is None:
+        return Hyperslab.whole(shape)
+    counts = [1] * len(shape) if count is None else count
+    if stride is not None and any(s != 1 for s in stride):
+        raise CallError(f"{f.path}: variable '{v.name}': stride {tuple(stride)}: climio reads and writes contiguous "
+                        f"hyperslabs (stride 1)", NC_ESTRIDE)
+    for axis, (s, c) in enumerate(zip(start, counts)):
+        limit = math.inf if writing and f.has_records(v) and axis == 0 else shape[axis]
+        if s < 0 or (s >= limit and not (c == 0 and s == limit)):
+            raise CallError(f"{f.path}: variable '{v.name}': start {tuple(start)} is outside its shape {shape}",
+                            NC_EINVALCOORDS)
+        if c < 0 or s + c > limit:
+            raise CallError(f"{f.path}: variable '{v.name}': start {tuple(start)} + count {tuple(counts)} runs past "
+                            f"its shape {shape}", NC_EEDGE)
+    return Hyperslab(tuple(start), tuple(counts))
+
+
+def converted(values: np.ndarray, target: np.dtype, where: str) -> np.ndarray:
+    """Values in another type, refused (NC_ERANGE) where they do not fit; text only as text (NC_ECHAR)."""
+    if (values.dtype.kind == "S") != (target.kind == "S"):
+        raise CallError(f"{where}: text and numbers do not convert into each other", NC_ECHAR)
+    if values.dtype == target:
+        return values
+    problem = out_of_range(values, target) if values.dtype.kind != "f" or target.kind == "f" else ""
+    if values.dtype.kind == "f" and target.kind in "iu":  # netCDF rounds toward zero; refuse what does not fit
+        info = np.iinfo(target)
+        finite = values[np.isfinite(values)]
+        if finite.size != values.size or (finite.size and (finite.min() < info.min or finite.max() > info.max)):
+            problem = f"values do not fit in {target.name}"
+    if problem:
+        raise CallError(f"{where}: {problem}", NC_ERANGE)
+    return values.astype(target)
+
+
+def put_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | None, stride: list[int] | None,
+             memory: Callable[[np.dtype, int], np.ndarray | None]) -> int:
+    """Undistributed values: every task passes the same; the first task writes them."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        store = f.store
+        if f.output is None:
+            raise CallError(f"{f.path}: opened for reading: cannot write", NC_EPERM)
+        v = variable_of(f, varid)
+        slab = selection(f, v, start, count, stride, True)
+        where = f"{f.path}: variable '{v.name}'"
+        given = memory(v.dtype, slab.size)
+        if given is None:
+            raise CallError(f"{where}: a memory type PIO's calls do not have", NC_EBADTYPE)
+        values = converted(given, v.dtype, where).reshape(slab.count)
+        first = f.system.comm.Get_rank() == 0
+
+        def body() -> None:
+            if v.dtype.kind == "S":
+                text = f.texts.setdefault(v.name, np.zeros(f.shape(v), "S1"))
+                text[slab.slices] = values
+                store.write_text(v.name, text)
+            else:
+                store.write_many([(v.name, values if first else None, slab if first else Hyperslab.empty(slab.ndim))])
+            if f.has_records(v) and slab.count:
+                f.records = max(f.records, slab.start[0] + slab.count[0])
+        return body
+
+    return on_file(ncid, prepare)[0]
+
+
+def get_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | None, stride: list[int] | None,
+             memory: Callable[[np.dtype, int], np.ndarray | None]) -> int:
+    """Undistributed values, read by every task."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        store = f.store  # also a file being written: what was written is read back
+        v = variable_of(f, varid)
+        slab = selection(f, v, start, count, stride, False)
+        where = f"{f.path}: variable '{v.name}'"
+        out = memory(v.dtype, slab.size)
+        if out is None:
+            raise CallError(f"{where}: a memory type PIO's calls do not have", NC_EBADTYPE)
+        if (v.dtype.kind == "S") != (out.dtype.kind == "S"):
+            raise CallError(f"{where}: text and numbers do not convert into each other", NC_ECHAR)
+
+        def body() -> None:
+            values = store.read_text(v.name)[slab.slices] if v.dtype.kind == "S" else store.read(v.name, slab)
+            problems = [p for p in f.system.comm.allgather(
+                "" if out.dtype.kind == "S" else _range_problem(values, out.dtype)) if p]
+            if problems:
+                raise CallError(f"{where} read into {out.dtype.name}: {problems[0]}", NC_ERANGE)
+            out[...] = values.reshape(-1)
+        return body
+
+    return on_file(ncid, prepare)[0]
+
+
+def _range_problem(values: np.ndarray, target: np.dtype) -> str:
+    try:
+        converted(values, target, "")
+    except CallError as err:
+        return str(err).removeprefix(": ")
+    return ""
+
+
+def setframe(ncid: int, varid: int, frame: int | None) -> int:
+    """The record that the variable's next distributed write or read is (None: the next one)."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        variable_of(f, varid)
+        value = f.frames.get(varid, 0) + 1 if frame is None else frame
+        if value < 0:
+            raise CallError(f"{f.path}: frame {value} must be >= 0", NC_EINVAL)
+        return lambda: f.frames.__setitem__(varid, value)
+
+    return on_file(ncid, prepare)[0]
+
+
+def route(f: PioFile, ioid: int, d: PioDecomp, dtype: np.dtype, fill: object, reading: bool) -> Route:
+    """The rearranger's plan between decomposition ``ioid`` and the I/O tasks' pieces (built once per file,
+    decomposition, type and fill)."""
+    key = (ioid, f"{dtype.str}:{fill!r}", reading)
+    if key not in f.routes:
+        if ioid not in f.strategies:
+            name = "root" if reading and f.one_writer else f.system.strategy(f.one_writer)
+            tasks = () if name == "root" else f.system.iotasks
+            f.strategies[ioid] = Strategy(name, tasks, None, tuple(f.system.hints.items()))
+        f.routes[key] = f.strategies[ioid].route(f.system.comm, d.grid, None, dtype, fill=fill, reading=reading)
+    return f.routes[key]
+
+
+def darray_target(f: PioFile, varid: int, d: PioDecomp) -> tuple[Variable, bool]:
+    """A variable written or read through decomposition ``d``: its dimensions (after the record's) are the
+    decomposition's."""
+    v = variable_of(f, varid)
+    records = f.has_records(v)
+    inner = tuple(f.dims[k][1] for k in v.dimids[records:])
+    if inner != d.grid.grid:
+        raise CallError(f"{f.path}: variable '{v.name}' {f.names(v)} does not have the decomposition's dimensions "
+                        f"{d.grid.grid}" + (" after its record dimension" if records else ""), NC_EINVAL)
+    if v.dtype.kind == "S":
+        raise CallError(f"{f.path}: variable '{v.name}' is text: distributed arrays are numbers", NC_ECHAR)
+    return v, records
+
+
+def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
+                 memory: Callable[[np.dtype, int], np.ndarray], frames: list[int] | None,
+                 fills: Callable[[np.dtype], list[np.ndarray | None]]) -> int:
+    """One record of each variable from this task's elements (``arraylen`` each, in the decomposition's type)."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        if f.defining:
+            raise CallError(f"{f.path}: PIOc_write_darray in define mode: call PIOc_enddef first", NC_EINDEFINE)
+        store = f.output
+        if store is None:
+            raise CallError(f"{f.path}: opened for reading: cannot write", NC_EPERM)
+        d = decomp_of(f.system, ioid)
+        n = len(d.offsets)
+        if arraylen < n:
+            raise CallError(f"{f.path}: array of {arraylen} elements on task {f.system.comm.Get_rank()}, but the "
+                            f"decomposition gives it {n}", NC_EINVAL)
+        array = memory(d.dtype, arraylen * len(varids)).reshape(len(varids), arraylen)
+        given_fills = fills(d.dtype)
+        work = []
+        for k, varid in enumerate(varids):
+            v, records = darray_target(f, varid, d)
+            if k and f.names(v) != f.names(variable_of(f, varids[0])):
+                raise CallError(f"{f.path}: PIOc_write_darray_multi: variables '{variable_of(f, varids[0]).name}' and "
+                                f"'{v.name}' have different dimensions", EVARDIMMISMATCH)
+            frame = (frames[k] if frames is not None else f.frames.get(varid, 0)) if records else None
+            if frame is not None and frame < 0:
+                raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0 (PIOc_setframe)",
+                                NC_EINVAL)
+            local = converted(array[k, :n], v.dtype, f"{f.path}: variable '{v.name}'")
+            fill = given_fills[k]
+            fill_value = (converted(fill, v.dtype, f"{f.path}: variable '{v.name}': fill value")[0]
+                          if fill is not None else default_fill(v.attrs, v.dtype))
+            work.append((v, frame, local, fill_value))
+
+        def body() -> None:
+            for v, frame, local, fill_value in work:
+                pieces = route(f, ioid, d, v.dtype, fill_value, False).gather(local)
+                if frame is None:
+                    store.write_many([(v.name, data, slab) for data, slab in pieces])
+                else:
+                    store.write_many([(v.name, data[None], Hyperslab((frame, *slab.start), (1, *slab.count)))
+                                      for data, slab in pieces])
+                    f.records = max(f.records, frame + 1)
+        return body
+
+    return on_file(ncid, prepare)[0]
+
+
+def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
+                memory: Callable[[np.dtype, int], np.ndarray]) -> int:
+    """One record (the variable's frame) of a variable into this task's elements."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        if f.defining:
+            raise CallError(f"{f.path}: PIOc_read_darray in define mode: call PIOc_enddef first", NC_EINDEFINE)
+        store = f.store  # also a file being written: what was written is read back
+        d = decomp_of(f.system, ioid)
+        n = len(d.offsets)
+        if arraylen < n:
+            raise CallError(f"{f.path}: array of {arraylen} elements on task {f.system.comm.Get_rank()}, but the "
+                            f"decomposition gives it {n}", NC_EINVAL)
+        v, records = darray_target(f, varid, d)
+        frame = f.frames.get(varid, 0) if records else None
+        if frame is not None and not 0 <= frame < f.records:
+            raise CallError(f"{f.path}: variable '{v.name}' has {f.records} records, not frame {frame} "
+                            f"(PIOc_setframe)", NC_EINVALCOORDS)
+        out = memory(d.dtype, arraylen)[:n]
+        where = f"{f.path}: variable '{v.name}'"
+
+        def body() -> None:
+            r = route(f, ioid, d, v.dtype, None, True)
+            raw = np.full(n, default_fill(v.attrs, v.dtype), v.dtype)
+            r.read(store, v.name, frame)
+            r.scatter(raw)
+            problems = [p for p in f.system.comm.allgather(_range_problem(raw, out.dtype)) if p]
+            if problems:
+                raise CallError(f"{where} read into {out.dtype.name}: {problems[0]}", NC_ERANGE)
+            out[...] = raw
+        return body
+
+    return on_file(ncid, prepare)[0]
+

@@ -1,0 +1,569 @@
+/* libpioc: PIO2's C entry points (include/pio.h) on climio. PIO's typed families (put_vara_int, get_att_float,
+ * ...) become a few calls with a memory type (pio_python.h), which climio's Python answers in this process
+ * (climio.pio.calls), through libclimio_py.so, loaded on the first call as the climio API loads it. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+#include "pio.h"
+#include "pio_python.h"
+
+#define PYTHON_CALLS(X)                                                                                        \
+    X(pio_init) X(pio_free_iosystem) X(pio_error_handling) X(pio_numiotasks) X(pio_set_hint)                  \
+    X(pio_iotype_available) X(pio_init_decomp) X(pio_init_decomp_blocks) X(pio_freedecomp) X(pio_local_size) \
+    X(pio_write_nc_decomp) X(pio_read_nc_decomp) X(pio_createfile) X(pio_openfile) X(pio_closefile)           \
+    X(pio_sync) X(pio_enddef) X(pio_redef) X(pio_set_fill) X(pio_file_is_open) X(pio_inq) X(pio_inq_dim)      \
+    X(pio_inq_dimid) X(pio_inq_var) X(pio_inq_varid) X(pio_inq_var_fill) X(pio_inq_var_deflate)               \
+    X(pio_inq_att) X(pio_inq_attname) X(pio_def_dim) X(pio_def_var) X(pio_def_var_fill)                       \
+    X(pio_def_var_deflate) X(pio_def_var_chunking) X(pio_def_var_quantize) X(pio_put_att) X(pio_get_att)      \
+    X(pio_vars) X(pio_setframe) X(pio_advanceframe) X(pio_write_darray) X(pio_read_darray)
+
+#define SLOT(name) __typeof__(climiopy_##name) *name;
+static struct {
+    PYTHON_CALLS(SLOT)
+} py;
+#undef SLOT
+
+/* Bind the Python calls once: 1, or 0 after saying why on stderr (PIO programs have no message call). */
+static int bound(void)
+{
+    static int done = 0;
+    if (done)
+        return 1;
+#define BIND(name)                                                                                             \
+    if ((*(void **)&py.name = climio_python_symbol("climiopy_" #name)) == NULL) {                              \
+        char line[2048];                                                                                       \
+        climio_errmsg(line, (int)sizeof line);                                                                 \
+        fprintf(stderr, "%s\n", line);                                                                         \
+        return 0;                                                                                              \
+    }
+    PYTHON_CALLS(BIND)
+#undef BIND
+    done = 1;
+    return 1;
+}
+
+#define CALL(name, ...) return bound() ? py.name(__VA_ARGS__) : PIO_EIO
+
+/* ------------------------------------------------------------------------------------ errors, I/O systems */
+
+int PIOc_strerror(int pioerr, char *errstr)
+{
+    const char *text;
+    switch (pioerr) {
+    case PIO_EBADIOTYPE: text = "Bad IO type"; break;
+    case PIO_EVARDIMMISMATCH: text = "Variable dim mismatch in multivar call"; break;
+    case PIO_EBADREARR: text = "Rearranger mismatch in async mode"; break;
+    case PIO_EINDEP: text = "Independent access error"; break;
+    case PIO_EINSUFFBUF: text = "Insufficient buffer size"; break;
+    default: text = pioerr <= 0 && pioerr > PIO_FIRST_ERROR_CODE ? nc_strerror(pioerr) : "Unknown Error"; break;
+    }
+    if (errstr != NULL)
+        snprintf(errstr, PIO_MAX_NAME + 1, "%s", text);
+    return PIO_NOERR;
+}
+
+int PIOc_set_log_level(int level)
+{
+    (void)level;
+    return PIO_NOERR;
+}
+
+int PIOc_set_iosystem_error_handling(int iosysid, int method, int *old_method)
+{
+    CALL(pio_error_handling, iosysid, method, old_method);
+}
+
+int PIOc_Set_IOSystem_Error_Handling(int iosysid, int method)
+{
+    int old = PIO_INTERNAL_ERROR;
+    PIOc_set_iosystem_error_handling(iosysid, method, &old);
+    return old;
+}
+
+int PIOc_iotype_available(int iotype)
+{
+    CALL(pio_iotype_available, iotype);
+}
+
+int PIOc_Init_Intracomm_from_F90(int f90_comp_comm, int num_iotasks, int stride, int base, int rearr,
+                                 void *rearr_opts, int *iosysidp)
+{
+    (void)rearr_opts;
+    CALL(pio_init, f90_comp_comm, num_iotasks, stride, base, rearr, iosysidp);
+}
+
+int PIOc_Init_Intracomm(MPI_Comm comp_comm, int num_iotasks, int stride, int base, int rearr, int *iosysidp)
+{
+    return PIOc_Init_Intracomm_from_F90((int)MPI_Comm_c2f(comp_comm), num_iotasks, stride, base, rearr, NULL,
+                                        iosysidp);
+}
+
+int PIOc_free_iosystem(int iosysid)
+{
+    CALL(pio_free_iosystem, iosysid);
+}
+
+int PIOc_finalize(int iosysid)
+{
+    return PIOc_free_iosystem(iosysid);
+}
+
+int PIOc_get_numiotasks(int iosysid, int *numiotasks)
+{
+    CALL(pio_numiotasks, iosysid, numiotasks);
+}
+
+int PIOc_set_hint(int iosysid, const char *hint, const char *hintval)
+{
+    CALL(pio_set_hint, iosysid, hint, hintval);
+}
+
+/* ------------------------------------------------------------------------------------ decompositions */
+
+static int init_decomp(int iosysid, int pio_type, int ndims, const int *gdimlen, int maplen,
+                       const PIO_Offset *compmap, int *ioidp, int rearr, int base, const PIO_Offset *iostart,
+                       const PIO_Offset *iocount)
+{
+    CALL(pio_init_decomp, iosysid, pio_type, ndims, gdimlen, maplen, compmap, base, rearr,
+         iostart != NULL || iocount != NULL, ioidp);
+}
+
+int PIOc_InitDecomp(int iosysid, int pio_type, int ndims, const int *gdimlen, int maplen, const PIO_Offset *compmap,
+                    int *ioidp, const int *rearr, const PIO_Offset *iostart, const PIO_Offset *iocount)
+{
+    return init_decomp(iosysid, pio_type, ndims, gdimlen, maplen, compmap, ioidp, rearr ? *rearr : PIO_REARR_BOX,
+                       1, iostart, iocount);
+}
+
+int PIOc_init_decomp(int iosysid, int pio_type, int ndims, const int *gdimlen, int maplen,
+                     const PIO_Offset *compmap, int *ioidp, int rearranger, const PIO_Offset *iostart,
+                     const PIO_Offset *iocount)
+{
+    return init_decomp(iosysid, pio_type, ndims, gdimlen, maplen, compmap, ioidp, rearranger, 0, iostart, iocount);
+}
+
+int PIOc_InitDecomp_bc(int iosysid, int basetype, int ndims, const int *gdimlen, const long int *start,
+                       const long int *count, int *ioidp)
+{
+    long long starts[PIO_MAX_VAR_DIMS], counts[PIO_MAX_VAR_DIMS];
+    for (int d = 0; d < ndims && d < PIO_MAX_VAR_DIMS; d++) {
+        starts[d] = start[d];
+        counts[d] = count[d];
+    }
+    CALL(pio_init_decomp_blocks, iosysid, basetype, ndims, gdimlen, starts, counts, ioidp);
+}
+
+int PIOc_freedecomp(int iosysid, int ioid)
+{
+    CALL(pio_freedecomp, iosysid, ioid);
+}
+
+int PIOc_get_local_array_size(int ioid)
+{
+    long long size = 0;
+    int code = bound() ? py.pio_local_size(ioid, &size) : PIO_EIO;
+    return code == PIO_NOERR ? (int)size : code;
+}
+
+int PIOc_write_nc_decomp(int iosysid, const char *filename, int cmode, int ioid, char *title, char *history,
+                         int fortran_order)
+{
+    CALL(pio_write_nc_decomp, iosysid, filename, cmode, ioid, title, history, fortran_order);
+}
+
+int PIOc_read_nc_decomp(int iosysid, const char *filename, int *ioid, MPI_Comm comm, int pio_type, char *title,
+                        char *history, int *fortran_order)
+{
+    CALL(pio_read_nc_decomp, iosysid, filename, ioid, (int)MPI_Comm_c2f(comm), pio_type, title, history,
+         fortran_order);
+}
+
+/* ------------------------------------------------------------------------------------ files */
+
+int PIOc_createfile(int iosysid, int *ncidp, int *iotype, const char *fname, int mode)
+{
+    CALL(pio_createfile, iosysid, ncidp, iotype ? *iotype : -1, fname, mode);
+}
+
+int PIOc_create(int iosysid, const char *path, int cmode, int *ncidp)
+{
+    int iotype = (cmode & NC_NETCDF4) ? PIO_IOTYPE_NETCDF4P : PIO_IOTYPE_PNETCDF;
+    return PIOc_createfile(iosysid, ncidp, &iotype, path, cmode);
+}
+
+int PIOc_openfile_retry(int iosysid, int *ncidp, int *iotype, const char *filename, int mode, int retry)
+{
+    CALL(pio_openfile, iosysid, ncidp, iotype, filename, mode, retry);
+}
+
+int PIOc_openfile(int iosysid, int *ncidp, int *iotype, const char *fname, int mode)
+{
+    return PIOc_openfile_retry(iosysid, ncidp, iotype, fname, mode, 1);
+}
+
+int PIOc_openfile2(int iosysid, int *ncidp, int *iotype, const char *fname, int mode)
+{
+    return PIOc_openfile_retry(iosysid, ncidp, iotype, fname, mode, 0);
+}
+
+int PIOc_open(int iosysid, const char *path, int mode, int *ncidp)
+{
+    int iotype = PIO_IOTYPE_PNETCDF;
+    return PIOc_openfile_retry(iosysid, ncidp, &iotype, path, mode, 1);
+}
+
+int PIOc_closefile(int ncid)
+{
+    CALL(pio_closefile, ncid);
+}
+
+int PIOc_sync(int ncid)
+{
+    CALL(pio_sync, ncid);
+}
+
+int PIOc_enddef(int ncid)
+{
+    CALL(pio_enddef, ncid);
+}
+
+int PIOc_redef(int ncid)
+{
+    CALL(pio_redef, ncid);
+}
+
+int PIOc_set_fill(int ncid, int fillmode, int *old_modep)
+{
+    CALL(pio_set_fill, ncid, fillmode, old_modep);
+}
+
+int PIOc_File_is_Open(int ncid)
+{
+    return bound() && py.pio_file_is_open(ncid);
+}
+
+/* ------------------------------------------------------------------------------------ inquiry */
+
+int PIOc_inq(int ncid, int *ndimsp, int *nvarsp, int *ngattsp, int *unlimdimidp)
+{
+    CALL(pio_inq, ncid, ndimsp, nvarsp, ngattsp, unlimdimidp, NULL);
+}
+
+int PIOc_inq_format(int ncid, int *formatp)
+{
+    CALL(pio_inq, ncid, NULL, NULL, NULL, NULL, formatp);
+}
+
+int PIOc_inq_ndims(int ncid, int *ndimsp)
+{
+    return PIOc_inq(ncid, ndimsp, NULL, NULL, NULL);
+}
+
+int PIOc_inq_nvars(int ncid, int *nvarsp)
+{
+    return PIOc_inq(ncid, NULL, nvarsp, NULL, NULL);
+}
+
+int PIOc_inq_natts(int ncid, int *ngattsp)
+{
+    return PIOc_inq(ncid, NULL, NULL, ngattsp, NULL);
+}
+
+int PIOc_inq_unlimdim(int ncid, int *unlimdimidp)
+{
+    return PIOc_inq(ncid, NULL, NULL, NULL, unlimdimidp);
+}
+
+int PIOc_inq_unlimdims(int ncid, int *nunlimdimsp, int *unlimdimidsp)
+{
+    int unlimited = -1, code = PIOc_inq(ncid, NULL, NULL, NULL, &unlimited);
+    if (code == PIO_NOERR) {
+        if (nunlimdimsp != NULL)
+            *nunlimdimsp = unlimited >= 0;
+        if (unlimdimidsp != NULL && unlimited >= 0)
+            *unlimdimidsp = unlimited;
+    }
+    return code;
+}
+
+int PIOc_inq_type(int ncid, nc_type xtype, char *name, PIO_Offset *sizep)
+{
+    static const char *const names[] = {"", "byte", "char", "short", "int", "float", "double", "ubyte",
+                                        "ushort", "uint", "int64", "uint64", "string"};
+    static const int sizes[] = {0, 1, 1, 2, 4, 4, 8, 1, 2, 4, 8, 8, (int)sizeof(char *)};
+    (void)ncid;
+    if (xtype < NC_BYTE || xtype > NC_STRING)
+        return PIO_EBADTYPE;
+    if (name != NULL)
+        strcpy(name, names[xtype]);
+    if (sizep != NULL)
+        *sizep = sizes[xtype];
+    return PIO_NOERR;
+}
+
+int PIOc_inq_dim(int ncid, int dimid, char *name, PIO_Offset *lenp)
+{
+    CALL(pio_inq_dim, ncid, dimid, name, lenp);
+}
+
+int PIOc_inq_dimname(int ncid, int dimid, char *name)
+{
+    return PIOc_inq_dim(ncid, dimid, name, NULL);
+}
+
+int PIOc_inq_dimlen(int ncid, int dimid, PIO_Offset *lenp)
+{
+    return PIOc_inq_dim(ncid, dimid, NULL, lenp);
+}
+
+int PIOc_inq_dimid(int ncid, const char *name, int *idp)
+{
+    CALL(pio_inq_dimid, ncid, name, idp);
+}
+
+int PIOc_inq_varid(int ncid, const char *name, int *varidp)
+{
+    CALL(pio_inq_varid, ncid, name, varidp);
+}
+
+int PIOc_inq_var(int ncid, int varid, char *name, nc_type *xtypep, int *ndimsp, int *dimidsp, int *nattsp)
+{
+    CALL(pio_inq_var, ncid, varid, name, xtypep, ndimsp, dimidsp, nattsp);
+}
+
+int PIOc_inq_varname(int ncid, int varid, char *name)
+{
+    return PIOc_inq_var(ncid, varid, name, NULL, NULL, NULL, NULL);
+}
+
+int PIOc_inq_vartype(int ncid, int varid, nc_type *xtypep)
+{
+    return PIOc_inq_var(ncid, varid, NULL, xtypep, NULL, NULL, NULL);
+}
+
+int PIOc_inq_varndims(int ncid, int varid, int *ndimsp)
+{
+    return PIOc_inq_var(ncid, varid, NULL, NULL, ndimsp, NULL, NULL);
+}
+
+int PIOc_inq_vardimid(int ncid, int varid, int *dimidsp)
+{
+    return PIOc_inq_var(ncid, varid, NULL, NULL, NULL, dimidsp, NULL);
+}
+
+int PIOc_inq_varnatts(int ncid, int varid, int *nattsp)
+{
+    return PIOc_inq_var(ncid, varid, NULL, NULL, NULL, NULL, nattsp);
+}
+
+int PIOc_inq_var_fill(int ncid, int varid, int *no_fill, void *fill_valuep)
+{
+    CALL(pio_inq_var_fill, ncid, varid, no_fill, fill_valuep);
+}
+
+int PIOc_inq_var_deflate(int ncid, int varid, int *shufflep, int *deflatep, int *deflate_levelp)
+{
+    CALL(pio_inq_var_deflate, ncid, varid, shufflep, deflatep, deflate_levelp);
+}
+
+int PIOc_inq_att(int ncid, int varid, const char *name, nc_type *xtypep, PIO_Offset *lenp)
+{
+    CALL(pio_inq_att, ncid, varid, name, xtypep, lenp, NULL);
+}
+
+int PIOc_inq_attid(int ncid, int varid, const char *name, int *idp)
+{
+    CALL(pio_inq_att, ncid, varid, name, NULL, NULL, idp);
+}
+
+int PIOc_inq_attlen(int ncid, int varid, const char *name, PIO_Offset *lenp)
+{
+    return PIOc_inq_att(ncid, varid, name, NULL, lenp);
+}
+
+int PIOc_inq_atttype(int ncid, int varid, const char *name, nc_type *xtypep)
+{
+    return PIOc_inq_att(ncid, varid, name, xtypep, NULL);
+}
+
+int PIOc_inq_attname(int ncid, int varid, int attnum, char *name)
+{
+    CALL(pio_inq_attname, ncid, varid, attnum, name);
+}
+
+/* ------------------------------------------------------------------------------------ definitions */
+
+int PIOc_def_dim(int ncid, const char *name, PIO_Offset len, int *idp)
+{
+    CALL(pio_def_dim, ncid, name, len, idp);
+}
+
+int PIOc_def_var(int ncid, const char *name, nc_type xtype, int ndims, const int *dimidsp, int *varidp)
+{
+    CALL(pio_def_var, ncid, name, xtype, ndims, dimidsp, varidp);
+}
+
+int PIOc_def_var_fill(int ncid, int varid, int no_fill, const void *fill_value)
+{
+    CALL(pio_def_var_fill, ncid, varid, no_fill, fill_value);
+}
+
+int PIOc_def_var_deflate(int ncid, int varid, int shuffle, int deflate, int deflate_level)
+{
+    CALL(pio_def_var_deflate, ncid, varid, shuffle, deflate, deflate_level);
+}
+
+int PIOc_def_var_chunking(int ncid, int varid, int storage, const PIO_Offset *chunksizesp)
+{
+    CALL(pio_def_var_chunking, ncid, varid, storage, chunksizesp);
+}
+
+int PIOc_def_var_quantize(int ncid, int varid, int quantize_mode, int nsd)
+{
+    CALL(pio_def_var_quantize, ncid, varid, quantize_mode, nsd);
+}
+
+int PIOc_put_att(int ncid, int varid, const char *name, nc_type xtype, PIO_Offset len, const void *op)
+{
+    CALL(pio_put_att, ncid, varid, name, xtype, len, 0, op);
+}
+
+int PIOc_put_att_text(int ncid, int varid, const char *name, PIO_Offset len, const char *op)
+{
+    CALL(pio_put_att, ncid, varid, name, NC_CHAR, len, NC_CHAR, op);
+}
+
+int PIOc_get_att(int ncid, int varid, const char *name, void *ip)
+{
+    CALL(pio_get_att, ncid, varid, name, 0, ip);
+}
+
+#define DEFINE_TYPED_ATT(t, ctype, nctype)                                                                     \
+    int PIOc_put_att_##t(int ncid, int varid, const char *name, nc_type xtype, PIO_Offset len, const ctype *op) \
+    {                                                                                                          \
+        CALL(pio_put_att, ncid, varid, name, xtype, len, nctype, op);                                          \
+    }
+PIO_MEMORY_TYPES(DEFINE_TYPED_ATT)
+
+/* ------------------------------------------------------------------------------------ undistributed data */
+
+static int vars(int ncid, int varid, int write, const PIO_Offset *start, const PIO_Offset *count,
+                const PIO_Offset *stride, int memtype, const void *buffer)
+{
+    CALL(pio_vars, ncid, varid, write, start, count, stride, memtype, (void *)buffer);
+}
+
+int PIOc_put_var(int ncid, int varid, const void *buf)
+{
+    return vars(ncid, varid, 1, NULL, NULL, NULL, 0, buf);
+}
+
+int PIOc_get_var(int ncid, int varid, void *buf)
+{
+    return vars(ncid, varid, 0, NULL, NULL, NULL, 0, buf);
+}
+
+int PIOc_put_var1(int ncid, int varid, const PIO_Offset *index, const void *buf)
+{
+    return vars(ncid, varid, 1, index, NULL, NULL, 0, buf);
+}
+
+int PIOc_get_var1(int ncid, int varid, const PIO_Offset *index, void *buf)
+{
+    return vars(ncid, varid, 0, index, NULL, NULL, 0, buf);
+}
+
+int PIOc_put_vara(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const void *buf)
+{
+    return vars(ncid, varid, 1, start, count, NULL, 0, buf);
+}
+
+int PIOc_get_vara(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, void *buf)
+{
+    return vars(ncid, varid, 0, start, count, NULL, 0, buf);
+}
+
+int PIOc_put_vars(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
+                  const void *buf)
+{
+    return vars(ncid, varid, 1, start, count, stride, 0, buf);
+}
+
+int PIOc_get_vars(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
+                  void *buf)
+{
+    return vars(ncid, varid, 0, start, count, stride, 0, buf);
+}
+
+#define DEFINE_TYPED_DATA(t, ctype, nctype)                                                                    \
+    int PIOc_put_var_##t(int ncid, int varid, const ctype *op)                                                 \
+    {                                                                                                          \
+        return vars(ncid, varid, 1, NULL, NULL, NULL, nctype, op);                                             \
+    }                                                                                                          \
+    int PIOc_get_var_##t(int ncid, int varid, ctype *buf)                                                      \
+    {                                                                                                          \
+        return vars(ncid, varid, 0, NULL, NULL, NULL, nctype, buf);                                            \
+    }                                                                                                          \
+    int PIOc_put_var1_##t(int ncid, int varid, const PIO_Offset *index, const ctype *op)                       \
+    {                                                                                                          \
+        return vars(ncid, varid, 1, index, NULL, NULL, nctype, op);                                            \
+    }                                                                                                          \
+    int PIOc_get_var1_##t(int ncid, int varid, const PIO_Offset *index, ctype *buf)                            \
+    {                                                                                                          \
+        return vars(ncid, varid, 0, index, NULL, NULL, nctype, buf);                                           \
+    }                                                                                                          \
+    int PIOc_put_vara_##t(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count,               \
+                          const ctype *op)                                                                     \
+    {                                                                                                          \
+        return vars(ncid, varid, 1, start, count, NULL, nctype, op);                                           \
+    }                                                                                                          \
+    int PIOc_get_vara_##t(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, ctype *buf)   \
+    {                                                                                                          \
+        return vars(ncid, varid, 0, start, count, NULL, nctype, buf);                                          \
+    }                                                                                                          \
+    int PIOc_put_vars_##t(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count,               \
+                          const PIO_Offset *stride, const ctype *op)                                           \
+    {                                                                                                          \
+        return vars(ncid, varid, 1, start, count, stride, nctype, op);                                         \
+    }                                                                                                          \
+    int PIOc_get_vars_##t(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count,               \
+                          const PIO_Offset *stride, ctype *buf)                                                \
+    {                                                                                                          \
+        return vars(ncid, varid, 0, start, count, stride, nctype, buf);                                        \
+    }                                                                                                          \
+    int PIOc_get_att_##t(int ncid, int varid, const char *name, ctype *ip)                                     \
+    {                                                                                                          \
+        CALL(pio_get_att, ncid, varid, name, nctype, ip);                                                      \
+    }
+PIO_DATA_TYPES(DEFINE_TYPED_DATA)
+
+/* ------------------------------------------------------------------------------------ distributed data */
+
+int PIOc_setframe(int ncid, int varid, int frame)
+{
+    CALL(pio_setframe, ncid, varid, frame);
+}
+
+int PIOc_advanceframe(int ncid, int varid)
+{
+    CALL(pio_advanceframe, ncid, varid);
+}
+
+int PIOc_write_darray(int ncid, int varid, int ioid, PIO_Offset arraylen, void *array, void *fillvalue)
+{
+    CALL(pio_write_darray, ncid, 1, &varid, ioid, arraylen, array, NULL, &fillvalue);
+}
+
+int PIOc_write_darray_multi(int ncid, const int *varids, int ioid, int nvars, PIO_Offset arraylen, void *array,
+                            const int *frame, void **fillvalue, bool flushtodisk)
+{
+    (void)flushtodisk; /* every write is on its way to disk when the call returns */
+    CALL(pio_write_darray, ncid, nvars, varids, ioid, arraylen, array, frame, fillvalue);
+}
+
+int PIOc_read_darray(int ncid, int varid, int ioid, PIO_Offset arraylen, void *array)
+{
+    CALL(pio_read_darray, ncid, varid, ioid, arraylen, array);
+}
