@@ -9,6 +9,9 @@
 #include "pio.h"
 #include "pio_python.h"
 
+int PIOc_openfile_retry(int iosysid, int *ncidp, int *iotype, const char *filename, int mode, int retry,
+                        int use_ext_ncid);
+
 #define PYTHON_CALLS(X)                                                                                        \
     X(pio_init) X(pio_free_iosystem) X(pio_error_handling) X(pio_numiotasks) X(pio_set_hint)                  \
     X(pio_iotype_available) X(pio_init_decomp) X(pio_init_decomp_blocks) X(pio_freedecomp) X(pio_local_size) \
@@ -193,25 +196,33 @@ int PIOc_create(int iosysid, const char *path, int cmode, int *ncidp)
     return PIOc_createfile(iosysid, ncidp, &iotype, path, cmode);
 }
 
-int PIOc_openfile_retry(int iosysid, int *ncidp, int *iotype, const char *filename, int mode, int retry)
+/* Not in pio.h: PIO2 declares it in its private header, and its own examples call it. climio opens any netCDF
+ * file whatever the iotype, so a retry is never needed; use_ext_ncid (a Fortran layer's own ncid) is refused. */
+int PIOc_openfile_retry(int iosysid, int *ncidp, int *iotype, const char *filename, int mode, int retry,
+                        int use_ext_ncid)
 {
+    if (use_ext_ncid) {
+        fprintf(stderr, "climio: %s: PIOc_openfile_retry with use_ext_ncid: climio gives the ncid itself (pass 0)\n",
+                filename);
+        return PIO_EINVAL;
+    }
     CALL(pio_openfile, iosysid, ncidp, iotype, filename, mode, retry);
 }
 
 int PIOc_openfile(int iosysid, int *ncidp, int *iotype, const char *fname, int mode)
 {
-    return PIOc_openfile_retry(iosysid, ncidp, iotype, fname, mode, 1);
+    return PIOc_openfile_retry(iosysid, ncidp, iotype, fname, mode, 1, 0);
 }
 
 int PIOc_openfile2(int iosysid, int *ncidp, int *iotype, const char *fname, int mode)
 {
-    return PIOc_openfile_retry(iosysid, ncidp, iotype, fname, mode, 0);
+    return PIOc_openfile_retry(iosysid, ncidp, iotype, fname, mode, 0, 0);
 }
 
 int PIOc_open(int iosysid, const char *path, int mode, int *ncidp)
 {
     int iotype = PIO_IOTYPE_PNETCDF;
-    return PIOc_openfile_retry(iosysid, ncidp, &iotype, path, mode, 1);
+    return PIOc_openfile_retry(iosysid, ncidp, &iotype, path, mode, 1, 0);
 }
 
 int PIOc_closefile(int ncid)

@@ -8,9 +8,13 @@
 #ifndef CLIMIO_PIO_H
 #define CLIMIO_PIO_H
 
+#include <stdbool.h>
+#include <stdio.h>  /* as PIO2's header: its programs rely on these */
+#include <stdlib.h>
+#include <string.h>
+
 #include <mpi.h>
 #include <netcdf.h>
-#include <stdbool.h>
 
 #define PIO_Offset MPI_Offset
 #define PIO_OFFSET MPI_OFFSET
@@ -226,7 +230,6 @@ int PIOc_createfile(int iosysid, int *ncidp, int *iotype, const char *fname, int
 int PIOc_create(int iosysid, const char *path, int cmode, int *ncidp);
 int PIOc_openfile(int iosysid, int *ncidp, int *iotype, const char *fname, int mode);
 int PIOc_openfile2(int iosysid, int *ncidp, int *iotype, const char *fname, int mode);
-int PIOc_openfile_retry(int iosysid, int *ncidp, int *iotype, const char *filename, int mode, int retry);
 int PIOc_open(int iosysid, const char *path, int mode, int *ncidp);
 int PIOc_closefile(int ncid);
 int PIOc_sync(int ncid);
