@@ -56,12 +56,13 @@ def run(argv: list[str], nranks: int | None = None, timeout: float = RUN_TIMEOUT
         pytest.fail(f"timed out after {timeout} s (hang?): {' '.join(argv)}\n{err.stderr}")
 
 
-def climio_pkg_config() -> list[str]:
-    """``pkg-config --cflags --libs climio`` of this environment's C API (``make install`` builds it)."""
+def climio_pkg_config(package: str = "climio") -> list[str]:
+    """``pkg-config --cflags --libs climio`` of this environment's C API (``make install`` builds it), or of its
+    ``pio`` (PIO2's API on climio)."""
     where = Path(sys.prefix) / "lib" / "pkgconfig"
-    out = subprocess.run(["pkg-config", "--cflags", "--libs", "climio"], env={**os.environ, "PKG_CONFIG_PATH": str(where)},
-                         capture_output=True, text=True)
-    assert out.returncode == 0, f"climio.pc not installed in {where} (make install): {out.stderr}"
+    out = subprocess.run(["pkg-config", "--cflags", "--libs", package],
+                         env={**os.environ, "PKG_CONFIG_PATH": str(where)}, capture_output=True, text=True)
+    assert out.returncode == 0, f"{package}.pc not installed in {where} (make install): {out.stderr}"
     return out.stdout.split()
 
 
@@ -126,11 +127,11 @@ def level_factor(xi: float, big_l: float) -> tuple[float, float]:
     return g, g1
 
 
-def compile_programs(out: Path, sources: list[tuple[str, str, Path]]) -> dict[str, Path]:
+def compile_programs(out: Path, sources: list[tuple[str, str, Path]], package: str = "climio") -> dict[str, Path]:
     """Compile ``(name, compiler, source)`` as a model would be built: the system's MPI compilers and
-    ``pkg-config --cflags --libs climio``, side by side (each in a directory of its own, as Fortran writes its
-    module files where it runs)."""
-    flags = climio_pkg_config()
+    ``pkg-config --cflags --libs climio`` (or ``pio``), side by side (each in a directory of its own, as Fortran
+    writes its module files where it runs)."""
+    flags = climio_pkg_config(package)
     jobs = {}
     for name, compiler, source in sources:
         (out / f"{name}.build").mkdir()
