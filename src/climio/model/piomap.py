@@ -92,6 +92,9 @@ class PioMap:
     """Global array dimensions in C (netCDF file) order, as climio uses them."""
     maps: list[np.ndarray]
     """Per task, the 1-based compmap (int64), 0 = hole, in the order the file lists it."""
+    title: str = ""
+    history: str = ""
+    """A netCDF decomposition file's own title and history attributes (PIOc_read_nc_decomp returns them)."""
 
     def __post_init__(self) -> None:
         """Normalise to a tuple of ints and int64 arrays, and check them, so every map written is readable."""
@@ -374,6 +377,7 @@ def _read_netcdf(path: str) -> PioMap:
             order = dataset.getncattr("array_order")
             if not isinstance(order, str) or order not in ("C", "Fortran"):
                 raise ClimioError(f"{path}: attribute array_order is {order!r}; PIO writes 'C' or 'Fortran'")
+        title, history = (str(dataset.getncattr(a)) if a in attrs else "" for a in ("title", "history"))
         dims = np.asarray(dataset.variables["global_size"][:], dtype=np.int64)
         maplens = np.asarray(dataset.variables["maplen"][:], dtype=np.int64)
         table = np.asarray(dataset.variables["map"][:], dtype=np.int64)
@@ -397,7 +401,7 @@ def _read_netcdf(path: str) -> PioMap:
             raise ClimioError(f"{path}: map of task {task}, element {int(wrong[0])}: {int(zero_based[wrong[0]])} "
                               f"is outside the array {dims_c} ({size} elements; 0-based, -1 = hole)")
         maps.append(zero_based + 1)
-    return PioMap(dims_c, maps)
+    return PioMap(dims_c, maps, title, history)
 
 
 # ---------------------------------------------------------------------------------------------- shared

@@ -123,6 +123,13 @@ class PioFile(Header):
             raise CallError(f"{self.path}: in define mode: call PIOc_enddef first", NC_EINDEFINE)
         return self.output or self.input  # type: ignore[return-value]
 
+    def readable(self) -> ncio.Store:
+        """The store to read from: also a file being written (what was written is read back), which then
+        counts the records written so far, as every task knows them."""
+        store = self.store
+        store.records = max(store.records, self.records)
+        return store
+
     def names(self, v: Variable) -> tuple[str, ...]:
         return tuple(self.dims[d][0] for d in v.dimids)
 
@@ -347,14 +354,15 @@ def local_size(ioid: int) -> tuple[int, int]:
 
 
 def write_nc_decomp(iosysid: int, path: str, ioid: int, title: str, history: str, fortran_order: bool) -> int:
-    """The decomposition as PIO's netCDF decomposition file (rank 0 writes what every task's map gives)."""
+    """The decomposition as PIO's netCDF decomposition file: every task's map as given, holes included (the
+    first task writes it)."""
     system = pio_system(iosysid)
 
     def prepare() -> Callable[[], None]:
         d = decomp_of(system, ioid)
 
         def body() -> None:
-            maps = system.comm.gather(d.offsets[d.offsets >= 0], root=0)
+            maps = system.comm.gather(d.offsets, root=0)
             fault = ""
             if system.comm.Get_rank() == 0:
                 try:
@@ -586,8 +594,8 @@ def attribute(f: PioFile, varid: int, name: str) -> tuple[np.ndarray, int, int]:
     """An attribute's values (text as bytes), its netCDF type and its number among its variable's attributes."""
     v, attrs = f.target(varid)
     if name not in attrs:
-        where = "global attribute" if varid == GLOBAL else f"attribute of variable '{v.name}'"
-        raise CallError(f"{f.path}: no {where} '{name}'", NC_ENOTATT)
+        where = "no global attribute" if varid == GLOBAL else f"variable '{v.name}' has no attribute"
+        raise CallError(f"{f.path}: {where} '{name}'", NC_ENOTATT)
     value = attrs[name]
     if isinstance(value, str):
         data = np.frombuffer(value.encode(), "S1")
@@ -820,7 +828,7 @@ def put_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | 
                 text[slab.slices] = values
                 store.write_text(v.name, text)
             else:
-                store.write_many([(v.name, values if first else None, slab if first else Hyperslab.empty(slab.ndim))])
+                store.write_many([(v.name, values if first else None, slab if first else Hyperslab.empty(len(slab.count)))])
             if f.has_records(v) and slab.count:
                 f.records = max(f.records, slab.start[0] + slab.count[0])
         return body
@@ -832,7 +840,7 @@ def get_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | 
              memory: Callable[[np.dtype, int], np.ndarray | None]) -> int:
     """Undistributed values, read by every task."""
     def prepare(f: PioFile) -> Callable[[], None]:
-        store = f.store  # also a file being written: what was written is read back
+        store = f.readable()
         v = variable_of(f, varid)
         slab = selection(f, v, start, count, stride, False)
         where = f"{f.path}: variable '{v.name}'"
@@ -954,7 +962,7 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
     def prepare(f: PioFile) -> Callable[[], None]:
         if f.defining:
             raise CallError(f"{f.path}: PIOc_read_darray in define mode: call PIOc_enddef first", NC_EINDEFINE)
-        store = f.store  # also a file being written: what was written is read back
+        store = f.readable()
         d = decomp_of(f.system, ioid)
         n = len(d.offsets)
         if arraylen < n:

@@ -1,0 +1,129 @@
+"""PIO2's C API on climio, from programs written against pio.h alone and built as a PIO model is (pkg-config
+pio): tests/pio/pio_calls.c makes every call a PIO model makes, in every iotype and create mode climio has,
+at 1, 2 and 4 tasks (a fourth task owns nothing; one grid point belongs to no task); its files are checked here
+against values worked out independently, and against each other across iotypes and task counts.
+tests/pio/pio_refusals.c makes each call climio refuses, checks PIO's code and the one line it says, and that
+the file goes on; under PIO's default handler the first refusal ends the job with its line and no file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+from conftest import climio_pkg_config, compile_programs, own_lines, run
+
+HERE = Path(__file__).parent / "pio"
+NY, NX, NSTEPS = 6, 8, 3
+FORMATS = {"pnetcdf": "NETCDF3_CLASSIC", "pnetcdf-64bit-offset": "NETCDF3_64BIT_OFFSET",
+           "pnetcdf-64bit-data": "NETCDF3_64BIT_DATA", "netcdf": "NETCDF3_CLASSIC",
+           "netcdf-64bit-offset": "NETCDF3_64BIT_OFFSET", "netcdf4c": "NETCDF4", "netcdf4p": "NETCDF4"}
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return compile_programs(tmp_path_factory.mktemp("pio-bin"),
+                            [("pio_calls", "mpicc", HERE / "pio_calls.c"),
+                             ("pio_refusals", "mpicc", HERE / "pio_refusals.c")], package="pio")
+
+
+def test_pkg_config_gives_pio_header_and_library() -> None:
+    flags = climio_pkg_config("pio")
+    includes = [Path(f[2:]) for f in flags if f.startswith("-I")]
+    assert any((d / "pio.h").is_file() for d in includes) and any((d / "netcdf.h").is_file() for d in includes)
+    assert "-lpioc" in flags and "-lclimio" in flags and "-lnetcdf" in flags
+
+
+def expected() -> dict[str, np.ndarray]:
+    """The values pio_calls.c writes, worked out here: point 0 is no task's (its fill value)."""
+    step, point = np.meshgrid(np.arange(NSTEPS), np.arange(NY * NX), indexing="ij")
+    t = (step * 1000 + (point // NX) * 10 + point % NX + 0.25).astype(np.float32)
+    i = (-(step * 100 + point)).astype(np.int32)
+    t[:, 0], i[:, 0] = -999.0, -1
+    return {"T": t.reshape(NSTEPS, NY, NX), "I": i.reshape(NSTEPS, NY, NX),
+            "area": (1e6 + np.arange(NY * NX)).reshape(NY, NX), "lat": -75.0 + 30.0 * np.arange(NY)}
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 4])
+def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path: Path, nranks: int) -> None:
+    result = run([str(programs["pio_calls"]), str(tmp_path)], nranks=nranks, timeout=180)
+    assert result.returncode == 0, result.stderr
+    iotasks = (nranks + 1) // 2
+    assert result.stdout.strip() == f"pio_calls: 7 files written and read back on {nranks} tasks ({iotasks} I/O tasks)"
+    assert own_lines(result.stderr) == []
+    assert sorted(os.listdir(tmp_path)) == sorted(["decomp.nc", *(f"{name}.nc" for name in FORMATS)])
+    want = expected()
+    for name, data_model in FORMATS.items():
+        with netCDF4.Dataset(tmp_path / f"{name}.nc") as ds:
+            ds.set_auto_mask(False)
+            assert ds.data_model == data_model, name
+            assert {d: len(n) for d, n in ds.dimensions.items()} == {"time": NSTEPS, "y": NY, "x": NX, "nchar": 4}
+            assert ds.dimensions["time"].isunlimited()
+            assert [(v.name, v.dtype, v.dimensions) for v in ds.variables.values()] == [
+                ("T", np.float32, ("time", "y", "x")), ("I", np.int32, ("time", "y", "x")),
+                ("lat", np.float64, ("y",)), ("label", np.dtype("S1"), ("nchar",)), ("area", np.float64, ("y", "x"))]
+            for var in ("T", "I", "area", "lat"):
+                assert np.array_equal(ds[var][:], want[var]), (name, var)
+            assert ds["label"][:].tobytes() == b"abcd"
+            assert ds.ncattrs() == ["scale", "version"]  # the program's own, nothing added
+            assert list(ds.scale) == [0.5, 2.0] and ds.getncattr("version").dtype == np.int16
+            assert ds["T"].units == "K" and ds["T"]._FillValue == np.float32(-999.0)
+            assert list(ds["I"].valid_range) == [-100000, 0] and ds["I"]._FillValue == -1
+            assert ds["lat"].units == "degrees_north"
+            if data_model == "NETCDF4":
+                assert ds["T"].filters()["zlib"] and ds["T"].filters()["complevel"] == 4
+                assert ds["T"].filters()["shuffle"] and ds["I"].chunking() == [1, NY, NX]
+    with netCDF4.Dataset(tmp_path / "decomp.nc") as ds:  # PIO's decomposition file: each task's map as given
+        assert list(ds["global_size"][:]) == [NY, NX] and len(ds.dimensions["task"]) == nranks
+        assert ds.title == "test decomposition" and ds.history == "made by pio_calls"
+        owners = min(nranks, 3)
+        mine = [[p for p in range(1, NY * NX) if p % owners == r] for r in range(nranks)]
+        mine[0] = [-1, *mine[0]]  # task 0's first element is no point
+        assert list(ds["maplen"][:]) == [len(m) for m in mine]
+        for r, m in enumerate(mine):
+            assert list(ds["map"][r, :len(m)]) == m
+
+
+REFUSALS = {"InitDecomp iostart": (-36, "iostart/iocount are not taken"),
+            "createfile GDAL": (-500, "iotype 5"),
+            "def_dim same name": (-42, "dimension 'x' is already defined"),
+            "def_var bad type": (-45, "type 99 is none of PIO_BYTE (1)"),
+            "def_var_chunking classic": (-111, "chunking needs a netCDF-4 file"),
+            "def_var_deflate classic": (-111, "compression needs a netCDF-4 file"),
+            "redef": (-36, "PIOc_redef: climio defines a file once"),
+            "def_dim after enddef": (-38, "PIOc_def_dim after PIOc_enddef"),
+            "put_vara out of range": (-60, "values from 1 to 70000 do not fit in int16"),
+            "put_vars stride": (-58, "stride (2,)"),
+            "inq_varid missing": (-49, "no variable 'nope'"),
+            "inq_var bad id": (-49, "no variable id 7"),
+            "get_att missing": (-43, "variable 'v' has no attribute 'units'"),
+            "closefile bad ncid": (-33, "no open file with id"),
+            "openfile PIO_WRITE": (-37, "opened with PIO_WRITE")}
+
+
+def test_refused_calls_return_pio_codes_with_one_line_each(programs: dict[str, Path], tmp_path: Path) -> None:
+    result = run([str(programs["pio_refusals"]), str(tmp_path)], nranks=2, timeout=180)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "pio_refusals: done"
+    assert {line.rsplit(" ", 1)[0]: int(line.rsplit(" ", 1)[1]) for line in lines[:-1]} == \
+        {name: code for name, (code, _) in REFUSALS.items()}
+    said = own_lines(result.stderr)
+    assert len(said) == len(REFUSALS), said  # one line each, from the first task only
+    for line, (name, (_, words)) in zip(said, REFUSALS.items()):
+        assert line.startswith("climio: ") and words in line, (name, line)
+    assert sorted(os.listdir(tmp_path)) == ["refusals.nc"]  # the refusals left the file usable
+    with netCDF4.Dataset(tmp_path / "refusals.nc") as ds:
+        assert np.array_equal(ds["v"][0], 1.5 * np.arange(1, 9))
+        assert list(ds["i"][:2]) == [1, 2] and list(ds.variables) == ["v", "i"]
+
+
+def test_pio_default_handler_ends_the_job_with_one_line(programs: dict[str, Path], tmp_path: Path) -> None:
+    result = run([str(programs["pio_refusals"]), str(tmp_path), "abort"], nranks=2, timeout=180)
+    assert result.returncode == 2, result.stderr
+    assert "not reached" not in result.stdout
+    said = own_lines(result.stderr)
+    assert len(said) == 1 and "refusals.nc: variable 'v': type 99 is none of PIO_BYTE" in said[0], said
+    assert os.listdir(tmp_path) == []  # the file being defined was never created, nothing half-written is left
