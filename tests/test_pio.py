@@ -8,6 +8,7 @@ the file goes on; under PIO's default handler the first refusal ends the job wit
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import netCDF4
@@ -127,3 +128,22 @@ def test_pio_default_handler_ends_the_job_with_one_line(programs: dict[str, Path
     said = own_lines(result.stderr)
     assert len(said) == 1 and "refusals.nc: variable 'v': type 99 is none of PIO_BYTE" in said[0], said
     assert os.listdir(tmp_path) == []  # the file being defined was never created, nothing half-written is left
+
+
+def test_cmake_find_package_builds_a_pio_model(tmp_path: Path) -> None:
+    """A model's CMake build finds climio's PIO as PIO2's (find_package(PIO), target PIO::pioc) and runs."""
+    source = (Path(__file__).parent.parent / "docs" / "pio.md").read_text().split("```c\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "pio_example.c").write_text(source)
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.13)\nproject(model C)\nfind_package(MPI REQUIRED COMPONENTS C)\n"
+        "find_package(PIO 2.5 REQUIRED COMPONENTS C)\nadd_executable(pio_example pio_example.c)\n"
+        "target_link_libraries(pio_example PRIVATE PIO::pioc MPI::MPI_C)\n")
+    build = tmp_path / "build"
+    for argv in (["cmake", "-S", str(tmp_path), "-B", str(build), f"-DCMAKE_PREFIX_PATH={sys.prefix}",
+                  "-DCMAKE_C_COMPILER=mpicc"], ["cmake", "--build", str(build)]):
+        done = run(argv, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    result = run([str(build / "pio_example"), str(tmp_path / "t.nc")], nranks=2, timeout=120)
+    assert result.returncode == 0 and "t.nc written and read back, 0 values differ" in result.stdout, result.stderr
+    with netCDF4.Dataset(tmp_path / "t.nc") as ds:
+        assert np.array_equal(ds["T"][:], 100.0 * np.arange(2)[:, None, None] + np.arange(24).reshape(1, 4, 6))

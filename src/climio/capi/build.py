@@ -92,6 +92,7 @@ def build(prefix: Path) -> Path:
     shutil.copy(PIO_HEADER, prefix / "include" / "pio.h")
     fortran = build_fortran(prefix)
     (prefix / "lib" / "pkgconfig" / "climio.pc").write_text(pkg_config(prefix, fortran))
+    write_pio_cmake_config(prefix, netcdf_flags(), fortran)
     (prefix / "lib" / "pkgconfig" / "pio.pc").write_text(pio_pkg_config(prefix, netcdf_flags()))
     return prefix / "lib" / "libclimio.so"
 
@@ -151,6 +152,47 @@ def pio_pkg_config(prefix: Path, netcdf: dict[str, list[str]], fortran: bool = F
             f"Name: pio\nDescription: PIO2's C and Fortran API on climio (pio.h, use pio)\n"
             f"Version: {__version__}\nCflags: -I${{includedir}} {' '.join(netcdf['cflags'])}\n"
             f"Libs: -L${{libdir}} -Wl,-rpath,${{libdir}} {libs} -lclimio {' '.join(netcdf['libs'])}\n")
+
+
+PIO_API_VERSION = "2.7.0"  # the PIO2 release whose API pio.h follows: find_package(PIO 2.x) accepts it
+
+
+def write_pio_cmake_config(prefix: Path, netcdf: dict[str, list[str]], fortran: bool) -> None:
+    """``lib/cmake/PIO/PIOConfig.cmake``: CMake's ``find_package(PIO [COMPONENTS C Fortran])`` finds climio's
+    PIO API as it finds PIO2's, with PIO2's imported targets ``PIO::pioc`` and ``PIO::piof``."""
+    folder = prefix / "lib" / "cmake" / "PIO"
+    folder.mkdir(parents=True, exist_ok=True)
+    includes = " ".join([str(prefix / "include"), *(f[2:] for f in netcdf["cflags"])])
+    netcdf_libs = " ".join(netcdf["libs"])
+    lines = ["# climio's PIO2 API (pio.h, use pio): PIO2's targets, answered by climio (written by climio's build)",
+             "set(PIO_ENABLE_FORTRAN " + ("ON" if fortran else "OFF") + ")",
+             "foreach(_comp ${PIO_FIND_COMPONENTS})",
+             "  if(NOT _comp MATCHES \"^(C|Fortran)$\" OR (_comp STREQUAL Fortran AND NOT PIO_ENABLE_FORTRAN))",
+             "    set(PIO_FOUND FALSE)",
+             "    set(PIO_NOT_FOUND_MESSAGE \"climio's PIO API has no component ${_comp}\")",
+             "    return()",
+             "  endif()",
+             "endforeach()",
+             "if(NOT TARGET PIO::pioc)",
+             "  add_library(PIO::pioc SHARED IMPORTED)",
+             f"  set_target_properties(PIO::pioc PROPERTIES IMPORTED_LOCATION \"{prefix / 'lib' / 'libpioc.so'}\"",
+             f"    INTERFACE_INCLUDE_DIRECTORIES \"{includes.replace(' ', ';')}\"",
+             f"    INTERFACE_LINK_LIBRARIES \"{prefix / 'lib' / 'libclimio.so'};{netcdf_libs.replace(' ', ';')}\")",
+             "endif()"]
+    if fortran:
+        lines += ["if(NOT TARGET PIO::piof)",
+                  "  add_library(PIO::piof SHARED IMPORTED)",
+                  f"  set_target_properties(PIO::piof PROPERTIES IMPORTED_LOCATION \"{prefix / 'lib' / 'libpiof.so'}\"",
+                  f"    INTERFACE_INCLUDE_DIRECTORIES \"{prefix / 'include'}\" INTERFACE_LINK_LIBRARIES PIO::pioc)",
+                  "endif()"]
+    (folder / "PIOConfig.cmake").write_text("\n".join(lines) + "\n")
+    (folder / "PIOConfigVersion.cmake").write_text(
+        f"set(PACKAGE_VERSION {PIO_API_VERSION})\n"
+        "if(PACKAGE_FIND_VERSION AND (PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION\n"
+        "   OR NOT PACKAGE_FIND_VERSION_MAJOR EQUAL 2))\n"
+        "  set(PACKAGE_VERSION_COMPATIBLE FALSE)\nelse()\n  set(PACKAGE_VERSION_COMPATIBLE TRUE)\n"
+        "  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)\n    set(PACKAGE_VERSION_EXACT TRUE)\n  endif()\n"
+        "endif()\n")
 
 
 def main() -> None:
