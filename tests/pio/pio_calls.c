@@ -9,29 +9,14 @@
  * first three tasks, so a fourth task owns nothing; task 0's array starts with an element that is no point. */
 #include <pio.h>
 
+#include "check.h"
+
 #define NY 6
 #define NX 8
 #define NSTEPS 3
 #define MAXLOCAL (NY * NX + 1)
 
 static int rank;
-
-#define CHECK(call)                                                                                            \
-    do {                                                                                                       \
-        int code_ = (call);                                                                                    \
-        if (code_ != PIO_NOERR) {                                                                              \
-            fprintf(stderr, "task %d: %s returned %d (line %d)\n", rank, #call, code_, __LINE__);             \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                                                      \
-        }                                                                                                      \
-    } while (0)
-
-#define EXPECT(condition)                                                                                      \
-    do {                                                                                                       \
-        if (!(condition)) {                                                                                    \
-            fprintf(stderr, "task %d: expected %s (line %d)\n", rank, #condition, __LINE__);                  \
-            MPI_Abort(MPI_COMM_WORLD, 4);                                                                      \
-        }                                                                                                      \
-    } while (0)
 
 static float t_value(int step, int point)
 {

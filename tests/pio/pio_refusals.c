@@ -6,6 +6,8 @@
  *     mpiexec -n N pio_refusals DIR [abort] */
 #include <pio.h>
 
+#include "check.h"
+
 static int rank;
 
 static void say(const char *name, int code)
@@ -14,15 +16,6 @@ static void say(const char *name, int code)
         printf("%s %d\n", name, code);
     fflush(stdout);
 }
-
-#define CHECK(call)                                                                                            \
-    do {                                                                                                       \
-        int code_ = (call);                                                                                    \
-        if (code_ != PIO_NOERR) {                                                                              \
-            fprintf(stderr, "task %d: %s returned %d (line %d)\n", rank, #call, code_, __LINE__);             \
-            MPI_Abort(MPI_COMM_WORLD, 3);                                                                      \
-        }                                                                                                      \
-    } while (0)
 
 int main(int argc, char **argv)
 {

@@ -806,6 +806,19 @@ def converted(values: np.ndarray, target: np.dtype, where: str) -> np.ndarray:
     return values.astype(target)
 
 
+def undistributed(f: PioFile, varid: int, start: list[int] | None, count: list[int] | None,
+                  stride: list[int] | None, memory: Callable[[np.dtype, int], np.ndarray | None],
+                  writing: bool) -> tuple[Variable, Hyperslab, str, np.ndarray]:
+    """The variable, hyperslab, name (for messages) and caller's memory of a put/get_var(1,a,s) call."""
+    v = variable_of(f, varid)
+    slab = selection(f, v, start, count, stride, writing)
+    where = f"{f.path}: variable '{v.name}'"
+    given = memory(v.dtype, slab.size)
+    if given is None:
+        raise CallError(f"{where}: a memory type PIO's calls do not have", NC_EBADTYPE)
+    return v, slab, where, given
+
+
 def put_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | None, stride: list[int] | None,
              memory: Callable[[np.dtype, int], np.ndarray | None]) -> int:
     """Undistributed values: every task passes the same; the first task writes them."""
@@ -813,12 +826,7 @@ def put_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | 
         store = f.store
         if f.output is None:
             raise CallError(f"{f.path}: opened for reading: cannot write", NC_EPERM)
-        v = variable_of(f, varid)
-        slab = selection(f, v, start, count, stride, True)
-        where = f"{f.path}: variable '{v.name}'"
-        given = memory(v.dtype, slab.size)
-        if given is None:
-            raise CallError(f"{where}: a memory type PIO's calls do not have", NC_EBADTYPE)
+        v, slab, where, given = undistributed(f, varid, start, count, stride, memory, True)
         values = converted(given, v.dtype, where).reshape(slab.count)
         first = f.system.comm.Get_rank() == 0
 
@@ -828,7 +836,8 @@ def put_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | 
                 text[slab.slices] = values
                 store.write_text(v.name, text)
             else:
-                store.write_many([(v.name, values if first else None, slab if first else Hyperslab.empty(len(slab.count)))])
+                mine = slab if first else Hyperslab.empty(len(slab.count))
+                store.write_many([(v.name, values if first else None, mine)])
             if f.has_records(v) and slab.count:
                 f.records = max(f.records, slab.start[0] + slab.count[0])
         return body
@@ -841,12 +850,7 @@ def get_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | 
     """Undistributed values, read by every task."""
     def prepare(f: PioFile) -> Callable[[], None]:
         store = f.readable()
-        v = variable_of(f, varid)
-        slab = selection(f, v, start, count, stride, False)
-        where = f"{f.path}: variable '{v.name}'"
-        out = memory(v.dtype, slab.size)
-        if out is None:
-            raise CallError(f"{where}: a memory type PIO's calls do not have", NC_EBADTYPE)
+        v, slab, where, out = undistributed(f, varid, start, count, stride, memory, False)
         if (v.dtype.kind == "S") != (out.dtype.kind == "S"):
             raise CallError(f"{where}: text and numbers do not convert into each other", NC_ECHAR)
 
