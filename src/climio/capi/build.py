@@ -93,7 +93,7 @@ def build(prefix: Path) -> Path:
     fortran = build_fortran(prefix)
     (prefix / "lib" / "pkgconfig" / "climio.pc").write_text(pkg_config(prefix, fortran))
     write_pio_cmake_config(prefix, netcdf_flags(), fortran)
-    (prefix / "lib" / "pkgconfig" / "pio.pc").write_text(pio_pkg_config(prefix, netcdf_flags()))
+    (prefix / "lib" / "pkgconfig" / "pio.pc").write_text(pio_pkg_config(prefix, netcdf_flags(), fortran))
     return prefix / "lib" / "libclimio.so"
 
 
@@ -116,10 +116,12 @@ def netcdf_flags() -> dict[str, list[str]]:
 
 
 def build_fortran(prefix: Path) -> bool:
-    """The ``climio_io`` module and ``libclimiof``, or False when there is no Fortran compiler."""
+    """The ``climio_io`` module and ``libclimiof``, and PIO2's ``pio`` module (``pio.mod`` with the modules it
+    uses: pio_kinds, pio_types, pio_support, pio_climio) and ``libpiof`` over libpioc; False when there is no
+    Fortran compiler."""
     compiler = os.environ.get("MPIFC", "mpifort")
     if shutil.which(compiler) is None:
-        print(f"climio install: no Fortran compiler {compiler} (set MPIFC): the Fortran module is not built")
+        print(f"climio install: no Fortran compiler {compiler} (set MPIFC): the Fortran modules are not built")
         return False
     lib, include = prefix / "lib", prefix / "include"
     with tempfile.TemporaryDirectory() as work:
@@ -128,6 +130,11 @@ def build_fortran(prefix: Path) -> bool:
                        check=True)
         subprocess.run([compiler, "-shared", "-o", str(lib / "libclimiof.so"), obj, f"-L{lib}", "-lclimio",
                         f"-Wl,-rpath,{lib}"], check=True)
+        obj = os.path.join(work, "pio.o")
+        subprocess.run([compiler, "-c", "-fPIC", "-O2", str(PIO / "pio.F90"), "-J", str(include), "-o", obj],
+                       check=True)
+        subprocess.run([compiler, "-shared", "-o", str(lib / "libpiof.so"), obj, "-Wl,-soname,libpiof.so",
+                        f"-L{lib}", "-lpioc", "-lclimio", f"-Wl,-rpath,{lib}"], check=True)
     return True
 
 
