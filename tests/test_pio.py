@@ -44,7 +44,8 @@ def expected() -> dict[str, np.ndarray]:
     i = (-(step * 100 + point)).astype(np.int32)
     t[:, 0], i[:, 0] = -999.0, -1
     return {"T": t.reshape(NSTEPS, NY, NX), "I": i.reshape(NSTEPS, NY, NX),
-            "area": (1e6 + np.arange(NY * NX)).reshape(NY, NX), "lat": -75.0 + 30.0 * np.arange(NY)}
+            "area": (1e6 + np.arange(NY * NX)).reshape(NY, NX), "lat": -75.0 + 30.0 * np.arange(NY),
+            "R": 7 * np.arange(NSTEPS * NY * NX).reshape(NSTEPS, NY, NX)}
 
 
 @pytest.mark.parametrize("nranks", [1, 2, 4])
@@ -64,8 +65,9 @@ def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path: Path, n
             assert ds.dimensions["time"].isunlimited()
             assert [(v.name, v.dtype, v.dimensions) for v in ds.variables.values()] == [
                 ("T", np.float32, ("time", "y", "x")), ("I", np.int32, ("time", "y", "x")),
-                ("lat", np.float64, ("y",)), ("label", np.dtype("S1"), ("nchar",)), ("area", np.float64, ("y", "x"))]
-            for var in ("T", "I", "area", "lat"):
+                ("lat", np.float64, ("y",)), ("label", np.dtype("S1"), ("nchar",)), ("area", np.float64, ("y", "x")),
+                ("R", np.int32, ("time", "y", "x"))]
+            for var in ("T", "I", "area", "lat", "R"):
                 assert np.array_equal(ds[var][:], want[var]), (name, var)
             assert ds["label"][:].tobytes() == b"abcd"
             assert ds.ncattrs() == ["scale", "version"]  # the program's own, nothing added

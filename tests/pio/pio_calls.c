@@ -66,6 +66,13 @@ int main(int argc, char **argv)
     long start[2] = {first, 0}, count[2] = {rows + (rank < NY % size), NX};
     CHECK(PIOc_InitDecomp_bc(iosysid, PIO_DOUBLE, 2, gdim, start, count, &ioid_area));
 
+    /* R: a decomposition over the records too (time, y, x), every task a round-robin share of the steps' points */
+    int gdim3[3] = {NSTEPS, NY, NX}, maplen3 = 0, ioid_r3;
+    PIO_Offset map3[NSTEPS * NY * NX];
+    for (int p = rank; p < NSTEPS * NY * NX; p += size)
+        map3[maplen3++] = p;
+    CHECK(PIOc_init_decomp(iosysid, PIO_INT, 3, gdim3, maplen3, map3, &ioid_r3, PIO_REARR_BOX, NULL, NULL));
+
     char path[4096], title[PIO_MAX_NAME + 1] = "", history[PIO_MAX_NAME + 1] = "";
     int order = -1;
     snprintf(path, sizeof path, "%s/decomp.nc", argv[1]);
@@ -90,7 +97,7 @@ int main(int argc, char **argv)
         if (!PIOc_iotype_available(iotype))
             continue;
         snprintf(path, sizeof path, "%s/%s.nc", argv[1], cases[c].name);
-        int ncid, dim[4], t, i, lat, label, area;
+        int ncid, dim[4], t, i, lat, label, area, r;
         CHECK(PIOc_createfile(iosysid, &ncid, &iotype, path, PIO_CLOBBER | cases[c].flags));
         EXPECT(PIOc_File_is_Open(ncid));
         CHECK(PIOc_def_dim(ncid, "time", PIO_UNLIMITED, &dim[0]));
@@ -102,6 +109,7 @@ int main(int argc, char **argv)
         CHECK(PIOc_def_var(ncid, "lat", PIO_DOUBLE, 1, &dim[1], &lat));
         CHECK(PIOc_def_var(ncid, "label", PIO_CHAR, 1, &dim[3], &label));
         CHECK(PIOc_def_var(ncid, "area", PIO_DOUBLE, 2, &dim[1], &area));
+        CHECK(PIOc_def_var(ncid, "R", PIO_INT, 3, dim, &r));
         float t_fill = -999.0f;
         int i_fill = -1, range[2] = {-100000, 0};
         short version = 2;
@@ -144,6 +152,10 @@ int main(int argc, char **argv)
         for (int k = 0; k < count[0] * NX; k++)
             adata[k] = 1e6 + (double)(first * NX + k);
         CHECK(PIOc_write_darray(ncid, area, ioid_area, count[0] * NX, adata, NULL));
+        int rdata[NSTEPS * NY * NX];
+        for (int k = 0; k < maplen3; k++)
+            rdata[k] = 7 * (int)map3[k];
+        CHECK(PIOc_write_darray(ncid, r, ioid_r3, maplen3, rdata, NULL));
         CHECK(PIOc_sync(ncid));
         /* read back through the open file */
         float back[MAXLOCAL];
@@ -157,7 +169,7 @@ int main(int argc, char **argv)
         CHECK(PIOc_openfile(iosysid, &ncid, &iotype, path, PIO_NOWRITE));
         int ndims, nvars, natts, unlimdim, format, varid, xtype, vdims[4], nvatts, attid;
         CHECK(PIOc_inq(ncid, &ndims, &nvars, &natts, &unlimdim));
-        EXPECT(ndims == 4 && nvars == 5 && natts == 2 && unlimdim == 0);
+        EXPECT(ndims == 4 && nvars == 6 && natts == 2 && unlimdim == 0);
         CHECK(PIOc_inq_format(ncid, &format));
         EXPECT(format == (netcdf4 ? NC_FORMAT_NETCDF4 : cases[c].flags == PIO_64BIT_DATA ? NC_FORMAT_CDF5
                           : cases[c].flags == PIO_64BIT_OFFSET ? NC_FORMAT_64BIT_OFFSET : NC_FORMAT_CLASSIC));
@@ -176,7 +188,7 @@ int main(int argc, char **argv)
         CHECK(PIOc_inq_ndims(ncid, &ndims));
         CHECK(PIOc_inq_nvars(ncid, &nvars));
         CHECK(PIOc_inq_natts(ncid, &natts));
-        EXPECT(ndims == 4 && nvars == 5 && natts == 2);
+        EXPECT(ndims == 4 && nvars == 6 && natts == 2);
         CHECK(PIOc_inq_varid(ncid, "T", &varid));
         CHECK(PIOc_inq_var(ncid, varid, name, &xtype, &ndims, vdims, &nvatts));
         EXPECT(strcmp(name, "T") == 0 && xtype == PIO_FLOAT && ndims == 3 && vdims[0] == 0 && vdims[2] == 2);
@@ -232,8 +244,12 @@ int main(int argc, char **argv)
         char text[5] = "";
         CHECK(PIOc_get_var_text(ncid, label, text));
         EXPECT(strncmp(text, "abcd", 4) == 0);
+        int rback[NSTEPS * NY * NX];
+        CHECK(PIOc_read_darray(ncid, r, ioid_r3, maplen3, rback));
+        for (int k = 0; k < maplen3; k++)
+            EXPECT(rback[k] == 7 * (int)map3[k]);
         for (int step = 0; step < NSTEPS; step++) { /* through the decomposition read from its file */
-            float values[MAXLOCAL];
+            float values[MAXLOCAL] = {5.5f}; /* a hole keeps what the array held */
             int got_i[MAXLOCAL];
             CHECK(PIOc_setframe(ncid, t, step));
             CHECK(PIOc_read_darray(ncid, t, ioid_read, PIOc_get_local_array_size(ioid_read), values));
@@ -243,7 +259,8 @@ int main(int argc, char **argv)
                 if (point[k] >= 0) {
                     EXPECT(values[k] == t_value(step, point[k]));
                     EXPECT(got_i[k] == i_value(step, point[k]));
-                }
+                } else
+                    EXPECT(values[k] == 5.5f);
         }
         CHECK(PIOc_closefile(ncid));
         written++;
@@ -252,6 +269,7 @@ int main(int argc, char **argv)
     CHECK(PIOc_freedecomp(iosysid, ioid_i));
     CHECK(PIOc_freedecomp(iosysid, ioid_area));
     CHECK(PIOc_freedecomp(iosysid, ioid_read));
+    CHECK(PIOc_freedecomp(iosysid, ioid_r3));
     CHECK(PIOc_free_iosystem(iosysid));
     if (rank == 0)
         printf("pio_calls: %d files written and read back on %d tasks (%d I/O tasks)\n", written, size, ntasks);

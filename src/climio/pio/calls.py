@@ -900,17 +900,23 @@ def route(f: PioFile, ioid: int, d: PioDecomp, dtype: np.dtype, fill: object, re
 
 
 def darray_target(f: PioFile, varid: int, d: PioDecomp) -> tuple[Variable, bool]:
-    """A variable written or read through decomposition ``d``: its dimensions (after the record's) are the
-    decomposition's."""
+    """A variable written or read through decomposition ``d``, and whether a call is one record of it (its frame):
+    its dimensions after the record's are the decomposition's, or all of them are, the record dimension's length
+    being the decomposition's first (PIO's decompositions over the records, pioperf's ``unlimdimindof``)."""
     v = variable_of(f, varid)
     records = f.has_records(v)
-    inner = tuple(f.dims[k][1] for k in v.dimids[records:])
-    if inner != d.grid.grid:
+    lengths = tuple(f.dims[k][1] for k in v.dimids)
+    if lengths[records:] == d.grid.grid:
+        framed = records
+    elif records and len(lengths) == len(d.grid.grid) and lengths[1:] == d.grid.grid[1:]:
+        framed = False
+    else:
         raise CallError(f"{f.path}: variable '{v.name}' {f.names(v)} does not have the decomposition's dimensions "
-                        f"{d.grid.grid}" + (" after its record dimension" if records else ""), NC_EINVAL)
+                        f"{d.grid.grid}" + (" (after its record dimension, or with it first)" if records else ""),
+                        NC_EINVAL)
     if v.dtype.kind == "S":
         raise CallError(f"{f.path}: variable '{v.name}' is text: distributed arrays are numbers", NC_ECHAR)
-    return v, records
+    return v, framed
 
 
 def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
@@ -932,11 +938,11 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
         given_fills = fills(d.dtype)
         work = []
         for k, varid in enumerate(varids):
-            v, records = darray_target(f, varid, d)
+            v, framed = darray_target(f, varid, d)
             if k and f.names(v) != f.names(variable_of(f, varids[0])):
                 raise CallError(f"{f.path}: PIOc_write_darray_multi: variables '{variable_of(f, varids[0]).name}' and "
                                 f"'{v.name}' have different dimensions", EVARDIMMISMATCH)
-            frame = (frames[k] if frames is not None else f.frames.get(varid, 0)) if records else None
+            frame = (frames[k] if frames is not None else f.frames.get(varid, 0)) if framed else None
             if frame is not None and frame < 0:
                 raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0 (PIOc_setframe)",
                                 NC_EINVAL)
@@ -951,6 +957,8 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                 pieces = route(f, ioid, d, v.dtype, fill_value, False).gather(local)
                 if frame is None:
                     store.write_many([(v.name, data, slab) for data, slab in pieces])
+                    if f.has_records(v):  # the decomposition holds the records
+                        f.records = max(f.records, d.grid.grid[0])
                 else:
                     store.write_many([(v.name, data[None], Hyperslab((frame, *slab.start), (1, *slab.count)))
                                       for data, slab in pieces])
@@ -962,7 +970,8 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
 
 def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
                 memory: Callable[[np.dtype, int], np.ndarray]) -> int:
-    """One record (the variable's frame) of a variable into this task's elements."""
+    """One record (the variable's frame) of a variable into this task's elements; those that are no point (holes)
+    keep what the caller's array held, as in PIO2."""
     def prepare(f: PioFile) -> Callable[[], None]:
         if f.defining:
             raise CallError(f"{f.path}: PIOc_read_darray in define mode: call PIOc_enddef first", NC_EINDEFINE)
@@ -972,12 +981,13 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
         if arraylen < n:
             raise CallError(f"{f.path}: array of {arraylen} elements on task {f.system.comm.Get_rank()}, but the "
                             f"decomposition gives it {n}", NC_EINVAL)
-        v, records = darray_target(f, varid, d)
-        frame = f.frames.get(varid, 0) if records else None
+        v, framed = darray_target(f, varid, d)
+        frame = f.frames.get(varid, 0) if framed else None
         if frame is not None and not 0 <= frame < f.records:
             raise CallError(f"{f.path}: variable '{v.name}' has {f.records} records, not frame {frame} "
                             f"(PIOc_setframe)", NC_EINVALCOORDS)
         out = memory(d.dtype, arraylen)[:n]
+        points = d.offsets >= 0
         where = f"{f.path}: variable '{v.name}'"
 
         def body() -> None:
@@ -985,10 +995,10 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
             raw = np.full(n, default_fill(v.attrs, v.dtype), v.dtype)
             r.read(store, v.name, frame)
             r.scatter(raw)
-            problems = [p for p in f.system.comm.allgather(_range_problem(raw, out.dtype)) if p]
+            problems = [p for p in f.system.comm.allgather(_range_problem(raw[points], out.dtype)) if p]
             if problems:
                 raise CallError(f"{where} read into {out.dtype.name}: {problems[0]}", NC_ERANGE)
-            out[...] = raw
+            out[points] = raw[points]
         return body
 
     return on_file(ncid, prepare)[0]
