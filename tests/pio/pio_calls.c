@@ -44,6 +44,15 @@ int main(int argc, char **argv)
     CHECK(PIOc_Init_Intracomm(MPI_COMM_WORLD, (size + 1) / 2, 2, 0, PIO_REARR_BOX, &iosysid));
     CHECK(PIOc_get_numiotasks(iosysid, &ntasks));
     EXPECT(ntasks == (size + 1) / 2);
+    bool iotask = false, active = false;
+    int iorank = -2;
+    CHECK(PIOc_iam_iotask(iosysid, &iotask));
+    CHECK(PIOc_iotask_rank(iosysid, &iorank));
+    CHECK(PIOc_iosystem_is_active(iosysid, &active));
+    EXPECT(active && iotask == (rank % 2 == 0) && iorank == (rank % 2 == 0 ? rank / 2 : -1));
+    CHECK(PIOc_set_global_log_level(iosysid, 0));
+    PIOc_set_buffer_size_limit(1 << 24);
+    EXPECT(PIOc_set_buffer_size_limit(1 << 25) == 1 << 24);
 
     /* This task's points: 1-based (0 a hole in the array), and the same 0-based (-1 a hole). */
     int gdim[2] = {NY, NX}, owners = size < 3 ? size : 3, maplen = 0, point[MAXLOCAL];
@@ -80,6 +89,9 @@ int main(int argc, char **argv)
     CHECK(PIOc_read_nc_decomp(iosysid, path, &ioid_read, MPI_COMM_WORLD, PIO_FLOAT, title, history, &order));
     EXPECT(strcmp(title, "test decomposition") == 0 && strcmp(history, "made by pio_calls") == 0 && order == 0);
     EXPECT(PIOc_get_local_array_size(ioid_read) == maplen);
+    snprintf(path, sizeof path, "%s/spare.nc", argv[1]);
+    CHECK(PIOc_write_nc_decomp(iosysid, path, 0, ioid_i, "spare", "", 0));
+    CHECK(PIOc_deletefile(iosysid, path));
 
     struct {
         int iotype, flags;
@@ -227,6 +239,11 @@ int main(int argc, char **argv)
         EXPECT(range_back[0] == range[0] && range_back[1] == range[1]);
         CHECK(PIOc_get_att(ncid, PIO_GLOBAL, "version", &version));
         EXPECT(version == 2);
+        int storage = -1;
+        PIO_Offset chunk_back[3] = {0, 0, 0};
+        CHECK(PIOc_inq_var_chunking(ncid, i, &storage, chunk_back));
+        EXPECT(netcdf4 ? storage == 0 && chunk_back[0] == 1 && chunk_back[1] == NY && chunk_back[2] == NX
+                       : storage == 1);
         CHECK(PIOc_inq_var_fill(ncid, i, &no_fill, &fill_i));
         EXPECT(fill_i == i_fill);
         double lat_back[NY];

@@ -82,6 +82,17 @@ def attach(ffi: Any) -> None:
         return code
 
     @extern
+    def iotask(iosysid: int, iorank: Any, active: Any) -> int:
+        code, task, live = calls.iotask(iosysid)
+        put(iorank, task)
+        put(active, int(live))
+        return code
+
+    @extern
+    def deletefile(iosysid: int, path: Any) -> int:
+        return calls.deletefile(iosysid, text(path))
+
+    @extern
     def set_hint(iosysid: int, hint: Any, value: Any) -> int:
         return calls.set_hint(iosysid, text(hint), text(value))
 
@@ -227,6 +238,15 @@ def attach(ffi: Any) -> None:
             put(shuffle, int(bool(v.deflate)))
             put(deflate, int(bool(v.deflate)))
             put(level, v.deflate)
+        return code
+
+    @extern
+    def inq_var_chunking(ncid: int, varid: int, storage: Any, chunks: Any) -> int:
+        code, answer = calls.inquire(ncid, lambda f: calls.chunking(f, varid))
+        if answer is not None:
+            put(storage, answer[0])
+            if given(chunks) and answer[1]:
+                numbers(chunks, len(answer[1]), "i8")[:] = answer[1]
         return code
 
     @extern

@@ -62,6 +62,7 @@ NC_EBADID, NC_EEXIST, NC_EINVAL, NC_EPERM, NC_ENOTINDEFINE, NC_EINDEFINE, NC_EIN
 NC_ENAMEINUSE, NC_ENOTATT, NC_EBADTYPE, NC_EBADDIM, NC_EUNLIMPOS, NC_ENOTVAR, NC_ECHAR, NC_EEDGE, NC_ESTRIDE = -42, \
     -43, -45, -46, -47, -49, -56, -57, -58
 NC_ERANGE, NC_ENOMEM, NC_EIO, NC_EINTERNAL, NC_ENOTNC4, NC_EBADCHUNK = -60, -61, -68, -92, -111, -127
+NC_ENOENT = -2  # netCDF passes errno's ENOENT through
 EBADIOTYPE, EVARDIMMISMATCH = -500, -501
 # climio's codes (raised by the rules PIO shares with climio's API) as PIO's
 PIO_CODE = {EBADID: NC_EBADID, EINVAL: NC_EINVAL, ESTATE: NC_EINDEFINE, EIO: NC_EIO, EINTERNAL: NC_EINTERNAL,
@@ -268,6 +269,38 @@ def numiotasks(iosysid: int) -> tuple[int, int]:
     return NOERR, len(pio_system(iosysid).iotasks)
 
 
+def iotask(iosysid: int) -> tuple[int, int, bool]:
+    """This task's rank among the system's I/O tasks (-1: none), and whether the system is active."""
+    system = calls.SYSTEMS.get(iosysid)
+    if not isinstance(system, PioSystem):
+        return NC_EBADID, -1, False
+    rank = system.comm.Get_rank()
+    return NOERR, system.iotasks.index(rank) if rank in system.iotasks else -1, not system.finalized
+
+
+def deletefile(iosysid: int, path: str) -> int:
+    """Remove a file (the first task removes it; every task returns the same code)."""
+    system = pio_system(iosysid)
+
+    def prepare() -> Callable[[], None]:
+        if not os.path.isfile(path):
+            raise CallError(f"{path}: PIOc_deletefile: no such file", NC_ENOENT)
+
+        def body() -> None:
+            fault = ""
+            if system.comm.Get_rank() == 0:
+                try:
+                    os.unlink(path)
+                except OSError as err:
+                    fault = f"{path}: PIOc_deletefile: {(err.strerror or str(err)).lower()}"
+            fault = system.comm.bcast(fault, root=0)
+            if fault:
+                raise CallError(fault, NC_EIO)
+        return body
+
+    return call(system, prepare, name="PIOc_deletefile")[0]
+
+
 def set_hint(iosysid: int, hint: str, value: str) -> int:
     """An MPI-IO hint for the files this system creates or opens from now on."""
     system = pio_system(iosysid)
@@ -453,12 +486,26 @@ def openfile(iosysid: int, iotype: int, path: str, mode: int) -> tuple[int, int]
             variables = [Variable(v.name, v.numpy_dtype, tuple(index[d] for d in v.dims), dict(v.attrs))
                          for v in schema.variables]
             f = PioFile(path, system=system, mode=store.mode.name, one_writer=one_writer, defining=False,
-                        input=store, records=store.records, dims=dims, variables=variables, attrs=dict(schema.attrs))
+                        input=store, records=store.records, dims=dims, variables=variables, attrs=dict(schema.attrs),
+                        chunks=chunkings(path, system.comm) if store.format.hdf5 else {})
             return system.add(system.files, f)
         return body
 
     code, ncid = call(system, prepare, name="PIOc_openfile")
     return code, ncid or system.no_id
+
+
+def chunkings(path: str, comm: MPI.Intracomm) -> dict[int, tuple[int, ...]]:
+    """The chunk sizes of a netCDF-4 file's chunked variables, by variable id (read by the first task)."""
+    found: dict[int, tuple[int, ...]] = {}
+    if comm.Get_rank() == 0:
+        import netCDF4
+
+        with netCDF4.Dataset(path) as ds:
+            for k, var in enumerate(ds.variables.values()):
+                if isinstance(var.chunking(), list):
+                    found[k] = tuple(var.chunking())
+    return comm.bcast(found, root=0)
 
 
 def closefile(ncid: int) -> int:
@@ -613,6 +660,13 @@ def attname(f: PioFile, varid: int, attnum: int) -> str:
     if not 0 <= attnum < len(attrs):
         raise CallError(f"{f.path}: no attribute number {attnum} (there are {len(attrs)})", NC_ENOTATT)
     return list(attrs)[attnum]
+
+
+def chunking(f: PioFile, varid: int) -> tuple[int, tuple[int, ...]]:
+    """A variable's storage (NC_CHUNKED or NC_CONTIGUOUS) and chunk sizes."""
+    variable_of(f, varid)
+    chunks = f.chunks.get(varid)
+    return (NC_CHUNKED, chunks) if chunks else (NC_CONTIGUOUS, ())
 
 
 def var_fill(f: PioFile, varid: int) -> tuple[bool, np.ndarray]:

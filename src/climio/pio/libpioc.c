@@ -13,7 +13,8 @@ int PIOc_openfile_retry(int iosysid, int *ncidp, int *iotype, const char *filena
                         int use_ext_ncid);
 
 #define PYTHON_CALLS(X)                                                                                        \
-    X(pio_init) X(pio_free_iosystem) X(pio_error_handling) X(pio_numiotasks) X(pio_set_hint)                  \
+    X(pio_init) X(pio_free_iosystem) X(pio_error_handling) X(pio_numiotasks) X(pio_iotask) X(pio_deletefile)  \
+    X(pio_set_hint) X(pio_inq_var_chunking)                                                                   \
     X(pio_iotype_available) X(pio_init_decomp) X(pio_init_decomp_blocks) X(pio_freedecomp) X(pio_local_size) \
     X(pio_write_nc_decomp) X(pio_read_nc_decomp) X(pio_createfile) X(pio_openfile) X(pio_closefile)           \
     X(pio_sync) X(pio_enddef) X(pio_redef) X(pio_set_fill) X(pio_file_is_open) X(pio_inq) X(pio_inq_dim)      \
@@ -73,6 +74,12 @@ int PIOc_set_log_level(int level)
     return PIO_NOERR;
 }
 
+int PIOc_set_global_log_level(int iosysid, int level)
+{
+    (void)iosysid;
+    return PIOc_set_log_level(level);
+}
+
 int PIOc_set_iosystem_error_handling(int iosysid, int method, int *old_method)
 {
     CALL(pio_error_handling, iosysid, method, old_method);
@@ -116,6 +123,37 @@ int PIOc_finalize(int iosysid)
 int PIOc_get_numiotasks(int iosysid, int *numiotasks)
 {
     CALL(pio_numiotasks, iosysid, numiotasks);
+}
+
+int PIOc_iam_iotask(int iosysid, bool *ioproc)
+{
+    int iorank = -1, active = 0, code = bound() ? py.pio_iotask(iosysid, &iorank, &active) : PIO_EIO;
+    if (code == PIO_NOERR && ioproc != NULL)
+        *ioproc = iorank >= 0;
+    return code;
+}
+
+int PIOc_iotask_rank(int iosysid, int *iorank)
+{
+    int active = 0;
+    CALL(pio_iotask, iosysid, iorank, &active);
+}
+
+int PIOc_iosystem_is_active(int iosysid, bool *active)
+{
+    int iorank = -1, is = 0, code = bound() ? py.pio_iotask(iosysid, &iorank, &is) : PIO_EIO;
+    if (code == PIO_NOERR && active != NULL)
+        *active = is;
+    return code;
+}
+
+PIO_Offset PIOc_set_buffer_size_limit(PIO_Offset limit)
+{
+    static PIO_Offset current = 10485760; /* PIO2's default, 10 MiB */
+    PIO_Offset old = current;
+    if (limit > 0)
+        current = limit;
+    return old;
 }
 
 int PIOc_set_hint(int iosysid, const char *hint, const char *hintval)
@@ -250,6 +288,11 @@ int PIOc_set_fill(int ncid, int fillmode, int *old_modep)
     CALL(pio_set_fill, ncid, fillmode, old_modep);
 }
 
+int PIOc_deletefile(int iosysid, const char *filename)
+{
+    CALL(pio_deletefile, iosysid, filename);
+}
+
 int PIOc_File_is_Open(int ncid)
 {
     return bound() && py.pio_file_is_open(ncid);
@@ -377,6 +420,11 @@ int PIOc_inq_var_fill(int ncid, int varid, int *no_fill, void *fill_valuep)
 int PIOc_inq_var_deflate(int ncid, int varid, int *shufflep, int *deflatep, int *deflate_levelp)
 {
     CALL(pio_inq_var_deflate, ncid, varid, shufflep, deflatep, deflate_levelp);
+}
+
+int PIOc_inq_var_chunking(int ncid, int varid, int *storagep, PIO_Offset *chunksizesp)
+{
+    CALL(pio_inq_var_chunking, ncid, varid, storagep, chunksizesp);
 }
 
 int PIOc_inq_att(int ncid, int varid, const char *name, nc_type *xtypep, PIO_Offset *lenp)

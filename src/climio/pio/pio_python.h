@@ -5,6 +5,8 @@ int climiopy_pio_init(int fcomm, int num_iotasks, int stride, int base, int rear
 int climiopy_pio_free_iosystem(int iosysid);
 int climiopy_pio_error_handling(int iosysid, int method, int *old_method);
 int climiopy_pio_numiotasks(int iosysid, int *numiotasks);
+int climiopy_pio_iotask(int iosysid, int *iorank, int *active);
+int climiopy_pio_deletefile(int iosysid, const char *path);
 int climiopy_pio_set_hint(int iosysid, const char *hint, const char *value);
 int climiopy_pio_iotype_available(int iotype);
 int climiopy_pio_init_decomp(int iosysid, int pio_type, int ndims, const int *gdimlen, long long maplen,
@@ -32,6 +34,7 @@ int climiopy_pio_inq_var(int ncid, int varid, char *name, int *xtype, int *ndims
 int climiopy_pio_inq_varid(int ncid, const char *name, int *varid);
 int climiopy_pio_inq_var_fill(int ncid, int varid, int *no_fill, void *fill);
 int climiopy_pio_inq_var_deflate(int ncid, int varid, int *shuffle, int *deflate, int *level);
+int climiopy_pio_inq_var_chunking(int ncid, int varid, int *storage, long long *chunks);
 int climiopy_pio_inq_att(int ncid, int varid, const char *name, int *xtype, long long *length, int *attid);
 int climiopy_pio_inq_attname(int ncid, int varid, int attnum, char *name);
 int climiopy_pio_def_dim(int ncid, const char *name, long long length, int *dimid);

@@ -194,6 +194,7 @@ extern "C" {
 /* Errors and logging. */
 int PIOc_strerror(int pioerr, char *errstr);  /* errstr: PIO_MAX_NAME + 1 characters */
 int PIOc_set_log_level(int level);            /* as PIO2 built without logging: accepted, nothing logged */
+int PIOc_set_global_log_level(int iosysid, int level);
 int PIOc_set_iosystem_error_handling(int iosysid, int method, int *old_method);
 int PIOc_Set_IOSystem_Error_Handling(int iosysid, int method);  /* returns the old method */
 int PIOc_iotype_available(int iotype);                         /* 1 or 0 */
@@ -205,6 +206,11 @@ int PIOc_Init_Intracomm_from_F90(int f90_comp_comm, int num_iotasks, int stride,
 int PIOc_free_iosystem(int iosysid);
 int PIOc_finalize(int iosysid);
 int PIOc_get_numiotasks(int iosysid, int *numiotasks);
+int PIOc_iam_iotask(int iosysid, bool *ioproc);
+int PIOc_iotask_rank(int iosysid, int *iorank);       /* -1 on a task that is no I/O task */
+int PIOc_iosystem_is_active(int iosysid, bool *active);
+PIO_Offset PIOc_set_buffer_size_limit(PIO_Offset limit); /* returns the old limit: climio writes each
+                                                            write_darray call at once, so it holds */
 int PIOc_set_hint(int iosysid, const char *hint, const char *hintval);  /* an MPI-IO hint of every later file */
 
 /* Decompositions: compmap gives each local element's offset into the variable (C order, without the record
@@ -237,6 +243,7 @@ int PIOc_enddef(int ncid);
 int PIOc_redef(int ncid);
 int PIOc_set_fill(int ncid, int fillmode, int *old_modep);
 int PIOc_File_is_Open(int ncid);
+int PIOc_deletefile(int iosysid, const char *filename);
 
 /* Inquiry. */
 int PIOc_inq_format(int ncid, int *formatp);
@@ -260,6 +267,7 @@ int PIOc_inq_vardimid(int ncid, int varid, int *dimidsp);
 int PIOc_inq_varnatts(int ncid, int varid, int *nattsp);
 int PIOc_inq_var_fill(int ncid, int varid, int *no_fill, void *fill_valuep);
 int PIOc_inq_var_deflate(int ncid, int varid, int *shufflep, int *deflatep, int *deflate_levelp);
+int PIOc_inq_var_chunking(int ncid, int varid, int *storagep, PIO_Offset *chunksizesp);
 int PIOc_inq_att(int ncid, int varid, const char *name, nc_type *xtypep, PIO_Offset *lenp);
 int PIOc_inq_attid(int ncid, int varid, const char *name, int *idp);
 int PIOc_inq_attlen(int ncid, int varid, const char *name, PIO_Offset *lenp);
