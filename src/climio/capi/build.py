@@ -1,9 +1,11 @@
-"""Build ``libclimio`` and install it with its header and ``climio.pc``.
+"""Build ``libclimio`` and PIO2's API on it, and install them with their headers, modules and package files.
 
     python -m climio.capi.build PREFIX
 
 installs ``PREFIX/lib/libclimio.so`` and ``PREFIX/include/climio.h`` (C), ``PREFIX/lib/libclimiof.so`` and
-``PREFIX/include/climio_io.mod`` (Fortran), ``PREFIX/lib/libclimio_py.so`` and ``PREFIX/lib/pkgconfig/climio.pc``.
+``PREFIX/include/climio_io.mod`` (Fortran), ``PREFIX/lib/libclimio_py.so`` and ``PREFIX/lib/pkgconfig/climio.pc``;
+and PIO2's API (:mod:`climio.pio`): ``libpioc.so`` and ``pio.h``, ``libpiof.so`` and ``pio.mod``, ``pio.pc`` and
+CMake's ``lib/cmake/PIO/PIOConfig.cmake``.
 
 The C API is declared once, in ``include/climio.h``. ``libclimio.so`` is plain C and MPI (``libclimio.c``,
 ``served.c``): with I/O servers in the launch it speaks their protocol itself. Without them (attached mode)
