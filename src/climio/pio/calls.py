@@ -156,16 +156,21 @@ def variable_of(f: PioFile, varid: int) -> Variable:
 
 
 def pio_system(iosysid: int) -> PioSystem:
+    """A system of PIO's calls; any other id cannot be agreed on (its communicator is unknown): the job ends."""
     system = system_of(iosysid, "system")
     if not isinstance(system, PioSystem):
-        raise ClimioError(f"I/O system {iosysid} was made by climio's API, not PIO's")
-    return system
+        from mpi4py import MPI
+
+        from climio.core import mpi
+
+        mpi.abort(MPI.COMM_WORLD, f"climio: I/O system {iosysid} was made by climio's API (climio.h), not PIO's: "
+                  f"pass PIO's calls an id of PIOc_Init_Intracomm", 2)
+    return system  # type: ignore[return-value]
 
 
-def call(system: System, prepare: Callable[[], Callable[[], T]], file: PioFile | None = None,
-         name: str = "") -> tuple[int, T | None]:
+def call(system: System, prepare: Callable[[], Callable[[], T]], name: str) -> tuple[int, T | None]:
     """:func:`climio.capi.calls.run` with PIO's codes; a failed call's line is said once, by the first task."""
-    code, result = run(system, prepare, file, name or prepare.__qualname__.split(".")[0])
+    code, result = run(system, prepare, None, name)
     if code == NOERR:
         return NOERR, result
     if system.comm.Get_rank() == 0:
@@ -199,7 +204,7 @@ def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]]) -> tuple[i
                 raise
         return work
 
-    code, result = call(system, checked, None, prepare.__qualname__.split(".")[0])
+    code, result = call(system, checked, prepare.__qualname__.split(".")[0])
     if failed and failed[0].input is None:
         calls.abandon(failed[0], last_error())  # type: ignore[arg-type]
     return code, result
