@@ -78,11 +78,19 @@ DEFAULT_HANDLER = [INTERNAL_ERROR]  # PIOc_set_iosystem_error_handling(PIO_DEFAU
 @dataclass(eq=False)
 class PioDecomp:
     """A decomposition of PIO: the grid decomposition of its map (0-based offsets, -1 for a hole), the type of the
-    arrays written through it, and the map as given (PIOc_write_nc_decomp writes it back)."""
+    arrays written through it, the map as given (PIOc_write_nc_decomp writes it back), and the rearranger's
+    plans through it (:func:`route`), kept for every file that uses it, as PIO2 keeps its rearranger in the
+    decomposition."""
 
     grid: GridDecomposition
     dtype: np.dtype
     offsets: np.ndarray
+    routes: dict[tuple[str, str, bool], Route] = field(default_factory=dict)
+
+    def free(self) -> None:
+        for r in self.routes.values():
+            r.free()
+        self.routes.clear()
 
 
 @dataclass(eq=False)
@@ -114,8 +122,6 @@ class PioFile(Header):
     no_fill: set[int] = field(default_factory=set)
     chunks: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
     frames: dict[int, int] = field(default_factory=dict)
-    strategies: dict[int, Strategy] = field(default_factory=dict)
-    routes: dict[tuple[int, str, bool], Route] = field(default_factory=dict)
     texts: dict[str, np.ndarray] = field(default_factory=dict)
 
     @property
@@ -249,6 +255,8 @@ def free_iosystem(iosysid: int) -> int:
                 if store is not None:
                     store.close()
         system.files.clear()
+        for d in system.decomps.values():
+            d.free()
         system.decomps.clear()
         system.finalized = True
 
@@ -351,7 +359,15 @@ def init_decomp(iosysid: int, pio_type: int, grid: list[int], offsets: np.ndarra
                             f"outside the {size} elements of the global array {tuple(grid)}", NC_EINVAL)
         decomp = PioDecomp(from_offsets(grid, offsets, system.comm.Get_size(), system.comm.Get_rank()), dtype,
                            offsets.copy())
-        return lambda: system.add(system.decomps, decomp)
+
+        def body() -> int:
+            # The plans of both strategies (the I/O tasks', one writer's) both ways now, as PIO2 sets up its
+            # rearranger here rather than in a file's first write or read.
+            for one_writer in (False, True) if system.strategy(False) != "root" else (False,):
+                for reading in (False, True):
+                    route(system, decomp, one_writer, dtype, None if reading else default_fill({}, dtype), reading)
+            return system.add(system.decomps, decomp)
+        return body
 
     code, ioid = call(system, prepare, name="PIOc_InitDecomp")
     return code, ioid or system.no_id
@@ -373,7 +389,7 @@ def freedecomp(iosysid: int, ioid: int) -> int:
 
     def prepare() -> Callable[[], None]:
         decomp_of(system, ioid)
-        return lambda: system.decomps.pop(ioid) and None
+        return lambda: system.decomps.pop(ioid).free()
 
     return call(system, prepare, name="PIOc_freedecomp")[0]
 
@@ -524,8 +540,6 @@ def closefile(ncid: int) -> int:
     def prepare(f: PioFile) -> Callable[[], None]:
         def body() -> None:
             system.files.pop(ncid)
-            for route in {id(r): r for r in f.routes.values()}.values():
-                route.free()
             if f.defining:
                 raise CallError(f"{f.path}: closed in define mode: call PIOc_enddef first; nothing was written",
                                 NC_EINDEFINE)
@@ -945,17 +959,16 @@ def setframe(ncid: int, varid: int, frame: int | None) -> int:
     return on_file(ncid, prepare)[0]
 
 
-def route(f: PioFile, ioid: int, d: PioDecomp, dtype: np.dtype, fill: object, reading: bool) -> Route:
-    """The rearranger's plan between decomposition ``ioid`` and the I/O tasks' pieces (built once per file,
-    decomposition, type and fill)."""
-    key = (ioid, f"{dtype.str}:{fill!r}", reading)
-    if key not in f.routes:
-        if ioid not in f.strategies:
-            name = "root" if reading and f.one_writer else f.system.strategy(f.one_writer)
-            tasks = () if name == "root" else f.system.iotasks
-            f.strategies[ioid] = Strategy(name, tasks, None, tuple(f.system.hints.items()))
-        f.routes[key] = f.strategies[ioid].route(f.system.comm, d.grid, None, dtype, fill=fill, reading=reading)
-    return f.routes[key]
+def route(system: PioSystem, d: PioDecomp, one_writer: bool, dtype: np.dtype, fill: object,
+          reading: bool) -> Route:
+    """The rearranger's plan between decomposition ``d`` and the I/O tasks' pieces (one task's, for a file of one
+    writer), built once per decomposition, strategy, type and fill (collective)."""
+    name = system.strategy(one_writer)
+    key = (name, f"{dtype.str}:{fill!r}", reading)
+    if key not in d.routes:
+        strategy = Strategy(name, () if name == "root" else system.iotasks, None, ())
+        d.routes[key] = strategy.route(system.comm, d.grid, None, dtype, fill=fill, reading=reading)
+    return d.routes[key]
 
 
 def darray_target(f: PioFile, varid: int, d: PioDecomp) -> tuple[Variable, bool]:
@@ -1013,7 +1026,7 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
 
         def body() -> None:
             for v, frame, local, fill_value in work:
-                pieces = route(f, ioid, d, v.dtype, fill_value, False).gather(local)
+                pieces = route(f.system, d, f.one_writer, v.dtype, fill_value, False).gather(local)
                 if frame is None:
                     store.write_many([(v.name, data, slab) for data, slab in pieces])
                     if f.has_records(v):  # the decomposition holds the records
@@ -1047,17 +1060,22 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
                             f"(PIOc_setframe)", NC_EINVALCOORDS)
         out = memory(d.dtype, arraylen)[:n]
         points = d.offsets >= 0
+        holes = not points.all()
         where = f"{f.path}: variable '{v.name}'"
 
         def body() -> None:
-            r = route(f, ioid, d, v.dtype, None, True)
+            r = route(f.system, d, f.one_writer, v.dtype, None, True)
             raw = np.full(n, default_fill(v.attrs, v.dtype), v.dtype)
             r.read(store, v.name, frame)
             r.scatter(raw)
-            problems = [p for p in f.system.comm.allgather(_range_problem(raw[points], out.dtype)) if p]
-            if problems:
-                raise CallError(f"{where} read into {out.dtype.name}: {problems[0]}", NC_ERANGE)
-            out[points] = raw[points]
+            if not np.can_cast(v.dtype, out.dtype):  # a narrower type: every value is checked first
+                problems = [p for p in f.system.comm.allgather(_range_problem(raw[points], out.dtype)) if p]
+                if problems:
+                    raise CallError(f"{where} read into {out.dtype.name}: {problems[0]}", NC_ERANGE)
+            if holes:
+                out[points] = raw[points]
+            else:
+                out[...] = raw
         return body
 
     return on_file(ncid, prepare)[0]
