@@ -5,8 +5,10 @@ usage: python scripts/pio_compare.py REF_DIR TEST_DIR [--ignore-values VAR ...] 
 Every netCDF file (found by its magic bytes, not its name) directly in either directory is compared:
 the same file names; for each file the same format, global attributes, dimensions (name, length,
 unlimited), variables (name, type, dimensions, attributes, values byte for byte) and groups, in the
-same order. Attributes named ``history`` are left out. ``--ignore-values`` leaves out the values of
-the named variables (a program that writes the date), not their definitions.
+same order. Attributes named ``history`` are left out, and the global attributes by which a decomposition
+file (PIOc_write_nc_decomp's) names the library and code that wrote it (``PIO_library_version``,
+``source``, ``backtrace``), whose values are the writer's, not the data's. ``--ignore-values`` leaves out
+the values of the named variables (a program that writes the date), not their definitions.
 
 Values a file leaves undefined are not compared: in a netCDF-4 file written without fill values (PIO
 creates every file in NOFILL mode), the chunks HDF5 never allocated, or a contiguous variable with no
@@ -28,6 +30,7 @@ import numpy as np
 
 MAGIC = (b"CDF\x01", b"CDF\x02", b"CDF\x05", b"\x89HDF\r\n\x1a\n")
 SKIP_ATTRS = {"history"}
+WRITER_ATTRS = {"PIO_library_version", "source", "backtrace"}  # a decomposition file's, naming its writer
 
 
 class Differs(Exception):
@@ -164,8 +167,9 @@ def type_name(value):
 
 
 def compare_attrs(where, ref, test, names):
-    ref_names = [n for n in ref.ncattrs() if n not in SKIP_ATTRS]
-    test_names = [n for n in test.ncattrs() if n not in SKIP_ATTRS]
+    skip = SKIP_ATTRS | (WRITER_ATTRS if "PIO_library_version" in ref.ncattrs() else set())
+    ref_names = [n for n in ref.ncattrs() if n not in skip]
+    test_names = [n for n in test.ncattrs() if n not in skip]
     if ref_names != test_names:
         missing = [n for n in ref_names if n not in test_names]
         extra = [n for n in test_names if n not in ref_names]

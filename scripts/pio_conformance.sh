@@ -159,6 +159,69 @@ Cflags: -I\${prefix}/include $nc_cflags -I$pn_inc
 Libs: -L\${prefix}/lib -Wl,-rpath,\${prefix}/lib -lpioc $nc_libs -L$pn_libdir -lpnetcdf
 EOF
 
+# PIO2's examples and cunit tests include PIO2's private headers pio_internal.h and pio_error.h, for the error
+# macros of its tests (ERR, MPIERR, AERR, PBAIL), one constant and one helper of its library. climio installs
+# PIO2's public API only, so the programs built against climio get these from here: headers and a small
+# library written for this harness (an archive, so that a program that defines err_buffer itself keeps its own).
+shim="$work/climio-shim"
+mkdir -p "$shim"
+cat > "$shim/pio_error.h" <<'SHIM'
+/* The error macros of PIO2's test programs, for building them against climio (scripts/pio_conformance.sh). */
+#ifndef CLIMIO_PIO_TEST_ERROR_H
+#define CLIMIO_PIO_TEST_ERROR_H
+#include <config.h>
+#include <pio.h>
+#define ERR(e) do { fprintf(stderr, "%d Error %d in %s, line %d\n", my_rank, e, __FILE__, __LINE__); \
+                     MPI_Finalize(); return e; } while (0)
+#define PBAIL(e) do { fprintf(stderr, "%d Error %d in %s, line %d\n", my_rank, e, __FILE__, __LINE__); \
+                      ret = e; goto exit; } while (0)
+#define AERR(e) do { fprintf(stderr, "%d Async Error %d in %s, line %d\n", my_rank, e, __FILE__, __LINE__); \
+                     PIOc_free_iosystem(iosysid); return e; } while (0)
+#define MPIERR(e) do { MPI_Error_string(e, err_buffer, &resultlen); \
+                       fprintf(stderr, "MPI error, line %d, file %s: %s\n", __LINE__, __FILE__, err_buffer); \
+                       MPI_Finalize(); return PIO_EIO; } while (0)
+extern char err_buffer[MPI_MAX_ERROR_STRING];
+extern int resultlen;
+#endif
+SHIM
+cat > "$shim/pio_internal.h" <<'SHIM'
+/* What PIO2's test programs take from PIO2's private header, for building them against climio. */
+#ifndef CLIMIO_PIO_TEST_INTERNAL_H
+#define CLIMIO_PIO_TEST_INTERNAL_H
+#include <stdint.h>
+#include <pio_error.h>
+#define NETCDF_INT_FLOAT_SIZE 4  /* bytes of an NC_INT or NC_FLOAT */
+int find_mpi_type(int pio_type, MPI_Datatype *mpi_type, int *type_size);  /* MPI type and size of a netCDF type */
+/* climio's libpioc has these two of PIO2's private calls, which its tests use */
+int PIOc_put_vars_tc(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
+                     nc_type xtype, const void *buf);
+int PIOc_get_vars_tc(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
+                     nc_type xtype, void *buf);
+#endif
+SHIM
+cat > "$shim/shim_errors.c" <<'SHIM'
+#include <mpi.h>
+char err_buffer[MPI_MAX_ERROR_STRING];
+int resultlen;
+SHIM
+cat > "$shim/shim_types.c" <<'SHIM'
+#include <pio.h>
+int find_mpi_type(int pio_type, MPI_Datatype *mpi_type, int *type_size)
+{
+    MPI_Datatype types[] = {MPI_DATATYPE_NULL, MPI_BYTE, MPI_CHAR, MPI_SHORT, MPI_INT, MPI_FLOAT, MPI_DOUBLE,
+                            MPI_UNSIGNED_CHAR, MPI_UNSIGNED_SHORT, MPI_UNSIGNED, MPI_LONG_LONG,
+                            MPI_UNSIGNED_LONG_LONG};
+    int sizes[] = {0, 1, 1, 2, 4, 4, 8, 1, 2, 4, 8, 8};
+    if (pio_type < PIO_BYTE || pio_type > PIO_UINT64)
+        return PIO_EBADTYPE;
+    if (mpi_type)
+        *mpi_type = types[pio_type];
+    if (type_size)
+        *type_size = sizes[pio_type];
+    return PIO_NOERR;
+}
+SHIM
+
 # The config.h PIO's own build makes, for the programs that include it (C and Fortran preprocessors alike).
 common="$work/common"
 mkdir -p "$common"
@@ -255,6 +318,16 @@ mkdir -p "$bin/pio2" "$bin/climio"
 pc_dir() { if [ "$1" = pio2 ]; then echo "$pio2/pkgconfig"; else echo "$climio_prefix/lib/pkgconfig"; fi; }
 pio_flags() { PKG_CONFIG_PATH="$(pc_dir "$1")" pkg-config "--$2" pio; }
 
+# The test programs' shim library for the climio side (see climio-shim above), against climio's pio.h.
+if [ -f "$(pc_dir climio)/pio.pc" ]; then
+    # shellcheck disable=SC2046
+    for s in errors types; do
+        mpicc -std=c99 -c $(pio_flags climio cflags) "$shim/shim_$s.c" -o "$shim/shim_$s.o" || exit 2
+    done
+    rm -f "$shim/libpioshim.a"
+    ar rcs "$shim/libpioshim.a" "$shim/shim_errors.o" "$shim/shim_types.o" || exit 2
+fi
+
 first_error() {  # LOG: the first line that tells what went wrong (not the echoed command)
     grep -v -E '^\+ |^[[:space:]]*$' "$1" | grep -m1 -E 'error|Error|undefined reference|cannot find|No such file' \
         || grep -v -E '^\+ |^[[:space:]]*$' "$1" | head -n1 | grep . || echo "(no output)"
@@ -278,14 +351,20 @@ build() {
     for s in $sources; do objs+=("$src/$s"); done
     # PIO2's programs include PIO2's internal headers (pio_internal.h, pio_error.h), which PIO's own build
     # finds in src/clib; climio's build gets only what climio installs.
-    [ "$side" = pio2 ] && extra+=("-I$src/src/clib")
+    local shim_lib=()
+    if [ "$side" = pio2 ]; then
+        extra+=("-I$src/src/clib")
+    elif [ "$kind" = c ]; then
+        extra+=("-I$shim")
+        shim_lib=("$shim/libpioshim.a")
+    fi
     {
         if [ "$kind" = c ]; then
             echo "+ mpicc -std=c99 -g -O0 -I$common -I$src/examples/c -I$src/tests/cunit $cflags ${extra[*]}" \
                  "${objs[*]} -o $exe $libs"
             # shellcheck disable=SC2086
             mpicc -std=c99 -g -O0 -I"$common" -I"$src/examples/c" -I"$src/tests/cunit" $cflags "${extra[@]}" \
-                "${objs[@]}" -o "$bin/$side/$exe" $libs
+                "${objs[@]}" "${shim_lib[@]}" -o "$bin/$side/$exe" $libs
         else
             case " $libs " in *" -lpiof "*) ;; *) libs="-lpiof $libs" ;; esac
             # pioperf: its read-back check too (DOREAD), and GPTL for its timers.

@@ -61,12 +61,13 @@ def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path: Path, n
         with netCDF4.Dataset(tmp_path / f"{name}.nc") as ds:
             ds.set_auto_mask(False)
             assert ds.data_model == data_model, name
-            assert {d: len(n) for d, n in ds.dimensions.items()} == {"time": NSTEPS, "y": NY, "x": NX, "nchar": 4}
+            assert {d: len(n) for d, n in ds.dimensions.items()} == {"time": NSTEPS, "y": NY, "x": NX, "nchar": 4,
+                                                                      "nchar2": 2}
             assert ds.dimensions["time"].isunlimited()
             assert [(v.name, v.dtype, v.dimensions) for v in ds.variables.values()] == [
                 ("T", np.float32, ("time", "y", "x")), ("I", np.int32, ("time", "y", "x")),
                 ("lat", np.float64, ("y",)), ("label", np.dtype("S1"), ("nchar",)), ("area", np.float64, ("y", "x")),
-                ("R", np.int32, ("time", "y", "x"))]
+                ("R", np.int32, ("time", "y", "x")), ("count", np.int32, ("nchar2",))]
             for var in ("T", "I", "area", "lat", "R"):
                 assert np.array_equal(ds[var][:], want[var]), (name, var)
             assert ds["label"][:].tobytes() == b"abcd"

@@ -122,6 +122,14 @@ int main(int argc, char **argv)
         CHECK(PIOc_def_var(ncid, "label", PIO_CHAR, 1, &dim[3], &label));
         CHECK(PIOc_def_var(ncid, "area", PIO_DOUBLE, 2, &dim[1], &area));
         CHECK(PIOc_def_var(ncid, "R", PIO_INT, 3, dim, &r));
+        int spare;  /* a dimension and a variable renamed, an attribute renamed and deleted */
+        CHECK(PIOc_def_dim(ncid, "spare_dim", 2, &spare));
+        CHECK(PIOc_rename_dim(ncid, spare, "nchar2"));
+        CHECK(PIOc_def_var(ncid, "spare", PIO_INT, 1, &spare, &spare));
+        CHECK(PIOc_rename_var(ncid, spare, "count"));
+        CHECK(PIOc_put_att_text(ncid, PIO_GLOBAL, "draft", 2, "no"));
+        CHECK(PIOc_rename_att(ncid, PIO_GLOBAL, "draft", "note"));
+        CHECK(PIOc_del_att(ncid, PIO_GLOBAL, "note"));
         float t_fill = -999.0f;
         int i_fill = -1, range[2] = {-100000, 0};
         short version = 2;
@@ -168,6 +176,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < maplen3; k++)
             rdata[k] = 7 * (int)map3[k];
         CHECK(PIOc_write_darray(ncid, r, ioid_r3, maplen3, rdata, NULL));
+        CHECK(PIOc_put_vard_int(ncid, i, ioid_i, NSTEPS - 1, idata)); /* the last record again, through vard */
         CHECK(PIOc_sync(ncid));
         /* read back through the open file */
         float back[MAXLOCAL];
@@ -181,7 +190,7 @@ int main(int argc, char **argv)
         CHECK(PIOc_openfile(iosysid, &ncid, &iotype, path, PIO_NOWRITE));
         int ndims, nvars, natts, unlimdim, format, varid, xtype, vdims[4], nvatts, attid;
         CHECK(PIOc_inq(ncid, &ndims, &nvars, &natts, &unlimdim));
-        EXPECT(ndims == 4 && nvars == 6 && natts == 2 && unlimdim == 0);
+        EXPECT(ndims == 5 && nvars == 7 && natts == 2 && unlimdim == 0);
         CHECK(PIOc_inq_format(ncid, &format));
         EXPECT(format == (netcdf4 ? NC_FORMAT_NETCDF4 : cases[c].flags == PIO_64BIT_DATA ? NC_FORMAT_CDF5
                           : cases[c].flags == PIO_64BIT_OFFSET ? NC_FORMAT_64BIT_OFFSET : NC_FORMAT_CLASSIC));
@@ -200,7 +209,7 @@ int main(int argc, char **argv)
         CHECK(PIOc_inq_ndims(ncid, &ndims));
         CHECK(PIOc_inq_nvars(ncid, &nvars));
         CHECK(PIOc_inq_natts(ncid, &natts));
-        EXPECT(ndims == 4 && nvars == 6 && natts == 2);
+        EXPECT(ndims == 5 && nvars == 7 && natts == 2);
         CHECK(PIOc_inq_varid(ncid, "T", &varid));
         CHECK(PIOc_inq_var(ncid, varid, name, &xtype, &ndims, vdims, &nvatts));
         EXPECT(strcmp(name, "T") == 0 && xtype == PIO_FLOAT && ndims == 3 && vdims[0] == 0 && vdims[2] == 2);
@@ -261,6 +270,10 @@ int main(int argc, char **argv)
         char text[5] = "";
         CHECK(PIOc_get_var_text(ncid, label, text));
         EXPECT(strncmp(text, "abcd", 4) == 0);
+        int vback[MAXLOCAL];
+        CHECK(PIOc_get_vard_int(ncid, i, ioid_i, 1, vback));
+        for (int k = 0; k < maplen; k++)
+            EXPECT(point[k] < 0 || vback[k] == i_value(1, point[k]));
         int rback[NSTEPS * NY * NX];
         CHECK(PIOc_read_darray(ncid, r, ioid_r3, maplen3, rback));
         for (int k = 0; k < maplen3; k++)

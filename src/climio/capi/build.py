@@ -114,7 +114,8 @@ def netcdf_flags() -> dict[str, list[str]]:
                                 text=True).stdout.strip()
     if not include or not os.path.isfile(os.path.join(include, "netcdf.h")):
         raise SystemExit("climio install: no netcdf.h for PIO's header: set NETCDF4_INCDIR and NETCDF4_LIBDIR")
-    return {"cflags": [f"-I{include}"], "libs": [f"-L{libdir}", f"-Wl,-rpath,{libdir}", "-lnetcdf"]}
+    # PnetCDF too: PIO2's programs may call it beside PIO (PIO2's own library links it)
+    return {"cflags": [f"-I{include}"], "libs": [f"-L{libdir}", f"-Wl,-rpath,{libdir}", "-lnetcdf", "-lpnetcdf"]}
 
 
 def build_fortran(prefix: Path) -> bool:

@@ -190,10 +190,12 @@ def write_map_text(path: str, m: PioMap, *, fortran_order: bool = False) -> None
         raise _write_error(path, err) from err
 
 
-def write_map_netcdf(path: str, m: PioMap, *, title: str = "", history: str = "") -> None:
+def write_map_netcdf(path: str, m: PioMap, *, title: str = "", history: str = "",
+                     file_format: str = "NETCDF3_64BIT_OFFSET") -> None:
     """Write ``m`` laid out as ``PIOc_write_nc_decomp`` does (same dimensions, variables, types, attribute
     names and order, NUL-terminated text), so ``PIOc_read_nc_decomp`` reads it. ``title`` and ``history`` are
-    written only when given, and must fit PIO's buffers (at most 256 bytes)."""
+    written only when given, and must fit PIO's buffers (at most 256 bytes). ``file_format``: netCDF4-python's
+    name of the file's format (PIO takes it from its create mode)."""
     import netCDF4
 
     from climio import __version__
@@ -216,7 +218,7 @@ def write_map_netcdf(path: str, m: PioMap, *, title: str = "", history: str = ""
               ("array_order", "C"),
               ("backtrace", "climio.model.piomap.write_map_netcdf\n")]
     # A map_element of length 0 is NC_UNLIMITED to netCDF-C, legal as map's second dimension only in netCDF-4.
-    fmt = "NETCDF3_64BIT_OFFSET" if max_maplen else "NETCDF4_CLASSIC"
+    fmt = file_format if max_maplen else "NETCDF4_CLASSIC"
     try:
         dataset = netCDF4.Dataset(path, "w", format=fmt, clobber=True)
     except OSError as err:

@@ -129,7 +129,7 @@ def attach(ffi: Any) -> None:
     @extern
     def write_nc_decomp(iosysid: int, path: Any, cmode: int, ioid: int, title: Any, history: Any,
                         fortran_order: int) -> int:
-        return calls.write_nc_decomp(iosysid, text(path), ioid, text(title), text(history), bool(fortran_order))
+        return calls.write_nc_decomp(iosysid, text(path), cmode, ioid, text(title), text(history))
 
     @extern
     def read_nc_decomp(iosysid: int, path: Any, ioid: Any, fcomm: int, pio_type: int, title: Any, history: Any,
@@ -266,6 +266,10 @@ def attach(ffi: Any) -> None:
         return code
 
     @extern
+    def rename(ncid: int, what: int, ident: int, name: Any, newname: Any) -> int:
+        return calls.rename(ncid, what, ident, text(name), text(newname) if given(newname) else None)
+
+    @extern
     def def_dim(ncid: int, name: Any, length: int, dimid: Any) -> int:
         code, dimid[0] = calls.def_dim(ncid, text(name), length)
         return code
@@ -334,15 +338,24 @@ def attach(ffi: Any) -> None:
 
     @extern
     def write_darray(ncid: int, nvars: int, varids: Any, ioid: int, arraylen: int, array: Any, frames: Any,
-                     fills: Any) -> int:
+                     fills: Any, memtype: int, own_type: int) -> int:
         def fill_values(dtype: np.dtype) -> list[np.ndarray | None]:
             if not given(fills):
                 return [None] * nvars
             return [numbers(fills[k], 1, dtype).copy() if given(fills[k]) else None for k in range(nvars)]
         ids = numbers(varids, nvars, "i4").tolist()
         frame_list = numbers(frames, nvars, "i4").tolist() if given(frames) else None
-        return calls.write_darray(ncid, ids, ioid, arraylen, memory(array, 0), frame_list, fill_values)
+        length = arraylen if arraylen >= 0 else local_length(ioid)
+        return calls.write_darray(ncid, ids, ioid, length, memory(array, memtype), frame_list, fill_values,
+                                  bool(own_type))
 
     @extern
-    def read_darray(ncid: int, varid: int, ioid: int, arraylen: int, array: Any) -> int:
-        return calls.read_darray(ncid, varid, ioid, arraylen, memory(array, 0))
+    def read_darray(ncid: int, varid: int, ioid: int, arraylen: int, array: Any, frame: int, memtype: int,
+                    own_type: int) -> int:
+        length = arraylen if arraylen >= 0 else local_length(ioid)
+        return calls.read_darray(ncid, varid, ioid, length, memory(array, memtype), None if frame < 0 else frame,
+                                 bool(own_type))
+
+    def local_length(ioid: int) -> int:
+        """A decomposition's local length (0 for a bad id, which the call then refuses on every task)."""
+        return calls.local_size(ioid)[1]

@@ -407,7 +407,7 @@ def local_size(ioid: int) -> tuple[int, int]:
     return (NOERR, len(found.offsets)) if isinstance(found, PioDecomp) else (NC_EBADID, 0)
 
 
-def write_nc_decomp(iosysid: int, path: str, ioid: int, title: str, history: str, fortran_order: bool) -> int:
+def write_nc_decomp(iosysid: int, path: str, cmode: int, ioid: int, title: str, history: str) -> int:
     """The decomposition as PIO's netCDF decomposition file: every task's map as given, holes included (the
     first task writes it)."""
     system = pio_system(iosysid)
@@ -421,7 +421,7 @@ def write_nc_decomp(iosysid: int, path: str, ioid: int, title: str, history: str
             if system.comm.Get_rank() == 0:
                 try:
                     piomap.write_map_netcdf(path, piomap.from_offsets(d.grid.grid, maps), title=title,
-                                            history=history)
+                                            history=history, file_format=decomp_format(cmode))
                 except ClimioError as err:
                     fault = str(err)
             fault = system.comm.bcast(fault, root=0)
@@ -430,6 +430,14 @@ def write_nc_decomp(iosysid: int, path: str, ioid: int, title: str, history: str
         return body
 
     return call(system, prepare, name="PIOc_write_nc_decomp")[0]
+
+
+def decomp_format(cmode: int) -> str:
+    """The format of a decomposition file of create mode ``cmode``, as PIO makes it."""
+    if cmode & NC_NETCDF4:
+        return "NETCDF4_CLASSIC" if cmode & NC_CLASSIC_MODEL else "NETCDF4"
+    return "NETCDF3_64BIT_DATA" if cmode & NC_64BIT_DATA else \
+        "NETCDF3_64BIT_OFFSET" if cmode & NC_64BIT_OFFSET else "NETCDF3_CLASSIC"
 
 
 def read_nc_decomp(iosysid: int, path: str, pio_type: int) -> tuple[int, int, str, str, int]:
@@ -730,6 +738,41 @@ def def_var(ncid: int, name: str, xtype: int, dimids: list[int]) -> tuple[int, i
     return code, varid if varid is not None else -1
 
 
+RENAME_DIM, RENAME_VAR, RENAME_ATT = 0, 1, 2  # libpioc.c's
+
+
+def rename(ncid: int, what: int, ident: int, name: str, newname: str | None) -> int:
+    """Rename a dimension, a variable or an attribute (in define mode), or delete the attribute (no new name)."""
+    def prepare(f: PioFile) -> Callable[[], None]:
+        call_name = ("PIOc_rename_dim", "PIOc_rename_var", "PIOc_del_att" if newname is None else
+                     "PIOc_rename_att")[what]
+        defining(f, call_name)
+        if newname is not None:
+            check_name(newname, f"{f.path}: {call_name}: new")
+        if what == RENAME_DIM:
+            dim_of(f, ident)  # it exists
+            if any(n == newname for n, _ in f.dims):
+                raise CallError(f"{f.path}: dimension '{newname}' is already defined", NC_ENAMEINUSE)
+            return lambda: f.dims.__setitem__(ident, (str(newname), f.dims[ident][1]))
+        if what == RENAME_VAR:
+            v = variable_of(f, ident)
+            if any(w.name == newname for w in f.variables):
+                raise CallError(f"{f.path}: variable '{newname}' is already defined", NC_ENAMEINUSE)
+            return lambda: setattr(v, "name", newname)
+        _, attrs = f.target(ident)
+        attribute(f, ident, name)  # it exists
+        if newname is not None and newname in attrs:
+            raise CallError(f"{f.path}: attribute '{newname}' is already defined", NC_ENAMEINUSE)
+
+        def body() -> None:
+            items = [(newname if k == name else k, value) for k, value in attrs.items() if newname or k != name]
+            attrs.clear()
+            attrs.update(items)
+        return body
+
+    return on_file(ncid, prepare)[0]
+
+
 def def_var_fill(ncid: int, varid: int, no_fill: int, fill: Callable[[np.dtype], np.ndarray] | None) -> int:
     """Fill a variable with ``fill`` (its ``_FillValue``), or leave it unfilled."""
     def prepare(f: PioFile) -> Callable[[], None]:
@@ -992,9 +1035,10 @@ def darray_target(f: PioFile, varid: int, d: PioDecomp) -> tuple[Variable, bool]
 
 
 def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
-                 memory: Callable[[np.dtype, int], np.ndarray], frames: list[int] | None,
-                 fills: Callable[[np.dtype], list[np.ndarray | None]]) -> int:
-    """One record of each variable from this task's elements (``arraylen`` each, in the decomposition's type)."""
+                 memory: Callable[[np.dtype, int], np.ndarray | None], frames: list[int] | None,
+                 fills: Callable[[np.dtype], list[np.ndarray | None]], own_type: bool = False) -> int:
+    """One record of each variable from this task's elements (``arraylen`` each, in the decomposition's type, or
+    with ``own_type`` the variable's: PIOc_put_vard)."""
     def prepare(f: PioFile) -> Callable[[], None]:
         if f.defining:
             raise CallError(f"{f.path}: PIOc_write_darray in define mode: call PIOc_enddef first", NC_EINDEFINE)
@@ -1006,8 +1050,12 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
         if arraylen < n:
             raise CallError(f"{f.path}: array of {arraylen} elements on task {f.system.comm.Get_rank()}, but the "
                             f"decomposition gives it {n}", NC_EINVAL)
-        array = memory(d.dtype, arraylen * len(varids)).reshape(len(varids), arraylen)
-        given_fills = fills(d.dtype)
+        own = variable_of(f, varids[0]).dtype if own_type else d.dtype
+        given = memory(own, arraylen * len(varids))
+        if given is None:
+            raise CallError(f"{f.path}: a memory type PIO's calls do not have", NC_EBADTYPE)
+        array = given.reshape(len(varids), arraylen)
+        given_fills = fills(array.dtype)
         work = []
         for k, varid in enumerate(varids):
             v, framed = darray_target(f, varid, d)
@@ -1041,9 +1089,11 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
 
 
 def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
-                memory: Callable[[np.dtype, int], np.ndarray]) -> int:
-    """One record (the variable's frame) of a variable into this task's elements; those that are no point (holes)
-    keep what the caller's array held, as in PIO2."""
+                memory: Callable[[np.dtype, int], np.ndarray | None], frame: int | None = None,
+                own_type: bool = False) -> int:
+    """One record (``frame``, else the variable's frame) of a variable into this task's elements (in the
+    decomposition's type, or with ``own_type`` the variable's); those that are no point (holes) keep what the
+    caller's array held, as in PIO2."""
     def prepare(f: PioFile) -> Callable[[], None]:
         if f.defining:
             raise CallError(f"{f.path}: PIOc_read_darray in define mode: call PIOc_enddef first", NC_EINDEFINE)
@@ -1054,11 +1104,14 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
             raise CallError(f"{f.path}: array of {arraylen} elements on task {f.system.comm.Get_rank()}, but the "
                             f"decomposition gives it {n}", NC_EINVAL)
         v, framed = darray_target(f, varid, d)
-        frame = f.frames.get(varid, 0) if framed else None
-        if frame is not None and not 0 <= frame < f.records:
-            raise CallError(f"{f.path}: variable '{v.name}' has {f.records} records, not frame {frame} "
+        record = (f.frames.get(varid, 0) if frame is None else frame) if framed else None
+        if record is not None and not 0 <= record < f.records:
+            raise CallError(f"{f.path}: variable '{v.name}' has {f.records} records, not frame {record} "
                             f"(PIOc_setframe)", NC_EINVALCOORDS)
-        out = memory(d.dtype, arraylen)[:n]
+        given = memory(v.dtype if own_type else d.dtype, arraylen)
+        if given is None:
+            raise CallError(f"{f.path}: a memory type PIO's calls do not have", NC_EBADTYPE)
+        out = given[:n]
         points = d.offsets >= 0
         holes = not points.all()
         where = f"{f.path}: variable '{v.name}'"
@@ -1066,7 +1119,7 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
         def body() -> None:
             r = route(f.system, d, f.one_writer, v.dtype, None, True)
             raw = np.full(n, default_fill(v.attrs, v.dtype), v.dtype)
-            r.read(store, v.name, frame)
+            r.read(store, v.name, record)
             r.scatter(raw)
             if not np.can_cast(v.dtype, out.dtype):  # a narrower type: every value is checked first
                 problems = [p for p in f.system.comm.allgather(_range_problem(raw[points], out.dtype)) if p]

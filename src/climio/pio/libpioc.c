@@ -11,10 +11,14 @@
 
 int PIOc_openfile_retry(int iosysid, int *ncidp, int *iotype, const char *filename, int mode, int retry,
                         int use_ext_ncid);
+int PIOc_put_vars_tc(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
+                     nc_type xtype, const void *buf);
+int PIOc_get_vars_tc(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
+                     nc_type xtype, void *buf);
 
 #define PYTHON_CALLS(X)                                                                                        \
     X(pio_init) X(pio_free_iosystem) X(pio_error_handling) X(pio_numiotasks) X(pio_iotask) X(pio_deletefile)  \
-    X(pio_set_hint) X(pio_inq_var_chunking)                                                                   \
+    X(pio_set_hint) X(pio_inq_var_chunking) X(pio_rename)                                                     \
     X(pio_iotype_available) X(pio_init_decomp) X(pio_init_decomp_blocks) X(pio_freedecomp) X(pio_local_size) \
     X(pio_write_nc_decomp) X(pio_read_nc_decomp) X(pio_createfile) X(pio_openfile) X(pio_closefile)           \
     X(pio_sync) X(pio_enddef) X(pio_redef) X(pio_set_fill) X(pio_file_is_open) X(pio_inq) X(pio_inq_dim)      \
@@ -454,6 +458,29 @@ int PIOc_inq_attname(int ncid, int varid, int attnum, char *name)
 
 /* ------------------------------------------------------------------------------------ definitions */
 
+/* what climiopy_pio_rename renames: a dimension, a variable, an attribute, or (a NULL name) deletes */
+enum { RENAME_DIM, RENAME_VAR, RENAME_ATT };
+
+int PIOc_rename_dim(int ncid, int dimid, const char *name)
+{
+    CALL(pio_rename, ncid, RENAME_DIM, dimid, name, name);
+}
+
+int PIOc_rename_var(int ncid, int varid, const char *name)
+{
+    CALL(pio_rename, ncid, RENAME_VAR, varid, name, name);
+}
+
+int PIOc_rename_att(int ncid, int varid, const char *name, const char *newname)
+{
+    CALL(pio_rename, ncid, RENAME_ATT, varid, name, newname);
+}
+
+int PIOc_del_att(int ncid, int varid, const char *name)
+{
+    CALL(pio_rename, ncid, RENAME_ATT, varid, name, NULL);
+}
+
 int PIOc_def_dim(int ncid, const char *name, PIO_Offset len, int *idp)
 {
     CALL(pio_def_dim, ncid, name, len, idp);
@@ -612,17 +639,63 @@ int PIOc_advanceframe(int ncid, int varid)
 
 int PIOc_write_darray(int ncid, int varid, int ioid, PIO_Offset arraylen, void *array, void *fillvalue)
 {
-    CALL(pio_write_darray, ncid, 1, &varid, ioid, arraylen, array, NULL, &fillvalue);
+    CALL(pio_write_darray, ncid, 1, &varid, ioid, arraylen, array, NULL, &fillvalue, 0, 0);
 }
 
 int PIOc_write_darray_multi(int ncid, const int *varids, int ioid, int nvars, PIO_Offset arraylen, void *array,
                             const int *frame, void **fillvalue, bool flushtodisk)
 {
     (void)flushtodisk; /* every write is on its way to disk when the call returns */
-    CALL(pio_write_darray, ncid, nvars, varids, ioid, arraylen, array, frame, fillvalue);
+    CALL(pio_write_darray, ncid, nvars, varids, ioid, arraylen, array, frame, fillvalue, 0, 0);
 }
 
 int PIOc_read_darray(int ncid, int varid, int ioid, PIO_Offset arraylen, void *array)
 {
-    CALL(pio_read_darray, ncid, varid, ioid, arraylen, array);
+    CALL(pio_read_darray, ncid, varid, ioid, arraylen, array, -1, 0, 0);
+}
+
+/* The vard family (PnetCDF's put_vard in PIO2): record recnum of a variable through a decomposition, in the
+ * variable's type (untyped) or the call's. */
+static int vard(int ncid, int varid, int decompid, PIO_Offset recnum, int memtype, const void *buf, int write)
+{
+    int frame = (int)recnum;
+    if (!bound())
+        return PIO_EIO;
+    return write ? py.pio_write_darray(ncid, 1, &varid, decompid, -1, buf, &frame, NULL, memtype, memtype == 0)
+                 : py.pio_read_darray(ncid, varid, decompid, -1, (void *)buf, recnum, memtype, memtype == 0);
+}
+
+int PIOc_put_vard(int ncid, int varid, int decompid, const PIO_Offset recnum, const void *buf)
+{
+    return vard(ncid, varid, decompid, recnum, 0, buf, 1);
+}
+
+int PIOc_get_vard(int ncid, int varid, int decompid, const PIO_Offset recnum, void *buf)
+{
+    return vard(ncid, varid, decompid, recnum, 0, buf, 0);
+}
+
+#define DEFINE_TYPED_VARD(t, ctype, nctype)                                                                    \
+    int PIOc_put_vard_##t(int ncid, int varid, int decompid, const PIO_Offset recnum, const ctype *op)         \
+    {                                                                                                          \
+        return vard(ncid, varid, decompid, recnum, nctype, op, 1);                                            \
+    }                                                                                                          \
+    int PIOc_get_vard_##t(int ncid, int varid, int decompid, const PIO_Offset recnum, ctype *buf)             \
+    {                                                                                                          \
+        return vard(ncid, varid, decompid, recnum, nctype, buf, 0);                                           \
+    }
+PIO_DATA_TYPES(DEFINE_TYPED_VARD)
+
+/* Not in pio.h: PIO2 declares them in its private header, and its tests call them; memtype NC_NAT (0) is the
+ * variable's own type. */
+int PIOc_put_vars_tc(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
+                     nc_type xtype, const void *buf)
+{
+    return vars(ncid, varid, 1, start, count, stride, xtype, buf);
+}
+
+int PIOc_get_vars_tc(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
+                     nc_type xtype, void *buf)
+{
+    return vars(ncid, varid, 0, start, count, stride, xtype, buf);
 }

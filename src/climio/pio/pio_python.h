@@ -1,6 +1,8 @@
 /* The PIO calls climio's Python implements (climio.pio.bridge), in libclimio_py.so. libpioc.c converts PIO's
  * typed families to these few: a memtype of 0 means the variable's own type; a NULL start means the whole
- * variable, a NULL count one element. Each returns PIO's code. Not installed. */
+ * variable, a NULL count one element. A distributed array's memtype of 0 is the decomposition's type (own_type:
+ * the variable's), its arraylen -1 the decomposition's length, its frame -1 the variable's frame (setframe).
+ * Each returns PIO's code. Not installed. */
 int climiopy_pio_init(int fcomm, int num_iotasks, int stride, int base, int rearr, int *iosysid);
 int climiopy_pio_free_iosystem(int iosysid);
 int climiopy_pio_error_handling(int iosysid, int method, int *old_method);
@@ -37,6 +39,7 @@ int climiopy_pio_inq_var_deflate(int ncid, int varid, int *shuffle, int *deflate
 int climiopy_pio_inq_var_chunking(int ncid, int varid, int *storage, long long *chunks);
 int climiopy_pio_inq_att(int ncid, int varid, const char *name, int *xtype, long long *length, int *attid);
 int climiopy_pio_inq_attname(int ncid, int varid, int attnum, char *name);
+int climiopy_pio_rename(int ncid, int what, int id, const char *name, const char *newname);
 int climiopy_pio_def_dim(int ncid, const char *name, long long length, int *dimid);
 int climiopy_pio_def_var(int ncid, const char *name, int xtype, int ndims, const int *dimids, int *varid);
 int climiopy_pio_def_var_fill(int ncid, int varid, int no_fill, const void *fill);
@@ -51,5 +54,6 @@ int climiopy_pio_vars(int ncid, int varid, int write, const long long *start, co
 int climiopy_pio_setframe(int ncid, int varid, int frame);
 int climiopy_pio_advanceframe(int ncid, int varid);
 int climiopy_pio_write_darray(int ncid, int nvars, const int *varids, int ioid, long long arraylen,
-                              const void *array, const int *frames, void **fills);
-int climiopy_pio_read_darray(int ncid, int varid, int ioid, long long arraylen, void *array);
+                              const void *array, const int *frames, void **fills, int memtype, int own_type);
+int climiopy_pio_read_darray(int ncid, int varid, int ioid, long long arraylen, void *array, long long frame,
+                             int memtype, int own_type);

@@ -276,6 +276,10 @@ int PIOc_inq_attname(int ncid, int varid, int attnum, char *name);
 
 /* Definitions (define mode: after createfile or redef, before enddef). */
 int PIOc_def_dim(int ncid, const char *name, PIO_Offset len, int *idp);
+int PIOc_rename_dim(int ncid, int dimid, const char *name);
+int PIOc_rename_var(int ncid, int varid, const char *name);
+int PIOc_rename_att(int ncid, int varid, const char *name, const char *newname);
+int PIOc_del_att(int ncid, int varid, const char *name);
 int PIOc_def_var(int ncid, const char *name, nc_type xtype, int ndims, const int *dimidsp, int *varidp);
 int PIOc_def_var_fill(int ncid, int varid, int no_fill, const void *fill_value);
 int PIOc_def_var_deflate(int ncid, int varid, int shuffle, int deflate, int deflate_level);
@@ -308,6 +312,13 @@ int PIOc_write_darray(int ncid, int varid, int ioid, PIO_Offset arraylen, void *
 int PIOc_write_darray_multi(int ncid, const int *varids, int ioid, int nvars, PIO_Offset arraylen, void *array,
                             const int *frame, void **fillvalue, bool flushtodisk);
 int PIOc_read_darray(int ncid, int varid, int ioid, PIO_Offset arraylen, void *array);
+/* The same through PnetCDF's vard in PIO2: record recnum, in the variable's type (or the call's type). */
+int PIOc_put_vard(int ncid, int varid, int decompid, const PIO_Offset recnum, const void *buf);
+int PIOc_get_vard(int ncid, int varid, int decompid, const PIO_Offset recnum, void *buf);
+#define PIO_DECLARE_TYPED_VARD(t, ctype, nctype)                                                               \
+    int PIOc_put_vard_##t(int ncid, int varid, int decompid, const PIO_Offset recnum, const ctype *op);        \
+    int PIOc_get_vard_##t(int ncid, int varid, int decompid, const PIO_Offset recnum, ctype *buf);
+PIO_DATA_TYPES(PIO_DECLARE_TYPED_VARD)
 
 #if defined(__cplusplus)
 }
