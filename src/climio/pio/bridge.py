@@ -342,8 +342,9 @@ def attach(ffi: Any) -> None:
         def fill_values(dtype: np.dtype) -> list[np.ndarray | None]:
             if not given(fills):
                 return [None] * nvars
-            return [numbers(fills[k], 1, dtype).copy() if given(fills[k]) else None for k in range(nvars)]
-        ids = numbers(varids, nvars, "i4").tolist()
+            values = numbers(fills, nvars, dtype).copy()
+            return [values[k:k + 1] for k in range(nvars)]
+        ids = numbers(varids, nvars, "i4").tolist() if given(varids) else []
         frame_list = numbers(frames, nvars, "i4").tolist() if given(frames) else None
         length = arraylen if arraylen >= 0 else local_length(ioid)
         return calls.write_darray(ncid, ids, ioid, length, memory(array, memtype), frame_list, fill_values,

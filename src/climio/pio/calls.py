@@ -120,6 +120,7 @@ class PioFile(Header):
     records: int = 0
     fill_mode: int = NC_FILL
     no_fill: set[int] = field(default_factory=set)
+    unshuffled: set[int] = field(default_factory=set)  # deflated without the shuffle filter
     chunks: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
     frames: dict[int, int] = field(default_factory=dict)
     texts: dict[str, np.ndarray] = field(default_factory=dict)
@@ -253,7 +254,7 @@ def free_iosystem(iosysid: int) -> int:
         for f in list(system.files.values()):
             for store in (f.output, f.input):
                 if store is not None:
-                    store.close()
+                    store.close(unwritten=True)
         system.files.clear()
         for d in system.decomps.values():
             d.free()
@@ -551,7 +552,7 @@ def closefile(ncid: int) -> int:
             if f.defining:
                 raise CallError(f"{f.path}: closed in define mode: call PIOc_enddef first; nothing was written",
                                 NC_EINDEFINE)
-            f.store.close()
+            f.store.close(unwritten=True)  # PIO's files hold what the model wrote (no fill values)
         return body
 
     return on_file(ncid, prepare)[0]
@@ -573,7 +574,8 @@ def enddef(ncid: int) -> int:
         dims = {name: None if length == UNLIMITED else length for name, length in f.dims}
         variables = []
         for k, v in enumerate(f.variables):
-            compression = ncio.Compression(v.deflate, True, v.quantize) if v.deflate or v.quantize else NONE
+            compression = (ncio.Compression(v.deflate, k not in f.unshuffled, v.quantize) if v.deflate or v.quantize
+                           else NONE)
             variables.append(ncio.Variable(v.name, v.dtype, f.names(v), dict(v.attrs), f.chunks.get(k), compression))
         schema = ncio.Schema(dims, tuple(variables), dict(f.attrs))
 
@@ -802,10 +804,10 @@ def def_var_deflate(ncid: int, varid: int, shuffle: int, deflate: int, level: in
         compressible(f, f"variable '{v.name}': compression")
         if deflate and not 1 <= level <= 9:
             raise CallError(f"{f.path}: variable '{v.name}': deflate level {level} is not 1..9", NC_EINVAL)
-        if deflate and not shuffle:
-            raise CallError(f"{f.path}: variable '{v.name}': climio deflates with the shuffle filter: pass shuffle 1",
-                            NC_EINVAL)
-        return lambda: setattr(v, "deflate", level if deflate else 0)
+        def body() -> None:
+            v.deflate = level if deflate else 0
+            (f.unshuffled.discard if shuffle else f.unshuffled.add)(varid)
+        return body
 
     return on_file(ncid, prepare)[0]
 
@@ -922,6 +924,21 @@ def converted(values: np.ndarray, target: np.dtype, where: str) -> np.ndarray:
     return values.astype(target)
 
 
+def text_array(f: PioFile, v: Variable, records: int = 0) -> np.ndarray:
+    """The whole of a char variable as written so far (its record dimension grown to ``records``): char
+    variables go to the file whole, from the first task, when it is closed."""
+    shape = f.shape(v)
+    if f.has_records(v):
+        shape = (max(shape[0], records), *shape[1:])
+    old = f.texts.get(v.name)
+    if old is None or old.shape != shape:
+        new = np.zeros(shape, "S1")
+        if old is not None:
+            new[:old.shape[0]] = old
+        f.texts[v.name] = new
+    return f.texts[v.name]
+
+
 def undistributed(f: PioFile, varid: int, start: list[int] | None, count: list[int] | None,
                   stride: list[int] | None, memory: Callable[[np.dtype, int], np.ndarray | None],
                   writing: bool) -> tuple[Variable, Hyperslab, str, np.ndarray]:
@@ -948,7 +965,8 @@ def put_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | 
 
         def body() -> None:
             if v.dtype.kind == "S":
-                text = f.texts.setdefault(v.name, np.zeros(f.shape(v), "S1"))
+                records = slab.start[0] + slab.count[0] if f.has_records(v) and slab.count else 0
+                text = text_array(f, v, records)
                 text[slab.slices] = values
                 store.write_text(v.name, text)
             else:
@@ -1014,26 +1032,24 @@ def route(system: PioSystem, d: PioDecomp, one_writer: bool, dtype: np.dtype, fi
     return d.routes[key]
 
 
-def darray_target(f: PioFile, varid: int, d: PioDecomp) -> tuple[Variable, bool]:
-    """A variable written or read through decomposition ``d``, and whether a call is one record of it (its frame):
-    its dimensions after the record's are the decomposition's, or all of them are, the record dimension's length
-    being the decomposition's first (PIO's decompositions over the records, pioperf's ``unlimdimindof``)."""
+def darray_target(f: PioFile, varid: int, d: PioDecomp) -> tuple[Variable, int | None]:
+    """A variable written or read through decomposition ``d``, and how many frames its first dimension holds when
+    a call is one of them (None: the decomposition covers the whole variable). Its dimensions after the first are
+    the decomposition's (the first, record or not, indexed by the variable's frame, as PIO2 does), or all of them
+    are (a record dimension as long as the decomposition's first: PIO's decompositions over the records,
+    pioperf's ``unlimdimindof``)."""
     v = variable_of(f, varid)
-    records = f.has_records(v)
     lengths = tuple(f.dims[k][1] for k in v.dimids)
-    if lengths[records:] == d.grid.grid:
-        framed = records
-    elif records and len(lengths) == len(d.grid.grid) and lengths[1:] == d.grid.grid[1:]:
-        framed = False
+    grid = d.grid.grid
+    if len(lengths) == len(grid) + 1 and lengths[1:] == grid:
+        frames: int | None = math.inf if f.has_records(v) else lengths[0]  # type: ignore[assignment]
+    elif len(lengths) == len(grid) and all(n == g or (k == 0 and f.has_records(v))
+                                           for k, (n, g) in enumerate(zip(lengths, grid))):
+        frames = None
     else:
         raise CallError(f"{f.path}: variable '{v.name}' {f.names(v)} does not have the decomposition's dimensions "
-                        f"{d.grid.grid}" + (" (after its record dimension, or with it first)" if records else ""),
-                        NC_EINVAL)
-    if v.dtype.kind == "S":
-        raise CallError(f"{f.path}: variable '{v.name}' is text: distributed arrays are numbers", NC_ECHAR)
-    return v, framed
-
-
+                        f"{grid}, nor those after a first dimension of frames", NC_EINVAL)
+    return v, frames
 def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                  memory: Callable[[np.dtype, int], np.ndarray | None], frames: list[int] | None,
                  fills: Callable[[np.dtype], list[np.ndarray | None]], own_type: bool = False) -> int:
@@ -1045,6 +1061,8 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
         store = f.output
         if store is None:
             raise CallError(f"{f.path}: opened for reading: cannot write", NC_EPERM)
+        if not varids:
+            raise CallError(f"{f.path}: PIOc_write_darray_multi: no variables (varids NULL or nvars < 1)", NC_EINVAL)
         d = decomp_of(f.system, ioid)
         n = len(d.offsets)
         if arraylen < n:
@@ -1058,14 +1076,14 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
         given_fills = fills(array.dtype)
         work = []
         for k, varid in enumerate(varids):
-            v, framed = darray_target(f, varid, d)
+            v, frames_of = darray_target(f, varid, d)
             if k and f.names(v) != f.names(variable_of(f, varids[0])):
                 raise CallError(f"{f.path}: PIOc_write_darray_multi: variables '{variable_of(f, varids[0]).name}' and "
                                 f"'{v.name}' have different dimensions", EVARDIMMISMATCH)
-            frame = (frames[k] if frames is not None else f.frames.get(varid, 0)) if framed else None
-            if frame is not None and frame < 0:
-                raise CallError(f"{f.path}: variable '{v.name}': frame {frame} must be >= 0 (PIOc_setframe)",
-                                NC_EINVAL)
+            frame = None if frames_of is None else frames[k] if frames is not None else f.frames.get(varid, 0)
+            if frame is not None and not 0 <= frame < frames_of:
+                raise CallError(f"{f.path}: variable '{v.name}': frame {frame} is not 0.."
+                                f"{frames_of - 1 if frames_of != math.inf else ''} (PIOc_setframe)", NC_EINVALCOORDS)
             local = converted(array[k, :n], v.dtype, f"{f.path}: variable '{v.name}'")
             fill = given_fills[k]
             fill_value = (converted(fill, v.dtype, f"{f.path}: variable '{v.name}': fill value")[0]
@@ -1074,6 +1092,9 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
 
         def body() -> None:
             for v, frame, local, fill_value in work:
+                if v.dtype.kind == "S":
+                    write_text_darray(f, v, frame, d, local, fill_value)
+                    continue
                 pieces = route(f.system, d, f.one_writer, v.dtype, fill_value, False).gather(local)
                 if frame is None:
                     store.write_many([(v.name, data, slab) for data, slab in pieces])
@@ -1082,10 +1103,32 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                 else:
                     store.write_many([(v.name, data[None], Hyperslab((frame, *slab.start), (1, *slab.count)))
                                       for data, slab in pieces])
-                    f.records = max(f.records, frame + 1)
+                    if f.has_records(v):
+                        f.records = max(f.records, frame + 1)
         return body
 
     return on_file(ncid, prepare)[0]
+
+
+def write_text_darray(f: PioFile, v: Variable, frame: int | None, d: PioDecomp, local: np.ndarray,
+                      fill: object) -> None:
+    """A char variable's record from every task's elements (``fill`` where no task has one): gathered to the first
+    task, which gives the file the whole variable (char variables are written whole, when the file is closed)."""
+    comm = f.system.comm
+    given = comm.gather((d.offsets, local), root=0)
+    records = frame + 1 if frame is not None and f.has_records(v) else 0
+    if comm.Get_rank() == 0:
+        text = text_array(f, v, records)
+        flat = (text[frame] if frame is not None else text).reshape(-1)
+        owned = np.zeros(flat.size, bool)
+        for offsets, values in given:
+            points = offsets >= 0
+            flat[offsets[points]] = values[points]
+            owned[offsets[points]] = True
+        flat[~owned] = fill
+        f.store.write_text(v.name, text)
+    if records:
+        f.records = max(f.records, records)
 
 
 def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
@@ -1103,11 +1146,12 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
         if arraylen < n:
             raise CallError(f"{f.path}: array of {arraylen} elements on task {f.system.comm.Get_rank()}, but the "
                             f"decomposition gives it {n}", NC_EINVAL)
-        v, framed = darray_target(f, varid, d)
-        record = (f.frames.get(varid, 0) if frame is None else frame) if framed else None
-        if record is not None and not 0 <= record < f.records:
-            raise CallError(f"{f.path}: variable '{v.name}' has {f.records} records, not frame {record} "
-                            f"(PIOc_setframe)", NC_EINVALCOORDS)
+        v, frames_of = darray_target(f, varid, d)
+        record = None if frames_of is None else f.frames.get(varid, 0) if frame is None else frame
+        held = f.records if f.has_records(v) else frames_of
+        if record is not None and not 0 <= record < held:  # type: ignore[operator]
+            raise CallError(f"{f.path}: variable '{v.name}' has {held} frames, not frame {record} (PIOc_setframe)",
+                            NC_EINVALCOORDS)
         given = memory(v.dtype if own_type else d.dtype, arraylen)
         if given is None:
             raise CallError(f"{f.path}: a memory type PIO's calls do not have", NC_EBADTYPE)
@@ -1117,10 +1161,16 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
         where = f"{f.path}: variable '{v.name}'"
 
         def body() -> None:
-            r = route(f.system, d, f.one_writer, v.dtype, None, True)
             raw = np.full(n, default_fill(v.attrs, v.dtype), v.dtype)
-            r.read(store, v.name, record)
-            r.scatter(raw)
+            if v.dtype.kind == "S":  # char: whole on every task (read at open, or as written so far)
+                whole = store.read_text(v.name) if f.input is not None else f.system.comm.bcast(
+                    text_array(f, v) if f.system.comm.Get_rank() == 0 else None, root=0)
+                flat = (whole[record] if record is not None else whole).reshape(-1)
+                raw[points] = flat[d.offsets[points]]
+            else:
+                r = route(f.system, d, f.one_writer, v.dtype, None, True)
+                r.read(store, v.name, record)
+                r.scatter(raw)
             if not np.can_cast(v.dtype, out.dtype):  # a narrower type: every value is checked first
                 problems = [p for p in f.system.comm.allgather(_range_problem(raw[points], out.dtype)) if p]
                 if problems:

@@ -639,13 +639,14 @@ int PIOc_advanceframe(int ncid, int varid)
 
 int PIOc_write_darray(int ncid, int varid, int ioid, PIO_Offset arraylen, void *array, void *fillvalue)
 {
-    CALL(pio_write_darray, ncid, 1, &varid, ioid, arraylen, array, NULL, &fillvalue, 0, 0);
+    CALL(pio_write_darray, ncid, 1, &varid, ioid, arraylen, array, NULL, fillvalue, 0, 0);
 }
 
 int PIOc_write_darray_multi(int ncid, const int *varids, int ioid, int nvars, PIO_Offset arraylen, void *array,
                             const int *frame, void **fillvalue, bool flushtodisk)
 {
     (void)flushtodisk; /* every write is on its way to disk when the call returns */
+    /* fillvalue: PIO2 declares void ** but reads nvars values one after the other, as this does */
     CALL(pio_write_darray, ncid, nvars, varids, ioid, arraylen, array, frame, fillvalue, 0, 0);
 }
 

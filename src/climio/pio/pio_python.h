@@ -1,7 +1,8 @@
 /* The PIO calls climio's Python implements (climio.pio.bridge), in libclimio_py.so. libpioc.c converts PIO's
  * typed families to these few: a memtype of 0 means the variable's own type; a NULL start means the whole
  * variable, a NULL count one element. A distributed array's memtype of 0 is the decomposition's type (own_type:
- * the variable's), its arraylen -1 the decomposition's length, its frame -1 the variable's frame (setframe).
+ * the variable's), its arraylen -1 the decomposition's length, its frame -1 the variable's frame (setframe); fills are nvars values
+ * of the array's type, one after the other (as PIO2 reads write_darray_multi's fillvalue), or NULL.
  * Each returns PIO's code. Not installed. */
 int climiopy_pio_init(int fcomm, int num_iotasks, int stride, int base, int rearr, int *iosysid);
 int climiopy_pio_free_iosystem(int iosysid);
@@ -54,6 +55,6 @@ int climiopy_pio_vars(int ncid, int varid, int write, const long long *start, co
 int climiopy_pio_setframe(int ncid, int varid, int frame);
 int climiopy_pio_advanceframe(int ncid, int varid);
 int climiopy_pio_write_darray(int ncid, int nvars, const int *varids, int ioid, long long arraylen,
-                              const void *array, const int *frames, void **fills, int memtype, int own_type);
+                              const void *array, const int *frames, const void *fills, int memtype, int own_type);
 int climiopy_pio_read_darray(int ncid, int varid, int ioid, long long arraylen, void *array, long long frame,
                              int memtype, int own_type);

@@ -487,8 +487,11 @@ class Store(ABC):
     def shape(self, name: str) -> tuple[int, ...]:
         return self.schema.fixed_shape(self.schema.variable(name), self.records)
 
-    def close(self) -> None:
-        """Finish the file (collective); a writer's temporary file is renamed into place."""
+    def close(self, *, unwritten: bool = False) -> None:
+        """Finish the file (collective); a writer's temporary file is renamed into place. ``unwritten``: the
+        writer may have left parts of its variables unwritten (PIO's files, made without fill values), so a
+        classic file shorter than its header says is extended to its length, as netCDF-C and PnetCDF do, rather
+        than refused as a lost write."""
         if self._closed:
             return
         self._closed = True
@@ -498,7 +501,7 @@ class Store(ABC):
             with trace.phase("sync"):
                 failure = _synced(self._temp_path, self.path)  # each rank: its node's pages of the file on disk
             mpi.raise_fault(self.comm, failure)
-            mpi.agree(self.comm, self._publish)
+            mpi.agree(self.comm, lambda: self._publish(unwritten))
 
     def discard(self) -> None:
         """Give up a file being written: remove the temporary file (no collective calls).
@@ -549,15 +552,17 @@ class Store(ABC):
             os.unlink(self._temp_path)
             raise IOFault(f"{self.path}: cannot write its text variables: {err}; nothing was published") from err
 
-    def _publish(self) -> None:
-        """Check the file is whole (a classic file is as long as its header says), then rename it into place and
-        make the rename durable (fsync of the directory)."""
+    def _publish(self, unwritten: bool = False) -> None:
+        """Check the file is whole (a classic file is as long as its header says; with ``unwritten``, make it so),
+        then rename it into place and make the rename durable (fsync of the directory)."""
         assert self._temp_path is not None
         if os.path.exists(self.path) and not self._overwrite:
             os.unlink(self._temp_path)
             raise ClimioError(f"output '{self.path}' appeared while writing: pass --overwrite to replace it")
         needed, actual = required_size(self._temp_path), os.path.getsize(self._temp_path)
-        if needed is not None and actual < needed:
+        if needed is not None and actual < needed and unwritten:
+            os.truncate(self._temp_path, needed)  # the unwritten tail reads as zeros
+        elif needed is not None and actual < needed:
             os.unlink(self._temp_path)
             raise IOFault(f"{self.path}: the written file has {actual} of the {needed} bytes its header needs "
                           f"(a write was lost); nothing was published")
