@@ -150,3 +150,14 @@ def test_cmake_find_package_builds_a_pio_model(tmp_path: Path) -> None:
     assert result.returncode == 0 and "t.nc written and read back, 0 values differ" in result.stdout, result.stderr
     with netCDF4.Dataset(tmp_path / "t.nc") as ds:
         assert np.array_equal(ds["T"][:], 100.0 * np.arange(2)[:, None, None] + np.arange(24).reshape(1, 4, 6))
+
+
+def test_a_launch_with_climio_servers_is_refused_not_left_waiting(programs: dict[str, Path], tmp_path: Path) -> None:
+    """PIO's calls write in the model's processes: a launch with climio serve ranks ends at PIOc_Init_Intracomm
+    with one line, instead of servers waiting for a model that never speaks to them."""
+    result = run([str(programs["pio_refusals"]), str(tmp_path), "abort"], nranks=2, timeout=180,
+                 env_extra={"CLIMIO_SERVERS": "1"})
+    assert result.returncode == 2, result.stderr
+    said = own_lines(result.stderr)
+    assert len(said) == 1 and "this launch has climio serve ranks (world ranks 1-1)" in said[0], said
+    assert os.listdir(tmp_path) == []

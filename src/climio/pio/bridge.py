@@ -59,10 +59,12 @@ def attach(ffi: Any) -> None:
         return ffi.def_extern(name=f"climiopy_pio_{function.__name__}", onerror=internal)(function)
 
     @extern
-    def init(fcomm: int, num_iotasks: int, stride: int, base: int, rearr: int, iosysid: Any) -> int:
+    def init(fcomm: int, num_iotasks: int, stride: int, base: int, rearr: int, server_first: int, server_count: int,
+             iosysid: Any) -> int:
         from mpi4py import MPI
 
-        code, iosysid[0] = calls.init(MPI.Intracomm.f2py(fcomm), num_iotasks, stride, base, rearr)
+        code, iosysid[0] = calls.init(MPI.Intracomm.f2py(fcomm), num_iotasks, stride, base, rearr,
+                                      (server_first, server_count))
         return code
 
     @extern

@@ -105,7 +105,14 @@ int PIOc_Init_Intracomm_from_F90(int f90_comp_comm, int num_iotasks, int stride,
                                  void *rearr_opts, int *iosysidp)
 {
     (void)rearr_opts;
-    CALL(pio_init, f90_comp_comm, num_iotasks, stride, base, rearr, iosysidp);
+    int first = 0, count = 0, found = served_layout(&first, &count); /* climio serve ranks in this launch? */
+    if (found < 0) {                                                 /* a bad CLIMIO_SERVERS: its line */
+        char line[2048];
+        climio_errmsg(line, (int)sizeof line);
+        fprintf(stderr, "%s\n", line);
+        return PIO_EINVAL;
+    }
+    CALL(pio_init, f90_comp_comm, num_iotasks, stride, base, rearr, first, found ? count : 0, iosysidp);
 }
 
 int PIOc_Init_Intracomm(MPI_Comm comp_comm, int num_iotasks, int stride, int base, int rearr, int *iosysidp)

@@ -4,7 +4,8 @@
  * the variable's), its arraylen -1 the decomposition's length, its frame -1 the variable's frame (setframe); fills are nvars values
  * of the array's type, one after the other (as PIO2 reads write_darray_multi's fillvalue), or NULL.
  * Each returns PIO's code. Not installed. */
-int climiopy_pio_init(int fcomm, int num_iotasks, int stride, int base, int rearr, int *iosysid);
+int climiopy_pio_init(int fcomm, int num_iotasks, int stride, int base, int rearr, int server_first,
+                      int server_count, int *iosysid);
 int climiopy_pio_free_iosystem(int iosysid);
 int climiopy_pio_error_handling(int iosysid, int method, int *old_method);
 int climiopy_pio_numiotasks(int iosysid, int *numiotasks);
