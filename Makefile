@@ -11,7 +11,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 
 CAPI   := $(VENV)/lib/libclimio.so
 CAPI_SOURCES := $(wildcard src/climio/capi/*.py src/climio/capi/*.c src/climio/capi/*.h src/climio/capi/*.F90 src/climio/capi/include/*.h \
-                           src/climio/pio/*.py src/climio/pio/*.c src/climio/pio/*.h src/climio/pio/*.F90 src/climio/pio/include/*.h)
+                           src/climio/pio/*.py src/climio/pio/*.c src/climio/pio/*.h src/climio/pio/*.F90 src/climio/pio/*.in src/climio/pio/include/*.h)
 
 KERNELS := $(VENV)/.climio-kernels
 SOURCES := $(shell find src/climio -name '*.py')

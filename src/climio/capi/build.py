@@ -134,11 +134,23 @@ def build_fortran(prefix: Path) -> bool:
         subprocess.run([compiler, "-shared", "-o", str(lib / "libclimiof.so"), obj, f"-L{lib}", "-lclimio",
                         f"-Wl,-rpath,{lib}"], check=True)
         obj = os.path.join(work, "pio.o")
-        subprocess.run([compiler, "-c", "-fPIC", "-O2", str(PIO / "pio.F90"), "-J", str(include), "-o", obj],
-                       check=True)
+        write_pio_typed(Path(work) / "pio_typed.inc")
+        subprocess.run([compiler, "-c", "-fPIC", "-O2", f"-I{work}", str(PIO / "pio.F90"), "-J", str(include),
+                        "-o", obj], check=True)
         subprocess.run([compiler, "-shared", "-o", str(lib / "libpiof.so"), obj, "-Wl,-soname,libpiof.so",
                         f"-L{lib}", "-lpioc", "-lclimio", f"-Wl,-rpath,{lib}"], check=True)
     return True
+
+
+def write_pio_typed(target: Path) -> None:
+    """``pio_typed.inc``, which pio.F90 includes: pio_typed.F90.in's procedures once for each of PIO2's numeric
+    types, its placeholders filled as PIO2's genf90 fills its templates."""
+    template = (PIO / "pio_typed.F90.in").read_text()
+    types = (("integer(i4)", "int", "PIO_int", "0_i4"), ("real(r4)", "real", "PIO_real", "0.0_r4"),
+             ("real(r8)", "double", "PIO_double", "0.0_r8"))  # TYPE, NAME, PIO_TYPE, ZERO
+    target.write_text("\n".join(template.replace("{TYPE}", decl).replace("{NAME}", name)
+                                 .replace("{PIO_TYPE}", pio_type).replace("{ZERO}", zero)
+                                 for decl, name, pio_type, zero in types))
 
 
 def pkg_config(prefix: Path, fortran: bool) -> str:
