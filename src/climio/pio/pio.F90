@@ -805,14 +805,6 @@ module pio_climio
 
   ! pio.h's typed families, for the Fortran types (buffers as C pointers)
   interface
-     integer(c_int) function PIOc_put_att_int(ncid, varid, name, xtype, len, op) &
-          bind(C, name="PIOc_put_att_int")
-       import :: c_int, c_char, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid, xtype
-       character(kind=c_char), intent(in) :: name(*)
-       integer(c_int64_t), value :: len
-       type(c_ptr), value :: op
-     end function PIOc_put_att_int
 
      integer(c_int) function PIOc_get_att_int(ncid, varid, name, ip) bind(C, name="PIOc_get_att_int")
        import :: c_int, c_char, c_ptr
@@ -821,14 +813,6 @@ module pio_climio
        type(c_ptr), value :: ip
      end function PIOc_get_att_int
 
-     integer(c_int) function PIOc_put_att_float(ncid, varid, name, xtype, len, op) &
-          bind(C, name="PIOc_put_att_float")
-       import :: c_int, c_char, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid, xtype
-       character(kind=c_char), intent(in) :: name(*)
-       integer(c_int64_t), value :: len
-       type(c_ptr), value :: op
-     end function PIOc_put_att_float
 
      integer(c_int) function PIOc_get_att_float(ncid, varid, name, ip) bind(C, name="PIOc_get_att_float")
        import :: c_int, c_char, c_ptr
@@ -837,14 +821,6 @@ module pio_climio
        type(c_ptr), value :: ip
      end function PIOc_get_att_float
 
-     integer(c_int) function PIOc_put_att_double(ncid, varid, name, xtype, len, op) &
-          bind(C, name="PIOc_put_att_double")
-       import :: c_int, c_char, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid, xtype
-       character(kind=c_char), intent(in) :: name(*)
-       integer(c_int64_t), value :: len
-       type(c_ptr), value :: op
-     end function PIOc_put_att_double
 
      integer(c_int) function PIOc_get_att_double(ncid, varid, name, ip) bind(C, name="PIOc_get_att_double")
        import :: c_int, c_char, c_ptr
@@ -853,159 +829,30 @@ module pio_climio
        type(c_ptr), value :: ip
      end function PIOc_get_att_double
 
-     integer(c_int) function PIOc_put_var_int(ncid, varid, buf) bind(C, name="PIOc_put_var_int")
+     ! an attribute of len values of type xtype, from memory of that type
+     integer(c_int) function PIOc_put_att(ncid, varid, name, xtype, len, op) bind(C, name="PIOc_put_att")
+       import :: c_int, c_char, c_int64_t, c_ptr
+       integer(c_int), value :: ncid, varid, xtype
+       character(kind=c_char), intent(in) :: name(*)
+       integer(c_int64_t), value :: len
+       type(c_ptr), value :: op
+     end function PIOc_put_att
+
+     ! undistributed values in memory of type xtype: the whole variable (start NULL), one value (count NULL) or
+     ! a box (libpioc exports these two for PIO2's Fortran layer and tests)
+     integer(c_int) function PIOc_put_vars_tc(ncid, varid, start, count, stride, xtype, buf) &
+          bind(C, name="PIOc_put_vars_tc")
        import :: c_int, c_ptr
-       integer(c_int), value :: ncid, varid
-       type(c_ptr), value :: buf
-     end function PIOc_put_var_int
+       integer(c_int), value :: ncid, varid, xtype
+       type(c_ptr), value :: start, count, stride, buf
+     end function PIOc_put_vars_tc
 
-     integer(c_int) function PIOc_put_var1_int(ncid, varid, index, buf) bind(C, name="PIOc_put_var1_int")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: index(*)
-       type(c_ptr), value :: buf
-     end function PIOc_put_var1_int
-
-     integer(c_int) function PIOc_put_vara_int(ncid, varid, start, count, buf) &
-          bind(C, name="PIOc_put_vara_int")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: start(*), count(*)
-       type(c_ptr), value :: buf
-     end function PIOc_put_vara_int
-
-     integer(c_int) function PIOc_get_var_int(ncid, varid, buf) bind(C, name="PIOc_get_var_int")
+     integer(c_int) function PIOc_get_vars_tc(ncid, varid, start, count, stride, xtype, buf) &
+          bind(C, name="PIOc_get_vars_tc")
        import :: c_int, c_ptr
-       integer(c_int), value :: ncid, varid
-       type(c_ptr), value :: buf
-     end function PIOc_get_var_int
-
-     integer(c_int) function PIOc_get_var1_int(ncid, varid, index, buf) bind(C, name="PIOc_get_var1_int")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: index(*)
-       type(c_ptr), value :: buf
-     end function PIOc_get_var1_int
-
-     integer(c_int) function PIOc_get_vara_int(ncid, varid, start, count, buf) &
-          bind(C, name="PIOc_get_vara_int")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: start(*), count(*)
-       type(c_ptr), value :: buf
-     end function PIOc_get_vara_int
-
-     integer(c_int) function PIOc_put_var_float(ncid, varid, buf) bind(C, name="PIOc_put_var_float")
-       import :: c_int, c_ptr
-       integer(c_int), value :: ncid, varid
-       type(c_ptr), value :: buf
-     end function PIOc_put_var_float
-
-     integer(c_int) function PIOc_put_var1_float(ncid, varid, index, buf) bind(C, name="PIOc_put_var1_float")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: index(*)
-       type(c_ptr), value :: buf
-     end function PIOc_put_var1_float
-
-     integer(c_int) function PIOc_put_vara_float(ncid, varid, start, count, buf) &
-          bind(C, name="PIOc_put_vara_float")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: start(*), count(*)
-       type(c_ptr), value :: buf
-     end function PIOc_put_vara_float
-
-     integer(c_int) function PIOc_get_var_float(ncid, varid, buf) bind(C, name="PIOc_get_var_float")
-       import :: c_int, c_ptr
-       integer(c_int), value :: ncid, varid
-       type(c_ptr), value :: buf
-     end function PIOc_get_var_float
-
-     integer(c_int) function PIOc_get_var1_float(ncid, varid, index, buf) bind(C, name="PIOc_get_var1_float")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: index(*)
-       type(c_ptr), value :: buf
-     end function PIOc_get_var1_float
-
-     integer(c_int) function PIOc_get_vara_float(ncid, varid, start, count, buf) &
-          bind(C, name="PIOc_get_vara_float")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: start(*), count(*)
-       type(c_ptr), value :: buf
-     end function PIOc_get_vara_float
-
-     integer(c_int) function PIOc_put_var_double(ncid, varid, buf) bind(C, name="PIOc_put_var_double")
-       import :: c_int, c_ptr
-       integer(c_int), value :: ncid, varid
-       type(c_ptr), value :: buf
-     end function PIOc_put_var_double
-
-     integer(c_int) function PIOc_put_var1_double(ncid, varid, index, buf) bind(C, name="PIOc_put_var1_double")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: index(*)
-       type(c_ptr), value :: buf
-     end function PIOc_put_var1_double
-
-     integer(c_int) function PIOc_put_vara_double(ncid, varid, start, count, buf) &
-          bind(C, name="PIOc_put_vara_double")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: start(*), count(*)
-       type(c_ptr), value :: buf
-     end function PIOc_put_vara_double
-
-     integer(c_int) function PIOc_get_var_double(ncid, varid, buf) bind(C, name="PIOc_get_var_double")
-       import :: c_int, c_ptr
-       integer(c_int), value :: ncid, varid
-       type(c_ptr), value :: buf
-     end function PIOc_get_var_double
-
-     integer(c_int) function PIOc_get_var1_double(ncid, varid, index, buf) bind(C, name="PIOc_get_var1_double")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: index(*)
-       type(c_ptr), value :: buf
-     end function PIOc_get_var1_double
-
-     integer(c_int) function PIOc_get_vara_double(ncid, varid, start, count, buf) &
-          bind(C, name="PIOc_get_vara_double")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: start(*), count(*)
-       type(c_ptr), value :: buf
-     end function PIOc_get_vara_double
-
-     integer(c_int) function PIOc_put_var_text(ncid, varid, buf) bind(C, name="PIOc_put_var_text")
-       import :: c_int, c_ptr
-       integer(c_int), value :: ncid, varid
-       type(c_ptr), value :: buf
-     end function PIOc_put_var_text
-
-     integer(c_int) function PIOc_put_vara_text(ncid, varid, start, count, buf) &
-          bind(C, name="PIOc_put_vara_text")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: start(*), count(*)
-       type(c_ptr), value :: buf
-     end function PIOc_put_vara_text
-
-     integer(c_int) function PIOc_get_var_text(ncid, varid, buf) bind(C, name="PIOc_get_var_text")
-       import :: c_int, c_ptr
-       integer(c_int), value :: ncid, varid
-       type(c_ptr), value :: buf
-     end function PIOc_get_var_text
-
-     integer(c_int) function PIOc_get_vara_text(ncid, varid, start, count, buf) &
-          bind(C, name="PIOc_get_vara_text")
-       import :: c_int, c_int64_t, c_ptr
-       integer(c_int), value :: ncid, varid
-       integer(c_int64_t), intent(in) :: start(*), count(*)
-       type(c_ptr), value :: buf
-     end function PIOc_get_vara_text
+       integer(c_int), value :: ncid, varid, xtype
+       type(c_ptr), value :: start, count, stride, buf
+     end function PIOc_get_vars_tc
   end interface
 
 contains
@@ -2115,14 +1962,7 @@ contains
     integer(PIO_OFFSET_KIND), intent(in) :: n
     type(c_ptr), intent(in) :: buf
 
-    select case (xtype)
-    case (PIO_int)
-       ierr = PIOc_put_att_int(ncid, varid - 1, c_string(name), xtype, n, buf)
-    case (PIO_real)
-       ierr = PIOc_put_att_float(ncid, varid - 1, c_string(name), xtype, n, buf)
-    case default
-       ierr = PIOc_put_att_double(ncid, varid - 1, c_string(name), xtype, n, buf)
-    end select
+    ierr = PIOc_put_att(ncid, varid - 1, c_string(name), xtype, n, buf)
   end function put_att_c
 
   ! An attribute of at most n values into buf, converted to xtype's.
@@ -2153,6 +1993,20 @@ contains
 
   ! ------------------------------------------------------------------------------------------ undistributed data
 
+  ! Undistributed values from or to buf, in memory of the Fortran type xtype (PIO_int, PIO_real, PIO_double,
+  ! PIO_char): the whole variable (start null), one value (count null) or a box (C order, 0-based).
+  integer function vars_c(ncid, varid, writing, xtype, start, count, buf) result(ierr)
+    integer, intent(in) :: ncid, varid, xtype
+    logical, intent(in) :: writing
+    type(c_ptr), intent(in) :: start, count, buf
+
+    if (writing) then
+       ierr = PIOc_put_vars_tc(ncid, varid - 1, start, count, c_null_ptr, xtype, buf)
+    else
+       ierr = PIOc_get_vars_tc(ncid, varid - 1, start, count, c_null_ptr, xtype, buf)
+    end if
+  end function vars_c
+
   ! The whole variable from or to buf (n values of the Fortran type xtype): n must cover it.
   integer function whole_var(ncid, varid, writing, xtype, n, buf, call_name) result(ierr)
     integer, intent(in) :: ncid, varid, xtype
@@ -2169,32 +2023,7 @@ contains
        ierr = PIO_EINVAL
        return
     end if
-    select case (xtype)
-    case (PIO_int)
-       if (writing) then
-          ierr = PIOc_put_var_int(ncid, varid - 1, buf)
-       else
-          ierr = PIOc_get_var_int(ncid, varid - 1, buf)
-       end if
-    case (PIO_real)
-       if (writing) then
-          ierr = PIOc_put_var_float(ncid, varid - 1, buf)
-       else
-          ierr = PIOc_get_var_float(ncid, varid - 1, buf)
-       end if
-    case (PIO_double)
-       if (writing) then
-          ierr = PIOc_put_var_double(ncid, varid - 1, buf)
-       else
-          ierr = PIOc_get_var_double(ncid, varid - 1, buf)
-       end if
-    case default
-       if (writing) then
-          ierr = PIOc_put_var_text(ncid, varid - 1, buf)
-       else
-          ierr = PIOc_get_var_text(ncid, varid - 1, buf)
-       end if
-    end select
+    ierr = vars_c(ncid, varid, writing, xtype, c_null_ptr, c_null_ptr, buf)
   end function whole_var
 
   ! One value at index (1-based, Fortran order).
@@ -2205,7 +2034,7 @@ contains
     type(c_ptr), intent(in) :: buf
     character(len=*), intent(in) :: call_name
     integer(c_int), allocatable :: cdimids(:)
-    integer(c_int64_t), allocatable :: cindex(:)
+    integer(c_int64_t), allocatable, target :: cindex(:)
     integer :: n
 
     ierr = var_dimids(ncid, varid, cdimids)
@@ -2220,26 +2049,7 @@ contains
     allocate(cindex(max(1, n)))
     cindex = 0
     cindex(1:n) = index(n:1:-1) - 1
-    select case (xtype)
-    case (PIO_int)
-       if (writing) then
-          ierr = PIOc_put_var1_int(ncid, varid - 1, cindex, buf)
-       else
-          ierr = PIOc_get_var1_int(ncid, varid - 1, cindex, buf)
-       end if
-    case (PIO_real)
-       if (writing) then
-          ierr = PIOc_put_var1_float(ncid, varid - 1, cindex, buf)
-       else
-          ierr = PIOc_get_var1_float(ncid, varid - 1, cindex, buf)
-       end if
-    case default
-       if (writing) then
-          ierr = PIOc_put_var1_double(ncid, varid - 1, cindex, buf)
-       else
-          ierr = PIOc_get_var1_double(ncid, varid - 1, cindex, buf)
-       end if
-    end select
+    ierr = vars_c(ncid, varid, writing, xtype, c_loc(cindex), c_null_ptr, buf)
   end function one_value
 
   ! The box start/count (1-based, Fortran order; entries beyond the variable's dimensions ignored) from or to
@@ -2252,7 +2062,7 @@ contains
     type(c_ptr), intent(in) :: buf
     character(len=*), intent(in) :: call_name
     integer(c_int), allocatable :: cdimids(:)
-    integer(c_int64_t), allocatable :: cstart(:), ccount(:)
+    integer(c_int64_t), allocatable, target :: cstart(:), ccount(:)
     integer :: nd
 
     ierr = var_dimids(ncid, varid, cdimids)
@@ -2275,32 +2085,7 @@ contains
     ccount = 1
     cstart(1:nd) = start(nd:1:-1) - 1
     ccount(1:nd) = count(nd:1:-1)
-    select case (xtype)
-    case (PIO_int)
-       if (writing) then
-          ierr = PIOc_put_vara_int(ncid, varid - 1, cstart, ccount, buf)
-       else
-          ierr = PIOc_get_vara_int(ncid, varid - 1, cstart, ccount, buf)
-       end if
-    case (PIO_real)
-       if (writing) then
-          ierr = PIOc_put_vara_float(ncid, varid - 1, cstart, ccount, buf)
-       else
-          ierr = PIOc_get_vara_float(ncid, varid - 1, cstart, ccount, buf)
-       end if
-    case (PIO_double)
-       if (writing) then
-          ierr = PIOc_put_vara_double(ncid, varid - 1, cstart, ccount, buf)
-       else
-          ierr = PIOc_get_vara_double(ncid, varid - 1, cstart, ccount, buf)
-       end if
-    case default
-       if (writing) then
-          ierr = PIOc_put_vara_text(ncid, varid - 1, cstart, ccount, buf)
-       else
-          ierr = PIOc_get_vara_text(ncid, varid - 1, cstart, ccount, buf)
-       end if
-    end select
+    ierr = vars_c(ncid, varid, writing, xtype, c_loc(cstart), c_loc(ccount), buf)
   end function box
 
   ! A text variable from a string: its characters, then NULs to the variable's size.
