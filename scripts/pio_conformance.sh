@@ -28,6 +28,9 @@
 #   --timeout SECONDS     limit on each run (default 120)
 #   --pio2-only           build and run the PIO2 half only (checks the machine and the reference)
 #   --rebuild             build PIO2 again even if its stamp is current
+#   --speed REPS          then time pioperf on the CMAQ-CA-shaped decomposition (20 variables, 3 frames, 2 I/O
+#                         tasks, 4 ranks) REPS times per iotype, PIO2's and climio's runs interleaved, and print
+#                         each side's median MB/s by iotype, rearranger and direction, with the ratio
 # Environment: NETCDF_PC, the pkg-config name of the parallel netCDF-C (default netcdf-pnetcdf).
 #
 # Exit status: 0 when every program that runs with PIO2 also runs with climio and writes the same files,
@@ -43,6 +46,7 @@ only=""
 run_timeout=120
 pio2_only=0
 rebuild=0
+speed_reps=0
 positional=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -54,6 +58,7 @@ while [ $# -gt 0 ]; do
         --timeout=*) run_timeout=${1#*=}; shift ;;
         --pio2-only) pio2_only=1; shift ;;
         --rebuild) rebuild=1; shift ;;
+        --speed) speed_reps=${2:?--speed needs a count}; shift 2 ;;
         -h|--help) sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "pio_conformance.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) positional+=("$1"); shift ;;
@@ -268,14 +273,14 @@ write_decomp() {  # NX NY NZ HOLE_TASK FILE
 }
 write_decomp 12 10 3 1 "$inputs/small.dat"
 write_decomp 89 134 35 -1 "$inputs/ca.dat"
-pioperf_nl() {  # DECOMP IOTYPE FILE
+pioperf_nl() {  # DECOMP IOTYPE FILE [NVARS NFRAMES]
     cat > "$3" <<EOF
 &pioperf
  decompfile = '$1',
  pio_typenames = '$2'
  rearrangers = 1,2
- nframes = 2
- nvars = 2
+ nframes = ${5:-2}
+ nvars = ${4:-2}
  niotasks = 2
 /
 EOF
@@ -520,6 +525,44 @@ for spec in "${programs[@]}"; do
         grep 'RESULT:' "$runs/$name/$side.out" | sed "s/^ */  $(printf '%-22s %-6s' "$name" "$side") /"
     done
 done
+# pioperf's speed, both sides interleaved (--speed REPS)
+if [ "$speed_reps" -gt 0 ] && [ -x "$bin/pio2/pioperf" ] && [ -x "$bin/climio/pioperf" ]; then
+    speed="$work/speed"
+    rm -rf "$speed"
+    mkdir -p "$speed"
+    for rep in $(seq "$speed_reps"); do
+        for io in pnetcdf netcdf netcdf4c netcdf4p; do
+            for side in pio2 climio; do
+                dir="$speed/$side-$io-$rep"
+                mkdir -p "$dir"
+                cp "$inputs/ca.dat" "$dir/"
+                pioperf_nl ca.dat "$io" "$dir/pioperf.nl" 20 3
+                (cd "$dir" && timeout "$run_timeout" mpiexec --oversubscribe -n 4 "$bin/$side/pioperf" \
+                    > out.txt 2> err.txt)
+                grep 'RESULT:' "$dir/out.txt" | sed "s/^/$side $io /" >> "$speed/results.txt"
+                rm -f "$dir"/*.nc
+            done
+        done
+    done
+    echo
+    echo "pioperf speed: CMAQ-CA-shaped decomposition, 4 ranks, 2 I/O tasks, 20 variables, 3 frames; medians of" \
+         "$speed_reps interleaved runs (MB/s)"
+    "$climio_prefix/bin/python" - "$speed/results.txt" <<'TABLE'
+import collections, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):  # SIDE IOTYPE RESULT: write|read REARRANGER IOTYPE TASKS NVARS MB/S [SECONDS]
+    side, iotype, _, what, rearranger, _, _, _, rate = line.split()[:9]
+    runs[iotype, what, rearranger, side].append(float(rate))
+print(f"  {'iotype':10} {'op':5} {'rearr':7} {'PIO2':>9} {'climio':>9} {'ratio':>6}")
+for iotype in ("pnetcdf", "netcdf", "netcdf4c", "netcdf4p"):
+    for what in ("write", "read"):
+        for rearranger in ("BOX", "SUBSET"):
+            pio2, climio = runs[iotype, what, rearranger, "pio2"], runs[iotype, what, rearranger, "climio"]
+            if pio2 and climio:
+                a, b = statistics.median(pio2), statistics.median(climio)
+                print(f"  {iotype:10} {what:5} {rearranger:7} {a:9.1f} {b:9.1f} {b / a:6.2f}")
+TABLE
+fi
 echo
 if [ "$pio2_only" = 1 ]; then
     echo "PIO2 half only: ${#rows[@]} programs; files and output in $runs"

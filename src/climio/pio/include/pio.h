@@ -1,7 +1,6 @@
 /* PIO2's C API on climio (docs/pio.md): a model written for PIO2 compiles against this header and links with
  * libpioc (pkg-config pio) unchanged. The names, signatures and constant values are PIO2 2.7's; every call is
- * answered by climio's model I/O (its rearranger, strategies and storage modes), in this process or through
- * climio's I/O servers.
+ * answered by climio's model I/O (its rearranger, strategies and storage modes), in the model's own processes.
  *
  * A call climio cannot honour returns PIO's error code and says one line on the I/O system's first rank;
  * none is a silent no-op. */
