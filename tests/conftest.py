@@ -75,10 +75,16 @@ def leftovers(directory: str) -> list[str]:
     return [f for f in os.listdir(directory) if f.endswith(".climio-tmp")]
 
 
+# libevent's complaint (inside Open MPI's launcher) about a descriptor an aborted rank already closed; it can land
+# in the middle of a rank's line, which stays whole once it is taken out
+LIBEVENT_WARNING = re.compile(r"\[warn\] Epoll [A-Z]+\(\d+\) on fd \d+ failed\.[^\n]*?: [A-Za-z ]+\n?")
+
+
 def own_lines(stderr: str) -> list[str]:
-    """stderr without Open MPI's banners (between lines of dashes), its ``[host:pid]`` notes and blank lines."""
+    """stderr without Open MPI's banners (between lines of dashes), its ``[host:pid]`` notes, libevent's warnings
+    and blank lines."""
     lines, banner = [], False
-    for line in stderr.splitlines():
+    for line in LIBEVENT_WARNING.sub("", stderr).splitlines():
         if re.fullmatch(r"-{20,}", line.strip()):
             banner = not banner
         elif not banner and line.strip() and not re.match(r"\[[^\]]+:\d+\] ", line):
