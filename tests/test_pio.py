@@ -14,7 +14,7 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import climio_pkg_config, compile_programs, own_lines, run
+from conftest import DATA, climio_pkg_config, compile_programs, own_lines, run
 
 HERE = Path(__file__).parent / "pio"
 NY, NX, NSTEPS = 6, 8, 3
@@ -27,7 +27,8 @@ FORMATS = {"pnetcdf": "NETCDF3_CLASSIC", "pnetcdf-64bit-offset": "NETCDF3_64BIT_
 def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return compile_programs(tmp_path_factory.mktemp("pio-bin"),
                             [("pio_calls", "mpicc", HERE / "pio_calls.c"),
-                             ("pio_refusals", "mpicc", HERE / "pio_refusals.c")], package="pio")
+                             ("pio_refusals", "mpicc", HERE / "pio_refusals.c"),
+                             ("pio_inquire", "mpicc", HERE / "pio_inquire.c")], package="pio")
 
 
 def test_pkg_config_gives_pio_header_and_library() -> None:
@@ -161,3 +162,30 @@ def test_a_launch_with_climio_servers_is_refused_not_left_waiting(programs: dict
     said = own_lines(result.stderr)
     assert len(said) == 1 and "this launch has climio serve ranks (world ranks 1-1)" in said[0], said
     assert os.listdir(tmp_path) == []
+
+
+REAL = [("real/tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc", "tas"),  # CDF-1, CMIP5
+        ("real/pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc", "pr")]  # CORDEX
+
+
+@pytest.mark.parametrize("nranks", [1, 2, 3])
+def test_real_files_through_pio_calls(programs: dict[str, Path], nranks: int) -> None:
+    """Files that climio did not write (a CMIP5 classic file, a CORDEX netCDF-4 file): their header through PIO's
+    inquiries and every record of a field through a decomposition, as netCDF4-python reads them."""
+    xtypes = {np.dtype(t): x for t, x in (("i1", 1), ("S1", 2), ("i2", 3), ("i4", 4), ("f4", 5), ("f8", 6))}
+    for name, var in REAL:
+        result = run([str(programs["pio_inquire"]), str(DATA / name), var], nranks=nranks, timeout=180)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        with netCDF4.Dataset(DATA / name) as ds:
+            ds.set_auto_maskandscale(False)
+            dims = list(ds.dimensions.values())
+            assert lines[0] == "dims " + " ".join(f"{d.name}={len(d)}" for d in dims)
+            assert lines[1] == "vars " + " ".join(f"{v.name}:{xtypes[v.dtype]}:{v.ndim}:{len(v.ncattrs())}"
+                                                  for v in ds.variables.values())
+            unlimited = [k for k, d in enumerate(dims) if d.isunlimited()]
+            assert lines[2] == f"gatts {len(ds.ncattrs())} unlimited {unlimited[0]}"
+            values = ds[var][:].astype(np.float64)
+        records, total, first = lines[3].split()[1::2]
+        assert int(records) == values.shape[0] and float(first) == pytest.approx(float(values[0, 0, 0]), rel=1e-7)
+        assert float(total) == pytest.approx(values.sum(), rel=1e-12)  # the same values, summed in another order
