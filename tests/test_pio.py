@@ -171,7 +171,7 @@ REAL = [("real/tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc", "tas"),  #
 @pytest.mark.parametrize("nranks", [1, 2, 3])
 def test_real_files_through_pio_calls(programs: dict[str, Path], nranks: int) -> None:
     """Files that climio did not write (a CMIP5 classic file, a CORDEX netCDF-4 file): their header through PIO's
-    inquiries and every record of a field through a decomposition, as netCDF4-python reads them."""
+    inquiries and the first 12 records of a field through a decomposition, as netCDF4-python reads them."""
     xtypes = {np.dtype(t): x for t, x in (("i1", 1), ("S1", 2), ("i2", 3), ("i4", 4), ("f4", 5), ("f8", 6))}
     for name, var in REAL:
         result = run([str(programs["pio_inquire"]), str(DATA / name), var], nranks=nranks, timeout=180)
@@ -185,7 +185,7 @@ def test_real_files_through_pio_calls(programs: dict[str, Path], nranks: int) ->
                                                   for v in ds.variables.values())
             unlimited = [k for k, d in enumerate(dims) if d.isunlimited()]
             assert lines[2] == f"gatts {len(ds.ncattrs())} unlimited {unlimited[0]}"
-            values = ds[var][:].astype(np.float64)
+            values = ds[var][:12].astype(np.float64)
         records, total, first = lines[3].split()[1::2]
         assert int(records) == values.shape[0] and float(first) == pytest.approx(float(values[0, 0, 0]), rel=1e-7)
         assert float(total) == pytest.approx(values.sum(), rel=1e-12)  # the same values, summed in another order
