@@ -166,18 +166,24 @@ def type_name(value):
     return "text" if isinstance(value, str) else str(np.asarray(value).dtype)
 
 
+def same_names(where, kind, ref_names, test_names, names):
+    """The same names in the same order, else the first one missing, extra or out of place."""
+    if ref_names == test_names:
+        return
+    missing = [n for n in ref_names if n not in test_names]
+    extra = [n for n in test_names if n not in ref_names]
+    if missing:
+        raise Differs(f"{where}: {kind} '{missing[0]}' missing in {names[1]}")
+    if extra:
+        raise Differs(f"{where}: {kind} '{extra[0]}' only in {names[1]}")
+    raise Differs(f"{where}: {kind} order {ref_names} ({names[0]}) vs {test_names} ({names[1]})")
+
+
 def compare_attrs(where, ref, test, names):
     skip = SKIP_ATTRS | (WRITER_ATTRS if "PIO_library_version" in ref.ncattrs() else set())
     ref_names = [n for n in ref.ncattrs() if n not in skip]
     test_names = [n for n in test.ncattrs() if n not in skip]
-    if ref_names != test_names:
-        missing = [n for n in ref_names if n not in test_names]
-        extra = [n for n in test_names if n not in ref_names]
-        if missing:
-            raise Differs(f"{where}: attribute '{missing[0]}' missing in {names[1]}")
-        if extra:
-            raise Differs(f"{where}: attribute '{extra[0]}' only in {names[1]}")
-        raise Differs(f"{where}: attribute order {ref_names} ({names[0]}) vs {test_names} ({names[1]})")
+    same_names(where, "attribute", ref_names, test_names, names)
     for name in ref_names:
         a, b = ref.getncattr(name), test.getncattr(name)
         if not same_value(a, b):
@@ -216,14 +222,7 @@ def compare_group(where, ref, test, names, ignore_values, ctx):
                 return f"{len(d)}{' unlimited' if d.isunlimited() else ''}"
             raise Differs(f"{where}: dimension {name}: {describe(a)} ({names[0]}) vs {describe(b)} ({names[1]})")
     ref_vars, test_vars = list(ref.variables), list(test.variables)
-    if ref_vars != test_vars:
-        missing = [n for n in ref_vars if n not in test_vars]
-        extra = [n for n in test_vars if n not in ref_vars]
-        if missing:
-            raise Differs(f"{where}: variable '{missing[0]}' missing in {names[1]}")
-        if extra:
-            raise Differs(f"{where}: variable '{extra[0]}' only in {names[1]}")
-        raise Differs(f"{where}: variable order {ref_vars} ({names[0]}) vs {test_vars} ({names[1]})")
+    same_names(where, "variable", ref_vars, test_vars, names)
     for name in ref_vars:
         a, b = ref.variables[name], test.variables[name]
         if a.dtype != b.dtype:
