@@ -44,11 +44,14 @@ def climio_argv(*args: str) -> list[str]:
 
 
 def run(argv: list[str], nranks: int | None = None, timeout: float = RUN_TIMEOUT,
-        cwd: str | None = None, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` plainly (nranks None) or under mpiexec; fail the test on timeout."""
+        cwd: str | None = None, env_extra: dict[str, str] | None = None,
+        servers: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` plainly (nranks None) or under mpiexec, with ``servers`` climio serve ranks as the last
+    application (``mpiexec -n N PROGRAM : -n S climio serve``); fail the test on timeout."""
     env = dict(os.environ)
     if nranks is not None:
         argv, env = mpiexec_command(nranks, argv)
+        argv += [":", "-n", str(servers), *climio_argv("serve")] if servers else []
     env.update(env_extra or {})
     try:
         return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, cwd=cwd)

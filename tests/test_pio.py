@@ -3,7 +3,9 @@ pio): tests/pio/pio_calls.c makes every call a PIO model makes, in every iotype 
 at 1, 2 and 4 tasks (a fourth task owns nothing; one grid point belongs to no task); its files are checked here
 against values worked out independently, and against each other across iotypes and task counts.
 tests/pio/pio_refusals.c makes each call climio refuses, checks PIO's code and the one line it says, and that
-the file goes on; under PIO's default handler the first refusal ends the job with its line and no file."""
+the file goes on; under PIO's default handler the first refusal ends the job with its line and no file. Both run
+attached and through climio serve ranks (PIO's I/O tasks then), with the same files, codes and lines;
+tests/pio/pio_async.c starts the servers itself with PIOc_init_async."""
 
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return compile_programs(tmp_path_factory.mktemp("pio-bin"),
                             [("pio_calls", "mpicc", HERE / "pio_calls.c"),
                              ("pio_refusals", "mpicc", HERE / "pio_refusals.c"),
-                             ("pio_inquire", "mpicc", HERE / "pio_inquire.c")], package="pio")
+                             ("pio_inquire", "mpicc", HERE / "pio_inquire.c"),
+                             ("pio_async", "mpicc", HERE / "pio_async.c")], package="pio")
 
 
 def test_pkg_config_gives_pio_header_and_library() -> None:
@@ -49,11 +52,13 @@ def expected() -> dict[str, np.ndarray]:
             "R": 7 * np.arange(NSTEPS * NY * NX).reshape(NSTEPS, NY, NX)}
 
 
-@pytest.mark.parametrize("nranks", [1, 2, 4])
-def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path: Path, nranks: int) -> None:
-    result = run([str(programs["pio_calls"]), str(tmp_path)], nranks=nranks, timeout=180)
+@pytest.mark.parametrize("nranks, servers", [(1, 0), (2, 0), (4, 0), (1, 1), (2, 1), (4, 3)])
+def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path: Path, nranks: int, servers: int) -> None:
+    """Attached, and through climio serve ranks (PIO's I/O tasks): the same files, the same values."""
+    result = run([str(programs["pio_calls"]), str(tmp_path), *([str(servers)] if servers else [])], nranks=nranks,
+                 timeout=180, servers=servers)
     assert result.returncode == 0, result.stderr
-    iotasks = (nranks + 1) // 2
+    iotasks = min(servers, (nranks + 1) // 2) if servers else (nranks + 1) // 2
     assert result.stdout.strip() == f"pio_calls: 7 files written and read back on {nranks} tasks ({iotasks} I/O tasks)"
     assert own_lines(result.stderr) == []
     assert sorted(os.listdir(tmp_path)) == sorted(["decomp.nc", *(f"{name}.nc" for name in FORMATS)])
@@ -108,8 +113,11 @@ REFUSALS = {"InitDecomp iostart": (-36, "iostart/iocount are not taken"),
             "openfile PIO_WRITE": (-37, "opened with PIO_WRITE")}
 
 
-def test_refused_calls_return_pio_codes_with_one_line_each(programs: dict[str, Path], tmp_path: Path) -> None:
-    result = run([str(programs["pio_refusals"]), str(tmp_path)], nranks=2, timeout=180)
+@pytest.mark.parametrize("servers", [0, 1])
+def test_refused_calls_return_pio_codes_with_one_line_each(programs: dict[str, Path], tmp_path: Path,
+                                                           servers: int) -> None:
+    result = run([str(programs["pio_refusals"]), str(tmp_path), *([str(servers)] if servers else [])], nranks=2,
+                 timeout=180, servers=servers)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[-1] == "pio_refusals: done"
@@ -125,8 +133,11 @@ def test_refused_calls_return_pio_codes_with_one_line_each(programs: dict[str, P
         assert list(ds["i"][:2]) == [1, 2] and list(ds.variables) == ["v", "i"]
 
 
-def test_pio_default_handler_ends_the_job_with_one_line(programs: dict[str, Path], tmp_path: Path) -> None:
-    result = run([str(programs["pio_refusals"]), str(tmp_path), "abort"], nranks=2, timeout=180)
+@pytest.mark.parametrize("servers", [0, 1])
+def test_pio_default_handler_ends_the_job_with_one_line(programs: dict[str, Path], tmp_path: Path,
+                                                        servers: int) -> None:
+    result = run([str(programs["pio_refusals"]), str(tmp_path), "abort", *([str(servers)] if servers else [])],
+                 nranks=2, timeout=180, servers=servers)
     assert result.returncode == 2, result.stderr
     assert "not reached" not in result.stdout
     said = own_lines(result.stderr)
@@ -153,15 +164,38 @@ def test_cmake_find_package_builds_a_pio_model(tmp_path: Path) -> None:
         assert np.array_equal(ds["T"][:], 100.0 * np.arange(2)[:, None, None] + np.arange(24).reshape(1, 4, 6))
 
 
-def test_a_launch_with_climio_servers_is_refused_not_left_waiting(programs: dict[str, Path], tmp_path: Path) -> None:
-    """PIO's calls write in the model's processes: a launch with climio serve ranks ends at PIOc_Init_Intracomm
-    with one line, instead of servers waiting for a model that never speaks to them."""
-    result = run([str(programs["pio_refusals"]), str(tmp_path), "abort"], nranks=2, timeout=180,
-                 env_extra={"CLIMIO_SERVERS": "1"})
+def test_a_communicator_holding_the_servers_is_refused_at_once(programs: dict[str, Path], tmp_path: Path) -> None:
+    """PIOc_Init_Intracomm(MPI_COMM_WORLD) in a launch with climio serve ranks: one line naming them, and the
+    servers end with the model rather than wait for a hello."""
+    result = run([str(programs["pio_refusals"]), str(tmp_path), "abort"], nranks=2, timeout=60, servers=1)
     assert result.returncode == 2, result.stderr
     said = own_lines(result.stderr)
-    assert len(said) == 1 and "this launch has climio serve ranks (world ranks 1-1)" in said[0], said
+    assert len(said) == 1 and "holds this launch's climio serve ranks (world ranks 2-2)" in said[0], said
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("nranks, nio, where", [(2, 1, "first"), (5, 2, "last")])
+def test_async_io_tasks_serve_and_a_failed_write_reaches_every_task(programs: dict[str, Path], tmp_path: Path,
+                                                                    nranks: int, nio: int, where: str) -> None:
+    """PIOc_init_async: the I/O tasks are climio's servers (inside the call); the computational tasks write and
+    read back two records, then a write the servers refuse (70000 in a short) comes back as PIO's code at the
+    file's next call on every task, with one line, and leaves no file."""
+    result = run([str(programs["pio_async"]), str(tmp_path), str(nio), where], nranks=nranks, timeout=180,
+                 env_extra={"CLIMIO_SERVE_TIMEOUT": "60"})
+    assert result.returncode == 0, result.stderr
+    ncomp = nranks - nio
+    assert result.stdout.strip() == (f"pio_async: 2 records written and read back by {ncomp} computational tasks "
+                                     f"through {nio} I/O tasks; the failed write: -60 on every task")
+    said = own_lines(result.stderr)
+    assert len(said) == 1 and "failed.nc: variable 's': values from 70000 to 70000 do not fit in int16" in said[0], \
+        said
+    assert sorted(os.listdir(tmp_path)) == ["async.nc"]  # the failed file abandoned, no temporary left
+    points = 5 * ncomp
+    want = 100.0 * np.arange(2)[:, None] + np.arange(points)[None, :]
+    want[:, 0] = -1.0  # point 0 is no task's: the fill value
+    with netCDF4.Dataset(tmp_path / "async.nc") as ds:
+        ds.set_auto_mask(False)
+        assert np.array_equal(ds["v"][:], want) and ds["v"].units == "K"
 
 
 REAL = [("real/tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc", "tas"),  # CDF-1, CMIP5

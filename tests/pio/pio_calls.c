@@ -4,10 +4,12 @@
  * prints one line; tests/test_pio.py checks the files.
  *
  *     mpiexec -n N pio_calls DIR
+ *     mpiexec -n N pio_calls DIR S : -n S climio serve    (through S I/O servers, which are PIO's I/O tasks)
  *
  * Ownership: point 0 belongs to no task (the file holds the fill value there); the others go round-robin to the
  * first three tasks, so a fourth task owns nothing; task 0's array starts with an element that is no point. */
 #include <pio.h>
+#include <stdlib.h>
 
 #include "check.h"
 
@@ -32,24 +34,28 @@ int main(int argc, char **argv)
 {
     int size, old = 0, iosysid, ntasks = 0;
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc != 2) {
-        fprintf(stderr, "usage: pio_calls DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: pio_calls DIR [SERVERS]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
+    int servers = argc == 3 ? atoi(argv[2]) : 0;
+    MPI_Comm comm = model_comm(servers, &rank);
+    MPI_Comm_size(comm, &size);
     CHECK(PIOc_set_log_level(0));
     CHECK(PIOc_set_iosystem_error_handling(PIO_DEFAULT, PIO_BCAST_ERROR, &old));
     EXPECT(old == PIO_INTERNAL_ERROR);
-    CHECK(PIOc_Init_Intracomm(MPI_COMM_WORLD, (size + 1) / 2, 2, 0, PIO_REARR_BOX, &iosysid));
+    CHECK(PIOc_Init_Intracomm(comm, (size + 1) / 2, 2, 0, PIO_REARR_BOX, &iosysid));
     CHECK(PIOc_get_numiotasks(iosysid, &ntasks));
-    EXPECT(ntasks == (size + 1) / 2);
+    EXPECT(ntasks == (servers && servers < (size + 1) / 2 ? servers : (size + 1) / 2));
     bool iotask = false, active = false;
     int iorank = -2;
     CHECK(PIOc_iam_iotask(iosysid, &iotask));
     CHECK(PIOc_iotask_rank(iosysid, &iorank));
     CHECK(PIOc_iosystem_is_active(iosysid, &active));
-    EXPECT(active && iotask == (rank % 2 == 0) && iorank == (rank % 2 == 0 ? rank / 2 : -1));
+    if (servers) /* the servers are the I/O tasks */
+        EXPECT(active && !iotask && iorank == -1);
+    else
+        EXPECT(active && iotask == (rank % 2 == 0) && iorank == (rank % 2 == 0 ? rank / 2 : -1));
     CHECK(PIOc_set_global_log_level(iosysid, 0));
     PIOc_set_buffer_size_limit(1 << 24);
     EXPECT(PIOc_set_buffer_size_limit(1 << 25) == 1 << 24);
@@ -86,7 +92,7 @@ int main(int argc, char **argv)
     int order = -1;
     snprintf(path, sizeof path, "%s/decomp.nc", argv[1]);
     CHECK(PIOc_write_nc_decomp(iosysid, path, 0, ioid_t, "test decomposition", "made by pio_calls", 0));
-    CHECK(PIOc_read_nc_decomp(iosysid, path, &ioid_read, MPI_COMM_WORLD, PIO_FLOAT, title, history, &order));
+    CHECK(PIOc_read_nc_decomp(iosysid, path, &ioid_read, comm, PIO_FLOAT, title, history, &order));
     EXPECT(strcmp(title, "test decomposition") == 0 && strcmp(history, "made by pio_calls") == 0 && order == 0);
     EXPECT(PIOc_get_local_array_size(ioid_read) == maplen);
     snprintf(path, sizeof path, "%s/spare.nc", argv[1]);

@@ -3,8 +3,9 @@
  * calls left usable. With a second argument "abort", the first refusal under PIO's default handler
  * (PIO_INTERNAL_ERROR) ends the job instead.
  *
- *     mpiexec -n N pio_refusals DIR [abort] */
+ *     mpiexec -n N pio_refusals DIR [abort] [SERVERS]    (SERVERS: climio serve ranks, the last application) */
 #include <pio.h>
+#include <stdlib.h>
 
 #include "check.h"
 
@@ -21,10 +22,15 @@ int main(int argc, char **argv)
 {
     int size, iosysid, ioid, ncid, dim[2], varid, ivar, bad;
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int aborting = argc > 2 && strcmp(argv[2], "abort") == 0;
-    CHECK(PIOc_Init_Intracomm(MPI_COMM_WORLD, size, 1, 0, PIO_REARR_BOX, &iosysid));
+    int aborting = 0, servers = 0;
+    for (int a = 2; a < argc; a++)
+        if (strcmp(argv[a], "abort") == 0)
+            aborting = 1;
+        else
+            servers = atoi(argv[a]);
+    MPI_Comm comm = model_comm(servers, &rank);
+    MPI_Comm_size(comm, &size);
+    CHECK(PIOc_Init_Intracomm(comm, size, 1, 0, PIO_REARR_BOX, &iosysid));
     if (!aborting)
         CHECK(PIOc_set_iosystem_error_handling(iosysid, PIO_RETURN_ERROR, NULL));
     int gdim[1] = {4 * size};

@@ -86,7 +86,7 @@ def build(prefix: Path) -> Path:
         shutil.copy(os.path.join(work, "libclimio.so"), lib / "libclimio.so")
         netcdf = netcdf_flags()
         subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", f"-I{PIO_HEADER.parent}", f"-I{PIO}",
-                        f"-I{HEADER.parent}", f"-I{HERE}", *netcdf["cflags"], str(PIO / "libpioc.c"),
+                        f"-I{HEADER.parent}", f"-I{HERE}", *netcdf["cflags"], str(PIO / "libpioc.c"), str(PIO / "served_calls.c"),
                         "-Wl,-soname,libpioc.so", "-o", os.path.join(work, "libpioc.so"), f"-L{lib}", "-lclimio",
                         f"-Wl,-rpath,{lib}", *netcdf["libs"]], check=True)
         shutil.copy(os.path.join(work, "libpioc.so"), lib / "libpioc.so")

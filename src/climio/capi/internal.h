@@ -3,6 +3,8 @@
 #ifndef CLIMIO_INTERNAL_H
 #define CLIMIO_INTERNAL_H
 
+#include <stdint.h>
+
 #include "climio.h"
 
 /* Ids of server mode have this bit set; the embedded Python's ids (system << 16 | n) stay below it. */
@@ -20,7 +22,17 @@ void *climio_python_symbol(const char *name);
 /* The launch's server ranks: 1 with the first world rank and count, 0 for none, or an error code. */
 int served_layout(int *first, int *count);
 
+/* Mark that this rank says the launch's one line about error `code` (climio.core.mpi.first_to_speak). */
+int served_said(int code);
+
+/* 1 when comm holds no rank of the launch's servers (world ranks first .. first + count - 1). */
+int served_holds_none(MPI_Comm comm, int first, int count);
+
 int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid);
+/* Tell the servers (rank first of peer) that the model refused to connect (code): they end without a line. */
+void served_refuse(MPI_Comm comm, MPI_Comm peer, int first, int code);
+/* served_init with the servers given: `count` ranks of `peer` from `first` (PIO's async I/O tasks). */
+int served_init_peer(MPI_Comm comm, MPI_Comm peer, int first, int count, long long buffer_bytes, int *iosysid);
 int served_set_error_handling(int iosysid, int method);
 int served_finalize(int iosysid);
 int served_init_decomp_blocks(int iosysid, int ndims, const long long *gdimlen, const long long *start,
@@ -45,5 +57,23 @@ int served_put_time(int ncid, long long frame, double time);
 int served_write_darray(int ncid, int varid, long long frame, int memtype, long long arraylen, const void *array);
 int served_put_var(int ncid, int varid, long long frame, int memtype, long long len, const void *values);
 int served_read_darray(int ncid, int varid, long long frame, int memtype, long long arraylen, void *array);
+
+/* The answer to a call of PIO's through the servers: its out-values, out-strings (each ended by a NUL) and
+ * out-data, views of `payload` (served_answer_free frees it); status: the exit status an error calls for. */
+typedef struct {
+    char *payload;
+    const int64_t *values;
+    int nvalues;
+    const char *strings;
+    long long nstrings;
+    const char *data;
+    long long ndata;
+    int status;
+} served_answer;
+
+int served_pio_call(int iosysid, const char *call, long long ident, const long long *ints, int nints,
+                    const char *const *strings, int nstrings, int memtype, const void *data, long long bytes,
+                    served_answer *answer);
+void served_answer_free(served_answer *answer);
 
 #endif

@@ -156,24 +156,6 @@ static int attached(int code)
 
 /* ------------------------------------------------------------------------------------------ I/O systems */
 
-/* 1 when comm holds no rank of the launch's servers (or there are none). */
-static int holds_no_server(MPI_Comm comm, int first, int count)
-{
-    MPI_Group mine, world;
-    int size, inside = 0;
-    MPI_Comm_size(comm, &size);
-    MPI_Comm_group(comm, &mine);
-    MPI_Comm_group(MPI_COMM_WORLD, &world);
-    for (int r = 0; r < size && !inside; r++) {
-        int w;
-        MPI_Group_translate_ranks(mine, 1, &r, world, &w);
-        inside = w >= first && w < first + count;
-    }
-    MPI_Group_free(&mine);
-    MPI_Group_free(&world);
-    return !inside;
-}
-
 static int init(MPI_Comm comm, long long buffer_bytes, int servers_required, int *iosysid)
 {
     int first = 0, count = 0, found = served_layout(&first, &count);
@@ -186,7 +168,7 @@ static int init(MPI_Comm comm, long long buffer_bytes, int servers_required, int
                            "(the last S ranks)");
     if (found == 0)
         ATTACHED(init_intracomm_f, (int)MPI_Comm_c2f(comm), iosysid);
-    if (!holds_no_server(comm, first, count))
+    if (!served_holds_none(comm, first, count))
         return climio_fail(CLIMIO_EINVAL, "climio_init_intracomm: the communicator holds I/O server ranks "
                            "(world ranks %d-%d): pass the model's own ranks, from climio_model_comm", first,
                            first + count - 1);

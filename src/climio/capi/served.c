@@ -28,7 +28,7 @@ enum { TAG_HELLO = 7301, TAG_INTERCOMM = 7302, TAG_PACKET = 7303, TAG_REPLY = 73
        TAG_ANSWER = 7307, TAG_ANSWER_TEXT = 7308, TAG_ANSWER_DATA = 7309,
        TAG_WELCOME_TEXT = 7310 };
 enum { DECOMP = 1, CREATE, DEF_DIM, DEF_VAR, PUT_ATT, DEF_COMPRESS, DEF_REDUCE, ENDDEF, WRITE, PUT_TIME, PUT_VAR,
-       CLOSE, FINALIZE, OPEN, INQ_VARID, READ };
+       CLOSE, FINALIZE, OPEN, INQ_VARID, READ, PIO };
 enum { NC_CHAR = 2, SYSTEM = -1, SHIFT = 16, MAXITEMS = (1 << SHIFT) - 1 };
 static const int64_t MAGIC = 0x636C696D696FLL, VERSION = 3;  /* climio.serve.protocol */
 static const long long PACKET_BYTES = 4LL << 20;  /* a packet is posted once it holds this much */
@@ -295,6 +295,29 @@ static int said(int code)
             fclose(f);
     }
     return code;
+}
+
+int served_said(int code)
+{
+    return said(code);
+}
+
+/* 1 when comm holds no rank of the launch's servers (or there are none). */
+int served_holds_none(MPI_Comm comm, int first, int count)
+{
+    MPI_Group mine, world;
+    int size, inside = 0;
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_group(comm, &mine);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    for (int r = 0; r < size && !inside; r++) {
+        int w;
+        MPI_Group_translate_ranks(mine, 1, &r, world, &w);
+        inside = w >= first && w < first + count;
+    }
+    MPI_Group_free(&mine);
+    MPI_Group_free(&world);
+    return !inside;
 }
 
 int served_layout(int *first, int *count)
@@ -718,12 +741,29 @@ static int agreed_settings(MPI_Comm comm, int rank, double *seconds, double *meg
     return climio_fail(code, "%s", line);
 }
 
+void served_refuse(MPI_Comm comm, MPI_Comm peer, int first, int code)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    if (rank == 0) {
+        int64_t hello[4] = {MAGIC, VERSION, size, code};
+        MPI_Send(hello, 4, MPI_INT64_T, first, TAG_HELLO, peer);
+    }
+}
+
 int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid)
 {
     int first, count;
     *iosysid = -1;
     if (served_layout(&first, &count) <= 0)
         return climio_fail(CLIMIO_EINVAL, "climio: no I/O servers in this launch");
+    return served_init_peer(comm, MPI_COMM_WORLD, first, count, buffer_bytes, iosysid);
+}
+
+int served_init_peer(MPI_Comm comm, MPI_Comm peer, int first, int count, long long buffer_bytes, int *iosysid)
+{
+    *iosysid = -1;
     int index = 1;
     while (index < (int)(sizeof systems / sizeof *systems) && systems[index])
         index++;
@@ -739,7 +779,7 @@ int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid)
         refused = refused ? refused : climio_fail(CLIMIO_EIO, "climio: out of memory for an I/O system");
         if (rank == 0) {  /* the servers still learn that the model gives up, and end quietly */
             int64_t hello[4] = {MAGIC, VERSION, size, refused};
-            MPI_Send(hello, 4, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD);
+            MPI_Send(hello, 4, MPI_INT64_T, first, TAG_HELLO, peer);
         }
         return refused;
     }
@@ -759,9 +799,9 @@ int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid)
     if (s->rank == 0) {
         int64_t hello[4] = {MAGIC, VERSION, size, refused};
         MPI_Request request;
-        MPI_Send(hello, 4, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD);
+        MPI_Send(hello, 4, MPI_INT64_T, first, TAG_HELLO, peer);
         if (!refused) {
-            MPI_Irecv(answer, 5, MPI_INT64_T, first, TAG_HELLO, MPI_COMM_WORLD, &request);
+            MPI_Irecv(answer, 5, MPI_INT64_T, first, TAG_HELLO, peer, &request);
             if (wait_for(s, acked, &request, "the hello") != CLIMIO_NOERR) {
                 MPI_Cancel(&request);
                 MPI_Request_free(&request);
@@ -770,7 +810,7 @@ int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid)
                 int bytes = answer[4] < (int64_t)sizeof line - 1 ? (int)answer[4] : (int)sizeof line - 1;
                 char *text = malloc((size_t)answer[4]);
                 if (text)
-                    MPI_Recv(text, (int)answer[4], MPI_BYTE, first, TAG_WELCOME_TEXT, MPI_COMM_WORLD,
+                    MPI_Recv(text, (int)answer[4], MPI_BYTE, first, TAG_WELCOME_TEXT, peer,
                              MPI_STATUS_IGNORE);
                 snprintf(line, sizeof line, "%.*s", text ? bytes : 0, text ? text : "");
                 free(text);
@@ -797,7 +837,7 @@ int served_init(MPI_Comm comm, long long buffer_bytes, int *iosysid)
         return climio_fail(CLIMIO_EIO, "%s did not answer within %g s: start climio serve as the last application, "
                            "or set CLIMIO_SERVERS=0 for a launch without it", name, seconds);
     }
-    MPI_Intercomm_create(comm, 0, MPI_COMM_WORLD, first, TAG_INTERCOMM, &s->inter);
+    MPI_Intercomm_create(comm, 0, peer, first, TAG_INTERCOMM, &s->inter);
     int remote;
     MPI_Comm_remote_size(s->inter, &remote);
     s->nservers = remote;
@@ -1706,4 +1746,82 @@ int served_read_darray(int ncid, int varid, long long frame, int memtype, long l
     } else if (halo)  /* the halo gets the fill value, as an attached read gives it */
         halo_copy(d, count / d->points, array, into, size, &fill);
     return failed(s, code);
+}
+
+/* ------------------------------------------------------------------------------------------ PIO's calls */
+
+/* One of PIO's calls as a PIO message (docs/serve-protocol.md, "PIO's calls"): libpioc's served side
+ * (pio/served_calls.c) knows the calls, this the wire. With `answer` NULL the call is sent without waiting. */
+int served_pio_call(int iosysid, const char *call, long long ident, const long long *ints, int nints,
+                    const char *const *strings, int nstrings, int memtype, const void *data, long long bytes,
+                    served_answer *answer)
+{
+    iosystem *s = system_of(iosysid);
+    if (s == NULL)
+        return bad_system(iosysid);
+    int code = system_check(s);
+    if (code)
+        return code;
+    const char *names[8];
+    names[0] = call;
+    for (int i = 0; i < nstrings && i < 7; i++)
+        names[1 + i] = strings[i] ? strings[i] : "";
+    long long args[5] = {nints, memtype, bytes, 0, 0};
+    buffer buffers[2] = {{ints, nints, CLIMIO_INT64, NULL, 0}, {data, bytes, CLIMIO_BYTE, NULL, 0}};
+    code = send(s, PIO, ident, args, names, 1 + (nstrings < 7 ? nstrings : 7), buffers, 2);
+    if (code || answer == NULL)
+        return code;
+    memset(answer, 0, sizeof *answer);
+    int64_t header[4];
+    MPI_Request request;
+    MPI_Irecv(header, 4, MPI_INT64_T, s->server, TAG_ANSWER, s->inter, &request);
+    char what[300];
+    snprintf(what, sizeof what, "PIO's call %s", call);
+    code = wait_for(s, acked, &request, what);
+    if (code) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+        return code;
+    }
+    if (header[3] > 0) {
+        char *text = claim(NULL, (size_t)header[3] + 1, "an answer of the I/O servers");
+        if (text == NULL)  /* its text stays untaken: no later answer can be told apart */
+            return lose(s, CLIMIO_ENOMEM);
+        MPI_Recv(text, (int)header[3], MPI_BYTE, s->server, TAG_ANSWER_TEXT, s->inter, MPI_STATUS_IGNORE);
+        climio_keep_error(text);
+        free(text);
+    }
+    answer->status = (int)header[0];
+    if (header[0])
+        return (int)header[2] ? (int)header[2] : CLIMIO_EINTERNAL;
+    MPI_Status status;
+    int size;
+    MPI_Probe(s->server, TAG_ANSWER_DATA, s->inter, &status);
+    MPI_Get_count(&status, MPI_BYTE, &size);
+    char *payload = claim(NULL, (size_t)size, "an answer of the I/O servers");
+    if (payload == NULL)
+        return lose(s, CLIMIO_ENOMEM);
+    MPI_Recv(payload, size, MPI_BYTE, s->server, TAG_ANSWER_DATA, s->inter, MPI_STATUS_IGNORE);
+    int64_t counts[2];
+    memcpy(counts, payload, sizeof counts);
+    long long strings_at = 16 + 8 * counts[0], data_at = strings_at + (long long)aligned((size_t)counts[1]);
+    if (size < 16 || counts[0] < 0 || counts[1] < 0 || data_at > size) {
+        free(payload);
+        return lose(s, climio_fail(CLIMIO_EINTERNAL, "climio: an answer of %d bytes to %s is not PIO's layout: the "
+                                   "servers speak another protocol", size, call));
+    }
+    answer->payload = payload;
+    answer->values = (const int64_t *)(payload + 16);
+    answer->nvalues = (int)counts[0];
+    answer->strings = payload + strings_at;
+    answer->nstrings = counts[1];
+    answer->data = payload + data_at;
+    answer->ndata = size - data_at;
+    return CLIMIO_NOERR;
+}
+
+void served_answer_free(served_answer *answer)
+{
+    free(answer->payload);
+    memset(answer, 0, sizeof *answer);
 }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING
 
 from climio.commands.common import Subcommands
@@ -20,31 +19,18 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
                        auto_mpi_io="romio")  # as model output writes
 
 
+def report(comm: MPI.Intracomm | None, err: ClimioError, status: int) -> None:
+    """The servers' errors are the model's to report (climio.serve.connect.report)."""
+    from climio.serve import connect
+
+    connect.report(comm, err, status)
+
+
 def servers_communicator() -> MPI.Comm:
     """climio serve runs on the servers' own communicator: the model's ranks share COMM_WORLD with it."""
     from climio.serve import connect
 
     return connect.servers_communicator()
-
-
-def report(comm: MPI.Intracomm | None, err: ClimioError, status: int) -> None:
-    """The servers' errors are the model's to report: every model rank gets the line at its climio_init (or its
-    next call), and its program says it and ends. Where no model can be told (none said hello in time), the
-    first server says it and ends the job, which would otherwise wait for the model in MPI_Finalize."""
-    from climio.core import mpi
-    from climio.serve import connect
-
-    if comm is not None and connect.tell_model(comm, err):
-        return
-    world = mpi.world()
-    # Without the servers' communicator the launch's layout is wrong (CLIMIO_SERVERS), which the model's ranks
-    # see too: the last rank says it only if they did not
-    first = comm.Get_rank() == 0 if comm is not None else world.Get_rank() == world.Get_size() - 1
-    if first and (comm is not None or not mpi.spoken_within(3.0)) and mpi.first_to_speak():
-        sys.stderr.write(f"climio: error: {err}\n")
-        sys.stderr.flush()
-    if world.Get_size() > 1:
-        world.Abort(status)
 
 
 def run(args: argparse.Namespace, comm: MPI.Comm) -> None:

@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from climio.model.definition import NETCDF_TYPES
 from climio.pio import calls
 
 
@@ -43,7 +42,7 @@ def attach(ffi: Any) -> None:
         """What a call gets to view the caller's memory: ``(own type, count) -> array``, of ``memtype`` (0: the
         variable's or decomposition's own type); None for a type PIO does not have."""
         def view(own: np.dtype, count: int) -> np.ndarray | None:
-            dtype = own if memtype == 0 else NETCDF_TYPES.get(memtype)
+            dtype = calls.memory_type(own, memtype)
             return None if dtype is None else numbers(pointer, count, dtype)
         return view
 
@@ -180,10 +179,7 @@ def attach(ffi: Any) -> None:
 
     @extern
     def inq(ncid: int, ndims: Any, nvars: Any, natts: Any, unlimdim: Any, format_: Any) -> int:
-        def ask(f: calls.PioFile) -> tuple[int, int, int, int, int]:
-            unlimited = [k for k, (_, n) in enumerate(f.dims) if n == 0]
-            return len(f.dims), len(f.variables), len(f.attrs), unlimited[0] if unlimited else -1, calls.format_of(f)
-        code, answer = calls.inquire(ncid, ask)
+        code, answer = calls.inquire(ncid, calls.inq_numbers)
         if answer is not None:
             for pointer, value in zip((ndims, nvars, natts, unlimdim, format_), answer):
                 put(pointer, value)
@@ -235,11 +231,10 @@ def attach(ffi: Any) -> None:
 
     @extern
     def inq_var_deflate(ncid: int, varid: int, shuffle: Any, deflate: Any, level: Any) -> int:
-        code, v = calls.inquire(ncid, lambda f: calls.variable_of(f, varid))
-        if v is not None:
-            put(shuffle, int(bool(v.deflate)))
-            put(deflate, int(bool(v.deflate)))
-            put(level, v.deflate)
+        code, answer = calls.inquire(ncid, lambda f: calls.deflation(f, varid))
+        if answer is not None:
+            for pointer, value in zip((shuffle, deflate, level), answer):
+                put(pointer, value)
         return code
 
     @extern
@@ -300,22 +295,13 @@ def attach(ffi: Any) -> None:
 
     @extern
     def put_att(ncid: int, varid: int, name: Any, xtype: int, length: int, memtype: int, values: Any) -> int:
-        own = NETCDF_TYPES.get(xtype, np.dtype("u1"))
-        return calls.put_att(ncid, varid, text(name), xtype, memory(values, memtype)(own, length))
+        return calls.put_att(ncid, varid, text(name), xtype, length, memory(values, memtype))
 
     @extern
     def get_att(ncid: int, varid: int, name: Any, memtype: int, values: Any) -> int:
-        code, answer = calls.get_att(ncid, varid, text(name))
-        if answer is None:
-            return code
-        data, xtype = answer
-        out = memory(values, memtype)(data.dtype, data.size)
-        if out is None:
-            return calls.NC_EBADTYPE
-        try:
-            out[...] = calls.converted(data, out.dtype, f"attribute '{text(name)}'")
-        except calls.CallError as err:
-            return err.code
+        code, answer = calls.get_att(ncid, varid, text(name), memtype)
+        if answer is not None and given(values):
+            numbers(values, answer.size, answer.dtype)[...] = answer
         return code
 
     @extern
@@ -342,10 +328,7 @@ def attach(ffi: Any) -> None:
     def write_darray(ncid: int, nvars: int, varids: Any, ioid: int, arraylen: int, array: Any, frames: Any,
                      fills: Any, memtype: int, own_type: int) -> int:
         def fill_values(dtype: np.dtype) -> list[np.ndarray | None]:
-            if not given(fills):
-                return [None] * nvars
-            values = numbers(fills, nvars, dtype).copy()
-            return [values[k:k + 1] for k in range(nvars)]
+            return calls.split_fills(numbers(fills, nvars, dtype).copy() if given(fills) else None, nvars)
         ids = numbers(varids, nvars, "i4").tolist() if given(varids) else []
         frame_list = numbers(frames, nvars, "i4").tolist() if given(frames) else None
         length = arraylen if arraylen >= 0 else local_length(ioid)
@@ -358,6 +341,29 @@ def attach(ffi: Any) -> None:
         length = arraylen if arraylen >= 0 else local_length(ioid)
         return calls.read_darray(ncid, varid, ioid, length, memory(array, memtype), None if frame < 0 else frame,
                                  bool(own_type))
+
+    @extern
+    def serve(fworld: int, fio_comm: int) -> int:
+        """PIO's async I/O tasks: climio's server loop over their communicator until the model frees its I/O
+        system. An error of the servers goes to the model's tasks, or, with nobody to tell, ends the job, as under
+        ``climio serve``."""
+        from mpi4py import MPI
+
+        from climio.core import settings
+        from climio.core.targets import discard_pending_outputs
+        from climio.errors import ClimioError, IOFault
+        from climio.serve import connect, server
+
+        world, comm = MPI.Intracomm.f2py(fworld), MPI.Intracomm.f2py(fio_comm)
+        try:
+            settings.check_all()  # before the hello, whose answer carries the refusal
+            server.serve(comm, world)
+        except ClimioError as err:
+            discard_pending_outputs()
+            fault = isinstance(err, IOFault)
+            connect.report(comm, err, 1 if fault else 2, world)
+            return calls.NC_EIO if fault else calls.NC_EINVAL
+        return calls.NOERR
 
     def local_length(ioid: int) -> int:
         """A decomposition's local length (0 for a bad id, which the call then refuses on every task)."""

@@ -100,6 +100,7 @@ class PioSystem(System):
     iotasks: tuple[int, ...] = (0,)
     method: int = INTERNAL_ERROR
     hints: dict[str, str] = field(default_factory=dict)
+    quiet: bool = False  # on climio serve ranks: a failed call's line goes to the model, which says it
 
     def strategy(self, one_writer: bool) -> str:
         return "root" if one_writer or len(self.iotasks) == 1 else "agg"
@@ -176,11 +177,12 @@ def pio_system(iosysid: int) -> PioSystem:
 
 
 def call(system: System, prepare: Callable[[], Callable[[], T]], name: str) -> tuple[int, T | None]:
-    """:func:`climio.capi.calls.run` with PIO's codes; a failed call's line is said once, by the first task."""
+    """:func:`climio.capi.calls.run` with PIO's codes; a failed call's line is said once, by the first task (but
+    by the I/O servers' systems: each model rank acts on it)."""
     code, result = run(system, prepare, None, name)
     if code == NOERR:
         return NOERR, result
-    if system.comm.Get_rank() == 0:
+    if system.comm.Get_rank() == 0 and not (isinstance(system, PioSystem) and system.quiet):
         sys.stderr.write(f"climio: {last_error()}\n")
         sys.stderr.flush()
     return PIO_CODE.get(code, code), None
@@ -226,13 +228,20 @@ def done(value: T = None) -> Callable[[], T]:  # type: ignore[assignment]
 
 
 def init(comm: MPI.Intracomm, num_iotasks: int, stride: int, base: int, rearr: int,
-         servers: tuple[int, int] = (0, 0)) -> tuple[int, int]:
+         servers: tuple[int, int] = (0, 0), model_size: int = 0) -> tuple[int, int]:
     """An I/O system over the model's communicator (used as is) with PIO's I/O tasks. ``servers``: the first world
     rank and the count of the launch's climio serve ranks, which PIO's calls do not use: such a launch is refused,
-    rather than left to wait for servers that never hear from the model."""
-    size = comm.Get_size()
-    system = PioSystem(max(calls.SYSTEMS, default=0) + 1, comm, method=DEFAULT_HANDLER[0],
-                       abort=DEFAULT_HANDLER[0] == INTERNAL_ERROR)
+    rather than left to wait for servers that never hear from the model.
+
+    ``model_size``: on I/O servers (``comm`` theirs), the size of the model whose calls they run. The arguments
+    are checked against the model's ranks as they would be in the model, the servers are the I/O tasks (the
+    first ``num_iotasks`` of them), and the system returns every error without saying it: each model rank acts on
+    the line by its own error handler."""
+    served = model_size > 0
+    size = model_size if served else comm.Get_size()
+    method = RETURN_ERROR if served else DEFAULT_HANDLER[0]
+    system = PioSystem(max(calls.SYSTEMS, default=0) + 1, comm, method=method, abort=method == INTERNAL_ERROR,
+                       quiet=served)
     calls.SYSTEMS[system.id] = system
 
     def prepare() -> Callable[[], None]:
@@ -247,7 +256,8 @@ def init(comm: MPI.Intracomm, num_iotasks: int, stride: int, base: int, rearr: i
         if rearr not in REARRANGERS:
             raise CallError(f"PIOc_Init_Intracomm: rearranger {rearr}: use PIO_REARR_BOX (1) or PIO_REARR_SUBSET (2)",
                             NC_EINVAL)
-        tasks = tuple(range(base, size, stride))[:num_iotasks]  # PIO too takes fewer when the ranks run out
+        candidates = range(comm.Get_size()) if served else range(base, size, stride)
+        tasks = tuple(candidates)[:num_iotasks]  # PIO too takes fewer when the ranks run out
         return lambda: setattr(system, "iotasks", tasks)
 
     code, _ = call(system, prepare, name="PIOc_Init_Intracomm")
@@ -347,8 +357,10 @@ def iotype_available(iotype: int) -> bool:
 
 
 def init_decomp(iosysid: int, pio_type: int, grid: list[int], offsets: np.ndarray, has_io_blocks: bool,
-                rearr: int) -> tuple[int, int]:
-    """A decomposition from each local element's 0-based offset into the grid (C order), -1 for a hole."""
+                rearr: int, task_of: Callable[[int], int] | None = None) -> tuple[int, int]:
+    """A decomposition from each local element's 0-based offset into the grid (C order), -1 for a hole.
+    ``task_of``: the model's task that gave local element k, for messages (the I/O servers' local elements are
+    their clients'); by default this task."""
     system = pio_system(iosysid)
 
     def prepare() -> Callable[[], int]:
@@ -362,9 +374,10 @@ def init_decomp(iosysid: int, pio_type: int, grid: list[int], offsets: np.ndarra
             raise CallError(f"PIOc_InitDecomp: rearranger {rearr}: use PIO_REARR_BOX (1) or PIO_REARR_SUBSET (2)",
                             NC_EINVAL)
         size = math.prod(grid)
-        bad = offsets[(offsets < -1) | (offsets >= size)]
+        bad = np.flatnonzero((offsets < -1) | (offsets >= size))
         if bad.size:
-            raise CallError(f"PIOc_InitDecomp: map entry {int(bad[0])} (0-based) on task {system.comm.Get_rank()} is "
+            task = task_of(int(bad[0])) if task_of is not None else system.comm.Get_rank()
+            raise CallError(f"PIOc_InitDecomp: map entry {int(offsets[bad[0]])} (0-based) on task {task} is "
                             f"outside the {size} elements of the global array {tuple(grid)}", NC_EINVAL)
         decomp = PioDecomp(from_offsets(grid, offsets, system.comm.Get_size(), system.comm.Get_rank()), dtype,
                            offsets.copy())
@@ -385,12 +398,17 @@ def init_decomp(iosysid: int, pio_type: int, grid: list[int], offsets: np.ndarra
 def init_decomp_blocks(iosysid: int, pio_type: int, grid: list[int], start: list[int],
                        count: list[int]) -> tuple[int, int]:
     """PIOc_InitDecomp_bc: each task's block (0-based start and count, C order)."""
-    if len(start) != len(grid) or any(s < 0 or c < 0 or s + c > g for s, c, g in zip(start, count, grid)):
-        offsets = np.array([-2], np.int64)  # refused below, on every task alike
-    else:
-        index = np.indices(count).reshape(len(grid), -1) + np.array(start)[:, None]
-        offsets = np.ravel_multi_index(tuple(index), grid).astype(np.int64) if index.size else np.zeros(0, np.int64)
-    return init_decomp(iosysid, pio_type, grid, offsets, False, 1)
+    return init_decomp(iosysid, pio_type, grid, block_offsets(grid, start, count), False, 1)
+
+
+def block_offsets(grid: list[int], start: list[int], count: list[int]) -> np.ndarray:
+    """The 0-based offsets of a block's points (start and count, C order); a block outside the grid gives an entry
+    that :func:`init_decomp` refuses."""
+    if len(start) != len(grid) or len(count) != len(grid) or any(
+            s < 0 or c < 0 or s + c > g for s, c, g in zip(start, count, grid)):
+        return np.array([-2], np.int64)  # refused by init_decomp, on every task alike
+    index = np.indices(count).reshape(len(grid), -1) + np.array(start, np.int64)[:, None]
+    return np.ravel_multi_index(tuple(index), grid).astype(np.int64) if index.size else np.zeros(0, np.int64)
 
 
 def freedecomp(iosysid: int, ioid: int) -> int:
@@ -416,16 +434,18 @@ def local_size(ioid: int) -> tuple[int, int]:
     return (NOERR, len(found.offsets)) if isinstance(found, PioDecomp) else (NC_EBADID, 0)
 
 
-def write_nc_decomp(iosysid: int, path: str, cmode: int, ioid: int, title: str, history: str) -> int:
+def write_nc_decomp(iosysid: int, path: str, cmode: int, ioid: int, title: str, history: str,
+                    task_maps: Callable[[PioDecomp], list[np.ndarray] | None] | None = None) -> int:
     """The decomposition as PIO's netCDF decomposition file: every task's map as given, holes included (the
-    first task writes it)."""
+    first task writes it). ``task_maps`` (collective): every model task's map, in task order, on the first task
+    (None elsewhere); by default each task's own, gathered."""
     system = pio_system(iosysid)
 
     def prepare() -> Callable[[], None]:
         d = decomp_of(system, ioid)
 
         def body() -> None:
-            maps = system.comm.gather(d.offsets, root=0)
+            maps = task_maps(d) if task_maps is not None else system.comm.gather(d.offsets, root=0)
             fault = ""
             if system.comm.Get_rank() == 0:
                 try:
@@ -452,22 +472,26 @@ def decomp_format(cmode: int) -> str:
 def read_nc_decomp(iosysid: int, path: str, pio_type: int) -> tuple[int, int, str, str, int]:
     """A decomposition from PIO's netCDF (or text) decomposition file, whose tasks must be this system's."""
     system = pio_system(iosysid)
-    found: list[piomap.PioMap] = []
-
-    def prepare() -> Callable[[], None]:
-        m = piomap.read_map(path)
-        if m.ntasks != system.comm.Get_size():
-            raise CallError(f"{path}: a decomposition of {m.ntasks} tasks, not this system's "
-                            f"{system.comm.Get_size()}", NC_EINVAL)
-        found.append(m)
-        return done()
-
-    code, _ = call(system, prepare, name="PIOc_read_nc_decomp")
-    if code != NOERR:
+    code, m = decomp_file(iosysid, path, system.comm.Get_size())
+    if m is None:
         return code, system.no_id, "", "", 0
-    m = found[0]
     code, ioid = init_decomp(iosysid, pio_type, list(m.dims), m.offsets(system.comm.Get_rank()), False, 1)
     return code, ioid, m.title, m.history, 0
+
+
+def decomp_file(iosysid: int, path: str, ntasks: int) -> tuple[int, piomap.PioMap | None]:
+    """PIO's netCDF (or text) decomposition file, which must hold a map for each of the model's ``ntasks`` tasks
+    (PIOc_read_nc_decomp's reading)."""
+    system = pio_system(iosysid)
+
+    def prepare() -> Callable[[], piomap.PioMap]:
+        m = piomap.read_map(path)
+        if m.ntasks != ntasks:
+            raise CallError(f"{path}: a decomposition of {m.ntasks} tasks, not this system's {ntasks}: read it with "
+                            f"as many tasks as wrote it", NC_EINVAL)
+        return done(m)
+
+    return call(system, prepare, name="PIOc_read_nc_decomp")
 
 
 # ------------------------------------------------------------------------------------------------ files
@@ -642,6 +666,13 @@ def inquire(ncid: int, ask: Callable[[PioFile], T]) -> tuple[int, T | None]:
     return on_file(ncid, prepare)
 
 
+def inq_numbers(f: PioFile) -> tuple[int, int, int, int, int]:
+    """PIOc_inq's answer: the counts of dimensions, variables and global attributes, the record dimension's id (-1:
+    none) and the file's format number."""
+    unlimited = [k for k, (_, n) in enumerate(f.dims) if n == UNLIMITED]
+    return len(f.dims), len(f.variables), len(f.attrs), unlimited[0] if unlimited else -1, format_of(f)
+
+
 def format_of(f: PioFile) -> int:
     store = f.output or f.input
     name = store.data_model if store is not None and getattr(store, "data_model", None) else \
@@ -704,6 +735,24 @@ def chunking(f: PioFile, varid: int) -> tuple[int, tuple[int, ...]]:
     variable_of(f, varid)
     chunks = f.chunks.get(varid)
     return (NC_CHUNKED, chunks) if chunks else (NC_CONTIGUOUS, ())
+
+
+def deflation(f: PioFile, varid: int) -> tuple[int, int, int]:
+    """PIOc_inq_var_deflate's answer: the shuffle filter and deflation (0 or 1 each), and the deflate level."""
+    v = variable_of(f, varid)
+    return int(bool(v.deflate) and varid not in f.unshuffled), int(bool(v.deflate)), v.deflate
+
+
+def memory_type(own: np.dtype, memtype: int) -> np.dtype | None:
+    """The type of a caller's memory: netCDF's type ``memtype``, or for 0 ``own`` (the variable's, attribute's or
+    decomposition's type); None for a type PIO's calls do not have."""
+    return own if memtype == 0 else NETCDF_TYPES.get(memtype)
+
+
+def split_fills(values: np.ndarray | None, nvars: int) -> list[np.ndarray | None]:
+    """write_darray_multi's fill values (one per variable, one after the other, or None: none given), as
+    :func:`write_darray` takes them."""
+    return [None] * nvars if values is None else [values[k:k + 1] for k in range(nvars)]
 
 
 def var_fill(f: PioFile, varid: int) -> tuple[bool, np.ndarray]:
@@ -854,13 +903,16 @@ def def_var_quantize(ncid: int, varid: int, quantize_mode: int, nsd: int) -> int
     return on_file(ncid, prepare)[0]
 
 
-def put_att(ncid: int, varid: int, name: str, xtype: int, values: np.ndarray | None) -> int:
-    """An attribute of netCDF type ``xtype`` from values in memory (text: bytes)."""
+def put_att(ncid: int, varid: int, name: str, xtype: int, length: int,
+            memory: Callable[[np.dtype, int], np.ndarray | None]) -> int:
+    """An attribute of netCDF type ``xtype`` from ``length`` values in memory (text: bytes), given in the type
+    ``memory`` views them in (by default the attribute's)."""
     def prepare(f: PioFile) -> Callable[[], None]:
         defining(f, "PIOc_put_att")
         v, attrs = f.target(varid)
         check_name(name, f"{f.path}: attribute")
         where = f"{f.path}: attribute '{name}'"
+        values = memory(NETCDF_TYPES.get(xtype, np.dtype("u1")), length)
         if values is None:
             raise CallError(f"{where}: a memory type PIO's calls do not have", NC_EBADTYPE)
         if xtype == NC_CHAR:
@@ -882,11 +934,15 @@ def put_att(ncid: int, varid: int, name: str, xtype: int, values: np.ndarray | N
     return on_file(ncid, prepare)[0]
 
 
-def get_att(ncid: int, varid: int, name: str) -> tuple[int, tuple[np.ndarray, int] | None]:
-    """An attribute's values and netCDF type, for the caller to convert into its memory."""
-    def prepare(f: PioFile) -> Callable[[], tuple[np.ndarray, int]]:
-        data, xtype, _ = attribute(f, varid, name)
-        return done((data, xtype))
+def get_att(ncid: int, varid: int, name: str, memtype: int) -> tuple[int, np.ndarray | None]:
+    """An attribute's values in the caller's memory type (0: the attribute's own), refused where they do not fit."""
+    def prepare(f: PioFile) -> Callable[[], np.ndarray]:
+        data, _, _ = attribute(f, varid, name)
+        where = f"{f.path}: attribute '{name}'"
+        dtype = memory_type(data.dtype, memtype)
+        if dtype is None:
+            raise CallError(f"{where}: a memory type PIO's calls do not have", NC_EBADTYPE)
+        return done(converted(data, dtype, where))
 
     return on_file(ncid, prepare)
 
@@ -947,6 +1003,15 @@ def text_array(f: PioFile, v: Variable, records: int = 0) -> np.ndarray:
     return f.texts[v.name]
 
 
+def whole_text(f: PioFile, v: Variable, store: ncio.Store) -> np.ndarray:
+    """A char variable whole, on every task (collective): as read at open, or as written so far (the first task
+    holds it: char variables go to the file whole, from the first task, when it is closed)."""
+    if f.input is not None:
+        return store.read_text(v.name)
+    comm = f.system.comm
+    return comm.bcast(text_array(f, v) if comm.Get_rank() == 0 else None, root=0)
+
+
 def undistributed(f: PioFile, varid: int, start: list[int] | None, count: list[int] | None,
                   stride: list[int] | None, memory: Callable[[np.dtype, int], np.ndarray | None],
                   writing: bool) -> tuple[Variable, Hyperslab, str, np.ndarray]:
@@ -997,7 +1062,7 @@ def get_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | 
             raise CallError(f"{where}: text and numbers do not convert into each other", NC_ECHAR)
 
         def body() -> None:
-            values = store.read_text(v.name)[slab.slices] if v.dtype.kind == "S" else store.read(v.name, slab)
+            values = whole_text(f, v, store)[slab.slices] if v.dtype.kind == "S" else store.read(v.name, slab)
             problems = [p for p in f.system.comm.allgather(
                 "" if out.dtype.kind == "S" else _range_problem(values, out.dtype)) if p]
             if problems:
@@ -1058,6 +1123,14 @@ def darray_target(f: PioFile, varid: int, d: PioDecomp) -> tuple[Variable, int |
         raise CallError(f"{f.path}: variable '{v.name}' {f.names(v)} does not have the decomposition's dimensions "
                         f"{grid}, nor those after a first dimension of frames", NC_EINVAL)
     return v, frames
+
+
+def short_array(path: str, arraylen: int, task: int, maplen: int) -> CallError:
+    """The error of a distributed array shorter than its task's map."""
+    return CallError(f"{path}: array of {arraylen} elements on task {task}, but the decomposition gives it {maplen}",
+                     NC_EINVAL)
+
+
 def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                  memory: Callable[[np.dtype, int], np.ndarray | None], frames: list[int] | None,
                  fills: Callable[[np.dtype], list[np.ndarray | None]], own_type: bool = False) -> int:
@@ -1074,8 +1147,7 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
         d = decomp_of(f.system, ioid)
         n = len(d.offsets)
         if arraylen < n:
-            raise CallError(f"{f.path}: array of {arraylen} elements on task {f.system.comm.Get_rank()}, but the "
-                            f"decomposition gives it {n}", NC_EINVAL)
+            raise short_array(f.path, arraylen, f.system.comm.Get_rank(), n)
         own = variable_of(f, varids[0]).dtype if own_type else d.dtype
         given = memory(own, arraylen * len(varids))
         if given is None:
@@ -1152,8 +1224,7 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
         d = decomp_of(f.system, ioid)
         n = len(d.offsets)
         if arraylen < n:
-            raise CallError(f"{f.path}: array of {arraylen} elements on task {f.system.comm.Get_rank()}, but the "
-                            f"decomposition gives it {n}", NC_EINVAL)
+            raise short_array(f.path, arraylen, f.system.comm.Get_rank(), n)
         v, frames_of = darray_target(f, varid, d)
         record = None if frames_of is None else f.frames.get(varid, 0) if frame is None else frame
         held = f.records if f.has_records(v) else frames_of
@@ -1170,9 +1241,8 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
 
         def body() -> None:
             raw = np.full(n, default_fill(v.attrs, v.dtype), v.dtype)
-            if v.dtype.kind == "S":  # char: whole on every task (read at open, or as written so far)
-                whole = store.read_text(v.name) if f.input is not None else f.system.comm.bcast(
-                    text_array(f, v) if f.system.comm.Get_rank() == 0 else None, root=0)
+            if v.dtype.kind == "S":
+                whole = whole_text(f, v, store)
                 flat = (whole[record] if record is not None else whole).reshape(-1)
                 raw[points] = flat[d.offsets[points]]
             else:

@@ -1,13 +1,15 @@
 /* libpioc: PIO2's C entry points (include/pio.h) on climio. PIO's typed families (put_vara_int, get_att_float,
  * ...) become a few calls with a memory type (pio_python.h), which climio's Python answers in this process
- * (climio.pio.calls), through libclimio_py.so, loaded on the first call as the climio API loads it. */
+ * (climio.pio.calls), through libclimio_answers.so, loaded on the first call as the climio API loads it. */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 #include "pio.h"
 #include "pio_python.h"
+#include "served_calls.h"
 
 int PIOc_openfile_retry(int iosysid, int *ncidp, int *iotype, const char *filename, int mode, int retry,
                         int use_ext_ncid);
@@ -16,43 +18,49 @@ int PIOc_put_vars_tc(int ncid, int varid, const PIO_Offset *start, const PIO_Off
 int PIOc_get_vars_tc(int ncid, int varid, const PIO_Offset *start, const PIO_Offset *count, const PIO_Offset *stride,
                      nc_type xtype, void *buf);
 
-#define PYTHON_CALLS(X)                                                                                        \
-    X(pio_init) X(pio_free_iosystem) X(pio_error_handling) X(pio_numiotasks) X(pio_iotask) X(pio_deletefile)  \
-    X(pio_set_hint) X(pio_inq_var_chunking) X(pio_rename)                                                     \
-    X(pio_iotype_available) X(pio_init_decomp) X(pio_init_decomp_blocks) X(pio_freedecomp) X(pio_local_size) \
-    X(pio_write_nc_decomp) X(pio_read_nc_decomp) X(pio_createfile) X(pio_openfile) X(pio_closefile)           \
-    X(pio_sync) X(pio_enddef) X(pio_redef) X(pio_set_fill) X(pio_file_is_open) X(pio_inq) X(pio_inq_dim)      \
-    X(pio_inq_dimid) X(pio_inq_var) X(pio_inq_varid) X(pio_inq_var_fill) X(pio_inq_var_deflate)               \
-    X(pio_inq_att) X(pio_inq_attname) X(pio_def_dim) X(pio_def_var) X(pio_def_var_fill)                       \
-    X(pio_def_var_deflate) X(pio_def_var_chunking) X(pio_def_var_quantize) X(pio_put_att) X(pio_get_att)      \
-    X(pio_vars) X(pio_setframe) X(pio_advanceframe) X(pio_write_darray) X(pio_read_darray)
-
 #define SLOT(name) __typeof__(climiopy_##name) *name;
 static struct {
-    PYTHON_CALLS(SLOT)
-} py;
+    PIO_PYTHON_CALLS(SLOT)
+} answers; /* who answers: climio's Python in this process, or the I/O servers (served_calls.c) */
 #undef SLOT
+static int answered;
 
-/* Bind the Python calls once: 1, or 0 after saying why on stderr (PIO programs have no message call). */
+static void bind_served(void);
+
+/* Bind who answers once: the I/O servers in a launch with climio serve ranks, else climio's Python in this
+ * process: 1, or 0 after saying why on stderr (PIO programs have no message call). */
 static int bound(void)
 {
-    static int done = 0;
-    if (done)
+    if (answered)
         return 1;
+    int first = 0, count = 0;
+    if (served_layout(&first, &count) > 0) {
+        bind_served();
+        return 1;
+    }
 #define BIND(name)                                                                                             \
-    if ((*(void **)&py.name = climio_python_symbol("climiopy_" #name)) == NULL) {                              \
+    if ((*(void **)&answers.name = climio_python_symbol("climiopy_" #name)) == NULL) {                         \
         char line[2048];                                                                                       \
         climio_errmsg(line, (int)sizeof line);                                                                 \
         fprintf(stderr, "%s\n", line);                                                                         \
         return 0;                                                                                              \
     }
-    PYTHON_CALLS(BIND)
+    PIO_PYTHON_CALLS(BIND)
 #undef BIND
-    done = 1;
+    answered = 1;
     return 1;
 }
 
-#define CALL(name, ...) return bound() ? py.name(__VA_ARGS__) : PIO_EIO
+/* Answer every call through the launch's climio serve ranks: this process loads no Python. */
+static void bind_served(void)
+{
+#define BIND_SERVED(name) answers.name = served_##name;
+    PIO_PYTHON_CALLS(BIND_SERVED)
+#undef BIND_SERVED
+    answered = 1;
+}
+
+#define CALL(name, ...) return bound() ? answers.name(__VA_ARGS__) : PIO_EIO
 
 /* ------------------------------------------------------------------------------------ errors, I/O systems */
 
@@ -84,9 +92,34 @@ int PIOc_set_global_log_level(int iosysid, int level)
     return PIOc_set_log_level(level);
 }
 
+/* PIO_DEFAULT's handler, for the systems made later: kept here and handed over at each init, so that setting it
+ * first (as PIO programs do) loads nothing. */
+static int default_handler = PIO_INTERNAL_ERROR;
+
 int PIOc_set_iosystem_error_handling(int iosysid, int method, int *old_method)
 {
-    CALL(pio_error_handling, iosysid, method, old_method);
+    if (method != PIO_INTERNAL_ERROR && method != PIO_BCAST_ERROR && method != PIO_RETURN_ERROR) {
+        fprintf(stderr, "climio: PIOc_set_iosystem_error_handling: method %d: use PIO_INTERNAL_ERROR (-51), "
+                "PIO_BCAST_ERROR (-52) or PIO_RETURN_ERROR (-53)\n", method);
+        return PIO_EINVAL;
+    }
+    if (iosysid != PIO_DEFAULT)
+        CALL(pio_error_handling, iosysid, method, old_method);
+    if (old_method != NULL)
+        *old_method = default_handler;
+    default_handler = method;
+    return PIO_NOERR;
+}
+
+/* A new I/O system over comp_comm, under the default handler. */
+static int new_system(MPI_Comm comp_comm, int num_iotasks, int stride, int base, int rearr, int server_first,
+                      int server_count, int *iosysidp)
+{
+    int code = bound() ? answers.pio_error_handling(PIO_DEFAULT, default_handler, NULL) : PIO_EIO;
+    if (code == PIO_NOERR)
+        code = answers.pio_init((int)MPI_Comm_c2f(comp_comm), num_iotasks, stride, base, rearr, server_first,
+                                server_count, iosysidp);
+    return code;
 }
 
 int PIOc_Set_IOSystem_Error_Handling(int iosysid, int method)
@@ -112,13 +145,190 @@ int PIOc_Init_Intracomm_from_F90(int f90_comp_comm, int num_iotasks, int stride,
         fprintf(stderr, "%s\n", line);
         return PIO_EINVAL;
     }
-    CALL(pio_init, f90_comp_comm, num_iotasks, stride, base, rearr, first, found ? count : 0, iosysidp);
+    return new_system(MPI_Comm_f2c(f90_comp_comm), num_iotasks, stride, base, rearr, first, found ? count : 0,
+                      iosysidp);
 }
 
 int PIOc_Init_Intracomm(MPI_Comm comp_comm, int num_iotasks, int stride, int base, int rearr, int *iosysidp)
 {
     return PIOc_Init_Intracomm_from_F90((int)MPI_Comm_c2f(comp_comm), num_iotasks, stride, base, rearr, NULL,
                                         iosysidp);
+}
+
+/* ------------------------------------------------------------------------------------ async: I/O tasks apart */
+
+enum { TAG_IO_COMM = 7311, TAG_COMP_COMM = 7312 }; /* MPI_Comm_create_group's tags (climio's wire: 7301-7310) */
+
+/* A refusal of PIO's async init: said once (by world's first task), and under PIO_INTERNAL_ERROR the end. */
+static int async_refused(MPI_Comm world, const char *what)
+{
+    int rank;
+    MPI_Comm_rank(world, &rank);
+    if (rank == 0) {
+        fprintf(stderr, "climio: %s\n", what);
+        fflush(stderr);
+    }
+    if (default_handler == PIO_INTERNAL_ERROR)
+        MPI_Abort(world, 2);
+    return PIO_EINVAL;
+}
+
+/* Both sides of PIO's async mode: the I/O tasks (io_comm) run climio's server loop (climio.pio.bridge's serve,
+ * in this task's Python) until the computational tasks free their system; the computational tasks (comp_comm)
+ * connect to them as to `climio serve` ranks, with no Python of their own. io_first: the first I/O task's rank
+ * in world, nio their count. A task of neither returns at once. */
+static int start_async(MPI_Comm world, MPI_Comm io_comm, MPI_Comm comp_comm, int io_first, int nio, int rearranger,
+                       int *iosysidp)
+{
+    if (io_comm != MPI_COMM_NULL) {
+        int (*serve)(int, int) = (int (*)(int, int))climio_python_symbol("climiopy_pio_serve");
+        if (serve == NULL) {
+            char line[2048];
+            climio_errmsg(line, (int)sizeof line);
+            fprintf(stderr, "%s\n", line);
+            return PIO_EIO;
+        }
+        *iosysidp = -1; /* an I/O task has no system of its own: PIO2's I/O tasks do not use it either */
+        return serve((int)MPI_Comm_c2f(world), (int)MPI_Comm_c2f(io_comm));
+    }
+    if (comp_comm == MPI_COMM_NULL)
+        return PIO_NOERR;
+    bind_served();
+    int code = served_pio_connect(comp_comm, world, io_first, nio, default_handler);
+    return code ? code : new_system(comp_comm, nio, 1, 0, rearranger, io_first, nio, iosysidp);
+}
+
+/* The rank of `task` among world's, or -1 (PIO's lists give world ranks). */
+static int in_list(int task, const int *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (list[i] == task)
+            return i;
+    return -1;
+}
+
+int PIOc_init_async(MPI_Comm world, int num_io_procs, int *io_proc_list, int component_count,
+                    int *num_procs_per_comp, int **proc_list, MPI_Comm *user_io_comm, MPI_Comm *user_comp_comm,
+                    int rearranger, int *iosysidp)
+{
+    int rank, size;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+    char why[512] = "";
+    if (component_count != 1)
+        snprintf(why, sizeof why, "PIOc_init_async: %d computational components: climio's I/O servers serve one "
+                 "(give component_count 1; run other components with a launch of their own)", component_count);
+    else if (num_io_procs < 1 || num_procs_per_comp == NULL || num_procs_per_comp[0] < 1 || iosysidp == NULL ||
+             num_io_procs + num_procs_per_comp[0] > size)
+        snprintf(why, sizeof why, "PIOc_init_async: %d I/O tasks and %d computational tasks over %d tasks: give at "
+                 "least one of each, no more than the communicator has, and iosysidp", num_io_procs,
+                 num_procs_per_comp ? num_procs_per_comp[0] : 0, size);
+    else if (rearranger != PIO_REARR_BOX && rearranger != PIO_REARR_SUBSET)
+        snprintf(why, sizeof why, "PIOc_init_async: rearranger %d: use PIO_REARR_BOX (1) or PIO_REARR_SUBSET (2)",
+                 rearranger);
+    int nio = why[0] ? 1 : num_io_procs, ncomp = why[0] ? 1 : num_procs_per_comp[0];
+    int *io = malloc(sizeof(int) * (size_t)nio), *comp = malloc(sizeof(int) * (size_t)ncomp);
+    if (io == NULL || comp == NULL) {
+        free(io);
+        free(comp);
+        fprintf(stderr, "climio: PIOc_init_async: out of memory for the task lists\n");
+        return PIO_ENOMEM;
+    }
+    for (int i = 0; !why[0] && i < nio; i++) {
+        io[i] = io_proc_list ? io_proc_list[i] : i; /* PIO2's defaults: the I/O tasks first, then the component */
+        if (io[i] < 0 || io[i] >= size || in_list(io[i], io, i) >= 0)
+            snprintf(why, sizeof why, "PIOc_init_async: I/O task %d: give distinct ranks of 0..%d", io[i], size - 1);
+    }
+    for (int i = 0; !why[0] && i < ncomp; i++) {
+        comp[i] = proc_list && proc_list[0] ? proc_list[0][i] : num_io_procs + i;
+        if (comp[i] < 0 || comp[i] >= size || in_list(comp[i], comp, i) >= 0 || in_list(comp[i], io, nio) >= 0)
+            snprintf(why, sizeof why, "PIOc_init_async: computational task %d: give distinct ranks of 0..%d that are "
+                     "no I/O task", comp[i], size - 1);
+    }
+    if (why[0]) {
+        free(io);
+        free(comp);
+        return async_refused(world, why);
+    }
+    MPI_Group everyone, group;
+    MPI_Comm io_comm = MPI_COMM_NULL, comp_comm = MPI_COMM_NULL;
+    MPI_Comm_group(world, &everyone);
+    if (in_list(rank, io, nio) >= 0) {
+        MPI_Group_incl(everyone, nio, io, &group);
+        MPI_Comm_create_group(world, group, TAG_IO_COMM, &io_comm);
+        MPI_Group_free(&group);
+    } else if (in_list(rank, comp, ncomp) >= 0) {
+        MPI_Group_incl(everyone, ncomp, comp, &group);
+        MPI_Comm_create_group(world, group, TAG_COMP_COMM, &comp_comm);
+        MPI_Group_free(&group);
+    }
+    MPI_Group_free(&everyone);
+    if (user_io_comm != NULL) {
+        *user_io_comm = MPI_COMM_NULL;
+        if (io_comm != MPI_COMM_NULL)
+            MPI_Comm_dup(io_comm, user_io_comm);
+    }
+    if (user_comp_comm != NULL) {
+        user_comp_comm[0] = MPI_COMM_NULL;
+        if (comp_comm != MPI_COMM_NULL)
+            MPI_Comm_dup(comp_comm, user_comp_comm);
+    }
+    int first = io[0];
+    free(io);
+    free(comp);
+    int code = start_async(world, io_comm, comp_comm, first, nio, rearranger, iosysidp);
+    if (io_comm != MPI_COMM_NULL)
+        MPI_Comm_free(&io_comm);
+    return code;
+}
+
+int PIOc_init_async_from_comms(MPI_Comm world, int component_count, MPI_Comm *comp_comm, MPI_Comm io_comm,
+                               int rearranger, int *iosysidp)
+{
+    int rank, size;
+    MPI_Comm_rank(world, &rank);
+    MPI_Comm_size(world, &size);
+    if (component_count != 1)
+        return async_refused(world, "PIOc_init_async_from_comms: climio's I/O servers serve one computational "
+                                    "component: give component_count 1");
+    /* The first I/O task and the I/O tasks' count, which every task learns over world (collective, as PIO's) */
+    int io = io_comm != MPI_COMM_NULL, mine[2] = {io ? rank : size, io}, found[2];
+    MPI_Allreduce(&mine[0], &found[0], 1, MPI_INT, MPI_MIN, world);
+    MPI_Allreduce(&mine[1], &found[1], 1, MPI_INT, MPI_SUM, world);
+    if (found[1] == 0)
+        return async_refused(world, "PIOc_init_async_from_comms: no task passed an I/O communicator: give io_comm on "
+                                    "the I/O tasks (MPI_COMM_NULL elsewhere)");
+    MPI_Comm comp = comp_comm != NULL && !io ? comp_comm[0] : MPI_COMM_NULL;
+    return start_async(world, io ? io_comm : MPI_COMM_NULL, comp, found[0], found[1], rearranger, iosysidp);
+}
+
+int PIOc_init_intercomm(int component_count, MPI_Comm peer_comm, MPI_Comm *comp_comms, MPI_Comm io_comm,
+                        int rearranger, int *iosysidps)
+{
+    return PIOc_init_async_from_comms(peer_comm, component_count, comp_comms, io_comm, rearranger, iosysidps);
+}
+
+int PIOc_init_async_from_F90(int f90_world_comm, int num_io_procs, int *io_proc_list, int component_count,
+                             int *procs_per_component, int *flat_proc_list, int *f90_io_comm, int *f90_comp_comm,
+                             int rearranger, int *iosysidp)
+{
+    /* flat_proc_list: component_count columns of the longest component's length (one component here) */
+    int *lists[1] = {flat_proc_list};
+    MPI_Comm io_comm = MPI_COMM_NULL, comp_comm = MPI_COMM_NULL;
+    int code = PIOc_init_async(MPI_Comm_f2c(f90_world_comm), num_io_procs, io_proc_list, component_count,
+                               procs_per_component, flat_proc_list ? lists : NULL, &io_comm, &comp_comm, rearranger,
+                               iosysidp);
+    *f90_io_comm = (int)MPI_Comm_c2f(io_comm);
+    *f90_comp_comm = (int)MPI_Comm_c2f(comp_comm);
+    return code;
+}
+
+int PIOc_init_async_comms_from_F90(int f90_world_comm, int component_count, int *f90_comp_comms, int f90_io_comm,
+                                   int rearranger, int *iosysidp)
+{
+    MPI_Comm comp = f90_comp_comms ? MPI_Comm_f2c(f90_comp_comms[0]) : MPI_COMM_NULL;
+    return PIOc_init_async_from_comms(MPI_Comm_f2c(f90_world_comm), component_count, &comp,
+                                      MPI_Comm_f2c(f90_io_comm), rearranger, iosysidp);
 }
 
 int PIOc_free_iosystem(int iosysid)
@@ -138,7 +348,7 @@ int PIOc_get_numiotasks(int iosysid, int *numiotasks)
 
 int PIOc_iam_iotask(int iosysid, bool *ioproc)
 {
-    int iorank = -1, active = 0, code = bound() ? py.pio_iotask(iosysid, &iorank, &active) : PIO_EIO;
+    int iorank = -1, active = 0, code = bound() ? answers.pio_iotask(iosysid, &iorank, &active) : PIO_EIO;
     if (code == PIO_NOERR && ioproc != NULL)
         *ioproc = iorank >= 0;
     return code;
@@ -152,7 +362,7 @@ int PIOc_iotask_rank(int iosysid, int *iorank)
 
 int PIOc_iosystem_is_active(int iosysid, bool *active)
 {
-    int iorank = -1, is = 0, code = bound() ? py.pio_iotask(iosysid, &iorank, &is) : PIO_EIO;
+    int iorank = -1, is = 0, code = bound() ? answers.pio_iotask(iosysid, &iorank, &is) : PIO_EIO;
     if (code == PIO_NOERR && active != NULL)
         *active = is;
     return code;
@@ -215,7 +425,7 @@ int PIOc_freedecomp(int iosysid, int ioid)
 int PIOc_get_local_array_size(int ioid)
 {
     long long size = 0;
-    int code = bound() ? py.pio_local_size(ioid, &size) : PIO_EIO;
+    int code = bound() ? answers.pio_local_size(ioid, &size) : PIO_EIO;
     return code == PIO_NOERR ? (int)size : code;
 }
 
@@ -306,7 +516,7 @@ int PIOc_deletefile(int iosysid, const char *filename)
 
 int PIOc_File_is_Open(int ncid)
 {
-    return bound() && py.pio_file_is_open(ncid);
+    return bound() && answers.pio_file_is_open(ncid);
 }
 
 /* ------------------------------------------------------------------------------------ inquiry */
@@ -669,8 +879,8 @@ static int vard(int ncid, int varid, int decompid, PIO_Offset recnum, int memtyp
     int frame = (int)recnum;
     if (!bound())
         return PIO_EIO;
-    return write ? py.pio_write_darray(ncid, 1, &varid, decompid, -1, buf, &frame, NULL, memtype, memtype == 0)
-                 : py.pio_read_darray(ncid, varid, decompid, -1, (void *)buf, recnum, memtype, memtype == 0);
+    return write ? answers.pio_write_darray(ncid, 1, &varid, decompid, -1, buf, &frame, NULL, memtype, memtype == 0)
+                 : answers.pio_read_darray(ncid, varid, decompid, -1, (void *)buf, recnum, memtype, memtype == 0);
 }
 
 int PIOc_put_vard(int ncid, int varid, int decompid, const PIO_Offset recnum, const void *buf)

@@ -315,6 +315,8 @@ module pio_climio
 
   interface PIO_init
      module procedure init_intracom
+     module procedure init_intercom
+     module procedure init_intercom_from_comms
   end interface PIO_init
 
   interface PIO_finalize
@@ -537,6 +539,23 @@ module pio_climio
        type(c_ptr), value :: rearr_opts
        integer(c_int), intent(out) :: iosysidp
      end function PIOc_Init_Intracomm_from_F90
+
+     integer(c_int) function PIOc_init_async_from_F90(f90_world_comm, num_io_procs, io_proc_list, &
+          component_count, procs_per_component, flat_proc_list, f90_io_comm, f90_comp_comm, rearranger, &
+          iosysidp) bind(C, name="PIOc_init_async_from_F90")
+       import :: c_int
+       integer(c_int), value :: f90_world_comm, num_io_procs, component_count, rearranger
+       integer(c_int), intent(in) :: io_proc_list(*), procs_per_component(*), flat_proc_list(*)
+       integer(c_int), intent(out) :: f90_io_comm, f90_comp_comm(*), iosysidp(*)
+     end function PIOc_init_async_from_F90
+
+     integer(c_int) function PIOc_init_async_comms_from_F90(f90_world_comm, component_count, f90_comp_comms, &
+          f90_io_comm, rearranger, iosysidp) bind(C, name="PIOc_init_async_comms_from_F90")
+       import :: c_int
+       integer(c_int), value :: f90_world_comm, component_count, f90_io_comm, rearranger
+       integer(c_int), intent(in) :: f90_comp_comms(*)
+       integer(c_int), intent(out) :: iosysidp(*)
+     end function PIOc_init_async_comms_from_F90
 
      integer(c_int) function PIOc_finalize(iosysid) bind(C, name="PIOc_finalize")
        import :: c_int
@@ -949,6 +968,42 @@ contains
        call piodie('PIO_init', __LINE__, 'PIO_init failed: '//trim(text)//', error', ierr)
     end if
   end subroutine init_intracom
+
+  ! Async (PIO_init with the I/O tasks apart): the I/O tasks serve inside the call (climio's I/O servers) and
+  ! come back with io_comm set once the component has freed its system; the component's tasks come back with
+  ! their system and comp_comm. One component (size(iosystem) == 1).
+  subroutine init_intercom(iosystem, incomm, procs_per_component, comp_proc_list, io_proc_list, rearranger, &
+       comp_comm, io_comm)
+    type(iosystem_desc_t), intent(out) :: iosystem(:)
+    integer, intent(in) :: incomm, procs_per_component(:), comp_proc_list(:,:), io_proc_list(:), rearranger
+    integer, intent(out) :: comp_comm(:), io_comm
+    integer(c_int) :: ids(size(iosystem)), ierr
+    character(len=PIO_max_name) :: text
+
+    ids = -1
+    ierr = PIOc_init_async_from_F90(incomm, size(io_proc_list), io_proc_list, size(procs_per_component), &
+         procs_per_component, reshape(comp_proc_list, [size(comp_proc_list)]), io_comm, comp_comm, rearranger, ids)
+    iosystem(:)%iosysid = ids
+    if (ierr /= PIO_NOERR) then
+       if (strerror(ierr, text) /= PIO_NOERR) text = ''
+       call piodie('PIO_init', __LINE__, 'PIO_init (async) failed: '//trim(text)//', error', ierr)
+    end if
+  end subroutine init_intercom
+
+  subroutine init_intercom_from_comms(iosystem, world_comm, comp_comms, io_comm, rearranger)
+    type(iosystem_desc_t), intent(out) :: iosystem(:)
+    integer, intent(in) :: world_comm, comp_comms(:), io_comm, rearranger
+    integer(c_int) :: ids(size(iosystem)), ierr
+    character(len=PIO_max_name) :: text
+
+    ids = -1
+    ierr = PIOc_init_async_comms_from_F90(world_comm, size(iosystem), comp_comms, io_comm, rearranger, ids)
+    iosystem(:)%iosysid = ids
+    if (ierr /= PIO_NOERR) then
+       if (strerror(ierr, text) /= PIO_NOERR) text = ''
+       call piodie('PIO_init', __LINE__, 'PIO_init (async) failed: '//trim(text)//', error', ierr)
+    end if
+  end subroutine init_intercom_from_comms
 
   subroutine finalize(iosystem, ierr)
     type(iosystem_desc_t), intent(inout) :: iosystem

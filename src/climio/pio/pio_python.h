@@ -59,3 +59,6 @@ int climiopy_pio_write_darray(int ncid, int nvars, const int *varids, int ioid, 
                               const void *array, const int *frames, const void *fills, int memtype, int own_type);
 int climiopy_pio_read_darray(int ncid, int varid, int ioid, long long arraylen, void *array, long long frame,
                              int memtype, int own_type);
+/* PIO's async I/O tasks: climio's server loop over io_comm (a Fortran handle, as fworld) until the computational
+ * tasks free their system (libpioc's init_async). */
+int climiopy_pio_serve(int fworld, int fio_comm);

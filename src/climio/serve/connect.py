@@ -16,6 +16,7 @@ client does the same with the same calls.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -99,10 +100,11 @@ def model_communicator() -> MPI.Intracomm:
     return comm
 
 
-def hello(comm: MPI.Intracomm) -> np.ndarray:
-    """Servers (collective): wait for the model's hello; its numbers (:data:`~climio.serve.protocol.HELLO_LEN`)
-    and its sender's world rank, or zeros when none came within :func:`timeout` seconds."""
-    world, _ = layout()
+def hello(comm: MPI.Intracomm, world: MPI.Intracomm | None = None) -> np.ndarray:
+    """Servers (collective): wait for the model's hello on ``world`` (COMM_WORLD, or the communicator of PIO's
+    async init); its numbers (:data:`~climio.serve.protocol.HELLO_LEN`) and its sender's rank there, or zeros
+    when none came within :func:`timeout` seconds."""
+    world = world or mpi.world()
     got = np.zeros(wire.HELLO_LEN + 1, np.int64)
     if comm.Get_rank() == 0:
         from mpi4py import MPI
@@ -118,14 +120,15 @@ def hello(comm: MPI.Intracomm) -> np.ndarray:
     return comm.bcast(got)
 
 
-def welcome(comm: MPI.Intracomm, model: int, code: int = 0, text: str = "") -> None:
-    """Servers: the first server answers the model's leader (world rank ``model``): the servers' count, or
-    their refusal and its line."""
+def welcome(comm: MPI.Intracomm, model: int, code: int = 0, text: str = "", world: MPI.Intracomm | None = None
+            ) -> None:
+    """Servers: the first server answers the model's leader (rank ``model`` of ``world``): the servers' count,
+    or their refusal and its line."""
     if comm.Get_rank() != 0:
         return
     from mpi4py import MPI
 
-    world = mpi.world()
+    world = world or mpi.world()
     line = text.encode()
     answer = np.array([wire.MAGIC, wire.VERSION, comm.Get_size(), code, len(line)], np.int64)
     world.Send([answer, MPI.INT64_T], dest=model, tag=wire.TAG_HELLO)  # the model waits for it
@@ -146,10 +149,11 @@ class ModelRefused(Told):
     """The model's ranks refused their own settings at the hello."""
 
 
-def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
-    """Servers: wait for the model's hello, then make the intercommunicator; returns it and the model's size."""
-    world, _ = layout()
-    got = hello(comm)
+def accept(comm: MPI.Intracomm, world: MPI.Intracomm | None = None) -> tuple[MPI.Intercomm, int]:
+    """Servers: wait for the model's hello on ``world`` (COMM_WORLD by default), then make the
+    intercommunicator; returns it and the model's size."""
+    world = world or mpi.world()
+    got = hello(comm, world)
     if int(got[0]) == 0:
         raise NoModel(f"climio serve: no model connected within {timeout():g} s (CLIMIO_SERVE_TIMEOUT): the model "
                       f"calls climio_init_intracomm or climio.serve.client.connect as the other application of "
@@ -158,12 +162,12 @@ def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
         raise NoModel(f"climio serve: a stray message on the hello tag {wire.TAG_HELLO} from world rank "
                           f"{int(got[-1])}", collective=True)
     if int(got[1]) != wire.VERSION:
-        welcome(comm, int(got[-1]))  # the model names the mismatch
+        welcome(comm, int(got[-1]), world=world)  # the model names the mismatch
         raise ModelRefused(f"climio serve speaks protocol version {wire.VERSION}, the model {int(got[1])}: use one "
                            f"climio for both", collective=True)
     if int(got[3]):
         raise ModelRefused("the model refused its own settings (its ranks say which)", collective=True)
-    welcome(comm, int(got[-1]))
+    welcome(comm, int(got[-1]), world=world)
     ACCEPTED.append(True)
     return comm.Create_intercomm(0, world, int(got[-1]), wire.TAG_INTERCOMM), int(got[2])
 
@@ -171,18 +175,18 @@ def accept(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, int]:
 ACCEPTED: list[bool] = []  # this server made its intercommunicator: its errors reach the model as replies
 
 
-def tell_model(comm: MPI.Intracomm, err: ClimioError) -> bool:
+def tell_model(comm: MPI.Intracomm, err: ClimioError, world: MPI.Intracomm | None = None) -> bool:
     """Servers (collective): hand an error of theirs to the model's ranks, which report it; False where no model
     can be told (none said hello in time), so that the servers report it and end the job themselves."""
     if isinstance(err, Told):
         return True
     if ACCEPTED or isinstance(err, NoModel):
         return False  # past the hello, only a reply tells the model; before it, there is nobody to tell
-    got = hello(comm)
+    got = hello(comm, world)
     if int(got[0]) != wire.MAGIC:
         return False
     if int(got[3]) == 0:
-        welcome(comm, int(got[-1]), 1 if isinstance(err, IOFault) else 2, str(err))
+        welcome(comm, int(got[-1]), 1 if isinstance(err, IOFault) else 2, str(err), world)
     return True
 
 
@@ -231,3 +235,20 @@ def connect(comm: MPI.Intracomm) -> tuple[MPI.Intercomm, range]:
     if int(answer[3]):
         raise (IOFault if int(answer[3]) == 1 else ClimioError)(text, collective=True)
     return comm.Create_intercomm(0, world, servers.start, wire.TAG_INTERCOMM), servers
+
+
+def report(comm: MPI.Intracomm | None, err: ClimioError, status: int, world: MPI.Intracomm | None = None) -> None:
+    """The servers' errors are the model's to report: every model rank gets the line at its init (or its next
+    call), and its program says it and ends. Where no model can be told (none said hello in time), the first
+    server says it and ends the job, which would otherwise wait for the model in MPI_Finalize."""
+    if comm is not None and tell_model(comm, err, world):
+        return
+    world = world or mpi.world()
+    # Without the servers' communicator the launch's layout is wrong (CLIMIO_SERVERS), which the model's ranks
+    # see too: the last rank says it only if they did not
+    first = comm.Get_rank() == 0 if comm is not None else world.Get_rank() == world.Get_size() - 1
+    if first and (comm is not None or not mpi.spoken_within(3.0)) and mpi.first_to_speak():
+        sys.stderr.write(f"climio: error: {err}\n")
+        sys.stderr.flush()
+    if world.Get_size() > 1:
+        world.Abort(status)

@@ -9,7 +9,9 @@ Every message is a fixed header of :data:`HEADER_LEN` int64, the text (UTF-8 nam
 client) are :data:`REPLY_LEN` int64 (tag :data:`TAG_REPLY`), then their text (tag :data:`TAG_REPLY_TEXT`). The
 synchronous kinds (:data:`SYNC`: OPEN, INQ_VARID, READ) each get one answer the client waits for:
 :data:`ANSWER_LEN` int64 (tag :data:`TAG_ANSWER`), its text (:data:`TAG_ANSWER_TEXT`) and, for a READ that
-succeeded, the client's piece of the record (:data:`TAG_ANSWER_DATA`)."""
+succeeded, the client's piece of the record (:data:`TAG_ANSWER_DATA`). A model that calls PIO's API sends each
+call as one message of kind :attr:`Kind.PIO` (:mod:`climio.serve.pio_server`), answered in the same three parts,
+the data being the call's out-values, out-strings and out-data (:func:`pio_answer`)."""
 
 from __future__ import annotations
 
@@ -62,6 +64,9 @@ class Kind(IntEnum):
     INQ_VARID = 15   # text: name. Answer value: the varid
     READ = 16        # a: varid, b: frame, c: memtype, d: local length, e: local points per level with halo.
     #                  Answer value: elements sent on TAG_ANSWER_DATA (levels x map length, no halo)
+    PIO = 17         # one of PIO's calls. a: int64 arguments, b: memtype (0: the variable's or decomposition's),
+    #                  c: bytes of data; text: the call's name, its strings; data: int64[a], c bytes. Answered (but
+    #                  write_darray and setframe) with status, code, line and pio_answer's payload
 
 
 SYNC = (Kind.OPEN, Kind.INQ_VARID, Kind.READ)  # the kinds a client waits on: always answered, never dropped
@@ -142,13 +147,15 @@ def payload_types(header: np.ndarray) -> list[tuple[np.dtype, int]]:
         return [(xtype_dtype(c, "data"), d)]
     if kind == Kind.PUT_TIME:
         return [(np.dtype("f8"), 1)]
+    if kind == Kind.PIO:
+        return [(i8, a), (np.dtype("u1"), c)]
     return []
 
 
 def encode(kind: Kind, ident: int, args: Sequence[int] = (), names: Sequence[str] = ()
            ) -> tuple[np.ndarray, bytes]:
     """A header and its text."""
-    text = b"".join(n.encode() + b"\0" for n in names)
+    text = encode_names(names)
     header = np.zeros(HEADER_LEN, np.int64)
     header[0], header[1] = kind, ident
     header[2:2 + len(args)] = args
@@ -156,17 +163,36 @@ def encode(kind: Kind, ident: int, args: Sequence[int] = (), names: Sequence[str
     return header, text
 
 
+def encode_names(names: Sequence[str]) -> bytes:
+    """Names as the wire carries them: UTF-8, each ended by a NUL byte."""
+    return b"".join(n.encode() + b"\0" for n in names)
+
+
 def padded(nbytes: int) -> int:
     return -(-nbytes // 8) * 8
 
 
+def pad(raw: bytes) -> bytes:
+    """``raw`` and zero bytes up to a multiple of 8, so that what follows it is aligned."""
+    return raw + bytes(padded(len(raw)) - len(raw))
+
+
 def pack(header: np.ndarray, text: bytes, arrays: Sequence[np.ndarray]) -> np.ndarray:
     """One message's bytes in a packet: its header, its text and its buffers, each padded to 8 bytes."""
-    parts = [header.astype(np.int64).tobytes(), text + bytes(padded(len(text)) - len(text))]
-    for a in arrays:
-        raw = np.ascontiguousarray(a).tobytes()
-        parts.append(raw + bytes(padded(len(raw)) - len(raw)))
+    parts = [header.astype(np.int64).tobytes(), pad(text)]
+    parts.extend(pad(np.ascontiguousarray(a).tobytes()) for a in arrays)
     return np.frombuffer(b"".join(parts), np.uint8)
+
+
+def pio_answer(values: Sequence[int] = (), strings: Sequence[str] = (), data: np.ndarray | None = None
+               ) -> np.ndarray:
+    """The payload of a PIO call's answer (:data:`TAG_ANSWER_DATA`, ``MPI_BYTE``): int64 n, int64 m, the n int64
+    out-values, m bytes of out-strings (each ended by a NUL, padded to a multiple of 8: m counts the padding), then
+    the out-data's bytes to the end."""
+    text = pad(encode_names(strings))
+    head = np.array([len(values), len(text), *values], np.int64).tobytes()
+    tail = b"" if data is None else np.ascontiguousarray(data).tobytes()
+    return np.frombuffer(head + text + tail, np.uint8)
 
 
 def unpack(packet: np.ndarray) -> list[Message]:

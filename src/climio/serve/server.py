@@ -14,6 +14,9 @@ command line does: nothing ever waits forever.
 Reads (OPEN, INQ_VARID, READ) are synchronous: the client waits, so each gets exactly one answer on every
 client, never dropped, the servers' agreed error included. A file opened for reading is read with
 :class:`ModelInput` over the same concatenated decomposition, and each client gets its piece of the record.
+
+A model that calls PIO's API sends each call as a message of kind PIO, which :mod:`climio.serve.pio_server` runs
+as the same call of :mod:`climio.pio.calls` over the servers' communicator.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from climio.model.output import Field, ModelOutput, applicable_modes
 from climio.model.strategy import parse_strategy
 from climio.serve import connect
 from climio.serve import protocol as wire
+from climio.serve.pio_server import PioCalls
 from climio.serve.protocol import Kind, Message, Op
 
 if TYPE_CHECKING:
@@ -105,18 +109,20 @@ class Server:
         self.queues: dict[int, deque[Message]] = {c: deque() for c in self.clients}  # messages of packets taken
         self.names_differ = False  # in the last round, between some model ranks
         self.refused = False  # the last round's call, by some model rank
+        self.pio: PioCalls | None = None  # PIO's calls, from the first on
 
     # -- the wire
 
     def receive(self, client: int) -> Message:
         """The next message of ``client`` about a file that has not failed (those are dropped, but for the
-        synchronous kinds: their client waits for an answer)."""
+        synchronous kinds: their client waits for an answer). PIO's calls are never dropped: their ids are not
+        climio's files."""
         queue = self.queues[client]
         while True:
             if not queue:
                 self.wait_for_packet(client)
             message = queue.popleft()
-            if message.kind in (Kind.DECOMP, Kind.FINALIZE, *wire.SYNC) or message.id not in self.failed:
+            if message.kind in (Kind.DECOMP, Kind.FINALIZE, Kind.PIO, *wire.SYNC) or message.id not in self.failed:
                 return message
 
     def take_packet(self, client: int, status: MPI.Status) -> None:
@@ -174,12 +180,15 @@ class Server:
         for k, client in enumerate(self.clients):
             header = np.array([wire.Reply.ERROR if code else wire.Reply.OK, values[k] if values else 0,
                                fills[k] if fills else code, len(text.encode())], np.int64)
-            self.inter.Send(wire.buffer(header), dest=client, tag=wire.TAG_ANSWER)
-            if text:
-                self.inter.Send(wire.buffer(np.frombuffer(text.encode(), np.uint8)), dest=client,
-                                tag=wire.TAG_ANSWER_TEXT)
-            if data is not None and not code:
-                self.inter.Send(wire.buffer(data[k]), dest=client, tag=wire.TAG_ANSWER_DATA)
+            self.send_answer(client, header, text, data[k] if data is not None and not code else None)
+
+    def send_answer(self, client: int, header: np.ndarray, text: str, data: np.ndarray | None) -> None:
+        """One synchronous answer to ``client``: its header, its text (when the header counts some) and its data."""
+        self.inter.Send(wire.buffer(header), dest=client, tag=wire.TAG_ANSWER)
+        if text:
+            self.inter.Send(wire.buffer(np.frombuffer(text.encode(), np.uint8)), dest=client, tag=wire.TAG_ANSWER_TEXT)
+        if data is not None:
+            self.inter.Send(wire.buffer(data), dest=client, tag=wire.TAG_ANSWER_DATA)
 
     def round(self) -> list[Message]:
         """One message from each client; the clients and the servers must be at the same call."""
@@ -250,10 +259,15 @@ class Server:
             if kind == Kind.FINALIZE:
                 for number in list(self.files):
                     self.act(number, lambda f, _: self.close(f, publish=True), messages)
-                self.reply(wire.SYSTEM, 0)
+                code, line = self.pio.finalize() if self.pio is not None else (0, "")
+                self.reply(wire.SYSTEM, code, line)
                 return
             if kind == Kind.DECOMP:
                 self.decomposition(messages)
+                continue
+            if kind == Kind.PIO:
+                self.pio = self.pio or PioCalls(self)
+                self.pio.serve(messages)
                 continue
             if kind in wire.SYNC:
                 self.synchronous(messages)
@@ -630,9 +644,10 @@ class Server:
         return self.agreed(convert)
 
 
-def serve(comm: MPI.Intracomm) -> None:
-    """Be an I/O server until the model finalizes (collective over the servers' communicator)."""
-    inter, model_size = connect.accept(comm)
+def serve(comm: MPI.Intracomm, world: MPI.Intracomm | None = None) -> None:
+    """Be an I/O server until the model finalizes (collective over the servers' communicator); the model says
+    hello on ``world`` (COMM_WORLD, or the communicator of PIO's async init)."""
+    inter, model_size = connect.accept(comm, world)
     server = Server(comm, inter, model_size)
     if comm.Get_size() > model_size:
         server.give_up(f"climio serve: {comm.Get_size()} servers for {model_size} model rank(s): start at most as "

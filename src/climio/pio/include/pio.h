@@ -202,6 +202,20 @@ int PIOc_iotype_available(int iotype);                         /* 1 or 0 */
 int PIOc_Init_Intracomm(MPI_Comm comp_comm, int num_iotasks, int stride, int base, int rearr, int *iosysidp);
 int PIOc_Init_Intracomm_from_F90(int f90_comp_comm, int num_iotasks, int stride, int base, int rearr,
                                  void *rearr_opts, int *iosysidp);
+/* Async: the I/O tasks apart (PIO2's init_async), as climio's I/O servers. The I/O tasks serve inside this call
+ * until the computational tasks free their system; the computational tasks get their iosysid. One component. */
+int PIOc_init_async(MPI_Comm world, int num_io_procs, int *io_proc_list, int component_count,
+                    int *num_procs_per_comp, int **proc_list, MPI_Comm *io_comm, MPI_Comm *comp_comm, int rearranger,
+                    int *iosysidp);
+int PIOc_init_async_from_comms(MPI_Comm world, int component_count, MPI_Comm *comp_comm, MPI_Comm io_comm,
+                               int rearranger, int *iosysidp);
+int PIOc_init_intercomm(int component_count, MPI_Comm peer_comm, MPI_Comm *comp_comms, MPI_Comm io_comm,
+                        int rearranger, int *iosysidps); /* PIO 2.5's name of init_async_from_comms */
+int PIOc_init_async_from_F90(int f90_world_comm, int num_io_procs, int *io_proc_list, int component_count,
+                             int *procs_per_component, int *flat_proc_list, int *f90_io_comm, int *f90_comp_comm,
+                             int rearranger, int *iosysidp);
+int PIOc_init_async_comms_from_F90(int f90_world_comm, int component_count, int *f90_comp_comms, int f90_io_comm,
+                                   int rearranger, int *iosysidp);
 int PIOc_free_iosystem(int iosysid);
 int PIOc_finalize(int iosysid);
 int PIOc_get_numiotasks(int iosysid, int *numiotasks);
