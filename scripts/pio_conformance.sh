@@ -19,7 +19,7 @@
 # Programs: examples/c (example1, example2, examplePio, darray_no_async, darray_async, piorcw),
 # tests/cunit/test_darray*.c, tests/performance/pioperformance.F90 (pioperf, one run per iotype on a small
 # generated decomposition and on a CMAQ-CA-shaped one, 89 x 134 x 35 on a 2 x 2 grid) and
-# examples/f03/examplePio.F90. Iotypes "loop": the program writes a file per iotype itself; "none": no file.
+# examples/f03/examplePio.F90 and exampleAsyncPio.F90. Iotypes "loop": the program writes a file per iotype itself; "none": no file.
 #
 # Options:
 #   --climio-prefix DIR   where climio is installed (default: the .venv of this repository); its
@@ -306,6 +306,7 @@ for d in small ca; do
     done
 done
 programs+=("examplePio_f90|f90|examples/f03/examplePio.F90|4|netcdf|")
+programs+=("exampleAsyncPio_f90|f90|examples/f03/exampleAsyncPio.F90|4|netcdf|")
 
 selected() {
     [ -z "$only" ] && return 0

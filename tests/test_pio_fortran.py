@@ -5,10 +5,13 @@ tasks, it writes T(x, y, time) (double, decomposed, a record dimension) and I(x,
 scalar and a text variable with PIO_put_var, and attributes of each type; it reopens each file and checks it
 through PIO_read_darray, PIO_get_var, PIO_get_att and the inquiries. Its files are checked here against values
 worked out independently; its decomposition file (pio_writedof) against climio's reader of PIO's format, and
-pio_readdof against a map file climio's writer made."""
+pio_readdof against a map file climio's writer made. A second program starts PIO's async mode through PIO_init
+with the I/O task list (the last world rank serving, at 2 and 4 ranks) and writes, syncs and reads back a
+decomposed int variable in netcdf and pnetcdf."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import netCDF4
@@ -339,3 +342,154 @@ def test_fortran_program_in_every_iotype(program: Path, tmp_path: Path, nranks: 
             assert ds.scale.dtype == np.float32 and list(ds.scale) == [0.5, 2.0]
             assert ds["T"].units == "K" and ds["T"]._FillValue == -999.0
             assert ds["I"]._FillValue == -1 and list(ds["I"].valid_range) == [-1000, 0]
+
+
+ASYNC_NPOINTS = 12
+ASYNC_PROGRAM = r'''
+! PIO's async mode through `use pio`: PIO_init with the I/O task list makes the last world rank the one I/O task
+! (climio's server, inside the call; back with io_comm set once the component finalized) and the others one
+! computational component. The component decomposes x (NPOINTS) over its tasks: point p (1-based) belongs to
+! task mod(p-1, owners), ascending on even tasks and descending on odd ones; with 3+ computational tasks the last
+! owns nothing. In each iotype (netcdf, then pnetcdf) it creates DIR/<name>.nc with an int variable v(x), writes
+! v(p) = 1000*k + 7*p - 3 (k: the iotype's number) with PIO_write_darray, syncs, reads it back with
+! PIO_read_darray and checks it, and closes the file. Prints one line per failed check, and from the first
+! computational task "pio_async_fortran: <files> files, <ncomp> computational tasks, <nio> I/O tasks, <n>
+! failed checks". PIO's default error handler stays: a failing call ends the job.
+program pio_async_fortran
+  use mpi
+  use pio
+  implicit none
+  integer, parameter :: NPOINTS = 12
+  character(len=*), parameter :: NAMES(2) = ['netcdf ', 'pnetcdf']
+  integer, parameter :: IOTYPES(2) = [PIO_iotype_netcdf, PIO_iotype_pnetcdf]
+  type(iosystem_desc_t), target :: ios(1)
+  type(io_desc_t) :: iod
+  integer :: ierr, world_rank, world_size, ncomp, rank, owners, nio, p, k, failed, total, files_done
+  integer :: procs_per_component(1), io_proc_list(1), comp_comm(1), io_comm, comm_size
+  integer, allocatable :: comp_proc_list(:,:)
+  integer(PIO_OFFSET_KIND), allocatable :: compdof(:)
+  character(len=512) :: dir
+
+  call MPI_Init(ierr)
+  call MPI_Comm_rank(MPI_COMM_WORLD, world_rank, ierr)
+  call MPI_Comm_size(MPI_COMM_WORLD, world_size, ierr)
+  call get_command_argument(1, dir)
+  failed = 0
+
+  ncomp = world_size - 1
+  io_proc_list(1) = world_size - 1  ! the last world rank serves
+  procs_per_component(1) = ncomp
+  allocate(comp_proc_list(ncomp, 1))
+  comp_proc_list(:, 1) = [(p, p = 0, ncomp - 1)]
+  call PIO_init(ios, MPI_COMM_WORLD, procs_per_component, comp_proc_list, io_proc_list, PIO_REARR_BOX, &
+       comp_comm, io_comm)
+  if (io_comm /= MPI_COMM_NULL) then  ! the I/O task: back once the component finalized
+     call check(world_rank == world_size - 1, 'io_comm on a computational task')
+     call check(comp_comm(1) == MPI_COMM_NULL, 'comp_comm on the I/O task')
+  else
+     call compute()
+  end if
+  call MPI_Finalize(ierr)
+
+contains
+
+  ! The component's work, between PIO_init and MPI_Finalize.
+  subroutine compute()
+    call check(world_rank < world_size - 1, 'no io_comm on the I/O task')
+    call check(comp_comm(1) /= MPI_COMM_NULL, 'no comp_comm on a computational task')
+    call MPI_Comm_rank(comp_comm(1), rank, ierr)
+    call MPI_Comm_size(comp_comm(1), comm_size, ierr)
+    call check(rank == world_rank .and. comm_size == ncomp, 'comp_comm: rank and size')
+    call PIO_getnumiotasks(ios(1), nio)
+    call check(nio == 1, 'PIO_getnumiotasks')
+
+    owners = ncomp
+    if (ncomp >= 3) owners = ncomp - 1
+    allocate(compdof(0))
+    if (rank < owners) then
+       do p = 1, NPOINTS
+          if (mod(p - 1, owners) == rank) compdof = [compdof, int(p, PIO_OFFSET_KIND)]
+       end do
+       if (mod(rank, 2) == 1) compdof = compdof(size(compdof):1:-1)
+    end if
+    call PIO_initdecomp(ios(1), PIO_int, [NPOINTS], compdof, iod)
+    call check(PIO_get_local_array_size(iod) == size(compdof), 'PIO_get_local_array_size')
+
+    files_done = 0
+    do k = 1, size(IOTYPES)
+       call write_and_read(k, trim(dir)//'/'//trim(NAMES(k))//'.nc')
+       files_done = files_done + 1
+    end do
+
+    call PIO_freedecomp(ios(1), iod)
+    call PIO_finalize(ios(1), ierr)
+    call check(ierr == PIO_noerr, 'PIO_finalize')
+    call MPI_Reduce(failed, total, 1, MPI_INTEGER, MPI_SUM, 0, comp_comm(1), ierr)
+    if (rank == 0) print '(a,i0,a,i0,a,i0,a,i0,a)', 'pio_async_fortran: ', files_done, ' files, ', ncomp, &
+         ' computational tasks, ', nio, ' I/O tasks, ', total, ' failed checks'
+  end subroutine compute
+
+  subroutine check(ok, what)
+    logical, intent(in) :: ok
+    character(len=*), intent(in) :: what
+
+    if (.not. ok) then
+       failed = failed + 1
+       print '(a,i0,a)', 'FAIL on world rank ', world_rank, ': '//what
+    end if
+  end subroutine check
+
+  subroutine write_and_read(k, path)
+    integer, intent(in) :: k
+    character(len=*), intent(in) :: path
+    type(file_desc_t) :: file
+    type(var_desc_t) :: vv
+    integer :: dx, j
+    integer :: values(size(compdof)), back(size(compdof))
+
+    call check(PIO_createfile(ios(1), file, IOTYPES(k), path, PIO_clobber) == PIO_noerr, path//': PIO_createfile')
+    call check(PIO_def_dim(file, 'x', NPOINTS, dx) == PIO_noerr, path//': PIO_def_dim')
+    call check(PIO_def_var(file, 'v', PIO_int, [dx], vv) == PIO_noerr, path//': PIO_def_var')
+    call check(PIO_enddef(file) == PIO_noerr, path//': PIO_enddef')
+    values = [(1000 * k + 7 * int(compdof(j)) - 3, j = 1, size(compdof))]
+    call PIO_write_darray(file, vv, iod, values, ierr)
+    call check(ierr == PIO_noerr, path//': PIO_write_darray')
+    call PIO_syncfile(file)
+    back = -1
+    call PIO_read_darray(file, vv, iod, back, ierr)
+    call check(ierr == PIO_noerr, path//': PIO_read_darray')
+    call check(all(back == values), path//': values read back')
+    call PIO_closefile(file)
+  end subroutine write_and_read
+end program pio_async_fortran
+'''
+
+
+@pytest.fixture(scope="module")
+def async_program(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("pio-fortran-async")
+    (out / "pio_async_fortran.F90").write_text(ASYNC_PROGRAM)
+    return compile_programs(out, [("pio_async_fortran", "mpifort", out / "pio_async_fortran.F90")],
+                            package="pio")["pio_async_fortran"]
+
+
+@pytest.mark.parametrize("nranks", [2, 4])
+def test_async_pio_init_serves_from_the_last_rank(async_program: Path, tmp_path: Path, nranks: int) -> None:
+    """PIO_init with the I/O task list (PIO2's async signature): the last world rank serves inside the call, the
+    others (one component; the last of three owns nothing) write v(x) in netcdf and pnetcdf, sync, read it back
+    and finalize; the I/O task comes back with io_comm and finalizes MPI."""
+    result = run([str(async_program), str(tmp_path)], nranks=nranks, timeout=120,
+                 env_extra={"CLIMIO_SERVE_TIMEOUT": "60"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        f"pio_async_fortran: 2 files, {nranks - 1} computational tasks, 1 I/O tasks, 0 failed checks"], result.stdout
+    assert own_lines(result.stderr) == [], result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["netcdf.nc", "pnetcdf.nc"]  # nothing else, no temporary left
+    point = np.arange(1, ASYNC_NPOINTS + 1)
+    for k, name in enumerate(["netcdf", "pnetcdf"], start=1):
+        with netCDF4.Dataset(tmp_path / f"{name}.nc") as ds:
+            ds.set_auto_mask(False)
+            assert ds.data_model == "NETCDF3_CLASSIC", name
+            assert {d: len(n) for d, n in ds.dimensions.items()} == {"x": ASYNC_NPOINTS}
+            assert [(v.name, v.dtype, v.dimensions) for v in ds.variables.values()] == [("v", np.int32, ("x",))]
+            assert np.array_equal(ds["v"][:], 1000 * k + 7 * point - 3), (name, ds["v"][:])

@@ -161,11 +161,15 @@ class PioCalls:
         self.server = server
         self.maplens: dict[int, list[int]] = {}  # a decomposition's map length per client, in client order
         self.kept: dict[int, tuple[int, str]] = {}  # per file, the first error of a call that got no answer
+        self.called_apart = ""  # in this round, a call name of some model rank that is not rank 0's
 
     # -- rounds and answers
 
     def serve(self, messages: list[Message]) -> None:
         """Run one round's call and answer each client, or keep the error of a call that gets no answer."""
+        self.called_apart = ""
+        if self.server.names_differ:
+            self.first_ranks_names(messages)
         call = Call.of(messages, self.server.clients)
         waits = call.name not in NO_ANSWER
         kept = self.kept.pop(call.ident, None) if waits else None
@@ -174,7 +178,10 @@ class PioCalls:
             if kept is not None and call.name != "closefile":
                 raise rules.CallError(kept[1], kept[0])
             self.server.refusal(messages)
-            self.server.same_names(messages)
+            if self.called_apart:
+                raise rules.CallError(f"PIO: the model's ranks made different calls ({call.name} on model rank 0, "
+                                      f"{self.called_apart} on another): every rank makes the same calls",
+                                      calls.NC_EINVAL)
             answer = self.run(call)
             failure = kept
         except ClimioError as err:
@@ -190,6 +197,16 @@ class PioCalls:
             self.answer(*failure)
         else:
             self.answer(0, "", answer)
+
+    def first_ranks_names(self, messages: list[Message]) -> None:
+        """Give every message of the round model rank 0's strings (a path, a name), as PIO2's async mode reads a
+        call's arguments on the first computational task; a call name that differs from rank 0's is kept in
+        called_apart, a refusal of the call."""
+        names = self.server.comm.bcast(messages[0].names if self.server.comm.Get_rank() == 0 else None)
+        apart = next((m.names[0] for m in messages if m.names[:1] != names[:1]), "")
+        self.called_apart = next((a for a in self.server.comm.allgather(apart) if a), "")  # agreed
+        for m in messages:
+            m.names = names
 
     def give_up(self, ncid: int, line: str) -> None:
         """Abandon a file being written whose write failed while nobody waited (collective, as the error is agreed):
