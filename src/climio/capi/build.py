@@ -88,7 +88,7 @@ def build(prefix: Path) -> Path:
         subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", f"-I{PIO_HEADER.parent}", f"-I{PIO}",
                         f"-I{HEADER.parent}", f"-I{HERE}", *netcdf["cflags"], str(PIO / "libpioc.c"), str(PIO / "served_calls.c"),
                         "-Wl,-soname,libpioc.so", "-o", os.path.join(work, "libpioc.so"), f"-L{lib}", "-lclimio",
-                        f"-Wl,-rpath,{lib}", *netcdf["libs"]], check=True)
+                        f"-Wl,-rpath,{lib}", *netcdf["libs"], "-lm"], check=True)
         shutil.copy(os.path.join(work, "libpioc.so"), lib / "libpioc.so")
     shutil.copy(HEADER, prefix / "include" / "climio.h")
     shutil.copy(PIO_HEADER, prefix / "include" / "pio.h")

@@ -1,7 +1,9 @@
 /* libpioc: PIO2's C entry points (include/pio.h) on climio. PIO's typed families (put_vara_int, get_att_float,
  * ...) become a few calls with a memory type (pio_python.h), which climio's Python answers in this process
- * (climio.pio.calls), through libclimio_answers.so, loaded on the first call as the climio API loads it. */
+ * (climio.pio.calls), through libclimio_py.so, loaded on the first call as the climio API loads it, or, in a
+ * launch with I/O servers and in PIO's async mode, the servers do (served_calls.c: no Python here). */
 #define _GNU_SOURCE
+#include <fenv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,7 +191,13 @@ static int start_async(MPI_Comm world, MPI_Comm io_comm, MPI_Comm comp_comm, int
             return PIO_EIO;
         }
         *iosysidp = -1; /* an I/O task has no system of its own: PIO2's I/O tasks do not use it either */
-        return serve((int)MPI_Comm_c2f(world), (int)MPI_Comm_c2f(io_comm));
+        /* Python serves with the program's floating-point traps off (a model built with -ffpe-trap would stop in
+         * numpy's import) and leaves no flag raised behind it (gfortran reports raised flags at STOP) */
+        fenv_t program;
+        feholdexcept(&program);
+        int code = serve((int)MPI_Comm_c2f(world), (int)MPI_Comm_c2f(io_comm));
+        fesetenv(&program);
+        return code;
     }
     if (comp_comm == MPI_COMM_NULL)
         return PIO_NOERR;
