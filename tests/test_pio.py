@@ -198,6 +198,16 @@ def test_async_io_tasks_serve_and_a_failed_write_reaches_every_task(programs: di
         assert np.array_equal(ds["v"][:], want) and ds["v"].units == "K"
 
 
+def test_a_model_that_ends_without_finalizing_ends_its_servers(programs: dict[str, Path], tmp_path: Path) -> None:
+    """The computational tasks call MPI_Finalize with a file open and their system never freed: the servers end
+    with them (well before their timeout) and publish nothing of the unclosed file."""
+    result = run([str(programs["pio_async"]), str(tmp_path), "1", "last", "forget"], nranks=3, timeout=60,
+                 env_extra={"CLIMIO_SERVE_TIMEOUT": "300"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "pio_async: ended with the file open"
+    assert own_lines(result.stderr) == [] and os.listdir(tmp_path) == []
+
+
 REAL = [("real/tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc", "tas"),  # CDF-1, CMIP5
         ("real/pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc", "pr")]  # CORDEX
 

@@ -5,7 +5,11 @@
  * next call; the computational tasks never load Python. Prints one line on the first computational task;
  * tests/test_pio.py checks the files.
  *
- *     mpiexec -n N pio_async DIR NIO [first|last]     (the I/O tasks: world's first NIO, or its last) */
+ *     mpiexec -n N pio_async DIR NIO [first|last] [forget]
+ *
+ * The I/O tasks are world's first NIO, or its last. With "forget" the computational tasks end (MPI_Finalize)
+ * right after writing, the file still open and the system never freed: the servers end with them and
+ * publish nothing. */
 #include <pio.h>
 #include <stdlib.h>
 
@@ -40,6 +44,7 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     int nio = atoi(argv[2]), last = argc > 3 && strcmp(argv[3], "last") == 0, ncomp = size - nio;
+    int forget = argc > 4 && strcmp(argv[4], "forget") == 0;
     int io_list[64], comp_list[64], *proc_list[1] = {comp_list};
     for (int i = 0; i < nio; i++)
         io_list[i] = last ? ncomp + i : i;
@@ -89,6 +94,12 @@ int main(int argc, char **argv)
             values[k] = map[k] ? 100.0 * step + (double)map[k] - 1 : -5.0;
         CHECK(PIOc_setframe(ncid, varid, step));
         CHECK(PIOc_write_darray(ncid, varid, ioid, maplen, values, NULL));
+    }
+    if (forget) {
+        if (rank == 0)
+            printf("pio_async: ended with the file open\n");
+        MPI_Finalize();
+        return 0;
     }
     CHECK(PIOc_closefile(ncid));
 

@@ -119,6 +119,8 @@ struct iosystem {
 
 static iosystem *systems[1 << 13];
 
+static void end_with_mpi(void);
+
 /* ------------------------------------------------------------------------------------------ small things */
 
 static double now(void)
@@ -844,6 +846,7 @@ int served_init_peer(MPI_Comm comm, MPI_Comm peer, int first, int count, long lo
     s->server = s->rank % remote;
     MPI_Irecv(s->reply_header, 4, MPI_INT64_T, s->server, TAG_REPLY, s->inter, &s->reply_request);
     systems[index] = s;
+    end_with_mpi();
     *iosysid = id_of(s, 0);
     return CLIMIO_NOERR;
 }
@@ -869,16 +872,47 @@ static void free_file(file *f)
     free(f);
 }
 
+static int finish(iosystem *s, int discard);
+
 int served_finalize(int iosysid)
 {
     iosystem *s = system_of(iosysid);
-    if (s == NULL)
-        return bad_system(iosysid);
+    return s == NULL ? bad_system(iosysid) : finish(s, 0);
+}
+
+/* At MPI_Finalize (whose first act is to delete MPI_COMM_SELF's attributes): a connection the model never
+ * finalized is ended, its open files discarded, so that the servers end with the model instead of waiting for
+ * it until their timeout. Quiet: the model has said what it had to. */
+static int at_mpi_finalize(MPI_Comm self, int key, void *value, void *extra)
+{
+    (void)self, (void)key, (void)value, (void)extra;
+    for (int i = 1; i < (int)(sizeof systems / sizeof *systems); i++)
+        if (systems[i] && !systems[i]->finalized && !systems[i]->lost_code) {
+            systems[i]->abort = 0;
+            finish(systems[i], 1);
+        }
+    return MPI_SUCCESS;
+}
+
+/* Call at_mpi_finalize at MPI_Finalize (once per process). */
+static void end_with_mpi(void)
+{
+    static int key = MPI_KEYVAL_INVALID;
+    if (key != MPI_KEYVAL_INVALID)
+        return;
+    MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, at_mpi_finalize, &key, NULL);
+    MPI_Comm_set_attr(MPI_COMM_SELF, key, NULL);
+}
+
+/* End the connection: FINALIZE (discard: the model's open files are not published), the servers' last reply,
+ * the last data sent, and the errors not returned yet. */
+static int finish(iosystem *s, int discard)
+{
     int code = system_check(s);
     if (code)
         return failed(s, code);
-    long long ident = SYSTEM;
-    code = send(s, FINALIZE, 0, NULL, NULL, 0, NULL, 0);
+    long long ident = SYSTEM, args[5] = {discard, 0, 0, 0, 0};
+    code = send(s, FINALIZE, 0, args, NULL, 0, NULL, 0);
     if (!code)
         code = wait_for(s, has_reply, &ident, "the finalize");
     if (!code)
@@ -1174,25 +1208,14 @@ int served_createfile(int iosysid, int ioid, int *ncid, const char *mode, const 
 /* Wait for the answer to the request just sent (header: ok/error, value, code, text bytes; then the text):
  * its value (and, given `fill`, the word that carries a READ's fill value), or an error code with the servers'
  * message. */
+static int await_header(iosystem *s, const char *what, int64_t header[4]);
+
 static int await_answer(iosystem *s, const char *what, long long *value, int64_t *fill)
 {
     int64_t header[4];
-    MPI_Request request;
-    MPI_Irecv(header, 4, MPI_INT64_T, s->server, TAG_ANSWER, s->inter, &request);
-    int code = wait_for(s, acked, &request, what);
-    if (code) {
-        MPI_Cancel(&request);
-        MPI_Request_free(&request);
+    int code = await_header(s, what, header);
+    if (code)
         return code;
-    }
-    if (header[3] > 0) {
-        char *text = claim(NULL, (size_t)header[3] + 1, "an answer of the I/O servers");
-        if (text == NULL)  /* its text stays untaken: no later answer can be told apart */
-            return lose(s, CLIMIO_ENOMEM);
-        MPI_Recv(text, (int)header[3], MPI_BYTE, s->server, TAG_ANSWER_TEXT, s->inter, MPI_STATUS_IGNORE);
-        climio_keep_error(text);
-        free(text);
-    }
     *value = header[1];
     if (fill)
         *fill = header[2];
@@ -1750,6 +1773,29 @@ int served_read_darray(int ncid, int varid, long long frame, int memtype, long l
 
 /* ------------------------------------------------------------------------------------------ PIO's calls */
 
+/* Wait for a synchronous answer's header (ok/error or status, value, code, text bytes) and take its text, kept
+ * as this rank's last error. */
+static int await_header(iosystem *s, const char *what, int64_t header[4])
+{
+    MPI_Request request;
+    MPI_Irecv(header, 4, MPI_INT64_T, s->server, TAG_ANSWER, s->inter, &request);
+    int code = wait_for(s, acked, &request, what);
+    if (code) {
+        MPI_Cancel(&request);
+        MPI_Request_free(&request);
+        return code;
+    }
+    if (header[3] > 0) {
+        char *text = claim(NULL, (size_t)header[3] + 1, "an answer of the I/O servers");
+        if (text == NULL)  /* its text stays untaken: no later answer can be told apart */
+            return lose(s, CLIMIO_ENOMEM);
+        MPI_Recv(text, (int)header[3], MPI_BYTE, s->server, TAG_ANSWER_TEXT, s->inter, MPI_STATUS_IGNORE);
+        climio_keep_error(text);
+        free(text);
+    }
+    return CLIMIO_NOERR;
+}
+
 /* One of PIO's calls as a PIO message (docs/serve-protocol.md, "PIO's calls"): libpioc's served side
  * (pio/served_calls.c) knows the calls, this the wire. With `answer` NULL the call is sent without waiting. */
 int served_pio_call(int iosysid, const char *call, long long ident, const long long *ints, int nints,
@@ -1773,24 +1819,11 @@ int served_pio_call(int iosysid, const char *call, long long ident, const long l
         return code;
     memset(answer, 0, sizeof *answer);
     int64_t header[4];
-    MPI_Request request;
-    MPI_Irecv(header, 4, MPI_INT64_T, s->server, TAG_ANSWER, s->inter, &request);
     char what[300];
     snprintf(what, sizeof what, "PIO's call %s", call);
-    code = wait_for(s, acked, &request, what);
-    if (code) {
-        MPI_Cancel(&request);
-        MPI_Request_free(&request);
+    code = await_header(s, what, header);
+    if (code)
         return code;
-    }
-    if (header[3] > 0) {
-        char *text = claim(NULL, (size_t)header[3] + 1, "an answer of the I/O servers");
-        if (text == NULL)  /* its text stays untaken: no later answer can be told apart */
-            return lose(s, CLIMIO_ENOMEM);
-        MPI_Recv(text, (int)header[3], MPI_BYTE, s->server, TAG_ANSWER_TEXT, s->inter, MPI_STATUS_IGNORE);
-        climio_keep_error(text);
-        free(text);
-    }
     answer->status = (int)header[0];
     if (header[0])
         return (int)header[2] ? (int)header[2] : CLIMIO_EINTERNAL;

@@ -121,6 +121,7 @@ class PioFile(Header):
     records: int = 0
     fill_mode: int = NC_FILL
     no_fill: set[int] = field(default_factory=set)
+    filled: set[int] = field(default_factory=set)  # given a fill value by PIOc_def_var_fill: the one write_darray takes
     unshuffled: set[int] = field(default_factory=set)  # deflated without the shuffle filter
     chunks: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
     frames: dict[int, int] = field(default_factory=dict)
@@ -841,6 +842,7 @@ def def_var_fill(ncid: int, varid: int, no_fill: int, fill: Callable[[np.dtype],
 
         def body() -> None:
             (f.no_fill.add if no_fill else f.no_fill.discard)(varid)
+            (f.filled.discard if no_fill else f.filled.add)(varid)
             if value is not None:
                 v.attrs["_FillValue"] = value.reshape(1)
         return body
@@ -1166,6 +1168,16 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                                 f"{frames_of - 1 if frames_of != math.inf else ''} (PIOc_setframe)", NC_EINVALCOORDS)
             local = converted(array[k, :n], v.dtype, f"{f.path}: variable '{v.name}'")
             fill = given_fills[k]
+            no_fill, own_fill = var_fill(f, varid)
+            if fill is not None and varid in f.filled:  # PIO2's rule: a variable given a fill value takes only
+                # that one, whose bytes may come in the variable's type through an array of another of its size
+                same = (fill.tobytes() == own_fill.tobytes() if fill.dtype.itemsize == v.dtype.itemsize else
+                        converted(fill, v.dtype, f"{f.path}: variable '{v.name}': fill value").tobytes()
+                        == own_fill.tobytes())
+                if not same:
+                    raise CallError(f"{f.path}: variable '{v.name}': PIOc_write_darray's fill value {fill[0]!r} is "
+                                    f"not the variable's ({own_fill[0]!r}): pass NULL or its fill value", NC_EINVAL)
+                fill = None
             fill_value = (converted(fill, v.dtype, f"{f.path}: variable '{v.name}': fill value")[0]
                           if fill is not None else default_fill(v.attrs, v.dtype))
             work.append((v, frame, local, fill_value))

@@ -27,19 +27,10 @@ static struct {
 #undef SLOT
 static int answered;
 
-static void bind_served(void);
-
-/* Bind who answers once: the I/O servers in a launch with climio serve ranks, else climio's Python in this
- * process: 1, or 0 after saying why on stderr (PIO programs have no message call). */
-static int bound(void)
+/* Bind climio's Python in this process to answer: 1, or 0 after saying why on stderr (PIO programs have no
+ * message call). */
+static int bind_python(void)
 {
-    if (answered)
-        return 1;
-    int first = 0, count = 0;
-    if (served_layout(&first, &count) > 0) {
-        bind_served();
-        return 1;
-    }
 #define BIND(name)                                                                                             \
     if ((*(void **)&answers.name = climio_python_symbol("climiopy_" #name)) == NULL) {                         \
         char line[2048];                                                                                       \
@@ -51,6 +42,22 @@ static int bound(void)
 #undef BIND
     answered = 1;
     return 1;
+}
+
+static void bind_served(void);
+
+/* Who answers, bound once (each init binds again): the I/O servers in a launch with climio serve ranks, else
+ * climio's Python in this process. */
+static int bound(void)
+{
+    int first = 0, count = 0;
+    if (answered)
+        return 1;
+    if (served_layout(&first, &count) > 0) {
+        bind_served();
+        return 1;
+    }
+    return bind_python();
 }
 
 /* Answer every call through the launch's climio serve ranks: this process loads no Python. */
@@ -147,6 +154,10 @@ int PIOc_Init_Intracomm_from_F90(int f90_comp_comm, int num_iotasks, int stride,
         fprintf(stderr, "%s\n", line);
         return PIO_EINVAL;
     }
+    if (found) /* a system of a launch with servers, or of this process: a program may make both in turn */
+        bind_served();
+    else if (!bind_python())
+        return PIO_EIO;
     return new_system(MPI_Comm_f2c(f90_comp_comm), num_iotasks, stride, base, rearr, first, found ? count : 0,
                       iosysidp);
 }

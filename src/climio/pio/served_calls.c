@@ -21,9 +21,15 @@ typedef struct {
 } decomposition;
 
 typedef struct {
+    int xtype, ndims;     /* once asked (xtype 0: not yet) */
+    int fill_known, fill_given; /* given by PIOc_def_var_fill: write_darray's fill values must be it */
+    char fill[8];         /* its fill value, in its type */
+} variable;
+
+typedef struct {
     int ncid, iosysid;
     int nvars;
-    int *xtype, *ndims; /* per variable, once asked (xtype 0: not yet) */
+    variable *vars; /* what this side knows of the file's variables, by varid */
 } open_file;
 
 static int connection;    /* the servers' connection (served_init's id), made at the first init */
@@ -155,32 +161,71 @@ static void *grown(void *array, int count, size_t size)
     return p;
 }
 
+/* What this side keeps of variable varid of file f (NULL for a bad id), made room for. */
+static variable *kept_variable(open_file *f, int varid)
+{
+    if (f == NULL || varid < 0)
+        return NULL;
+    if (varid >= f->nvars) {
+        f->vars = grown(f->vars, varid, sizeof(variable));
+        memset(f->vars + f->nvars, 0, (size_t)(varid + 1 - f->nvars) * sizeof(variable));
+        f->nvars = varid + 1;
+    }
+    return &f->vars[varid];
+}
+
 /* A variable's type and rank, asked once per file (they never change). */
 static int var_info(int ncid, int varid, int *xtype, int *ndims)
 {
-    open_file *f = file_of(ncid);
-    if (f && varid >= 0 && varid < f->nvars && f->xtype[varid]) {
-        *xtype = f->xtype[varid];
-        *ndims = f->ndims[varid];
-        return PIO_NOERR;
-    }
-    served_answer a;
-    long long ints[1] = {varid};
-    int code = ask_file("inq_var", ncid, ints, 1, NULL, 0, 0, NULL, 0, &a);
-    if (code)
-        return code;
-    *xtype = (int)a.values[0];
-    *ndims = (int)a.values[1];
-    served_answer_free(&a);
-    if (f && varid >= 0) {
-        if (varid >= f->nvars) {
-            f->xtype = grown(f->xtype, varid, sizeof(int));
-            f->ndims = grown(f->ndims, varid, sizeof(int));
-            memset(f->xtype + f->nvars, 0, (size_t)(varid + 1 - f->nvars) * sizeof(int));
-            f->nvars = varid + 1;
+    variable *v = kept_variable(file_of(ncid), varid);
+    if (v == NULL || !v->xtype) {
+        served_answer a;
+        long long ints[1] = {varid};
+        int code = ask_file("inq_var", ncid, ints, 1, NULL, 0, 0, NULL, 0, &a);
+        if (code)
+            return code;
+        variable got = {(int)a.values[0], (int)a.values[1], 0, 0, {0}};
+        served_answer_free(&a);
+        if (v == NULL) {
+            *xtype = got.xtype;
+            *ndims = got.ndims;
+            return PIO_NOERR;
         }
-        f->xtype[varid] = *xtype;
-        f->ndims[varid] = *ndims;
+        v->xtype = got.xtype;
+        v->ndims = got.ndims;
+    }
+    *xtype = v->xtype;
+    *ndims = v->ndims;
+    return PIO_NOERR;
+}
+
+/* PIO2's check of write_darray's fill values, here as there before anything is sent: a fill value given for a
+ * variable given one by PIOc_def_var_fill must be that one, byte for byte (where the array's type has the
+ * variable's size; the servers check the others). */
+static int check_fills(int ncid, int nvars, const int *varids, const void *fills, size_t size)
+{
+    for (int k = 0; fills && k < nvars; k++) {
+        variable *v = kept_variable(file_of(ncid), varids[k]);
+        if (v == NULL)
+            return PIO_NOERR; /* a bad id: the servers say so */
+        if (!v->fill_known) {
+            served_answer a;
+            long long ints[1] = {varids[k]};
+            int code = ask_file("inq_var_fill", ncid, ints, 1, NULL, 0, 0, NULL, 0, &a);
+            if (code)
+                return code;
+            v->fill_given = a.nvalues > 1 && a.values[1];
+            memcpy(v->fill, a.data, a.ndata < 8 ? (size_t)a.ndata : 8);
+            v->fill_known = 1;
+            served_answer_free(&a);
+        }
+        int own = 0, ndims = 0, code = var_info(ncid, varids[k], &own, &ndims);
+        if (code)
+            return code;
+        if (v->fill_given && type_size(own) == size && memcmp((const char *)fills + k * size, v->fill, size) != 0)
+            return local_error(method_of(system_of_file(ncid)),
+                               climio_fail(CLIMIO_EINVAL, "PIOc_write_darray: variable %d: the fill value given is "
+                                           "not the variable's: pass NULL or its fill value", varids[k]));
     }
     return PIO_NOERR;
 }
@@ -446,7 +491,7 @@ int served_pio_read_nc_decomp(int iosysid, const char *path, int *ioid, int fcom
 static void keep_file(int ncid, int iosysid)
 {
     files = grown(files, nfiles, sizeof *files);
-    files[nfiles++] = (open_file){ncid, iosysid, 0, NULL, NULL};
+    files[nfiles++] = (open_file){ncid, iosysid, 0, NULL};
 }
 
 int served_pio_createfile(int iosysid, int *ncid, int iotype, const char *path, int mode)
@@ -473,8 +518,7 @@ int served_pio_closefile(int ncid)
     int code = file_values(ncid, "closefile", NULL, 0, NULL, 0, NULL, 0);
     open_file *f = file_of(ncid);
     if (f) {
-        free(f->xtype);
-        free(f->ndims);
+        free(f->vars);
         *f = files[--nfiles];
     }
     return code;
@@ -767,6 +811,8 @@ int served_pio_write_darray(int ncid, int nvars, const int *varids, int ioid, lo
         return code;
     if (arraylen < 0)
         arraylen = d ? d->maplen : 0;
+    if (fills && varids && size && (code = check_fills(ncid, nvars, varids, fills, size)))
+        return code;
     long long header = 6 + 2 * (long long)(nvars > 0 ? nvars : 0);
     long long *ints = calloc((size_t)header, sizeof(long long));
     long long array_bytes = (nvars > 0 ? nvars : 0) * arraylen * (long long)size;

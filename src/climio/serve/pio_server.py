@@ -269,12 +269,15 @@ class PioCalls:
         kept = [self.kept.pop(ncid) for ncid in list(self.kept) if ncid >> SHIFT == iosysid]
         return kept[0] if kept else failure
 
-    def finalize(self) -> tuple[int, str]:
-        """FINALIZE: free every PIO system still open. The first failure as a reply gives it (climio's code: EIO
-        for a fault, else EINVAL), or (0, "")."""
+    def finalize(self, publish: bool = True) -> tuple[int, str]:
+        """FINALIZE: free every PIO system still open, its files being written published, or discarded when the
+        model ended without freeing it (its MPI_Finalize came first). The first failure as a reply gives it
+        (climio's code: EIO for a fault, else EINVAL), or (0, "")."""
         failures = []
         for system in list(SYSTEMS.values()):
             if isinstance(system, calls.PioSystem) and not system.finalized:
+                for ncid in [] if publish else list(system.files):
+                    self.give_up(ncid, "the model ended without closing it")
                 failures.append(self.free(system.id))
         code, line = next((f for f in failures if f[0]), (0, ""))
         if code:
@@ -426,8 +429,8 @@ class PioCalls:
     @handles("file", "inq_var_fill")
     def inq_var_fill(self, call: Call) -> Answer:
         varid = call.integer(0)
-        no_fill, fill = self.ask(call, lambda f: calls.var_fill(f, varid))
-        return Out([int(no_fill)], data=fill)
+        no_fill, fill, given = self.ask(call, lambda f: (*calls.var_fill(f, varid), varid in f.filled))
+        return Out([int(no_fill), int(given)], data=fill)  # given: write_darray's fill values are checked
 
     @handles("file", "inq_var_deflate")
     def inq_var_deflate(self, call: Call) -> Answer:

@@ -256,10 +256,11 @@ class Server:
         while True:
             messages = self.round()
             kind, ident = messages[0].kind, messages[0].id
-            if kind == Kind.FINALIZE:
+            if kind == Kind.FINALIZE:  # a: 1 when the model's MPI_Finalize came first: its open files are discarded
+                publish = messages[0].arg(0) != 1
                 for number in list(self.files):
-                    self.act(number, lambda f, _: self.close(f, publish=True), messages)
-                code, line = self.pio.finalize() if self.pio is not None else (0, "")
+                    self.act(number, lambda f, _: self.close(f, publish=publish), messages)
+                code, line = self.pio.finalize(publish) if self.pio is not None else (0, "")
                 self.reply(wire.SYSTEM, code, line)
                 return
             if kind == Kind.DECOMP:

@@ -182,9 +182,10 @@ def filter_available(ncid: int, filter_id: int) -> bool:
 
 
 def put_att(ncid: int, varid: int, name: str, value: str | np.ndarray, where: str) -> None:
-    """Write one attribute: text for str, else a 1-d array of its numeric type."""
-    if isinstance(value, str):
-        raw = value.encode()
+    """Write one attribute: text for str or an array of chars (a char variable's _FillValue, as its bytes), else a
+    1-d array of its numeric type."""
+    if isinstance(value, str) or value.dtype.kind == "S":
+        raw = value.encode() if isinstance(value, str) else value.tobytes()
         check(lib().nc_put_att_text(ncid, varid, name.encode(), _size_t(len(raw)), raw), "nc_put_att_text", where)
         return
     if value.dtype not in NC_TYPES:
