@@ -76,7 +76,7 @@ def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path: Path, n
                 ("R", np.int32, ("time", "y", "x")), ("count", np.int32, ("nchar2",))]
             for var in ("T", "I", "area", "lat", "R"):
                 assert np.array_equal(ds[var][:], want[var]), (name, var)
-            assert ds["label"][:].tobytes() == b"abcd"
+            assert ds["label"][:].tobytes() == b"abcd" and ds["label"].getncattr("_FillValue") == b"-"
             assert ds.ncattrs() == ["scale", "version"]  # the program's own, nothing added
             assert list(ds.scale) == [0.5, 2.0] and ds.getncattr("version").dtype == np.int16
             assert ds["T"].units == "K" and ds["T"]._FillValue == np.float32(-999.0)

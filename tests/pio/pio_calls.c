@@ -126,6 +126,7 @@ int main(int argc, char **argv)
         CHECK(PIOc_def_var(ncid, "I", PIO_INT, 3, dim, &i));
         CHECK(PIOc_def_var(ncid, "lat", PIO_DOUBLE, 1, &dim[1], &lat));
         CHECK(PIOc_def_var(ncid, "label", PIO_CHAR, 1, &dim[3], &label));
+        CHECK(PIOc_def_var_fill(ncid, label, PIO_FILL, "-")); /* a char fill value: stored as text */
         CHECK(PIOc_def_var(ncid, "area", PIO_DOUBLE, 2, &dim[1], &area));
         CHECK(PIOc_def_var(ncid, "R", PIO_INT, 3, dim, &r));
         int spare;  /* a dimension and a variable renamed, an attribute renamed and deleted */

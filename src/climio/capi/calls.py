@@ -226,10 +226,16 @@ def finalize(iosysid: int) -> int:
                     handle.close()
         system.decomps.clear()
         system.finalized = True
-        if os.environ.get("CLIMIO_TRACE"):
-            trace.tracer().write(os.environ["CLIMIO_TRACE"], system.comm)
+        write_trace(system)
 
     return run(system, lambda: body)[0]
+
+
+def write_trace(system: System) -> None:
+    """With ``CLIMIO_TRACE=FILE`` in the environment, write the trace of every call (as ``climio --trace``): at a
+    system's end (collective)."""
+    if os.environ.get("CLIMIO_TRACE"):
+        trace.tracer().write(os.environ["CLIMIO_TRACE"], system.comm)
 
 
 def init_decomp_blocks(iosysid: int, grid: list[int], start: list[int], count: list[int],

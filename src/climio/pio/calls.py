@@ -279,6 +279,7 @@ def free_iosystem(iosysid: int) -> int:
             d.free()
         system.decomps.clear()
         system.finalized = True
+        calls.write_trace(system)
 
     return call(system, lambda: body, name="PIOc_free_iosystem")[0]
 
