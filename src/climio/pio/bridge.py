@@ -60,10 +60,11 @@ def attach(ffi: Any) -> None:
     @extern
     def init(fcomm: int, num_iotasks: int, stride: int, base: int, rearr: int, server_first: int, server_count: int,
              iosysid: Any) -> int:
+        """An I/O system in this process (server_first, server_count: the servers' side of the call, unused here:
+        libpioc binds the servers' calls instead when the launch has them)."""
         from mpi4py import MPI
 
-        code, iosysid[0] = calls.init(MPI.Intracomm.f2py(fcomm), num_iotasks, stride, base, rearr,
-                                      (server_first, server_count))
+        code, iosysid[0] = calls.init(MPI.Intracomm.f2py(fcomm), num_iotasks, stride, base, rearr)
         return code
 
     @extern

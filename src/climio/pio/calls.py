@@ -229,10 +229,8 @@ def done(value: T = None) -> Callable[[], T]:  # type: ignore[assignment]
 
 
 def init(comm: MPI.Intracomm, num_iotasks: int, stride: int, base: int, rearr: int,
-         servers: tuple[int, int] = (0, 0), model_size: int = 0) -> tuple[int, int]:
-    """An I/O system over the model's communicator (used as is) with PIO's I/O tasks. ``servers``: the first world
-    rank and the count of the launch's climio serve ranks, which PIO's calls do not use: such a launch is refused,
-    rather than left to wait for servers that never hear from the model.
+         model_size: int = 0) -> tuple[int, int]:
+    """An I/O system over the model's communicator (used as is) with PIO's I/O tasks.
 
     ``model_size``: on I/O servers (``comm`` theirs), the size of the model whose calls they run. The arguments
     are checked against the model's ranks as they would be in the model, the servers are the I/O tasks (the
@@ -246,11 +244,6 @@ def init(comm: MPI.Intracomm, num_iotasks: int, stride: int, base: int, rearr: i
     calls.SYSTEMS[system.id] = system
 
     def prepare() -> Callable[[], None]:
-        if servers[1]:
-            raise CallError(f"PIOc_Init_Intracomm: this launch has climio serve ranks (world ranks {servers[0]}-"
-                            f"{servers[0] + servers[1] - 1}), which PIO's calls do not use: launch the model without "
-                            f"them (and without CLIMIO_SERVERS), or write through climio's own API (climio.h)",
-                            NC_EINVAL)
         if num_iotasks < 1 or stride < 1 or not 0 <= base < size:
             raise CallError(f"PIOc_Init_Intracomm: {num_iotasks} I/O tasks every {stride} from task {base}: give at "
                             f"least one task, a stride of at least 1 and a base of 0..{size - 1}", NC_EINVAL)
