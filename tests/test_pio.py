@@ -18,6 +18,9 @@ import numpy as np
 import pytest
 from conftest import DATA, climio_pkg_config, compile_programs, own_lines, run
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
+import ncdiff  # noqa: E402
+
 HERE = Path(__file__).parent / "pio"
 NY, NX, NSTEPS = 6, 8, 3
 FORMATS = {"pnetcdf": "NETCDF3_CLASSIC", "pnetcdf-64bit-offset": "NETCDF3_64BIT_OFFSET",
@@ -52,12 +55,25 @@ def expected() -> dict[str, np.ndarray]:
             "R": 7 * np.arange(NSTEPS * NY * NX).reshape(NSTEPS, NY, NX)}
 
 
+ATTACHED: dict[int, Path] = {}  # the attached run's files by task count, for the runs through servers
+
+
 @pytest.mark.parametrize("nranks, servers", [(1, 0), (2, 0), (4, 0), (1, 1), (2, 1), (4, 3)])
-def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path: Path, nranks: int, servers: int) -> None:
-    """Attached, and through climio serve ranks (PIO's I/O tasks): the same files, the same values."""
+def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory,
+                                    nranks: int, servers: int) -> None:
+    """Attached, and through climio serve ranks (PIO's I/O tasks): the values worked out here, and through servers
+    files equal to the attached run's on as many tasks, every variable, type and attribute."""
+    if servers and nranks not in ATTACHED:  # run alone: its attached twin first
+        test_every_call_in_every_iotype(programs, tmp_path_factory, nranks, 0)
+    tmp_path = tmp_path_factory.mktemp(f"pio-calls-{nranks}-{servers}")
     result = run([str(programs["pio_calls"]), str(tmp_path), *([str(servers)] if servers else [])], nranks=nranks,
                  timeout=180, servers=servers)
     assert result.returncode == 0, result.stderr
+    if servers:
+        for name in ["decomp", *FORMATS]:
+            assert ncdiff.diff(tmp_path / f"{name}.nc", ATTACHED[nranks] / f"{name}.nc") == [], name
+    else:
+        ATTACHED[nranks] = tmp_path
     iotasks = min(servers, (nranks + 1) // 2) if servers else (nranks + 1) // 2
     assert result.stdout.strip() == f"pio_calls: 7 files written and read back on {nranks} tasks ({iotasks} I/O tasks)"
     assert own_lines(result.stderr) == []
@@ -76,6 +92,7 @@ def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path: Path, n
                 ("R", np.int32, ("time", "y", "x")), ("count", np.int32, ("nchar2",))]
             for var in ("T", "I", "area", "lat", "R"):
                 assert np.array_equal(ds[var][:], want[var]), (name, var)
+            assert list(ds["count"][:]) == [7, 8]
             assert ds["label"][:].tobytes() == b"abcd" and ds["label"].getncattr("_FillValue") == b"-"
             assert ds.ncattrs() == ["scale", "version"]  # the program's own, nothing added
             assert list(ds.scale) == [0.5, 2.0] and ds.getncattr("version").dtype == np.int16

@@ -160,6 +160,8 @@ int main(int argc, char **argv)
             lats[y] = -75.0 + 30.0 * y;
         CHECK(PIOc_put_var_double(ncid, lat, lats));
         CHECK(PIOc_put_var_text(ncid, label, "abcd"));
+        int counts[2] = {7, 8};
+        CHECK(PIOc_put_var_int(ncid, spare, counts));
         float tdata[MAXLOCAL];
         int idata[MAXLOCAL];
         for (int step = 0; step < NSTEPS; step++) {
