@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -136,15 +136,17 @@ def level_factor(xi: float, big_l: float) -> tuple[float, float]:
     return g, g1
 
 
-def compile_programs(out: Path, sources: list[tuple[str, str, Path]], package: str = "climio") -> dict[str, Path]:
-    """Compile ``(name, compiler, source)`` as a model would be built: the system's MPI compilers and
-    ``pkg-config --cflags --libs climio`` (or ``pio``), side by side (each in a directory of its own, as Fortran
-    writes its module files where it runs)."""
+def compile_programs(out: Path, sources: list[tuple[str, str, Path]], package: str = "climio",
+                     extra: Sequence[str] = ()) -> dict[str, Path]:
+    """Compile ``(name, compiler, source)`` as a model would be built: the system's MPI compilers, ``extra`` flags
+    and ``pkg-config --cflags --libs climio`` (or ``pio``), side by side (each in a directory of its own, as
+    Fortran writes its module files where it runs)."""
     flags = climio_pkg_config(package)
     jobs = {}
     for name, compiler, source in sources:
         (out / f"{name}.build").mkdir()
-        jobs[name] = (compiler, source, subprocess.Popen([compiler, "-Wall", str(source), "-o", str(out / name), *flags],
+        jobs[name] = (compiler, source, subprocess.Popen([compiler, "-Wall", *extra, str(source), "-o", str(out / name),
+                                                          *flags],
                                                          cwd=out / f"{name}.build", stdout=subprocess.PIPE,
                                                          stderr=subprocess.PIPE, text=True))
     built = {}

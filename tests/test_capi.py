@@ -153,6 +153,20 @@ def test_cmaq_mockup_fortran_equals_python(programs: dict[str, Path], references
     assert measured["step_calls"] == 3 * (nspec + 1) and 0 < measured["steps_s"] < measured["io_s"]
 
 
+def test_a_model_built_with_floating_point_traps_runs(tmp_path: Path) -> None:
+    """gfortran's -ffpe-trap, a common debugging build: climio's Python (numpy) runs inside the model's calls with
+    the traps held off, and leaves no flag raised behind it."""
+    trapped = compile_programs(tmp_path, [("cmaq_mockup", "mpifort", EXAMPLES / "cmaq_mockup.F90")],
+                               extra=["-ffpe-trap=invalid,zero,overflow"])["cmaq_mockup"]
+    out = tmp_path / "trapped.nc"
+    result = run([str(trapped), str(out), "domain=6x4x2x3", "grid=1x1", "strategy=root", "mode=serial", "steps=2"],
+                 nranks=1, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "signalling" not in result.stderr and "Floating-point exception" not in result.stderr
+    with netCDF4.Dataset(out) as ds:
+        assert list(ds["time"][:]) == [0.0, 3600.0]
+
+
 @pytest.mark.parametrize("kind, code", [("varid", EBADID), ("shape", EINVAL), ("path", EIO), ("frame", EINVAL)])
 @pytest.mark.parametrize("nranks", [2, 3])
 def test_fortran_fault_on_one_rank_returns_one_code_everywhere(programs: dict[str, Path], tmp_path: Path, kind: str,

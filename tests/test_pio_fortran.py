@@ -276,6 +276,20 @@ def program(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return compile_programs(out, [("pio_fortran", "mpifort", out / "pio_fortran.F90")], package="pio")["pio_fortran"]
 
 
+def test_a_model_built_with_floating_point_traps_runs_attached(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """gfortran's -ffpe-trap, a common debugging build: climio's Python (numpy) runs inside the model's calls with
+    the traps held off, and leaves no flag raised behind it."""
+    out = tmp_path_factory.mktemp("pio-fortran-traps")
+    (out / "pio_fortran.F90").write_text(PROGRAM)
+    trapped = compile_programs(out, [("pio_fortran", "mpifort", out / "pio_fortran.F90")], package="pio",
+                               extra=["-ffpe-trap=invalid,zero,overflow"])["pio_fortran"]
+    write_map_text(str(out / "given.txt"), PioMap((2, 3), [np.array([6, 0, 1, 2, 3, 4, 5])]), fortran_order=True)
+    result = run([str(trapped), str(out)], nranks=1, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "pio_fortran: 4 files, 1 tasks, 0 failed checks", result.stdout
+    assert "signalling" not in result.stderr and "Floating-point exception" not in result.stderr
+
+
 def test_pkg_config_gives_pio_module_and_libpiof() -> None:
     flags = climio_pkg_config("pio")
     includes = [Path(f[2:]) for f in flags if f.startswith("-I")]

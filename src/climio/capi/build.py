@@ -82,7 +82,7 @@ def build(prefix: Path) -> Path:
         shutil.copy(built, lib / "libclimio_py.so")
         subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", f"-I{HEADER.parent}", f"-I{HERE}",
                         *(str(HERE / c) for c in C_SOURCES), "-Wl,-soname,libclimio.so", "-o",
-                        os.path.join(work, "libclimio.so"), "-ldl"], check=True)
+                        os.path.join(work, "libclimio.so"), "-ldl", "-lm"], check=True)
         shutil.copy(os.path.join(work, "libclimio.so"), lib / "libclimio.so")
         netcdf = netcdf_flags()
         subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", f"-I{PIO_HEADER.parent}", f"-I{PIO}",

@@ -6,6 +6,7 @@
  * id carries it. The last error's message lives here for both modes. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fenv.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -148,10 +149,18 @@ static int attached(int code)
     return code;
 }
 
+/* A call of the Python side, with the model's floating-point traps held off (a model built with -ffpe-trap would
+ * stop inside numpy) and no flag of Python's left raised behind it (gfortran reports raised flags at STOP). */
 #define ATTACHED(call, ...)                                                                                    \
     do {                                                                                                       \
         int loaded_ = python();                                                                                \
-        return loaded_ != CLIMIO_NOERR ? loaded_ : attached(py.call(__VA_ARGS__));                             \
+        if (loaded_ != CLIMIO_NOERR)                                                                           \
+            return loaded_;                                                                                    \
+        fenv_t model_;                                                                                         \
+        feholdexcept(&model_);                                                                                 \
+        int code_ = attached(py.call(__VA_ARGS__));                                                            \
+        fesetenv(&model_);                                                                                     \
+        return code_;                                                                                          \
     } while (0)
 
 /* ------------------------------------------------------------------------------------------ I/O systems */

@@ -69,7 +69,24 @@ static void bind_served(void)
     answered = 1;
 }
 
-#define CALL(name, ...) return bound() ? answers.name(__VA_ARGS__) : PIO_EIO
+/* `code` = an answer, with the program's floating-point traps held off (climio's Python, when it answers, would
+ * stop in numpy under a model built with -ffpe-trap) and no flag of the answer's left raised behind it (gfortran
+ * reports raised flags at STOP). */
+#define HELD(code, answer)                                                                                     \
+    do {                                                                                                       \
+        fenv_t program_;                                                                                       \
+        feholdexcept(&program_);                                                                               \
+        code = (answer);                                                                                       \
+        fesetenv(&program_);                                                                                   \
+    } while (0)
+
+#define CALL(name, ...)                                                                                        \
+    do {                                                                                                       \
+        int code_ = PIO_EIO;                                                                                   \
+        if (bound())                                                                                           \
+            HELD(code_, answers.name(__VA_ARGS__));                                                            \
+        return code_;                                                                                          \
+    } while (0)
 
 /* ------------------------------------------------------------------------------------ errors, I/O systems */
 
@@ -124,10 +141,12 @@ int PIOc_set_iosystem_error_handling(int iosysid, int method, int *old_method)
 static int new_system(MPI_Comm comp_comm, int num_iotasks, int stride, int base, int rearr, int server_first,
                       int server_count, int *iosysidp)
 {
-    int code = bound() ? answers.pio_error_handling(PIO_DEFAULT, default_handler, NULL) : PIO_EIO;
+    int code = PIO_EIO;
+    if (bound())
+        HELD(code, answers.pio_error_handling(PIO_DEFAULT, default_handler, NULL));
     if (code == PIO_NOERR)
-        code = answers.pio_init((int)MPI_Comm_c2f(comp_comm), num_iotasks, stride, base, rearr, server_first,
-                                server_count, iosysidp);
+        HELD(code, answers.pio_init((int)MPI_Comm_c2f(comp_comm), num_iotasks, stride, base, rearr, server_first,
+                                    server_count, iosysidp));
     return code;
 }
 
@@ -202,12 +221,8 @@ static int start_async(MPI_Comm world, MPI_Comm io_comm, MPI_Comm comp_comm, int
             return PIO_EIO;
         }
         *iosysidp = -1; /* an I/O task has no system of its own: PIO2's I/O tasks do not use it either */
-        /* Python serves with the program's floating-point traps off (a model built with -ffpe-trap would stop in
-         * numpy's import) and leaves no flag raised behind it (gfortran reports raised flags at STOP) */
-        fenv_t program;
-        feholdexcept(&program);
-        int code = serve((int)MPI_Comm_c2f(world), (int)MPI_Comm_c2f(io_comm));
-        fesetenv(&program);
+        int code;
+        HELD(code, serve((int)MPI_Comm_c2f(world), (int)MPI_Comm_c2f(io_comm)));
         return code;
     }
     if (comp_comm == MPI_COMM_NULL)
@@ -367,7 +382,9 @@ int PIOc_get_numiotasks(int iosysid, int *numiotasks)
 
 int PIOc_iam_iotask(int iosysid, bool *ioproc)
 {
-    int iorank = -1, active = 0, code = bound() ? answers.pio_iotask(iosysid, &iorank, &active) : PIO_EIO;
+    int iorank = -1, active = 0, code = PIO_EIO;
+    if (bound())
+        HELD(code, answers.pio_iotask(iosysid, &iorank, &active));
     if (code == PIO_NOERR && ioproc != NULL)
         *ioproc = iorank >= 0;
     return code;
@@ -381,7 +398,9 @@ int PIOc_iotask_rank(int iosysid, int *iorank)
 
 int PIOc_iosystem_is_active(int iosysid, bool *active)
 {
-    int iorank = -1, is = 0, code = bound() ? answers.pio_iotask(iosysid, &iorank, &is) : PIO_EIO;
+    int iorank = -1, is = 0, code = PIO_EIO;
+    if (bound())
+        HELD(code, answers.pio_iotask(iosysid, &iorank, &is));
     if (code == PIO_NOERR && active != NULL)
         *active = is;
     return code;
@@ -444,7 +463,9 @@ int PIOc_freedecomp(int iosysid, int ioid)
 int PIOc_get_local_array_size(int ioid)
 {
     long long size = 0;
-    int code = bound() ? answers.pio_local_size(ioid, &size) : PIO_EIO;
+    int code = PIO_EIO;
+    if (bound())
+        HELD(code, answers.pio_local_size(ioid, &size));
     return code == PIO_NOERR ? (int)size : code;
 }
 
@@ -535,7 +556,10 @@ int PIOc_deletefile(int iosysid, const char *filename)
 
 int PIOc_File_is_Open(int ncid)
 {
-    return bound() && answers.pio_file_is_open(ncid);
+    int open = 0;
+    if (bound())
+        HELD(open, answers.pio_file_is_open(ncid));
+    return open;
 }
 
 /* ------------------------------------------------------------------------------------ inquiry */
@@ -895,11 +919,14 @@ int PIOc_read_darray(int ncid, int varid, int ioid, PIO_Offset arraylen, void *a
  * variable's type (untyped) or the call's. */
 static int vard(int ncid, int varid, int decompid, PIO_Offset recnum, int memtype, const void *buf, int write)
 {
-    int frame = (int)recnum;
+    int frame = (int)recnum, code = PIO_EIO;
     if (!bound())
         return PIO_EIO;
-    return write ? answers.pio_write_darray(ncid, 1, &varid, decompid, -1, buf, &frame, NULL, memtype, memtype == 0)
-                 : answers.pio_read_darray(ncid, varid, decompid, -1, (void *)buf, recnum, memtype, memtype == 0);
+    HELD(code, write ? answers.pio_write_darray(ncid, 1, &varid, decompid, -1, buf, &frame, NULL, memtype,
+                                                memtype == 0)
+                     : answers.pio_read_darray(ncid, varid, decompid, -1, (void *)buf, recnum, memtype,
+                                               memtype == 0));
+    return code;
 }
 
 int PIOc_put_vard(int ncid, int varid, int decompid, const PIO_Offset recnum, const void *buf)
