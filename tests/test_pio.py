@@ -229,13 +229,15 @@ REAL = [("real/tas_Amon_EC-EARTH_historical_r1i1p1_185001-185912.nc", "tas"),  #
         ("real/pr_NAM-22_NOAA-GFDL-GFDL-ESM2M_rcp45_r1i1p1_OURANOS-CRCM5_v1_day_20510101-20551231.nc", "pr")]  # CORDEX
 
 
-@pytest.mark.parametrize("nranks", [1, 2, 3])
-def test_real_files_through_pio_calls(programs: dict[str, Path], nranks: int) -> None:
+@pytest.mark.parametrize("nranks, servers", [(1, 0), (2, 0), (3, 0), (3, 2)])
+def test_real_files_through_pio_calls(programs: dict[str, Path], nranks: int, servers: int) -> None:
     """Files that climio did not write (a CMIP5 classic file, a CORDEX netCDF-4 file): their header through PIO's
-    inquiries and the first 12 records of a field through a decomposition, as netCDF4-python reads them."""
+    inquiries and the first 12 records of a field through a decomposition, as netCDF4-python reads them; attached
+    and through climio serve ranks."""
     xtypes = {np.dtype(t): x for t, x in (("i1", 1), ("S1", 2), ("i2", 3), ("i4", 4), ("f4", 5), ("f8", 6))}
     for name, var in REAL:
-        result = run([str(programs["pio_inquire"]), str(DATA / name), var], nranks=nranks, timeout=180)
+        result = run([str(programs["pio_inquire"]), str(DATA / name), var, *([str(servers)] if servers else [])],
+                     nranks=nranks, timeout=180, servers=servers)
         assert result.returncode == 0, result.stderr
         lines = result.stdout.splitlines()
         with netCDF4.Dataset(DATA / name) as ds:

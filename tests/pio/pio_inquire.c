@@ -3,8 +3,9 @@
  * the tasks, each task's points in descending order), summed over the tasks. tests/test_pio.py compares what it
  * prints with netCDF4-python's view of the file.
  *
- *     mpiexec -n N pio_inquire FILE VARIABLE */
+ *     mpiexec -n N pio_inquire FILE VARIABLE [SERVERS]    (SERVERS: climio serve ranks, the last application) */
 #include <pio.h>
+#include <stdlib.h>
 
 #include "check.h"
 
@@ -14,13 +15,13 @@ int main(int argc, char **argv)
 {
     int size, iosysid, ncid, ndims, nvars, natts, unlimdim, iotype = PIO_IOTYPE_PNETCDF;
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc != 3) {
-        fprintf(stderr, "usage: pio_inquire FILE VARIABLE\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: pio_inquire FILE VARIABLE [SERVERS]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
-    CHECK(PIOc_Init_Intracomm(MPI_COMM_WORLD, size, 1, 0, PIO_REARR_BOX, &iosysid));
+    MPI_Comm comm = model_comm(argc == 4 ? atoi(argv[3]) : 0, &rank);
+    MPI_Comm_size(comm, &size);
+    CHECK(PIOc_Init_Intracomm(comm, size, 1, 0, PIO_REARR_BOX, &iosysid));
     CHECK(PIOc_set_iosystem_error_handling(iosysid, PIO_BCAST_ERROR, NULL));
     CHECK(PIOc_openfile(iosysid, &ncid, &iotype, argv[1], PIO_NOWRITE));
     CHECK(PIOc_inq(ncid, &ndims, &nvars, &natts, &unlimdim));
@@ -67,7 +68,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < maplen; k++)
             sum += values[k];
     }
-    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, comm);
     float first_row[64];
     PIO_Offset start[3] = {0, 0, 0}, count[3] = {1, 1, nx < 64 ? nx : 64};
     CHECK(PIOc_get_vara_float(ncid, varid, start, count, first_row));
