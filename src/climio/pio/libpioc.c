@@ -228,7 +228,7 @@ static int start_async(MPI_Comm world, MPI_Comm io_comm, MPI_Comm comp_comm, int
     if (comp_comm == MPI_COMM_NULL)
         return PIO_NOERR;
     bind_served();
-    int code = served_pio_connect(comp_comm, world, io_first, nio, default_handler);
+    int code = served_pio_connect(comp_comm, world, io_first, nio, default_handler, 1);
     return code ? code : new_system(comp_comm, nio, 1, 0, rearranger, io_first, nio, iosysidp);
 }
 

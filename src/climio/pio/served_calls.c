@@ -33,6 +33,9 @@ typedef struct {
 } open_file;
 
 static int connection;    /* the servers' connection (served_init's id), made at the first init */
+static int ends_with_systems; /* the program's own I/O tasks serve: they come back from their init when the
+                               * last system is freed (climio serve ranks are kept until MPI_Finalize, so that a
+                               * program may make a system again) */
 static MPI_Comm model;    /* the model's communicator it was made over */
 static int rank;
 static int default_method = PIO_INTERNAL_ERROR;
@@ -232,7 +235,7 @@ static int check_fills(int ncid, int nvars, const int *varids, const void *fills
 
 /* ------------------------------------------------------------------------------------ I/O systems */
 
-int served_pio_connect(MPI_Comm comm, MPI_Comm peer, int first, int count, int method)
+int served_pio_connect(MPI_Comm comm, MPI_Comm peer, int first, int count, int method, int own_tasks)
 {
     if (connection)
         return local_error(method, climio_fail(CLIMIO_EINVAL, "PIO's init: this task is already connected to I/O "
@@ -244,6 +247,7 @@ int served_pio_connect(MPI_Comm comm, MPI_Comm peer, int first, int count, int m
         return local_error(method, code);
     }
     model = comm;
+    ends_with_systems = own_tasks;
     return PIO_NOERR;
 }
 
@@ -269,7 +273,7 @@ int served_pio_init(int fcomm, int num_iotasks, int stride, int base, int rearr,
         return local_error(default_method, code);
     }
     if (!connection) {
-        int code = served_pio_connect(comm, MPI_COMM_WORLD, server_first, server_count, default_method);
+        int code = served_pio_connect(comm, MPI_COMM_WORLD, server_first, server_count, default_method, 0);
         if (code)
             return code;
     }
@@ -296,7 +300,7 @@ int served_pio_free_iosystem(int iosysid)
     for (int i = 0; i < nsystems; i++)
         if (systems[i].id == iosysid)
             systems[i] = systems[--nsystems];
-    if (nsystems == 0) { /* the last system: the servers end */
+    if (nsystems == 0 && ends_with_systems) { /* the last system: PIO's async I/O tasks end */
         code = served_finalize(connection);
         connection = 0;
         if (code)

@@ -22,7 +22,8 @@ PIO_PYTHON_CALLS(DECLARE_SERVED)
 #undef DECLARE_SERVED
 
 /* Connect this task to I/O servers: `count` ranks of `peer` from `first` (the launch's climio serve ranks, or
- * PIO's async I/O tasks); PIO's code, under `method`'s rule. */
-int served_pio_connect(MPI_Comm comm, MPI_Comm peer, int first, int count, int method);
+ * with own_tasks PIO's async I/O tasks, which end when the last I/O system is freed); PIO's code, under
+ * `method`'s rule. */
+int served_pio_connect(MPI_Comm comm, MPI_Comm peer, int first, int count, int method, int own_tasks);
 
 #endif
