@@ -84,6 +84,9 @@ int main(int argc, char **argv)
     say("openfile PIO_WRITE", PIOc_openfile(iosysid, &bad, &iotype, path, PIO_WRITE));
     CHECK(PIOc_freedecomp(iosysid, ioid));
     CHECK(PIOc_free_iosystem(iosysid));
+    CHECK(PIOc_Init_Intracomm(comm, size, 1, 0, PIO_REARR_BOX, &iosysid)); /* a system again, after the first */
+    CHECK(PIOc_get_numiotasks(iosysid, &bad));
+    CHECK(PIOc_free_iosystem(iosysid));
     if (rank == 0)
         printf("pio_refusals: done\n");
     MPI_Finalize();
