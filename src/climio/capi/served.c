@@ -1803,6 +1803,8 @@ int served_pio_call(int iosysid, const char *call, long long ident, const long l
                     served_answer *answer)
 {
     iosystem *s = system_of(iosysid);
+    if (answer != NULL)
+        memset(answer, 0, sizeof *answer);
     if (s == NULL)
         return bad_system(iosysid);
     int code = system_check(s);
@@ -1817,7 +1819,6 @@ int served_pio_call(int iosysid, const char *call, long long ident, const long l
     code = send(s, PIO, ident, args, names, 1 + (nstrings < 7 ? nstrings : 7), buffers, 2);
     if (code || answer == NULL)
         return code;
-    memset(answer, 0, sizeof *answer);
     int64_t header[4];
     char what[300];
     snprintf(what, sizeof what, "PIO's call %s", call);
