@@ -180,22 +180,18 @@ static variable *kept_variable(open_file *f, int varid)
 /* A variable's type and rank, asked once per file (they never change). */
 static int var_info(int ncid, int varid, int *xtype, int *ndims)
 {
-    variable *v = kept_variable(file_of(ncid), varid);
-    if (v == NULL || !v->xtype) {
+    variable asked = {0}, *v = kept_variable(file_of(ncid), varid);
+    if (v == NULL) /* a bad id, or a file this side does not know: asked, not kept (the servers refuse it) */
+        v = &asked;
+    if (!v->xtype) {
         served_answer a;
         long long ints[1] = {varid};
         int code = ask_file("inq_var", ncid, ints, 1, NULL, 0, 0, NULL, 0, &a);
         if (code)
             return code;
-        variable got = {(int)a.values[0], (int)a.values[1], 0, 0, {0}};
+        v->xtype = (int)a.values[0];
+        v->ndims = (int)a.values[1];
         served_answer_free(&a);
-        if (v == NULL) {
-            *xtype = got.xtype;
-            *ndims = got.ndims;
-            return PIO_NOERR;
-        }
-        v->xtype = got.xtype;
-        v->ndims = got.ndims;
     }
     *xtype = v->xtype;
     *ndims = v->ndims;
@@ -284,9 +280,11 @@ int served_pio_init(int fcomm, int num_iotasks, int stride, int base, int rearr,
         return code;
     *iosysid = (int)a.values[0];
     served_answer_free(&a);
-    if (nsystems < (int)(sizeof systems / sizeof *systems))
-        systems[nsystems++].id = *iosysid;
-    systems[nsystems - 1].method = default_method;
+    if (nsystems == (int)(sizeof systems / sizeof *systems))
+        return local_error(default_method, climio_fail(CLIMIO_EINVAL, "PIOc_Init_Intracomm: more than %d I/O systems "
+                                                       "at once: free one first", nsystems));
+    systems[nsystems].id = *iosysid;
+    systems[nsystems++].method = default_method;
     return PIO_NOERR;
 }
 
@@ -749,21 +747,34 @@ int served_pio_get_att(int ncid, int varid, const char *name, int memtype, void 
 
 /* ------------------------------------------------------------------------------------ data */
 
+/* The elements of a whole variable now (its records as many as written): asked, as they grow. */
+static int whole_variable(int ncid, int varid, long long *elements)
+{
+    served_answer shape;
+    long long ints[1] = {varid};
+    int code = ask_file("inq_var", ncid, ints, 1, NULL, 0, 0, NULL, 0, &shape);
+    if (code)
+        return code;
+    int ndims = (int)shape.values[1];
+    *elements = 1;
+    for (int d = 0; d < ndims; d++)
+        *elements *= shape.values[3 + ndims + d];
+    served_answer_free(&shape);
+    return PIO_NOERR;
+}
+
 int served_pio_vars(int ncid, int varid, int write, const long long *start, const long long *count,
                     const long long *stride, int memtype, void *buffer)
 {
     long long ints[6 + 3 * PIO_MAX_VAR_DIMS] = {varid, write, start != NULL, count != NULL, stride != NULL};
-    served_answer shape = {0};
-    int code = ask_file("inq_var", ncid, ints, 1, NULL, 0, 0, NULL, 0, &shape); /* its type and shape now */
+    int xtype = 0, ndims = 0, n = 5, code = var_info(ncid, varid, &xtype, &ndims);
     if (code)
         return code;
-    int xtype = (int)shape.values[0], ndims = (int)shape.values[1], n = 5;
-    long long elements = 1;
-    for (int d = 0; d < ndims && d < PIO_MAX_VAR_DIMS; d++) {
-        long long length = count ? count[d] : start ? 1 : shape.values[3 + ndims + d];
-        elements *= length;
-    }
-    served_answer_free(&shape);
+    long long elements = 1; /* what a write sends: a reads' values come back sized by the servers */
+    if (write && start == NULL && count == NULL && (code = whole_variable(ncid, varid, &elements)))
+        return code;
+    for (int d = 0; count && d < ndims && d < PIO_MAX_VAR_DIMS; d++)
+        elements *= count[d];
     const long long *given[3] = {start, count, stride};
     for (int k = 0; k < 3; k++)
         for (int d = 0; given[k] && d < ndims && d < PIO_MAX_VAR_DIMS; d++)
