@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from climio.core import waiting
 from climio.core.decomp import Hyperslab
 
 if TYPE_CHECKING:
@@ -34,7 +35,8 @@ def most_each(comm: MPI.Comm, counts: Sequence[int]) -> list[int]:
 
     values = np.asarray(counts, dtype=np.int64)
     if comm.Get_size() > 1 and values.size:
-        comm.Allreduce(MPI.IN_PLACE, values, op=MPI.MAX)
+        values = values.copy()
+        waiting.wait(comm.Iallreduce(MPI.IN_PLACE, values, op=MPI.MAX))
     return [int(v) for v in values]
 
 

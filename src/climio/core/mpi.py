@@ -143,10 +143,17 @@ def raise_fault(comm: MPI.Comm, failure: str) -> None:
 
 
 def all_true(comm: MPI.Comm, flag: bool) -> bool:
-    """True on every rank when ``flag`` is true on every rank."""
+    """True on every rank when ``flag`` is true on every rank (waiting without holding the core)."""
+    import numpy as np
     from mpi4py import MPI
 
-    return bool(comm.allreduce(bool(flag), op=MPI.LAND))
+    from climio.core import waiting
+
+    if comm.Get_size() == 1:
+        return bool(flag)
+    mine, every = np.array([flag], np.uint8), np.empty(1, np.uint8)
+    waiting.wait(comm.Iallreduce(mine, every, op=MPI.LAND))
+    return bool(every[0])
 
 
 def spoken_mark() -> str | None:

@@ -13,9 +13,9 @@ and a ``history`` line that says climio wrote it and how.
 
 The decomposition is any :class:`~climio.model.decomposition.GridDecomposition` (blocks with halos,
 land-eliminated blocks, unstructured cells, round-robin columns, a PIO map), or a 2-D block
-:class:`~climio.core.decomp.Decomposition`. The strategies are :mod:`climio.model.strategy`'s; ``root``
-with a plain block decomposition gathers with one of :mod:`gather`'s strategies (``gather=``, seed 004),
-any other decomposition through the rearranger. Points that no rank owns are written as the field's
+:class:`~climio.core.decomp.Decomposition`. The strategies are :mod:`climio.model.strategy`'s; the records
+move to the writers through the rearranger, or for ``root`` with a plain block decomposition and ``gather=``
+with one of :mod:`gather`'s strategies (seed 004). Points that no rank owns are written as the field's
 ``_FillValue`` (netCDF's default for its type unless ``attrs`` set one; the attribute is then written).
 
 Every strategy writes the same bytes: the tests compare them element by element.
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio import __version__
-from climio.core import ncio
+from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.core.ncio.compression import parse_cmp
 from climio.core.ncio.schema import fill_value as schema_fill_value
@@ -49,6 +49,7 @@ __all__ = ["STRATEGIES", "Field", "ModelOutput", "applicable_modes", "parse_stra
 TIME_UNITS = "seconds since 1970-01-01 00:00:00"  # the time coordinate's units when the model gives none
 CALENDAR = "standard"
 CONVENTIONS = "CF-1.8"  # as every file climio writes
+STEP_BUFFER_BYTES = 2**29  # a writer's records of one output step held at once (more fields: several batches)
 
 
 @dataclass(frozen=True)
@@ -213,7 +214,8 @@ class ModelOutput:
                 if key not in shared:
                     shared[key] = self._route(f, gather)
                 self._routes[f.name] = shared[key]
-        self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=dict(self.strategy.hints))
+        self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=dict(self.strategy.hints),
+                                  aggregated=self.strategy.name != "direct", one_writer=self.strategy.name == "root")
 
     def _grid_dims(self) -> tuple[str, ...]:
         """The file's default names of the grid's dimensions (``dims=`` names them): (cell,), (y, x), (face, y,
@@ -229,11 +231,11 @@ class ModelOutput:
 
     def _route(self, f: Field, gather: str | None) -> Route | Gatherer:
         """How field ``f``'s records reach the file (collective)."""
-        if self.strategy.name == "root" and self.grid.blocks is not None:  # seed 004's gathers
+        if gather is not None:  # seed 004's gathers
             shape = self.grid.shape(f.levels)
             blocks = self.grid.blocks
             full = Decomposition.block2d(shape, blocks.parts[1], blocks.parts[0], halo=blocks.halo)
-            return Gatherer(full, f.dtype, self.comm, gather or "gatherv")
+            return Gatherer(full, f.dtype, self.comm, gather)
         unit = math.prod(self._chunks(f)) if f.compression.active else None
         return self.strategy.route(self.comm, self.grid, f.levels, f.dtype, fill=fill_value(f), unit=unit)
 
@@ -241,8 +243,9 @@ class ModelOutput:
         """Write record ``step`` of every field from this rank's local arrays, at ``time`` (in the time units)
         (collective).
 
-        One field at a time: moved to the writers, then written, so that a writer
-        holds one field's record rather than the whole step's.
+        The whole step at once, as PIO buffers darray writes and flushes them together: one agreement on the
+        arrays, then the fields that share a route move to the writers in one exchange and are written in one
+        call, in batches that keep a writer's buffers under :data:`STEP_BUFFER_BYTES`.
         """
         recorded = [name for name, f in self.fields.items() if f.records]  # in order: the same on every rank
         missing, fixed = set(recorded) - set(fields), set(fields) - set(recorded)
@@ -252,14 +255,39 @@ class ModelOutput:
                               f"once with write_field(None, name, local)")
         arrays = {name: np.asarray(fields[name]) for name in recorded}
         self._check_shapes(arrays)
-        self.write_time(step, time)
-        for name, local in arrays.items():
-            self._write_checked(step, name, local)
+        pending = [self._time_request(step, time)]
+        held: set[int] = set()  # routes whose buffers hold pending data
+        for route, names in self._batches(recorded):
+            if id(route) in held:
+                self._store.write_many(pending)
+                pending, held = [], set()
+            pieces = self._many_pieces(route, [self.fields[n] for n in names], [arrays[n] for n in names])
+            held.add(id(route))
+            pending += [(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
+                        for name, field_pieces in zip(names, pieces) for data, slab in field_pieces]
+        self._store.write_many(pending)
+
+    def _batches(self, names: list[str]) -> list[tuple[Route | Gatherer, list[str]]]:
+        """The fields grouped by the route they share (in order of first use), cut into batches of as many
+        records as :data:`STEP_BUFFER_BYTES` holds on the fullest writer."""
+        groups: dict[int, tuple[Route | Gatherer, list[str]]] = {}
+        for name in names:
+            route = self._stripe_route(name, self.fields[name], 0) if self.strategy.name == "stripe" \
+                else self._routes[name]
+            groups.setdefault(id(route), (route, []))[1].append(name)
+        out = []
+        for route, members in groups.values():
+            per = max(1, STEP_BUFFER_BYTES // max(1, route.buffer_bytes)) if isinstance(route, Route) else 1
+            out += [(route, members[k:k + per]) for k in range(0, len(members), per)]
+        return out
+
+    def _time_request(self, step: int, time: float) -> tuple[str, np.ndarray | None, Hyperslab]:
+        mine = 1 if self.rank == 0 else 0
+        return self.time_name, np.array([time]) if mine else None, Hyperslab((step,), (mine,))
 
     def write_time(self, step: int, time: float) -> None:
         """Set record ``step``'s time coordinate (collective; rank 0's value is written)."""
-        mine = 1 if self.rank == 0 else 0
-        self._store.write_many([(self.time_name, np.array([time]) if mine else None, Hyperslab((step,), (mine,)))])
+        self._store.write_many([self._time_request(step, time)])
 
     def write_field(self, step: int | None, name: str, local: np.ndarray) -> None:
         """Write record ``step`` of one field (``None`` for a field without records) from this rank's local array
@@ -309,9 +337,9 @@ class ModelOutput:
 
     def _check_shapes(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Raise on every rank if one rank's local array does not fit the decomposition (no rank waits)."""
-        problems = [p for p in self.comm.allgather(self._shape_problem(arrays)) if p]
-        if problems:
-            raise ClimioError(problems[0], collective=True)
+        problem = self._shape_problem(arrays)
+        if not mpi.all_true(self.comm, not problem):
+            raise ClimioError(next(p for p in self.comm.allgather(problem) if p), collective=True)
 
     def _shape_problem(self, arrays: Mapping[str, np.ndarray]) -> str:
         """Why one of this rank's local arrays does not fit the decomposition, or ''."""
@@ -328,12 +356,20 @@ class ModelOutput:
     def _pieces(self, name: str, f: Field, step: int, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
         """This rank's (data, record hyperslab) pieces of field ``name`` at ``step``."""
         route = self._stripe_route(name, f, step) if self.strategy.name == "stripe" else self._routes[name]
-        if isinstance(route, Gatherer):
+        return self._many_pieces(route, [f], [local])[0]
+
+    def _many_pieces(self, route: Route | Gatherer, fields: list[Field], locals_: list[np.ndarray]
+                     ) -> list[list[tuple[np.ndarray, Hyperslab]]]:
+        """This rank's (data, record hyperslab) pieces of several fields that share ``route`` (collective)."""
+        if isinstance(route, Route):
+            return route.gather_many(locals_)
+        out = []
+        for f, local in zip(fields, locals_):
             whole = route.gather(local.astype(f.dtype, copy=False))
             shape = self.grid.shape(f.levels)
-            return [(whole, Hyperslab.whole(shape))] if self.rank == 0 else \
-                [(np.empty((0,) * len(shape), f.dtype), Hyperslab.empty(len(shape)))]
-        return route.gather(local)
+            out.append([(whole, Hyperslab.whole(shape))] if self.rank == 0 else
+                       [(np.empty((0,) * len(shape), f.dtype), Hyperslab.empty(len(shape)))])
+        return out
 
     def _stripe_route(self, name: str, f: Field, step: int) -> Route:
         """The route for this record's position in the file; records of one shape at the same stripe phase

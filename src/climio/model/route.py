@@ -186,27 +186,48 @@ class Route:
             with trace.phase("plan"):
                 self.plan = Plan(comm, buffer, layout) if reading else Plan(comm, layout, buffer)
         self._block: np.ndarray | None = None  # a halo'd block's contiguous landing place (reading)
-        self.buffer = np.empty(at, dtype=self.dtype)
-        self._shaped = self.buffer.reshape(buffer.local_shape) if self.plan is not None else self.buffer
-        if self.plan is not None and not reading and not self.plan.dest_complete:
-            self.buffer[...] = fill if fill is not None else 0  # the plan never writes there: fill once
+        self._buffer_shape = buffer.local_shape if self.plan is not None else (at,)
+        self._fill_value, self._reading = fill if fill is not None else 0, reading
+        self._buffers: list[np.ndarray] = []  # records being written: made, filled and touched once, then reused
+        self.buffer = self._buffer(0)
+        self._shaped = self.buffer.reshape(self._buffer_shape)
         self.fill_slabs = [s for a, n in (holes if holes is not None else ()) for s in flat_slabs(a, a + n, shape)]
         self.fill = np.full(max((s.size for s in self.fill_slabs), default=0), fill if fill is not None else 0,
                             dtype=self.dtype)
-        self.calls = collective.most(comm, len(self.slabs) + len(self.fill_slabs))  # every rank makes as many
+        # every rank makes as many calls; every rank batches as many records as the fullest buffer allows
+        self.calls, self.buffer_bytes = collective.most_each(comm, [len(self.slabs) + len(self.fill_slabs),
+                                                                    at * self.dtype.itemsize])
+
+    def _buffer(self, k: int) -> np.ndarray:
+        """The ``k``-th record buffer, made on first use with the fill where the plan never writes."""
+        while len(self._buffers) <= k:
+            made = np.empty(math.prod(self._buffer_shape), dtype=self.dtype)
+            if self.plan is not None and not self._reading and not self.plan.dest_complete:
+                made[...] = self._fill_value  # the plan never writes there: fill once
+            elif made.size:
+                made[::max(1, 4096 // self.dtype.itemsize)] = 0  # touch every page now, not inside a step
+            self._buffers.append(made)
+        return self._buffers[k]
 
     def gather(self, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
         """This rank's local array in; the ``(data, hyperslab)`` pieces it writes out, padded with empty pieces to
         the busiest rank's count (the buffer is reused by the next call: write the pieces first)."""
+        return self.gather_many([local])[0]
+
+    def gather_many(self, locals_: list[np.ndarray]) -> list[list[tuple[np.ndarray, Hyperslab]]]:
+        """:meth:`gather` for several fields' records in one exchange (every rank passes as many); each record
+        lands in a buffer of its own, reused by the next call."""
         ndim = len(self.layout.shape)
-        if self.plan is None:
-            data = [(_interior(self.layout, local), s) for _, s in self.slabs]
-        else:
-            self.plan.forward(self._flat(np.ascontiguousarray(local, dtype=self.dtype)), out=self._shaped)
-            data = [(self.buffer[at:at + s.size].reshape(s.count), s) for at, s in self.slabs]
-        data += [(self.fill[:s.size].reshape(s.count), s) for s in self.fill_slabs]
         empty = (np.empty((0,) * ndim, self.dtype), Hyperslab.empty(ndim))
-        return data + [empty] * (self.calls - len(data))
+        fill = [(self.fill[:s.size].reshape(s.count), s) for s in self.fill_slabs]
+        if self.plan is None:
+            return [[*((_interior(self.layout, local), s) for _, s in self.slabs), *fill] +
+                    [empty] * (self.calls - len(self.slabs) - len(fill)) for local in locals_]
+        buffers = [self._buffer(k) for k in range(len(locals_))]
+        self.plan.forward_many([self._flat(np.ascontiguousarray(local, dtype=self.dtype)) for local in locals_],
+                               [b.reshape(self._buffer_shape) for b in buffers])
+        return [[*((b[at:at + s.size].reshape(s.count), s) for at, s in self.slabs), *fill] +
+                [empty] * (self.calls - len(self.slabs) - len(fill)) for b in buffers]
 
     def scatter(self, local: np.ndarray) -> np.ndarray:
         """The pieces this rank read into :attr:`buffer` (:meth:`read`) out to every rank's local array ``local``

@@ -63,10 +63,15 @@ API_WORDS = {"--overwrite (-O)": "overwrite=True", "--overwrite": "overwrite=Tru
 
 def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None = None, *,
            overwrite: bool = False, hints: Mapping[str, str] | None = None,
-           compress: Settings | None = None, chosen: bool = True) -> Store:
+           compress: Settings | None = None, chosen: bool = True, aggregated: bool = False,
+           one_writer: bool = False) -> Store:
     """Create ``path`` with ``schema`` in ``mode`` on every rank of ``comm`` (collective); ``compress`` applies
     NCO-style ``-L``/``--ppc`` settings to the schema's variables. ``chosen``: the user named the mode (else the
-    job picked it, and rank 0 may write it where its parallel library is missing: :func:`modes.writing_mode`)."""
+    job picked it, and rank 0 may write it where its parallel library is missing: :func:`modes.writing_mode`).
+    ``aggregated``: the ranks' hyperslabs are large and contiguous already (model output's aggregators), so
+    each rank may write its own without MPI-IO's collective aggregation (classic files). ``one_writer``: only
+    rank 0 has data to write, so a netCDF-4 file is written by rank 0 alone through serial HDF5, without parallel
+    HDF5's collective calls for each variable in which the other ranks would wait."""
     from climio.core.ncio.parallel_ import ParallelStore
     from climio.core.ncio.serial_ import SerialStore
 
@@ -85,8 +90,8 @@ def create(path: str, schema: Schema, mode: str = "cdf5", comm: MPI.Comm | None 
         print(note, file=sys.stderr)
     try:
         check_new_file(comm, temp_path, path)
-        if how.parallel:
-            return ParallelStore.create(path, temp_path, schema, how, comm, hints, overwrite)
+        if how.parallel and not (one_writer and how.format.hdf5):
+            return ParallelStore.create(path, temp_path, schema, how, comm, hints, overwrite, aggregated)
         return SerialStore.create(path, temp_path, schema, how, comm, overwrite)
     except BaseException:
         if comm.Get_rank() == 0:

@@ -165,6 +165,19 @@ class ClassicLayout:
         return offset(slab.start), offset(tuple(s + c - 1 for s, c in zip(slab.start, slab.count))) + itemsize
 
 
+def set_numrecs(path: str, records: int) -> None:
+    """Raise the record count in the header of the classic file ``path`` to ``records`` (never lower it): its
+    data were written by climio itself, not through the library that wrote the header. The count follows the
+    4-byte magic: 4 bytes big-endian in CDF-1/2, 8 in CDF-5."""
+    with open(path, "r+b") as f:
+        magic = f.read(4)
+        size = 8 if magic[3] == 5 else 4
+        (now,) = struct.unpack(">Q" if size == 8 else ">I", f.read(size))
+        if records > now:
+            f.seek(4)
+            f.write(struct.pack(">Q" if size == 8 else ">I", records))
+
+
 def required_size(path: str) -> int | None:
     """Bytes the file needs according to its header; None if it is not a classic file."""
     try:

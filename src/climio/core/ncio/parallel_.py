@@ -18,10 +18,10 @@ from climio.core.decomp import Hyperslab
 from climio.core.ncio import libnetcdf
 from climio.core.ncio.modes import Mode
 from climio.core.ncio.schema import Schema, Variable
-from climio.core.ncio.classic import ClassicLayout
-from climio.core.ncio.space import Reserver, check_room
+from climio.core.ncio.classic import ClassicLayout, set_numrecs
+from climio.core.ncio.space import check_room
 from climio.core.ncio.store import Request, Store, define, mpi_info, schema_of
-from climio.core.ncio.stored import StoredReader
+from climio.core.ncio.stored import StoredReader, StoredWriter
 
 if TYPE_CHECKING:
     import netCDF4
@@ -43,7 +43,7 @@ class ParallelStore(Store):
 
     @classmethod
     def create(cls, path: str, temp_path: str, schema: Schema, mode: Mode, comm: MPI.Comm,
-               hints: Mapping[str, str] | None, overwrite: bool) -> ParallelStore:
+               hints: Mapping[str, str] | None, overwrite: bool, aggregated: bool = False) -> ParallelStore:
         import netCDF4
 
         dataset = netCDF4.Dataset(temp_path, "w", format=mode.nc_format, parallel=True, comm=comm,
@@ -51,8 +51,8 @@ class ParallelStore(Store):
         with trace.phase("define"):
             varids = define(libnetcdf.ncid(dataset), schema, path, mode, collective=True)
         store = store_class(mode)(dataset, path, mode, comm, schema, varids=varids, temp_path=temp_path,
-                                  overwrite=overwrite)
-        store._created()
+                                  overwrite=overwrite, hints=hints)
+        store._created(aggregated)
         return store
 
     @classmethod
@@ -65,7 +65,7 @@ class ParallelStore(Store):
             libnetcdf.var_par_access(libnetcdf.ncid(dataset), varid, True, path)
         return store_class(mode)(dataset, path, mode, comm, schema, varids=varids, records=records, hints=hints)
 
-    def _created(self) -> None:
+    def _created(self, aggregated: bool) -> None:
         """What a store of this kind prepares once its new file is defined (collective)."""
 
     def _room(self, requests: list[Request]) -> None:
@@ -121,32 +121,40 @@ class ParallelStore(Store):
     def _close_file(self) -> None:
         with trace.phase("close"):
             self._close_handles()
-            self._dataset.close()
+            if self._dataset is not None:
+                self._dataset.close()
 
     def _close_handles(self) -> None:
         """Close what a store of this kind opened besides the library's handle."""
 
 
 class ClassicStore(ParallelStore):
-    """A CDF-1/2/5 file through PnetCDF: its header fixes where every value lies."""
+    """A CDF-1/2/5 file through PnetCDF: its header fixes where every value lies. A new file's header is
+    PnetCDF's; its data are climio's own (:class:`~climio.core.ncio.stored.StoredWriter`), a whole call in one
+    request, and read back the same way while it is being written."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._own_reader: netCDF4.Dataset | None = None
         self._stored_reader: StoredReader | None = None
-        self._reserver: Reserver | None = None  # a file being written: disk space before each write
+        self._writer: StoredWriter | None = None  # a file being written
 
-    def _created(self) -> None:
+    def _created(self, aggregated: bool) -> None:
+        """PnetCDF wrote the header at enddef: close it, and write the data through climio's own handles."""
         working = self.working_path
+        self._dataset.close()
+        self._dataset = None
         self.layout = mpi.agree(self.comm, lambda: ClassicLayout.read(working))
-        self._reserver = Reserver(working, self.comm)
+        self._writer = StoredWriter(working, self.comm, mpi_info(self._hints), self.layout, self._shapes(),
+                                    independent=aggregated)
 
-    def _room(self, requests: list[Request]) -> None:
-        """The blocks this rank's hyperslabs will fill, before the collective writes (collective)."""
-        assert self._reserver is not None and self.layout is not None
-        spans = [self.layout.span(r.var.name, self.schema.fixed_shape(r.var, 0), r.data.itemsize, r.slab)
-                 for r in requests if r.slab.size]
-        self._reserver.reserve(spans, self.path)
+    def _shapes(self) -> dict[str, tuple[int, ...]]:
+        return {v.name: self.schema.fixed_shape(v, self.records) for v in self.schema.variables}
+
+    def _put_many(self, requests: list[Request]) -> None:
+        assert self._writer is not None
+        self._writer.write([(r.var, r.slab, r.data) for r in requests], self.path)
+        self.records = max(self.records, self._writer.records)
 
     def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
         """PnetCDF takes a strided array of the variable's type as it is (put_varm)."""
@@ -160,16 +168,30 @@ class ClassicStore(ParallelStore):
         for reading: a file being written may still have data in the library's buffers)."""
         return var.numpy_dtype if self.writable else var.numpy_dtype.newbyteorder(">")
 
+    def _get_every(self, var: Variable, varid: int, sampled: Hyperslab, step: int, out: np.ndarray) -> None:
+        """A file being written is read back as climio wrote it (its header does not count the records yet)."""
+        if not self.writable:
+            super()._get_every(var, varid, sampled, step, out)
+            return
+        stored = np.empty(out.shape, var.numpy_dtype.newbyteorder(">"))
+        with trace.phase("read", out.nbytes):
+            self._read_stored(var, sampled, stored, step)
+        out[...] = stored
+
     def _read_stored(self, var: Variable, slab: Hyperslab, out: np.ndarray, step: int) -> None:
         if self._stored_reader is None:
             assert self.layout is not None
-            shapes = {v.name: self.schema.fixed_shape(v, self.records) for v in self.schema.variables}
-            self._stored_reader = StoredReader(self.path, self.comm, mpi_info(self._hints), self.layout, shapes)
+            self._stored_reader = StoredReader(self.working_path, self.comm, mpi_info(self._hints), self.layout,
+                                               self._shapes())
         self._stored_reader.read(var, slab, out, step)
 
     def _get_runs(self, var: Variable, varid: int, slabs: list[Hyperslab], outs: list[np.ndarray]) -> None:
         """Independent reads through this rank's own netCDF-C handle: small independent reads cost about a
-        third of going through MPI-IO, and no rank waits for another's count of runs."""
+        third of going through MPI-IO, and no rank waits for another's count of runs. A file being written is
+        read back collectively, as climio wrote it."""
+        if self.writable:
+            Store._get_runs(self, var, varid, slabs, outs)
+            return
         if self._own_reader is None:
             import netCDF4
 
@@ -177,9 +199,13 @@ class ClassicStore(ParallelStore):
         self._read_each(libnetcdf.ncid(self._own_reader), var, varid, slabs, outs)
 
     def _close_handles(self) -> None:
-        for handle in (self._own_reader, self._stored_reader, self._reserver):
+        for handle in (self._own_reader, self._stored_reader):
             if handle is not None:
                 handle.close()
+        if self._writer is not None:
+            records = self._writer.close()
+            working = self.working_path
+            mpi.agree(self.comm, lambda: set_numrecs(working, records))
 
 
 class HDF5Store(ParallelStore):

@@ -62,17 +62,18 @@ class Reserver:
     def reserve(self, ranges: list[tuple[int, int]], where: str) -> None:
         """Allocate ``[lo, hi)`` ranges of the file on this rank, then agree (collective): every rank raises the
         same IOFault if any rank could not."""
-        failure = ""
+        mpi.raise_fault(self.comm, self.claim(ranges, where))
+
+    def claim(self, ranges: list[tuple[int, int]], where: str) -> str:
+        """Allocate ``[lo, hi)`` ranges of the file on this rank alone: why it could not, or ''."""
         for lo, hi in ranges:
             if self._fd is None or _fallocate()(self._fd, 0, lo, hi - lo) == 0:
                 continue
             code = ctypes.get_errno()
-            if code in UNSUPPORTED:
-                self.close()  # this file system cannot reserve: writes go ahead as before
-            else:
-                failure = f"{where}: {os.strerror(code).lower()} (reserving {hi - lo} bytes at offset {lo})"
-                break
-        mpi.raise_fault(self.comm, failure)
+            if code not in UNSUPPORTED:
+                return f"{where}: {os.strerror(code).lower()} (reserving {hi - lo} bytes at offset {lo})"
+            self.close()  # this file system cannot reserve: writes go ahead as before
+        return ""
 
     def close(self) -> None:
         if self._fd is not None:

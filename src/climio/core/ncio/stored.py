@@ -1,5 +1,7 @@
 """Hyperslabs of a classic-format (CDF-1/2/5) variable as the file stores them: big-endian, through MPI-IO.
 
+Reading (:class:`StoredReader`):
+
 PnetCDF reads a classic file with MPI-IO and then swaps every value to the
 machine's byte order in a pass of its own, about 40 % of a read from the page
 cache. A caller that makes a pass over the values anyway (``climio eva``'s scan)
@@ -8,18 +10,30 @@ The header says where each variable starts and how far apart its records are,
 so a hyperslab, with a step along its first axis, is one MPI derived datatype:
 nested ``hvector``s over a contiguous run of the last axis. A collective read
 with that file view lets MPI-IO merge the ranks' requests, as PnetCDF would.
+
+Writing (:class:`StoredWriter`): a call's hyperslabs, of any number of variables and records (a whole output
+step), are packed into one buffer in the file's byte order, swapped while packed (one pass over the data),
+and their byte runs merged where they touch: a record variable's records lie back to back, so a writer's share
+of a step is a few runs, often one. Then either one request per run from this rank alone (``pwrite``: the
+writers are climio's aggregators, whose pieces are already large and contiguous, and nobody else waits for
+them), or one collective MPI-IO request for all of them (every rank its own small runs: MPI-IO's two-phase
+aggregation merges them). Either way the data leave the packed buffer straight for the file: PnetCDF would
+swap in place, write, and swap back, one call and several collective agreements per variable.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from climio.core import mpi, trace
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import ClassicLayout
 from climio.core.ncio.schema import Variable
+from climio.core.ncio.space import Reserver
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -73,3 +87,167 @@ def _hyperslab_type(count: tuple[int, ...], strides: list[int], itemsize: int) -
         datatype = outer
     datatype.Commit()
     return datatype
+
+
+RUN_BYTES = 2**30  # MPI counts are ints: runs longer than this go as several
+
+
+class StoredWriter:
+    """A classic file's data written by climio itself, in the stored byte order (collective to open, write and
+    close). ``independent``: each rank writes its own runs with ``pwrite`` and the ranks agree once on failures
+    afterwards; otherwise one collective MPI-IO write per call."""
+
+    def __init__(self, path: str, comm: MPI.Comm, info: MPI.Info, layout: ClassicLayout,
+                 shapes: Mapping[str, tuple[int, ...]], *, independent: bool = False) -> None:
+        from mpi4py import MPI
+
+        self.path, self.comm, self.independent = path, comm, independent
+        self._layout, self._shapes = layout, shapes
+        self._reserver = Reserver(path, comm)
+        self._fd = os.open(path, os.O_WRONLY)
+        self._file = MPI.File.Open(comm, path, MPI.MODE_WRONLY, info)
+        self.records = 0  # the records this rank wrote so far (the file's count is the largest over the ranks)
+        self._buffer = np.zeros(0, np.uint8)  # the packed data of a call, reused by the next
+
+    def write(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]], where: str) -> None:
+        """Write ``(variable, hyperslab, data)`` pieces, each ``data`` of the variable's type in the machine's
+        byte order (any strides), in one call (collective): every rank raises the same IOFault if any rank's
+        disk space or write failed, and nothing is written by any rank when space is missing."""
+        pieces = [p for p in pieces if p[1].size]
+        buffer, runs = self._packed(pieces)
+        spans = _hulls([(self._first_offset(var, slab), self._last_end(var, slab)) for var, slab, _ in pieces])
+        if self.independent:
+            failure = self._reserver.claim(spans, where) or self._pwrite(buffer, runs, where)
+            mpi.raise_fault(self.comm, failure)
+        else:
+            self._reserver.reserve(spans, where)
+            self._write_all(buffer, runs)
+        for var, slab, _ in pieces:
+            if var.name in self._layout.records:
+                self.records = max(self.records, slab.start[0] + slab.count[0])
+
+    def _packed(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        """The pieces in one buffer of the file's byte order, and their ``(file offset, buffer offset, bytes)``
+        runs sorted by file offset, merged where both sides touch."""
+        nbytes = sum(data.nbytes for _, _, data in pieces)
+        if self._buffer.nbytes < nbytes:  # made and touched once: no page faults inside the next steps
+            self._buffer = np.zeros(nbytes, np.uint8)
+        buffer = self._buffer[:nbytes]
+        parts, at = [], 0
+        with trace.phase("pack", nbytes):
+            for var, slab, data in sorted(pieces, key=lambda p: self._first_offset(p[0], p[1])):
+                stored = var.numpy_dtype.newbyteorder(">")
+                np.copyto(buffer[at:at + data.nbytes].view(stored).reshape(slab.count), data, casting="equiv")
+                offsets, length = self._runs(var, slab)
+                parts.append(np.stack([offsets, at + np.arange(offsets.size, dtype=np.int64) * length,
+                                       np.full(offsets.size, length, np.int64)], axis=1))
+                at += data.nbytes
+        runs = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
+        return buffer, _merged(runs[np.argsort(runs[:, 0], kind="stable")])
+
+    def _first_offset(self, var: Variable, slab: Hyperslab) -> int:
+        return self._layout.span(var.name, self._shapes[var.name], var.numpy_dtype.itemsize, slab)[0]
+
+    def _last_end(self, var: Variable, slab: Hyperslab) -> int:
+        return self._layout.span(var.name, self._shapes[var.name], var.numpy_dtype.itemsize, slab)[1]
+
+    def _runs(self, var: Variable, slab: Hyperslab) -> tuple[np.ndarray, int]:
+        """The file offsets of a hyperslab's contiguous runs (in its C order) and their common length in bytes."""
+        itemsize = var.numpy_dtype.itemsize
+        shape = self._shapes[var.name]
+        strides = self._layout.strides(var.name, shape, itemsize)
+        run, inner = itemsize, len(slab.count)  # axes from ``inner`` on lie within one run
+        while inner > 0:
+            axis = inner - 1
+            if strides[axis] != run:  # a record axis (its stride is the record's size) or a gap
+                break
+            run *= slab.count[axis]
+            inner -= 1
+            if slab.count[axis] != shape[axis]:  # a partial axis ends the run
+                break
+        within = sum(slab.start[axis] * strides[axis] for axis in range(inner, len(slab.count)))
+        offsets = np.full(1, self._layout.begins[var.name] + within, np.int64)
+        for axis in range(inner):
+            steps = (slab.start[axis] + np.arange(slab.count[axis], dtype=np.int64)) * strides[axis]
+            offsets = (offsets[:, None] + steps[None, :]).ravel()
+        return offsets, run
+
+    def _pwrite(self, buffer: np.ndarray, runs: np.ndarray, where: str) -> str:
+        """This rank's runs straight to the file; a failure's line, or ''."""
+        view = memoryview(buffer)
+        with trace.phase("write", buffer.nbytes):
+            try:
+                for offset, at, length in runs.tolist():
+                    done = 0
+                    while done < length:
+                        done += os.pwrite(self._fd, view[at + done:at + length], offset + done)
+            except OSError as err:
+                return f"{where}: {os.strerror(err.errno).lower() if err.errno else err} (writing {length} bytes " \
+                       f"at offset {offset})"
+        return ""
+
+    def _write_all(self, buffer: np.ndarray, runs: np.ndarray) -> None:
+        """Every rank's runs in one collective MPI-IO write, through a file view of them."""
+        from mpi4py import MPI
+
+        runs = _split(runs, RUN_BYTES)
+        filetype, memory = MPI.BYTE, MPI.BYTE
+        if runs.size:
+            filetype = MPI.BYTE.Create_hindexed(runs[:, 2].tolist(), runs[:, 0].tolist()).Commit()
+            if not np.array_equal(runs[:, 1], np.concatenate([[0], np.cumsum(runs[:-1, 2])])):
+                memory = MPI.BYTE.Create_hindexed(runs[:, 2].tolist(), runs[:, 1].tolist()).Commit()
+        try:
+            with trace.phase("write", buffer.nbytes):
+                self._file.Set_view(0, MPI.BYTE, filetype)
+                count = 1 if memory != MPI.BYTE else buffer.nbytes
+                self._file.Write_all([buffer, count if runs.size else 0, memory])
+        finally:
+            for datatype in (filetype, memory):
+                if datatype != MPI.BYTE:
+                    datatype.Free()
+
+    def close(self) -> int:
+        """Close the handles (collective); the number of records the file holds (the most any rank wrote)."""
+        from mpi4py import MPI
+
+        self._file.Close()
+        os.close(self._fd)
+        self._reserver.close()
+        return int(self.comm.allreduce(self.records, op=MPI.MAX))
+
+
+def _merged(runs: np.ndarray) -> np.ndarray:
+    """Sorted ``(file offset, buffer offset, bytes)`` runs with each run that continues the previous one in the
+    file and in the buffer joined to it."""
+    if len(runs) < 2:
+        return runs
+    ends_file = runs[:-1, 0] + runs[:-1, 2]
+    ends_buffer = runs[:-1, 1] + runs[:-1, 2]
+    starts = np.concatenate([[True], (ends_file != runs[1:, 0]) | (ends_buffer != runs[1:, 1])])
+    first = np.flatnonzero(starts)
+    lengths = np.add.reduceat(runs[:, 2], first)
+    return np.stack([runs[first, 0], runs[first, 1], lengths], axis=1)
+
+
+def _split(runs: np.ndarray, most: int) -> np.ndarray:
+    """Runs cut into pieces of at most ``most`` bytes."""
+    if not runs.size or runs[:, 2].max() <= most:
+        return runs
+    out = []
+    for offset, at, length in runs.tolist():
+        for k in range(0, length, most):
+            out.append((offset + k, at + k, min(most, length - k)))
+    return np.array(out, np.int64)
+
+
+def _hulls(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``[lo, hi)`` byte ranges, overlapping or touching ones joined, for the disk-space reservation: one
+    ``fallocate`` per piece's extent (other ranks' bytes between its runs are reserved twice, harmlessly), not
+    one per run."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(hi, out[-1][1]))
+        else:
+            out.append((lo, hi))
+    return out
