@@ -8,8 +8,14 @@ over every species) and then writes all species as one output step through
 maximum over ranks of the I/O time (create + every step's gather/aggregate and
 write + close + fsync), the bandwidth next to rank 0 writing the same bytes to a
 plain file with sequential 64 MiB writes and fsync in the same run
-(``sequential``), and seed 003's relative performance
-``(T1 - T2) / T1`` of each strategy against ``root`` and against ``direct``.
+(``sequential``, what ``dd`` does: "x dd"), seed 003's relative performance
+``(T1 - T2) / T1`` of each strategy against ``root`` and against ``direct``, the
+collective MPI calls per output step (the most on any rank, counted by
+:mod:`climio.bench.collectives` in every library), and the bytes copied per byte
+written: climio's own copies (the exchange to the writers, the packing into the
+file's byte order) summed over the ranks, plus the kernel's one into the page
+cache. With ``busy``, each case also runs beside that many processes that keep a
+core each busy, interleaved with the quiet runs, and the slowdown is reported.
 """
 
 from __future__ import annotations
@@ -23,10 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from climio.bench import collectives
 from climio.bench.cache import evict
 from climio.bench.io import sequential_write
-from climio.bench.runner import (check_reps, grouped, make_directory, markdown_table, median, repeated,
-                                 require_plain_process, rows_per_size, save_results, save_rows)
+from climio.bench.runner import (busy_processes, check_reps, grouped, make_directory, markdown_table, median,
+                                 repeated, require_plain_process, rows_per_size, save_results, save_rows)
 from climio.core import mpi, trace
 from climio.errors import ClimioError, IOFault
 from climio.model import decomposition as dec
@@ -244,9 +251,12 @@ def serial_compressed(case: Case, owned: np.ndarray, steps: int, field: Field, d
             "MBps": common["bytes"] / seconds / 1e6, "file_bytes": size}
 
 
+COPYING_PHASES = ("rearrange", "gather", "pack")  # the trace's phases that copy the data (bytes moved, all ranks)
+
+
 def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], modes: Sequence[str],
             directory: str, keep: bool, hints: dict[str, str], *, deflate: int = 0,
-            quantize: tuple[str, int] | None = None, verify_all: bool = False) -> list[dict[str, Any]]:
+            quantize: tuple[str, int] | None = None, verify_all: bool = False, busy: int = 0) -> list[dict[str, Any]]:
     """Every applicable strategy x mode on this job's ranks (collective); rows on rank 0. Each file is checked
     after timing: the last species' last step, or with ``verify_all`` every species at every step."""
     from mpi4py import MPI
@@ -261,7 +271,7 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
     owned = owned_points(comm, d, case.levels)
     nbytes = case.nspec * case.record_values * 4 * steps
     rows: list[dict[str, Any]] = []
-    common = {"case": case.label, "ranks": case.ranks, "steps": steps, "bytes": nbytes}
+    common = {"case": case.label, "ranks": case.ranks, "steps": steps, "bytes": nbytes, "busy": busy}
     if rank == 0:  # the baseline: the same bytes in one plain sequential file, in the same run
         path = os.path.join(directory, f"sequential-{case.label}.bin")
         seconds = sequential_write(path, conc, nbytes)
@@ -286,11 +296,15 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
             out = ModelOutput(path, d, fields, comm, mode=mode, strategy=strategy, gather=gather, overwrite=True,
                               hints=hints, attrs={"title": f"CMAQ mock-up {case.label}"}, dims=case.dims)
             io += MPI.Wtime() - started
+            calls_before = collectives.calls()
             for step in range(steps):
                 np.multiply(conc, np.float32(1.0001), out=scratch)  # the artificial workload
                 started = MPI.Wtime()
                 out.write(step, {f.name: conc[i] for i, f in enumerate(fields)}, time=3600.0 * step)
                 io += MPI.Wtime() - started
+            calls_after = collectives.calls()
+            per_step = comm.allreduce(-1 if calls_before is None else (calls_after - calls_before) / steps,
+                                      op=MPI.MAX)
             started = MPI.Wtime()
             out.close()
             if rank == 0:
@@ -302,8 +316,10 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
             if rank == 0:
                 seconds = {name: max(t.get(name, {}).get("seconds", 0.0) for t in per_rank)
                            for name in sorted({n for t in per_rank for n in t})}
+                copied = sum(t.get(name, {}).get("bytes", 0) for t in per_rank for name in COPYING_PHASES)
                 rows.append({"strategy": text, "mode": mode, **common, "io_s": io_max, "MBps": nbytes / io_max / 1e6,
-                             "phases_s": seconds,
+                             "phases_s": seconds, "copies_per_byte": 1 + copied / nbytes,
+                             "collectives_per_step": per_step if per_step >= 0 else None,
                              "file_bytes": os.path.getsize(path),
                              "mismatch": mismatch(path, owned, steps, range(case.nspec) if verify_all
                                                   else [case.nspec - 1], quantize)})
@@ -330,7 +346,7 @@ def relative(rows: list[dict[str, Any]]) -> None:
 
 def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Sequence[str], modes: Sequence[str],
          out: str, keep: bool, reps: int, hints: dict[str, str], decomp: str | None = None, deflate: int = 0,
-         quantize: str | None = None, verify: bool = False, rows_json: str | None = None) -> None:
+         quantize: str | None = None, verify: bool = False, rows_json: str | None = None, busy: int = 0) -> None:
     size = parse_domain(domain)
     quantization = parse_quantize(quantize)
     Field("check", deflate=deflate, quantize=quantization).compression.check("--quantize", np.dtype("f4"))
@@ -342,21 +358,30 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
             raise ClimioError(f"--strategy {text}: more aggregators than the {fewest} ranks of the smallest "
                               f"{'--decomp' if decomp else '--grid'}", collective=True)
     check_reps(reps)
+    if busy < 0:
+        raise ClimioError(f"--busy must be 0 or more processes, got {busy}", collective=True)
     if steps < 1:
         raise ClimioError(f"--steps must be at least 1, got {steps}", collective=True)
     if not rows_json:
         require_plain_process(comm, "model")  # before anything is made: a refused run leaves no directory
     mpi.agree(comm, lambda: make_directory(out))
-    if rows_json:  # one case, inside its own mpiexec
-        save_rows(comm, repeated(reps, lambda: measure(comm, runs[0], steps, strategies, modes, out, keep, hints,
-                                                       deflate=deflate, quantize=quantization,
-                                                       verify_all=verify or keep)), rows_json)
+    if rows_json:  # one case, inside its own mpiexec (rank 0 starts the background load, if any)
+        with busy_processes(busy if comm.Get_rank() == 0 else 0):
+            rows = repeated(reps, lambda: measure(comm, runs[0], steps, strategies, modes, out, keep, hints,
+                                                  deflate=deflate, quantize=quantization, verify_all=verify or keep,
+                                                  busy=busy))
+        save_rows(comm, rows, rows_json)
         return
-    rows = rows_per_size("model", per_case(runs, decomp, [
-        "--domain", domain, "--steps", str(steps), "--strategy", ",".join(strategies), "--mode", ",".join(modes),
-        "--out", out, "--reps", str(reps), *(["--keep"] if keep else []), *(["--verify"] if verify else []),
-        *(["--deflate", str(deflate)] if deflate else []), *(["--quantize", quantize] if quantize else []),
-        *[f"--hint={k}={v}" for k, v in hints.items()]]))
+    common = ["--domain", domain, "--steps", str(steps), "--strategy", ",".join(strategies), "--mode",
+              ",".join(modes), "--out", out, *(["--keep"] if keep else []), *(["--verify"] if verify else []),
+              *(["--deflate", str(deflate)] if deflate else []), *(["--quantize", quantize] if quantize else []),
+              *[f"--hint={k}={v}" for k, v in hints.items()]]
+    if busy:  # quiet and loaded runs interleaved, one repetition each
+        launches = [(f"{what}, {f'{load} busy' if load else 'quiet'}", n, [*a, "--reps", "1", "--busy", str(load)])
+                    for _ in range(reps) for what, n, a in per_case(runs, decomp, common) for load in (0, busy)]
+    else:
+        launches = per_case(runs, decomp, [*common, "--reps", str(reps)])
+    rows = rows_per_size("model", launches)
     table = summarise(rows)
     relative(table)
     nx, ny, nlay, nspec = size
@@ -379,28 +404,42 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Median I/O time per (grid, strategy, mode) over repetitions; skipped combinations once."""
+    """Median I/O time per (grid, strategy, mode, load) over repetitions, with the slowdown of a loaded run
+    against the quiet one; skipped combinations once."""
     table = []
-    for same in grouped(rows, "case", "strategy", "mode").values():
+    for same in grouped(rows, "case", "strategy", "mode", "busy").values():
         if "skipped" in same[0]:
-            table.append(same[0])
+            if not any(t.get("skipped") and t["strategy"] == same[0]["strategy"] and t["mode"] == same[0]["mode"]
+                       for t in table):
+                table.append(same[0])
             continue
         io = median(same, "io_s")
         table.append({**{k: v for k, v in same[0].items() if k != "rep"}, "io_s": io,
                       "MBps": same[0]["bytes"] / io / 1e6, "reps": len(same)})
+    for row in table:
+        quiet = [q["io_s"] for q in table if "io_s" in q and not q.get("busy") and row.get("busy")
+                 and all(q.get(k) == row.get(k) for k in ("case", "strategy", "mode"))]
+        if quiet:
+            row["slowdown"] = row["io_s"] / quiet[0]
     return table
 
 
 def format_table(table: list[dict[str, Any]]) -> str:
-    columns = [("grid", "l"), ("strategy", "l"), ("mode", "l")] + [(h, "r") for h in (
-        "I/O s (max over ranks)", "MB/s", "/ sequential", "vs root", "vs direct", "data / file")]
+    columns = [("grid", "l"), ("strategy", "l"), ("mode", "l"), ("busy", "r")] + [(h, "r") for h in (
+        "I/O s (max over ranks)", "MB/s", "x dd", "vs root", "vs direct", "collectives / step", "copies / byte",
+        "slowdown", "data / file")]
 
     def cells(r: dict[str, Any]) -> list[str]:
         rel = lambda key: f"{r[key]:+.0%}" if key in r else "-"  # noqa: E731
-        base = [b["MBps"] for b in table if b.get("strategy") == "sequential" and b.get("case") == r["case"]]
+        base = [b["MBps"] for b in table if b.get("strategy") == "sequential" and b.get("case") == r["case"]
+                and b.get("busy") == r.get("busy")]
         ratio = f"{r['MBps'] / base[0]:.2f}" if base else "-"
-        return [r["case"], r["strategy"], r["mode"], f"{r['io_s']:.2f}", f"{r['MBps']:.0f}", ratio,
-                rel("vs_root"), rel("vs_direct"), f"{r['bytes'] / r['file_bytes']:.2f}" if r.get("file_bytes") else "-"]
+        calls = r.get("collectives_per_step")
+        return [r["case"], r["strategy"], r["mode"], str(r.get("busy", 0)), f"{r['io_s']:.2f}", f"{r['MBps']:.0f}",
+                ratio, rel("vs_root"), rel("vs_direct"), "-" if calls is None else f"{calls:g}",
+                f"{r['copies_per_byte']:.2f}" if "copies_per_byte" in r else "-",
+                f"{r['slowdown']:.2f}" if "slowdown" in r else "-",
+                f"{r['bytes'] / r['file_bytes']:.2f}" if r.get("file_bytes") else "-"]
 
     return markdown_table(columns, (cells(r) for r in table if "io_s" in r))
 

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from climio.bench import collectives
 from climio.core import mpi
 from climio.errors import ClimioError
 
@@ -31,12 +32,26 @@ if TYPE_CHECKING:
 def run_ranks(nranks: int, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     """``mpiexec -n nranks python -m climio ARGS``; a ClimioError with the job's own message if it fails."""
     command, env = mpi.mpiexec_command(nranks, [sys.executable, "-m", "climio", *args])
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, env=collectives.preload(env), capture_output=True, text=True)
     if result.returncode != 0:
         said = [line for line in result.stderr.splitlines() if line.startswith("climio:")]
         raise ClimioError(f"{' '.join(args[:2])} on {nranks} ranks failed (exit {result.returncode}): "
                           f"{said[-1] if said else result.stderr.strip()[-500:]}", collective=True)
     return result
+
+
+@contextmanager
+def busy_processes(count: int) -> Iterator[None]:
+    """``count`` background processes that each keep a core busy while the block runs: the load a rank meets
+    on a shared node (another job's thread, a daemon). Each ends by itself once this process is gone."""
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass\n"
+    spinners = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
 
 
 def rows_from_ranks(nranks: int, args: Sequence[str]) -> list[dict[str, Any]]:

@@ -5,7 +5,8 @@
 installs ``PREFIX/lib/libclimio.so`` and ``PREFIX/include/climio.h`` (C), ``PREFIX/lib/libclimiof.so`` and
 ``PREFIX/include/climio_io.mod`` (Fortran), ``PREFIX/lib/libclimio_py.so`` and ``PREFIX/lib/pkgconfig/climio.pc``;
 and PIO2's API (:mod:`climio.pio`): ``libpioc.so`` and ``pio.h``, ``libpiof.so`` and ``pio.mod``, ``pio.pc`` and
-CMake's ``lib/cmake/PIO/PIOConfig.cmake``.
+CMake's ``lib/cmake/PIO/PIOConfig.cmake``; and ``libclimio_collectives.so``, which ``climio bench`` preloads into
+its ranks to count their collective MPI calls (:mod:`climio.bench.collectives`).
 
 The C API is declared once, in ``include/climio.h``. ``libclimio.so`` is plain C and MPI (``libclimio.c``,
 ``served.c``): with I/O servers in the launch it speaks their protocol itself. Without them (attached mode)
@@ -34,6 +35,8 @@ HEADER = HERE / "include" / "climio.h"
 C_SOURCES = ("libclimio.c", "served.c")
 PIO = HERE.parent / "pio"  # PIO2's API on climio: pio.h, libpioc (its Python side in libclimio_py.so too)
 PIO_HEADER = PIO / "include" / "pio.h"
+COUNTER = HERE.parent / "bench" / "collectives.c"  # climio bench's count of collective MPI calls (preloaded)
+COUNTER_LIBRARY = "libclimio_collectives.so"
 ONLY_IN_C = ("climio_init_intracomm", "climio_init_servers", "climio_init_servers_f", "climio_model_comm",
              "climio_model_comm_f", "climio_strerror")  # they choose the mode, or need no Python
 
@@ -90,6 +93,9 @@ def build(prefix: Path) -> Path:
                         "-Wl,-soname,libpioc.so", "-o", os.path.join(work, "libpioc.so"), f"-L{lib}", "-lclimio",
                         f"-Wl,-rpath,{lib}", *netcdf["libs"], "-lm"], check=True)
         shutil.copy(os.path.join(work, "libpioc.so"), lib / "libpioc.so")
+        subprocess.run([compiler, "-O2", "-Wall", "-fPIC", "-shared", str(COUNTER), "-o",
+                        os.path.join(work, COUNTER_LIBRARY)], check=True)
+        shutil.copy(os.path.join(work, COUNTER_LIBRARY), lib / COUNTER_LIBRARY)
     shutil.copy(HEADER, prefix / "include" / "climio.h")
     shutil.copy(PIO_HEADER, prefix / "include" / "pio.h")
     fortran = build_fortran(prefix)

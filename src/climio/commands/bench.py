@@ -126,6 +126,9 @@ def add_model(suites: Subcommands, common: argparse.ArgumentParser) -> None:
     mo.add_argument("--quantize", metavar="ALG:NSD", help="quantize every species, e.g. GranularBR:3 (hdf5 only)")
     mo.add_argument("--hint", action="append", metavar="KEY=VALUE",
                     help="MPI-IO hint for every file (repeatable), e.g. romio_ds_write=disable")
+    mo.add_argument("--busy", type=int, default=0, metavar="N",
+                    help="also run every case with N background processes that each keep a core busy, interleaved "
+                         "with the quiet runs, and report the slowdown (default 0)")
     mo.add_argument("--driver", choices=("python", "fortran"), default="python",
                     help="fortran: run examples/cmaq_mockup.F90 through the C API against the same loop in Python, "
                     "interleaved, and report both I/O times and the cost per call (default python)")
@@ -163,7 +166,8 @@ def run_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
         model.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=strategies, modes=modes,
                    out=args.out, keep=args.keep, reps=args.reps, hints=hints(args.hint), decomp=args.decomp,
-                   deflate=args.deflate, quantize=args.quantize, verify=args.verify, rows_json=args.rows_json)
+                   deflate=args.deflate, quantize=args.quantize, verify=args.verify, rows_json=args.rows_json,
+                   busy=args.busy)
 
 
 def add_restart(suites: Subcommands, common: argparse.ArgumentParser) -> None:

@@ -120,13 +120,15 @@ def agree(comm: MPI.Comm, check: Callable[[], T], root: int = 0) -> T:
     writable) must give every rank the same verdict, or the ranks that pass
     would wait forever in the next collective call for the one that failed.
     """
+    from climio.core import waiting
+
     outcome: tuple[bool, object] = (True, None)
     if comm.Get_rank() == root:
         try:
             outcome = (True, check())
         except ClimioError as err:
             outcome = (False, (type(err), str(err)))  # bad input or an IOFault: every rank raises the same kind
-    ok, value = comm.bcast(outcome, root=root)
+    ok, value = waiting.bcast(comm, outcome, root=root)
     if not ok:
         kind, message = value  # type: ignore[misc]
         raise kind(message, collective=True)

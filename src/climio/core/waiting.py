@@ -18,9 +18,12 @@ wait: while data move the core is doing the copying, not idling.
 
 from __future__ import annotations
 
+import pickle
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -45,3 +48,19 @@ def wait_all(requests: Sequence[MPI.Request]) -> None:
         if polls > POLLS_BEFORE_SLEEP:
             time.sleep(sleep)
             sleep = min(2 * sleep, LONGEST_SLEEP)
+
+
+def bcast(comm: MPI.Comm, value: Any, root: int = 0) -> Any:
+    """``comm.bcast``, waited for without holding the core (its size, then its pickled bytes)."""
+    if comm.Get_size() == 1:
+        return value
+    if comm.Is_inter():  # an intercommunicator's root is named otherwise (MPI.ROOT): MPI's own call
+        return comm.bcast(value, root=root)
+    mine = comm.Get_rank() == root
+    data = np.frombuffer(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), np.uint8) if mine else None
+    size = np.array([data.size if data is not None else 0], np.int64)
+    wait(comm.Ibcast(size, root=root))
+    if data is None:
+        data = np.empty(int(size[0]), np.uint8)
+    wait(comm.Ibcast(data, root=root))
+    return value if mine else pickle.loads(data.tobytes())

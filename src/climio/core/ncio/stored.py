@@ -112,15 +112,14 @@ class StoredWriter:
     def write(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]], where: str) -> None:
         """Write ``(variable, hyperslab, data)`` pieces, each ``data`` of the variable's type in the machine's
         byte order (any strides), in one call (collective): every rank raises the same IOFault if any rank's
-        disk space or write failed, and nothing is written by any rank when space is missing."""
+        disk space or write failed (collective writes: nothing is written by any rank when space is missing)."""
         pieces = [p for p in pieces if p[1].size]
         buffer, runs = self._packed(pieces)
-        spans = _hulls([(self._first_offset(var, slab), self._last_end(var, slab)) for var, slab, _ in pieces])
-        if self.independent:
-            failure = self._reserver.claim(spans, where) or self._pwrite(buffer, runs, where)
-            mpi.raise_fault(self.comm, failure)
-        else:
-            self._reserver.reserve(spans, where)
+        if self.independent:  # pwrite says what failed: no reservation needed (tmpfs zeroes what it reserves)
+            mpi.raise_fault(self.comm, self._pwrite(buffer, runs, where))
+        else:  # MPI-IO may report a failed write on stderr only (space.py): the space first
+            self._reserver.reserve(_hulls([(self._first_offset(var, slab), self._last_end(var, slab))
+                                           for var, slab, _ in pieces]), where)
             self._write_all(buffer, runs)
         for var, slab, _ in pieces:
             if var.name in self._layout.records:
