@@ -330,16 +330,16 @@ def measure(comm: MPI.Comm, case: Case, steps: int, strategies: Sequence[str], m
 
 
 def relative(rows: list[dict[str, Any]]) -> None:
-    """Add seed 003's Eq. 1, (T1 - T2) / T1, against root and against direct of the same mode and grid."""
+    """Add seed 003's Eq. 1, (T1 - T2) / T1, against root and against direct of the same mode, grid and load."""
     for row in rows:
         if "io_s" not in row:
             continue
         for base in ("root", "direct"):
             ref = [r["io_s"] for r in rows if r.get("strategy") == base and r.get("mode") == row["mode"]
-                   and r.get("case") == row["case"] and "io_s" in r]
+                   and r.get("case") == row["case"] and r.get("busy") == row.get("busy") and "io_s" in r]
             if not ref and base == "direct":  # serial mode has no direct write: compare with cdf5's
                 ref = [r["io_s"] for r in rows if r.get("strategy") == base and r.get("case") == row["case"]
-                       and r.get("mode") == "cdf5"]
+                       and r.get("busy") == row.get("busy") and r.get("mode") == "cdf5"]
             if ref:
                 row[f"vs_{base}"] = (ref[0] - row["io_s"]) / ref[0]
 

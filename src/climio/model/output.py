@@ -257,7 +257,7 @@ class ModelOutput:
         self._check_shapes(arrays)
         pending = [self._time_request(step, time)]
         held: set[int] = set()  # routes whose buffers hold pending data
-        for route, names in self._batches(recorded):
+        for route, names in self._batches(step, recorded):
             if id(route) in held:
                 self._store.write_many(pending)
                 pending, held = [], set()
@@ -267,12 +267,13 @@ class ModelOutput:
                         for name, field_pieces in zip(names, pieces) for data, slab in field_pieces]
         self._store.write_many(pending)
 
-    def _batches(self, names: list[str]) -> list[tuple[Route | Gatherer, list[str]]]:
+    def _batches(self, step: int, names: list[str]) -> list[tuple[Route | Gatherer, list[str]]]:
         """The fields grouped by the route they share (in order of first use), cut into batches of as many
-        records as :data:`STEP_BUFFER_BYTES` holds on the fullest writer."""
+        records as :data:`STEP_BUFFER_BYTES` holds on the fullest writer. (``stripe`` cuts each record at the
+        stripe boundaries after its own offset in the file: fields share a route only at the same phase.)"""
         groups: dict[int, tuple[Route | Gatherer, list[str]]] = {}
         for name in names:
-            route = self._stripe_route(name, self.fields[name], 0) if self.strategy.name == "stripe" \
+            route = self._stripe_route(name, self.fields[name], step) if self.strategy.name == "stripe" \
                 else self._routes[name]
             groups.setdefault(id(route), (route, []))[1].append(name)
         out = []
