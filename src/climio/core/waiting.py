@@ -28,9 +28,10 @@ import numpy as np
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-POLLS_BEFORE_SLEEP = 50  # about 50 us of polling: a collective whose peers are all running completes within it
-FIRST_SLEEP = 20e-6  # seconds
+POLL_SECONDS = 2e-4  # polling first: peers that are running arrive within it, and Linux sleeps 50 us at least
+FIRST_SLEEP = 5e-5  # seconds
 LONGEST_SLEEP = 1e-3
+FIRST_MESSAGE = 1024  # bytes a broadcast sends at once: its length, and its value when that fits
 
 
 def wait(request: MPI.Request) -> None:
@@ -42,25 +43,33 @@ def wait_all(requests: Sequence[MPI.Request]) -> None:
     """Complete every request, polling then sleeping with a doubling back-off."""
     from mpi4py import MPI
 
-    polls, sleep = 0, FIRST_SLEEP
-    while not MPI.Request.Testall(list(requests)):
-        polls += 1
-        if polls > POLLS_BEFORE_SLEEP:
+    pending = list(requests)
+    if MPI.Request.Testall(pending):
+        return
+    polled_until, sleep = time.perf_counter() + POLL_SECONDS, FIRST_SLEEP
+    while not MPI.Request.Testall(pending):
+        if time.perf_counter() > polled_until:
             time.sleep(sleep)
             sleep = min(2 * sleep, LONGEST_SLEEP)
 
 
 def bcast(comm: MPI.Comm, value: Any, root: int = 0) -> Any:
-    """``comm.bcast``, waited for without holding the core (its size, then its pickled bytes)."""
+    """``comm.bcast``, waited for without holding the core: one message of :data:`FIRST_MESSAGE` bytes (the
+    pickled value's length, and the value when it fits), then the rest of a longer value."""
     if comm.Get_size() == 1:
         return value
     if comm.Is_inter():  # an intercommunicator's root is named otherwise (MPI.ROOT): MPI's own call
         return comm.bcast(value, root=root)
     mine = comm.Get_rank() == root
-    data = np.frombuffer(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), np.uint8) if mine else None
-    size = np.array([data.size if data is not None else 0], np.int64)
-    wait(comm.Ibcast(size, root=root))
-    if data is None:
-        data = np.empty(int(size[0]), np.uint8)
-    wait(comm.Ibcast(data, root=root))
-    return value if mine else pickle.loads(data.tobytes())
+    first = np.zeros(FIRST_MESSAGE, np.uint8)
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL) if mine else b""
+    head = FIRST_MESSAGE - 8
+    if mine:
+        first[:8] = np.frombuffer(np.int64(len(data)).tobytes(), np.uint8)
+        first[8:8 + min(len(data), head)] = np.frombuffer(data[:head], np.uint8)
+    wait(comm.Ibcast(first, root=root))
+    size = int(first[:8].view(np.int64)[0])
+    rest = np.frombuffer(data[head:], np.uint8).copy() if mine else np.empty(max(0, size - head), np.uint8)
+    if size > head:
+        wait(comm.Ibcast(rest, root=root))
+    return value if mine else pickle.loads(first[8:8 + min(size, head)].tobytes() + rest.tobytes())

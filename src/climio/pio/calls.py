@@ -608,7 +608,8 @@ def enddef(ncid: int) -> int:
 
         def body() -> None:
             f.output = ncio.create(f.path, schema, f.mode, f.system.comm, overwrite=f.overwrite,
-                                   hints=f.system.hints or None)
+                                   hints=f.system.hints or None, aggregated=True,  # the I/O tasks' ranges
+                                   one_writer=f.system.strategy(f.one_writer) == "root")
             f.defining = False
         return body
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
-from climio.core import mpi, ncio, trace
+from climio.core import mpi, ncio, trace, waiting
 from climio.core.ncio.schema import fill_value
 from climio.errors import ClimioError
 from climio.model import definition as rules
@@ -202,11 +202,11 @@ class Server:
         none = np.iinfo(np.int64)
         low = np.array([*min(keys, default=(none.max,) * 4), min(texts, default=none.max), refused], np.int64)
         high = np.array([*max(keys, default=(none.min,) * 4), max(texts, default=none.min), refused], np.int64)
-        if self.comm.Get_size() > 1:
+        if self.comm.Get_size() > 1:  # the servers that wait for the others' clients give their core back
             from mpi4py import MPI
 
-            self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(low), op=MPI.MIN)
-            self.comm.Allreduce(MPI.IN_PLACE, wire.buffer(high), op=MPI.MAX)
+            waiting.wait_all([self.comm.Iallreduce(MPI.IN_PLACE, wire.buffer(low), op=MPI.MIN),
+                              self.comm.Iallreduce(MPI.IN_PLACE, wire.buffer(high), op=MPI.MAX)])
         self.refused = bool(high[-1])
         if (low[:2] != high[:2]).any() or (not self.refused and (low[2:4] != high[2:4]).any()):  # every server
             self.give_up(f"climio serve: the model's ranks made different calls (kind, id, arguments "

@@ -153,7 +153,7 @@ class ClassicStore(ParallelStore):
 
     def _put_many(self, requests: list[Request]) -> None:
         assert self._writer is not None
-        self._writer.write([(r.var, r.slab, r.data) for r in requests], self.path)
+        self._writer.write([(r.var, r.slab, r.data) for r in requests if r.given], self.path)
         self.records = max(self.records, self._writer.records)
 
     def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:

@@ -72,7 +72,7 @@ class SerialStore(Store):
 
     def _put_many(self, requests: list[Request]) -> None:
         comm = self.comm
-        todo = [r for r in requests if r.slab.size]
+        todo = [r for r in requests if r.slab.size and r.given]
         if comm.Get_rank() != 0:
             with trace.phase("gather", sum(r.data.nbytes for r in todo)):
                 comm.send([(r.var.name, r.slab) for r in todo], dest=0, tag=_META)

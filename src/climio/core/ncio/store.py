@@ -56,6 +56,7 @@ class Request:
     varid: int
     data: np.ndarray
     slab: Hyperslab
+    given: bool = True  # False: this rank passed no data (its slab is empty, or a scalar's, which has no empty one)
 
 
 def check_schema_fits(schema: Schema, mode: Mode, path: str) -> None:
@@ -610,6 +611,7 @@ class Store(ABC):
                 return Request(var, self._varids[name], np.empty((0,) * len(var.dims), var.numpy_dtype),
                                Hyperslab.empty(len(var.dims)))
             slab = Hyperslab.whole(np.shape(data))
+        given = data is not None
         if data is None:
             data = np.empty(slab.count, var.numpy_dtype)
         if np.ma.isMaskedArray(data):
@@ -618,7 +620,7 @@ class Store(ABC):
             raise ClimioError(f"{self.path}: variable '{name}': data of shape {np.shape(data)} on rank "
                               f"{self.comm.Get_rank()} does not match hyperslab count {slab.count}")
         self._check_bounds(var, slab, self.schema.fixed_shape(var, 0), reading=False)
-        return Request(var, self._varids[name], self._convert(var, np.asarray(data)), slab)
+        return Request(var, self._varids[name], self._convert(var, np.asarray(data)), slab, given)
 
     def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
         """A C-contiguous buffer of the variable's type; refuse conversions that would alter values."""
