@@ -3,7 +3,8 @@
 workload between the steps, interleaved in one run; and the same program without output, for memory.
 
 Per strategy and mode it reports, as medians: the model-visible output time per step (rank 0's time inside the
-steps' climio calls), the whole run's time (workload and output, to the close), the servers' write bandwidth
+steps' climio calls) and its ratio to one copy of a rank's step (``memcpy``, timed in the same run before each
+pair of launches: the least a call that lets the model reuse its arrays at once can cost), the whole run's time (workload and output, to the close), the servers' write bandwidth
 (the file's bytes over the time the servers spent on anything but waiting for messages, from their trace), and
 each model rank's peak resident memory above the program without output (GNU time's maximum RSS). The served
 file is compared with the attached one after each pair.
@@ -63,13 +64,13 @@ def main(comm: Any, *, domain: str, grids: str, steps: int, strategies: list[str
                     if pause is None:  # 1.5 x the synchronous write per step, from a first attached run
                         first = run(binary, out, "attached", [*args, "work=0"], px * py)
                         pause = 1.5 * first["steps_s"] / steps
-                    files = {}
+                    files, copy_s = {}, copy_seconds(step_bytes // (px * py))
                     for kind in (("attached", "served") if rep % 2 == 0 else ("served", "attached")):
                         measured = run(binary, out, kind, [*args, f"work={pause}"], px * py, servers, buffer)
                         files[kind] = measured.pop("path")
                         rows.append({"grid": f"{px}x{py}", "strategy": strategy, "mode": mode, "kind": kind,
                                      "rep": rep, "work_s": pause, "buffer_mb": buffer, "servers": servers,
-                                     "bytes": step_bytes * steps, "steps": steps,
+                                     "bytes": step_bytes * steps, "steps": steps, "memcpy_s": copy_s,
                                      "rss_above_kb": measured["peak_kb"] - without["peak_kb"], **measured})
                     if not same_values(files["served"], files["attached"]):
                         raise IOFault(f"bench model --servers: the served and attached files differ ({strategy}, "
@@ -119,6 +120,21 @@ def run(binary: str, out: str, kind: str, args: list[str], nranks: int, servers:
     return measured
 
 
+def copy_seconds(nbytes: int, times: int = 5) -> float:
+    """The median time of one ``memcpy`` of ``nbytes`` between two arrays already in memory."""
+    import time
+
+    import numpy as np
+
+    source, target = np.ones(max(1, nbytes // 4), np.float32), np.zeros(max(1, nbytes // 4), np.float32)
+    spent = []
+    for _ in range(times):
+        started = time.perf_counter()
+        np.copyto(target, source)
+        spent.append(time.perf_counter() - started)
+    return statistics.median(spent)
+
+
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per grid, strategy and mode: the medians of both kinds and the ratios the targets name."""
     table = []
@@ -131,7 +147,9 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         sync, visible = median("attached", "steps_s") / some["steps"], median("served", "steps_s") / some["steps"]
         table.append({"grid": key[0], "strategy": key[1], "mode": key[2], "work_s": some["work_s"],
                       "buffer_mb": some["buffer_mb"], "sync_step_s": sync, "served_step_s": visible,
-                      "visible_ratio": visible / sync, "attached_run_s": median("attached", "run_s"),
+                      "visible_ratio": visible / sync, "memcpy_s": median("served", "memcpy_s"),
+                      "memcpy_ratio": visible / median("served", "memcpy_s"),
+                      "attached_run_s": median("attached", "run_s"),
                       "served_run_s": median("served", "run_s"),
                       "server_mib_s": some["bytes"] / 2**20 / median("served", "server_busy_s"),
                       "attached_rss_mb": median("attached", "rss_above_kb") / 1024,
@@ -142,11 +160,13 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def format_table(table: list[dict[str, Any]]) -> str:
     def cells(r: dict[str, Any]) -> list[str]:
         return [r["grid"], r["strategy"], r["mode"], f"{r['work_s']:.2f}", f"{r['sync_step_s']:.3f}",
-                f"{r['served_step_s']:.3f}", f"{r['visible_ratio']:.2f}", f"{r['attached_run_s']:.2f}",
+                f"{r['served_step_s']:.3f}", f"{r['visible_ratio']:.2f}", f"{r['memcpy_s']:.3f}",
+                f"{r['memcpy_ratio']:.2f}", f"{r['attached_run_s']:.2f}",
                 f"{r['served_run_s']:.2f}", f"{r['server_mib_s']:.0f}", f"{r['attached_rss_mb']:.1f}",
                 f"{r['served_rss_mb']:.1f} ({r['buffer_mb']} buffer)"]
 
     return markdown_table([("grid", "l"), ("strategy", "l"), ("mode", "l"), ("work s/step", "r"),
                            ("attached write s/step", "r"), ("served s/step", "r"), ("served / attached", "r"),
+                           ("memcpy s/step", "r"), ("x memcpy", "r"),
                            ("attached run s", "r"), ("served run s", "r"), ("servers MiB/s", "r"),
                            ("attached RSS +MB", "r"), ("served RSS +MB", "r")], (cells(r) for r in table))

@@ -792,6 +792,9 @@ int served_init_peer(MPI_Comm comm, MPI_Comm peer, int first, int count, long lo
     s->timeout = seconds;
     s->reply_request = MPI_REQUEST_NULL;
     s->limit = buffer_bytes > 0 ? buffer_bytes : (long long)megabytes << 20;
+    s->ring = malloc((size_t)s->limit);  /* made and touched now, so that no step pays its page faults; if it */
+    if (s->ring != NULL)                 /* cannot be, the first message asks again and names the shortage */
+        memset(s->ring, 0, (size_t)s->limit);
     s->rank = rank;
     /* The hello: the model's leader tells the first server the model's size (or that the model refused its own
      * settings) and waits for its answer, so that a last application that is no climio serve ends in an error,
@@ -821,6 +824,7 @@ int served_init_peer(MPI_Comm comm, MPI_Comm peer, int first, int count, long lo
     }
     if (refused) {
         free(s->lost);
+        free(s->ring);
         free(s);
         return said(refused);
     }
@@ -830,6 +834,7 @@ int served_init_peer(MPI_Comm comm, MPI_Comm peer, int first, int count, long lo
         char name[128];
         servers_name(s, name, sizeof name);
         free(s->lost);
+        free(s->ring);
         free(s);
         if (answer[0] && answer[1] != VERSION)
             return climio_fail(CLIMIO_EINVAL, "climio serve speaks protocol version %lld, this libclimio %lld: use "
