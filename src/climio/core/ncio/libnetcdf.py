@@ -134,6 +134,12 @@ def def_var_chunking(ncid: int, varid: int, chunks: tuple[int, ...], where: str)
     check(lib().nc_def_var_chunking(ncid, varid, NC_CHUNKED, _sizes(chunks)), "nc_def_var_chunking", where)
 
 
+def set_var_chunk_cache(ncid: int, varid: int, nbytes: int, where: str) -> None:
+    """A netCDF-4 variable's chunk cache: ``nbytes`` (0: every chunk goes to the file when written)."""
+    check(lib().nc_set_var_chunk_cache(ncid, varid, _size_t(nbytes), _size_t(0), ctypes.c_float(0.75)),
+          "nc_set_var_chunk_cache", where)
+
+
 def def_var_deflate(ncid: int, varid: int, shuffle: bool, level: int, where: str) -> None:
     check(lib().nc_def_var_deflate(ncid, varid, int(shuffle), int(level > 0), level), "nc_def_var_deflate", where)
 

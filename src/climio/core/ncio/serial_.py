@@ -50,6 +50,8 @@ class SerialStore(Store):
             with trace.phase("define"):
                 varids = define(libnetcdf.ncid(dataset), schema, path, mode, collective=False)
             if not mode.format.classic_layout:
+                for name, varid in varids.items():  # chunks straight to the file: none kept to write at close
+                    libnetcdf.set_var_chunk_cache(libnetcdf.ncid(dataset), varid, 0, f"{path}: variable '{name}'")
                 return varids, None
             dataset.sync()
             return varids, ClassicLayout.read(temp_path)
