@@ -210,3 +210,54 @@ def test_scalar_variable_reads_on_every_rank(comm: MPI.Comm, shared_dir: str, mo
         ds.write("v", np.arange(3, dtype="f4"))
     with ncio.open(path, comm) as ds:
         assert_all(comm, float(ds.read("height")) == 2.0, "scalar read")
+
+
+@pytest.mark.parametrize("aggregated", [False, True])
+@pytest.mark.parametrize("pack_bytes", [100, 2**28])
+def test_classic_writes_of_any_hyperslabs_in_one_call(comm: MPI.Comm, shared_dir: str, aggregated: bool,
+                                                       pack_bytes: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """climio's own writes of a classic file (several variables and records in one call, record variables of
+    padded sizes, a scalar, a fixed variable; each rank its own random hyperslabs, some ranks none), each rank
+    writing alone (aggregated) or all in one collective MPI-IO write, packed at once or in parts of 100 bytes:
+    every value where netCDF-C reads it, the record count in the header, and read back before close."""
+    import netCDF4
+
+    from climio.core.ncio import stored
+
+    monkeypatch.setattr(stored, "PACK_BYTES", pack_bytes)
+    rank, size = comm.Get_rank(), comm.Get_size()
+    rng = np.random.default_rng(rank + 7)
+    shapes = {"a": (3, 5, 7), "b": (5, 7), "d": (7,)}
+    for mode in ("cdf1", "cdf2", "cdf5"):
+        schema = ncio.Schema({"time": None, "z": 3, "y": 5, "x": 7}, (
+            ncio.Variable("time", "f8", ("time",)), ncio.Variable("a", "f4", ("time", "z", "y", "x")),
+            ncio.Variable("b", "i2", ("time", "y", "x")), ncio.Variable("c", "f8", ("z", "x")),
+            ncio.Variable("d", "i1", ("time", "x")), ncio.Variable("s", "f8", ())), {})
+        path = os.path.join(shared_dir, f"any-{mode}-{aggregated}.nc")
+        written = []
+        with ncio.create(path, schema, mode, comm, overwrite=True, aggregated=aggregated) as store:
+            for step in range(3):
+                items = []
+                for name, shape in shapes.items():  # a disjoint band of the last axis per rank, random elsewhere
+                    lo, hi = rank * shape[-1] // size, (rank + 1) * shape[-1] // size
+                    start = [int(rng.integers(0, n)) for n in shape[:-1]]
+                    count = [int(rng.integers(1, n - s + 1)) for n, s in zip(shape[:-1], start)]
+                    slab = Hyperslab((step, *start, lo), (1, *count, hi - lo))
+                    data = (np.arange(slab.size).reshape(slab.count) + 1000 * step + 100 * rank) % 127
+                    items.append((name, data.astype(schema.variable(name).numpy_dtype), slab))
+                items.append(("time", np.array([step * 1.5]) if rank == 0 else None,
+                              Hyperslab((step,), (1 if rank == 0 else 0,))))
+                store.write_many(items)
+                written += [(n, d, s) for n, d, s in items if d is not None and s.size]
+            store.write("c", np.arange(21.0).reshape(3, 7) if rank == 0 else None)
+            store.write_many([("s", np.array(2.5) if rank == 0 else None, Hyperslab((), ()))])
+            store.records = 3
+            back = store.read("a", Hyperslab((1, 0, 0, 0), (1, 3, 5, 7)))
+        everything = comm.allgather(written)
+        with netCDF4.Dataset(path) as ds:
+            ds.set_auto_mask(False)
+            assert_all(comm, len(ds.dimensions["time"]) == 3, f"{mode}: records")
+            for name, data, slab in (item for items in everything for item in items):
+                assert_all(comm, np.array_equal(ds[name][slab.slices], data), f"{mode} {aggregated}: {name} {slab}")
+            assert_all(comm, np.array_equal(ds["c"][:], np.arange(21.0).reshape(3, 7)) and ds["s"][...] == 2.5)
+            assert_all(comm, np.array_equal(back, ds["a"][1:2]), f"{mode}: read back while writing")

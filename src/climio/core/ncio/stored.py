@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core import mpi, trace
+from climio.core import mpi, trace, waiting
+from climio.core.collective import split
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import ClassicLayout
 from climio.core.ncio.schema import Variable
@@ -90,6 +91,7 @@ def _hyperslab_type(count: tuple[int, ...], strides: list[int], itemsize: int) -
 
 
 RUN_BYTES = 2**30  # MPI counts are ints: runs longer than this go as several
+PACK_BYTES = 2**28  # packed at once, at most: a larger call goes in parts (the packed copy is extra memory)
 
 
 class StoredWriter:
@@ -114,16 +116,34 @@ class StoredWriter:
         byte order (any strides), in one call (collective): every rank raises the same IOFault if any rank's
         disk space or write failed (collective writes: nothing is written by any rank when space is missing)."""
         pieces = [p for p in pieces if p[1].size]
-        buffer, runs = self._packed(pieces)
+        parts = _parts(pieces, PACK_BYTES)
         if self.independent:  # pwrite says what failed: no reservation needed (tmpfs zeroes what it reserves)
-            mpi.raise_fault(self.comm, self._pwrite(buffer, runs, where))
+            failure = ""
+            for part in parts:
+                failure = failure or self._pwrite(*self._packed(part), where)
+            mpi.raise_fault(self.comm, failure)
         else:  # MPI-IO may report a failed write on stderr only (space.py): the space first
-            self._reserver.reserve(_hulls([(self._first_offset(var, slab), self._last_end(var, slab))
-                                           for var, slab, _ in pieces]), where)
-            self._write_all(buffer, runs)
+            failure = self._reserver.claim(_hulls([(self._first_offset(var, slab), self._last_end(var, slab))
+                                                   for var, slab, _ in pieces]), where)
+            for k in range(self._agreed_rounds(failure, len(parts))):
+                self._write_all(*self._packed(parts[k] if k < len(parts) else []))
         for var, slab, _ in pieces:
             if var.name in self._layout.records:
                 self.records = max(self.records, slab.start[0] + slab.count[0])
+
+    def _agreed_rounds(self, failure: str, rounds: int) -> int:
+        """The most collective writes any rank needs (one agreement, which also carries disk-space failures:
+        every rank raises the same IOFault before anyone writes)."""
+        from mpi4py import MPI
+
+        from climio.errors import IOFault
+
+        flags = np.array([bool(failure), rounds], np.int64)
+        if self.comm.Get_size() > 1:
+            waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, flags, op=MPI.MAX))
+        if flags[0]:
+            raise IOFault(next(f for f in self.comm.allgather(failure) if f), collective=True)
+        return int(flags[1])
 
     def _packed(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         """The pieces in one buffer of the file's byte order, and their ``(file offset, buffer offset, bytes)``
@@ -213,6 +233,22 @@ class StoredWriter:
         os.close(self._fd)
         self._reserver.close()
         return int(self.comm.allreduce(self.records, op=MPI.MAX))
+
+
+def _parts(pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]], most: int
+           ) -> list[list[tuple[Variable, Hyperslab, np.ndarray]]]:
+    """The pieces in groups of at most ``most`` bytes, a larger piece cut along its first axis."""
+    parts: list[list[tuple[Variable, Hyperslab, np.ndarray]]] = [[]]
+    held = 0
+    for var, slab, data in pieces:
+        for offset, piece in split(slab, data.itemsize, most):
+            part = data[offset:offset + piece.count[0]] if piece.count else data
+            if held and held + part.nbytes > most:
+                parts.append([])
+                held = 0
+            parts[-1].append((var, piece, part))
+            held += part.nbytes
+    return parts if parts[0] else []
 
 
 def _merged(runs: np.ndarray) -> np.ndarray:
