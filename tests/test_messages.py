@@ -205,6 +205,7 @@ def test_ppc_on_a_text_variable_is_refused(runs: Batch, name: str, kind: str, nr
 
 
 MODEL = """
+import os
 import sys
 
 from climio.errors import ClimioError
@@ -223,7 +224,7 @@ for how, output in (("served", lambda: client.ServedOutput(sys.argv[1] + "/s.nc"
     try:
         output().close()
     except ClimioError as err:
-        print(f"{how} {comm.Get_rank()}: {err}")
+        os.write(1, f"{how} {comm.Get_rank()}: {err}\\n".encode())  # one write: the ranks' lines never interleave
 servers.finalize()
 """
 ROWS = "I/O strategy 'rows' writes whole rows of a process grid of blocks, but "

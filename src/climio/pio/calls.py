@@ -106,6 +106,19 @@ class PioSystem(System):
         return "root" if one_writer or len(self.iotasks) == 1 else "agg"
 
 
+BUFFER_BYTES = 2**28  # darray writes held before they are written, in file bytes (PIO2's buffer, one CMAQ CA step)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One record of a variable that PIOc_write_darray took, held until the file's writes are flushed."""
+
+    route: Route
+    name: str
+    frame: int | None
+    local: np.ndarray  # this task's elements, copied: the caller may reuse its array at once
+
+
 @dataclass(eq=False, kw_only=True)
 class PioFile(Header):
     """A file of PIO: its header (defined here, or read from the file), and the store that writes or reads it."""
@@ -126,6 +139,8 @@ class PioFile(Header):
     chunks: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
     frames: dict[int, int] = field(default_factory=dict)
     texts: dict[str, np.ndarray] = field(default_factory=dict)
+    pending: list[Pending] = field(default_factory=list)  # darray writes not yet written (flush_writes)
+    pending_bytes: int = 0  # their records' bytes in the file (the same on every task)
 
     @property
     def store(self) -> ncio.Store:
@@ -189,8 +204,10 @@ def call(system: System, prepare: Callable[[], Callable[[], T]], name: str) -> t
     return PIO_CODE.get(code, code), None
 
 
-def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]]) -> tuple[int, T | None]:
-    """:func:`call` on file ``ncid``; a bad id is agreed over the system its id names.
+def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]], buffered: bool = False
+            ) -> tuple[int, T | None]:
+    """:func:`call` on file ``ncid``; a bad id is agreed over the system its id names. Every call but a
+    ``buffered`` one (PIOc_write_darray) first writes the darray writes the file holds.
 
     A call refused by its checks leaves the file as it was (netCDF's rule, which PIO programs rely on when they
     test their own errors); one that fails in its collective work abandons a file being written, as climio's
@@ -208,6 +225,8 @@ def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]]) -> tuple[i
 
         def work() -> T:
             try:
+                if not buffered:
+                    flush_writes(f)
                 return body()
             except BaseException:
                 failed.append(f)
@@ -411,7 +430,13 @@ def freedecomp(iosysid: int, ioid: int) -> int:
 
     def prepare() -> Callable[[], None]:
         decomp_of(system, ioid)
-        return lambda: system.decomps.pop(ioid).free()
+
+        def body() -> None:
+            for f in list(system.files.values()):  # writes that hold the decomposition's routes go first
+                if isinstance(f, PioFile) and f.pending:
+                    flush_writes(f)
+            system.decomps.pop(ioid).free()
+        return body
 
     return call(system, prepare, name="PIOc_freedecomp")[0]
 
@@ -1087,7 +1112,7 @@ def setframe(ncid: int, varid: int, frame: int | None) -> int:
             raise CallError(f"{f.path}: frame {value} must be >= 0", NC_EINVAL)
         return lambda: f.frames.__setitem__(varid, value)
 
-    return on_file(ncid, prepare)[0]
+    return on_file(ncid, prepare, buffered=True)[0]  # held writes took their frames when they were called
 
 
 def route(system: PioSystem, d: PioDecomp, one_writer: bool, dtype: np.dtype, fill: object,
@@ -1180,21 +1205,37 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
         def body() -> None:
             for v, frame, local, fill_value in work:
                 if v.dtype.kind == "S":
+                    flush_writes(f)
                     write_text_darray(f, v, frame, d, local, fill_value)
                     continue
-                pieces = route(f.system, d, f.one_writer, v.dtype, fill_value, False).gather(local)
-                if frame is None:
-                    store.write_many([(v.name, data, slab) for data, slab in pieces])
-                    if f.has_records(v):  # the decomposition holds the records
-                        f.records = max(f.records, d.grid.grid[0])
-                else:
-                    store.write_many([(v.name, data[None], Hyperslab((frame, *slab.start), (1, *slab.count)))
-                                      for data, slab in pieces])
-                    if f.has_records(v):
-                        f.records = max(f.records, frame + 1)
+                f.pending.append(Pending(route(f.system, d, f.one_writer, v.dtype, fill_value, False), v.name,
+                                         frame, np.array(local, copy=True)))
+                f.pending_bytes += math.prod(d.grid.grid) * v.dtype.itemsize
+                if f.has_records(v):  # the decomposition holds the records, or the frame is one
+                    f.records = max(f.records, d.grid.grid[0] if frame is None else frame + 1)
+            if f.pending_bytes >= BUFFER_BYTES:
+                flush_writes(f)
         return body
 
-    return on_file(ncid, prepare)[0]
+    return on_file(ncid, prepare, buffered=True)[0]
+
+
+def flush_writes(f: PioFile) -> None:
+    """Write the darray writes file ``f`` holds (collective): the records of one route move to the I/O tasks in
+    one exchange, and all of them are written in one call, as PIO2 flushes its buffer."""
+    if not f.pending:
+        return
+    pending, f.pending, f.pending_bytes = f.pending, [], 0
+    groups: dict[int, list[Pending]] = {}
+    for p in pending:
+        groups.setdefault(id(p.route), []).append(p)
+    items: list[tuple[str, np.ndarray, Hyperslab]] = []
+    for members in groups.values():
+        for p, pieces in zip(members, members[0].route.gather_many([p.local for p in members])):
+            items += [(p.name, data, slab) if p.frame is None else
+                      (p.name, data[None], Hyperslab((p.frame, *slab.start), (1, *slab.count)))
+                      for data, slab in pieces]
+    f.store.write_many(items)
 
 
 def write_text_darray(f: PioFile, v: Variable, frame: int | None, d: PioDecomp, local: np.ndarray,
