@@ -123,8 +123,7 @@ class StoredWriter:
                 failure = failure or self._pwrite(*self._packed(part), where)
             mpi.raise_fault(self.comm, failure)
         else:  # MPI-IO may report a failed write on stderr only (space.py): the space first
-            failure = self._reserver.claim(_hulls([(self._first_offset(var, slab), self._last_end(var, slab))
-                                                   for var, slab, _ in pieces]), where)
+            failure = self._reserver.claim(_hulls([self._span(var, slab) for var, slab, _ in pieces]), where)
             for k in range(self._agreed_rounds(failure, len(parts))):
                 self._write_all(*self._packed(parts[k] if k < len(parts) else []))
         for var, slab, _ in pieces:
@@ -154,7 +153,7 @@ class StoredWriter:
         buffer = self._buffer[:nbytes]
         parts, at = [], 0
         with trace.phase("pack", nbytes):
-            for var, slab, data in sorted(pieces, key=lambda p: self._first_offset(p[0], p[1])):
+            for var, slab, data in sorted(pieces, key=lambda p: self._span(p[0], p[1])[0]):
                 stored = var.numpy_dtype.newbyteorder(">")
                 np.copyto(buffer[at:at + data.nbytes].view(stored).reshape(slab.count), data, casting="equiv")
                 offsets, length = self._runs(var, slab)
@@ -164,11 +163,9 @@ class StoredWriter:
         runs = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
         return buffer, _merged(runs[np.argsort(runs[:, 0], kind="stable")])
 
-    def _first_offset(self, var: Variable, slab: Hyperslab) -> int:
-        return self._layout.span(var.name, self._shapes[var.name], var.numpy_dtype.itemsize, slab)[0]
-
-    def _last_end(self, var: Variable, slab: Hyperslab) -> int:
-        return self._layout.span(var.name, self._shapes[var.name], var.numpy_dtype.itemsize, slab)[1]
+    def _span(self, var: Variable, slab: Hyperslab) -> tuple[int, int]:
+        """The bytes ``[lo, hi)`` from the first to the last element of a non-empty ``slab`` of ``var``."""
+        return self._layout.span(var.name, self._shapes[var.name], var.numpy_dtype.itemsize, slab)
 
     def _runs(self, var: Variable, slab: Hyperslab) -> tuple[np.ndarray, int]:
         """The file offsets of a hyperslab's contiguous runs (in its C order) and their common length in bytes."""
