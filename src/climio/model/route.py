@@ -219,15 +219,14 @@ class Route:
         lands in a buffer of its own, reused by the next call."""
         ndim = len(self.layout.shape)
         empty = (np.empty((0,) * ndim, self.dtype), Hyperslab.empty(ndim))
-        fill = [(self.fill[:s.size].reshape(s.count), s) for s in self.fill_slabs]
+        tail = [(self.fill[:s.size].reshape(s.count), s) for s in self.fill_slabs]
+        tail += [empty] * (self.calls - len(self.slabs) - len(tail))
         if self.plan is None:
-            return [[*((_interior(self.layout, local), s) for _, s in self.slabs), *fill] +
-                    [empty] * (self.calls - len(self.slabs) - len(fill)) for local in locals_]
+            return [[*((_interior(self.layout, local), s) for _, s in self.slabs), *tail] for local in locals_]
         buffers = [self._buffer(k) for k in range(len(locals_))]
         self.plan.forward_many([self._flat(np.ascontiguousarray(local, dtype=self.dtype)) for local in locals_],
                                [b.reshape(self._buffer_shape) for b in buffers])
-        return [[*((b[at:at + s.size].reshape(s.count), s) for at, s in self.slabs), *fill] +
-                [empty] * (self.calls - len(self.slabs) - len(fill)) for b in buffers]
+        return [[*((b[at:at + s.size].reshape(s.count), s) for at, s in self.slabs), *tail] for b in buffers]
 
     def scatter(self, local: np.ndarray) -> np.ndarray:
         """The pieces this rank read into :attr:`buffer` (:meth:`read`) out to every rank's local array ``local``
