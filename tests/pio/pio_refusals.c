@@ -77,11 +77,25 @@ int main(int argc, char **argv)
     for (int k = 0; k < 4; k++)
         values[k] = map[k] * 1.5;
     CHECK(PIOc_setframe(ncid, varid, 0));
+    if (!servers) /* attached: held writes are each task's own (served, a refused one abandons its file) */
+        say("write_darray bad varid", PIOc_write_darray(ncid, varid + 7, ioid, 4, values, NULL));
     CHECK(PIOc_write_darray(ncid, varid, ioid, 4, values, NULL));
     short small[2] = {1, 2};
     CHECK(PIOc_put_vara_short(ncid, ivar, start, count, small));
     CHECK(PIOc_closefile(ncid));
     say("openfile PIO_WRITE", PIOc_openfile(iosysid, &bad, &iotype, path, PIO_WRITE));
+    if (!servers && size > 1) { /* the last task alone refuses a write the others hold: caught at the close */
+        snprintf(path, sizeof path, "%s/diverged.nc", argv[1]);
+        CHECK(PIOc_createfile(iosysid, &ncid, &iotype, path, PIO_CLOBBER));
+        CHECK(PIOc_def_dim(ncid, "time", PIO_UNLIMITED, &dim[0]));
+        CHECK(PIOc_def_dim(ncid, "x", gdim[0], &dim[1]));
+        CHECK(PIOc_def_var(ncid, "v", PIO_DOUBLE, 2, dim, &varid));
+        CHECK(PIOc_enddef(ncid));
+        int refused = PIOc_write_darray(ncid, varid, ioid, rank == size - 1 ? 2 : 4, values, NULL);
+        if ((refused != PIO_NOERR) != (rank == size - 1))
+            return printf("write_darray on task %d returned %d\n", rank, refused), 1;
+        say("closefile after one task refused a write", PIOc_closefile(ncid));
+    }
     CHECK(PIOc_freedecomp(iosysid, ioid));
     CHECK(PIOc_free_iosystem(iosysid));
     CHECK(PIOc_Init_Intracomm(comm, size, 1, 0, PIO_REARR_BOX, &iosysid)); /* a system again, after the first */

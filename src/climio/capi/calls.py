@@ -3,8 +3,9 @@ netCDF-style definitions turned into a :class:`ModelOutput`, and errors agreed o
 
 Every call is collective over its I/O system's communicator, as in PIO2. Each runs in two phases: a local
 phase checks the arguments and prepares the work (no communication), the ranks then agree on the first
-rank's error, if any (one ``allgather``), and only when none has one does the collective phase run. So a bad
-id, type or array length on one rank returns the same code on every rank, and no rank is left waiting.
+rank's error, if any (one small ``allreduce``), and only when none has one does the collective phase run. So
+a bad id, type or array length on one rank returns the same code on every rank, and no rank is left waiting.
+(PIO's darray writes, which PIO2 holds and writes later, run alone on each rank: :func:`run_local`.)
 An error raised by one rank alone *inside* a collective phase cannot be returned (the others may be inside
 an MPI call): the job is aborted with its message, as the command line does.
 
@@ -33,9 +34,10 @@ from climio.core.decomp import Decomposition, Hyperslab
 from climio.errors import ClimioError
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, from_compmap
 from climio.model.input import ModelInput
-from climio.model.definition import (ABORT_ON_ERROR, CLOBBER, EBADID, EINTERNAL, EIO, ESTATE, GLOBAL, NOCLOBBER, NOERR,
-                                     QUANTIZE, RETURN_ERROR, CallError, Definition, Variable, check_name, code_of,
-                                     exit_status, layout_of, out_of_range, record_of, xtype_dtype)
+from climio.model.definition import (ABORT_ON_ERROR, CLOBBER, EBADID, EINTERNAL, EINVAL, EIO, ESTATE, GLOBAL,
+                                     NOCLOBBER, NOERR, QUANTIZE, RETURN_ERROR, CallError, Definition, Variable,
+                                     check_name, code_of, exit_status, layout_of, out_of_range, record_of,
+                                     xtype_dtype)
 from climio.model.output import ModelOutput, applicable_modes
 
 if TYPE_CHECKING:
@@ -112,9 +114,22 @@ def file_of(ncid: int) -> File:
 # ------------------------------------------------------------------------------------------------ running
 
 
+@dataclass(frozen=True)
+class Held:
+    """Work a rank took without agreeing (PIO's held darray writes), which must be the same on every rank when
+    it is carried out: a ``digest`` of it, what it is in words, and what every rank does when the digests
+    differ (``diverged``, given the agreed message)."""
+
+    digest: int
+    description: str
+    diverged: Callable[[str], None]
+
+
 def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | None = None,
-        name: str = "") -> tuple[int, T | None]:
-    """One call: ``prepare`` (local) returns the collective phase; the ranks agree on errors between the two.
+        name: str = "", held: Held | None = None) -> tuple[int, T | None]:
+    """One call: ``prepare`` (local) returns the collective phase; the ranks agree on errors between the two,
+    and, in the same agreement, on ``held`` work (a rank that refused a call of :func:`run_local` the others
+    took makes every rank fail here, with that rank's words).
 
     Returns ``(code, result)``. On an error the message is kept for :func:`last_error`, a file being written is
     abandoned, and with ``ABORT_ON_ERROR`` the job ends. The collective phase is traced as ``capi:<call>``, so
@@ -130,8 +145,17 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
     except ClimioError as err:
         problem = (code_of(err), str(err))
     first = problem if system.comm.Get_size() == 1 or problem is not None else None
-    if system.comm.Get_size() > 1 and not mpi.all_true(system.comm, problem is None):  # the first rank's, on all
-        first = next(r for r in system.comm.allgather(problem) if r is not None)
+    if system.comm.Get_size() > 1:
+        fine, same = mpi.agree_state(system.comm, problem is None, held.digest if held is not None else 0)
+        if not fine:  # the first rank's, on all
+            first = next(r for r in system.comm.allgather(problem) if r is not None)
+        elif not same:
+            assert held is not None
+            told = system.comm.allgather(held.description)
+            odd = next((k for k, d in enumerate(told) if d != told[0]), 1)
+            first = (EINVAL, f"the tasks hold different work: task 0 {told[0]}, task {odd} {told[odd]}; none "
+                             f"of it was done")
+            held.diverged(first[1])
     if first is None and body is not None:
         try:
             with trace.phase(f"capi:{name or prepare.__qualname__.split('.')[0]}"):
@@ -155,6 +179,27 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
             sys.stderr.flush()
         system.comm.Barrier()  # the message is out before any rank ends the job
         system.comm.Abort(exit_status(code))
+    return code, None
+
+
+def run_local(system: System, prepare: Callable[[], Callable[[], T]], name: str) -> tuple[int, T | None]:
+    """A call whose work is this rank's alone (PIO's darray writes, held until a flush): no agreement. An error
+    is this rank's: its code returns here, or with ``ABORT_ON_ERROR`` the job ends with its line. A rank that
+    refused what the others took is caught at the next agreement on the held work (:class:`Held`)."""
+    try:
+        if system.finalized:
+            raise CallError(f"I/O system {system.id} was finalized", EBADID)
+        work = prepare()
+        with trace.phase(f"capi:{name}"):
+            return NOERR, work()
+    except ClimioError as err:
+        code, message = code_of(err), str(err)
+    LAST_ERROR[0] = message
+    if system.abort:
+        from climio.core.targets import discard_pending_outputs
+
+        discard_pending_outputs()
+        mpi.abort(system.comm, f"climio: {message}", exit_status(code))
     return code, None
 
 

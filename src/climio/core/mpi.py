@@ -158,6 +158,21 @@ def all_true(comm: MPI.Comm, flag: bool) -> bool:
     return bool(every[0])
 
 
+def agree_state(comm: MPI.Comm, flag: bool, value: int) -> tuple[bool, bool]:
+    """In one agreement: whether ``flag`` is true on every rank, and whether ``value`` (an int64) is the same on
+    every rank (waiting without holding the core)."""
+    import numpy as np
+    from mpi4py import MPI
+
+    from climio.core import waiting
+
+    if comm.Get_size() == 1:
+        return bool(flag), True
+    both = np.array([not flag, value, -value], np.int64)
+    waiting.wait(comm.Iallreduce(MPI.IN_PLACE, both, op=MPI.MAX))
+    return not both[0], bool(both[1] == -both[2])
+
+
 def spoken_mark() -> str | None:
     """The mark that a rank of this launch has said how the job ended, so that one fault is one line: several
     servers failing in one write, or the ranks that MPI_Abort stops, say nothing more. It lives in the launcher's

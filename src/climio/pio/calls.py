@@ -18,9 +18,11 @@ through a decomposition given at each call, and undistributed values through ``p
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from climio.capi import calls
-from climio.capi.calls import System, last_error, run, system_of
+from climio.capi.calls import SHIFT, Held, System, last_error, run, run_local, system_of
 from climio.core import ncio
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.compression import NONE
@@ -106,14 +108,38 @@ class PioSystem(System):
         return "root" if one_writer or len(self.iotasks) == 1 else "agg"
 
 
-BUFFER_BYTES = 2**28  # darray writes held before they are written, in file bytes (PIO2's buffer, one CMAQ CA step)
+BUFFER_BYTES = 2**28  # an I/O task's share of the held darray writes, at most (PIOc_set_buffer_size_limit sets it)
+
+
+@functools.cache
+def _limit_setter() -> Callable[[int], int] | None:
+    """libpioc's PIOc_set_buffer_size_limit, where a model linked it into this process (not on climio serve)."""
+    import ctypes
+
+    try:
+        setter = ctypes.CDLL(None).PIOc_set_buffer_size_limit
+    except AttributeError:
+        return None
+    setter.restype, setter.argtypes = ctypes.c_int64, [ctypes.c_int64]
+    return setter
+
+
+def buffer_limit() -> int:
+    """The bytes of held darray writes an I/O task may receive at a flush: the model's PIOc_set_buffer_size_limit
+    (a limit of 0 asks without changing it), or :data:`BUFFER_BYTES`."""
+    setter = _limit_setter()
+    return setter(0) if setter is not None else BUFFER_BYTES
 
 
 @dataclass(frozen=True)
 class Pending:
-    """One record of a variable that PIOc_write_darray took, held until the file's writes are flushed."""
+    """One record of a variable that PIOc_write_darray took, held until the file's writes are flushed (where its
+    route is found or built: building one is collective, so not inside a task's own call)."""
 
-    route: Route
+    decomp: PioDecomp
+    ioid: int
+    dtype: np.dtype
+    fill: object
     name: str
     frame: int | None
     local: np.ndarray  # this task's elements, copied: the caller may reuse its array at once
@@ -141,6 +167,25 @@ class PioFile(Header):
     texts: dict[str, np.ndarray] = field(default_factory=dict)
     pending: list[Pending] = field(default_factory=list)  # darray writes not yet written (flush_writes)
     pending_bytes: int = 0  # their records' bytes in the file (the same on every task)
+    pending_digest: int = 0  # of what is held, the same on every task unless one refused a write the others took
+    refused: str = ""  # this task's last refused darray write since the last flush
+
+    def hold(self, p: Pending, nbytes: int) -> None:
+        self.pending.append(p)
+        self.pending_bytes += nbytes
+        own = p.ioid & ((1 << SHIFT) - 1)  # the same on every task (systems may be numbered apart)
+        crc = zlib.crc32(f"{p.name}:{p.frame}:{own}:{p.dtype.str};".encode(), self.pending_digest & 0xFFFFFFFF)
+        self.pending_digest = len(self.pending) << 32 | crc
+
+    def release(self) -> list[Pending]:
+        """The held writes, no longer held."""
+        pending = self.pending
+        self.pending, self.pending_bytes, self.pending_digest, self.refused = [], 0, 0, ""
+        return pending
+
+    def full(self) -> bool:
+        """Whether the held writes fill an I/O task's share of the buffer (the same on every task)."""
+        return self.pending_bytes >= buffer_limit() * (1 if self.one_writer else len(self.system.iotasks))
 
     @property
     def store(self) -> ncio.Store:
@@ -192,10 +237,12 @@ def pio_system(iosysid: int) -> PioSystem:
     return system  # type: ignore[return-value]
 
 
-def call(system: System, prepare: Callable[[], Callable[[], T]], name: str) -> tuple[int, T | None]:
-    """:func:`climio.capi.calls.run` with PIO's codes; a failed call's line is said once, by the first task (but
-    by the I/O servers' systems: each model rank acts on it)."""
-    code, result = run(system, prepare, None, name)
+def call(system: System, prepare: Callable[[], Callable[[], T]], name: str, alone: bool = False
+         ) -> tuple[int, T | None]:
+    """:func:`climio.capi.calls.run` with PIO's codes, agreeing on the system's held writes too; a failed call's
+    line is said once, by the first task (but by the I/O servers' systems: each model rank acts on it).
+    ``alone``: the call is this task's own (:func:`climio.capi.calls.run_local`)."""
+    code, result = run_local(system, prepare, name) if alone else run(system, prepare, None, name, held_of(system))
     if code == NOERR:
         return NOERR, result
     if system.comm.Get_rank() == 0 and not (isinstance(system, PioSystem) and system.quiet):
@@ -204,15 +251,54 @@ def call(system: System, prepare: Callable[[], Callable[[], T]], name: str) -> t
     return PIO_CODE.get(code, code), None
 
 
-def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]], buffered: bool = False
-            ) -> tuple[int, T | None]:
-    """:func:`call` on file ``ncid``; a bad id is agreed over the system its id names. Every call but a
-    ``buffered`` one (PIOc_write_darray) first writes the darray writes the file holds.
+def held_of(system: System) -> Held:
+    """The darray writes that the system's files hold, for the agreement of its next call."""
+    files = [(ncid, f) for ncid, f in sorted(system.files.items()) if isinstance(f, PioFile)]
+    digest = 0
+    for ncid, f in files:
+        if f.pending_digest or f.refused:
+            digest = zlib.crc32(f"{ncid & ((1 << SHIFT) - 1)}:{f.pending_digest}:{bool(f.refused)};".encode(),
+                                digest)
+    held = sum(len(f.pending) for _, f in files)
+    refused = next((f.refused for _, f in files if f.refused), "")
+    words = f"holds {held} darray write(s)" + (f" after refusing one ({refused})" if refused else "")
+
+    def diverged(message: str) -> None:  # on every task: drop what any task holds, and the files it was for
+        told = system.comm.allgather({ncid & ((1 << SHIFT) - 1): (f.pending_digest, bool(f.refused))
+                                      for ncid, f in files})
+        own = {ncid & ((1 << SHIFT) - 1): ncid for ncid, _ in files}
+        for n in sorted({n for held in told for n in held}):
+            f = system.files.get(own.get(n, -1))
+            if isinstance(f, PioFile) and len({held.get(n, (0, False)) for held in told}) > 1:
+                f.release()
+                if f.input is None and not f.abandoned:
+                    calls.abandon(f, message)  # type: ignore[arg-type]
+
+    return Held(digest, words, diverged)
+
+
+def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]],
+            buffered: Callable[[PioFile], bool] | None = None) -> tuple[int, T | None]:
+    """:func:`call` on file ``ncid``; a bad id is agreed over the system its id names. Every agreed call first
+    writes the darray writes the file holds. A ``buffered`` call (PIOc_write_darray, PIOc_setframe) runs on this
+    task alone, as in PIO2, while ``buffered(f)`` says its work is local and the held writes do not fill the
+    buffer (the same answer on every task that holds the same): no task waits for another.
 
     A call refused by its checks leaves the file as it was (netCDF's rule, which PIO programs rely on when they
     test their own errors); one that fails in its collective work abandons a file being written, as climio's
     API does: nothing is left at its path, and later calls on it fail."""
     system = system_of(ncid, "file")
+    name = prepare.__qualname__.split(".")[0]
+    f = system.files.get(ncid)
+    if buffered is not None and isinstance(f, PioFile) and not f.abandoned and not f.full() and buffered(f):
+        def alone() -> Callable[[], T]:
+            assert isinstance(f, PioFile)
+            try:
+                return prepare(f)
+            except CallError as err:
+                f.refused = str(err)
+                raise
+        return call(system, alone, name, alone=True)
     failed: list[PioFile] = []
 
     def checked() -> Callable[[], T]:
@@ -225,15 +311,14 @@ def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]], buffered: 
 
         def work() -> T:
             try:
-                if not buffered:
-                    flush_writes(f)
+                flush_writes(f)
                 return body()
             except BaseException:
                 failed.append(f)
                 raise
         return work
 
-    code, result = call(system, checked, prepare.__qualname__.split(".")[0])
+    code, result = call(system, checked, name)
     if failed and failed[0].input is None:
         calls.abandon(failed[0], last_error())  # type: ignore[arg-type]
     return code, result
@@ -518,11 +603,14 @@ def decomp_file(iosysid: int, path: str, ntasks: int) -> tuple[int, piomap.PioMa
 
 
 def storage_of(iotype: int, cmode: int, path: str) -> tuple[str, bool]:
-    """climio's storage mode for PIO's iotype and create mode, and whether one task writes it."""
+    """climio's storage mode for PIO's iotype and create mode, and whether one task writes it: where a library
+    writes alone (serial netCDF-C, serial HDF5). A classic file's data are climio's own writes, which every I/O
+    task makes to its own bytes, so PIO_IOTYPE_NETCDF's CDF-1 and CDF-5 files are written as PNETCDF's are."""
     if iotype == PNETCDF:
         return ("cdf5" if cmode & NC_64BIT_DATA else "cdf2" if cmode & NC_64BIT_OFFSET else "cdf1"), False
     if iotype == NETCDF and not cmode & NC_NETCDF4:
-        return ("cdf5" if cmode & NC_64BIT_DATA else "serial" if cmode & NC_64BIT_OFFSET else "cdf1"), True
+        mode = "cdf5" if cmode & NC_64BIT_DATA else "serial" if cmode & NC_64BIT_OFFSET else "cdf1"
+        return mode, mode == "serial"
     if iotype in (NETCDF, NETCDF4C, NETCDF4P):
         return ("hdf5-classic" if cmode & NC_CLASSIC_MODEL else "hdf5"), iotype != NETCDF4P
     raise CallError(f"{path}: iotype {iotype}: climio writes PIO_IOTYPE_PNETCDF (1), NETCDF (2), NETCDF4C (3) or "
@@ -1112,7 +1200,7 @@ def setframe(ncid: int, varid: int, frame: int | None) -> int:
             raise CallError(f"{f.path}: frame {value} must be >= 0", NC_EINVAL)
         return lambda: f.frames.__setitem__(varid, value)
 
-    return on_file(ncid, prepare, buffered=True)[0]  # held writes took their frames when they were called
+    return on_file(ncid, prepare, buffered=lambda f: True)[0]  # held writes took their frames when called
 
 
 def route(system: PioSystem, d: PioDecomp, one_writer: bool, dtype: np.dtype, fill: object,
@@ -1204,34 +1292,36 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
 
         def body() -> None:
             for v, frame, local, fill_value in work:
-                if v.dtype.kind == "S":
+                if v.dtype.kind == "S":  # an agreed call (text_free): every task is here
                     flush_writes(f)
                     write_text_darray(f, v, frame, d, local, fill_value)
                     continue
-                f.pending.append(Pending(route(f.system, d, f.one_writer, v.dtype, fill_value, False), v.name,
-                                         frame, np.array(local, copy=True)))
-                f.pending_bytes += math.prod(d.grid.grid) * v.dtype.itemsize
+                f.hold(Pending(d, ioid, v.dtype, fill_value, v.name, frame, np.array(local, copy=True)),
+                       math.prod(d.grid.grid) * v.dtype.itemsize)
                 if f.has_records(v):  # the decomposition holds the records, or the frame is one
                     f.records = max(f.records, d.grid.grid[0] if frame is None else frame + 1)
-            if f.pending_bytes >= BUFFER_BYTES:
-                flush_writes(f)
         return body
 
-    return on_file(ncid, prepare, buffered=True)[0]
+    def text_free(f: PioFile) -> bool:
+        """Whether the call is this task's alone: no char variable (those are gathered at once)."""
+        return all(not (0 <= varid < len(f.variables)) or f.variables[varid].dtype.kind != "S" for varid in varids)
+
+    return on_file(ncid, prepare, buffered=text_free)[0]
 
 
 def flush_writes(f: PioFile) -> None:
     """Write the darray writes file ``f`` holds (collective): the records of one route move to the I/O tasks in
     one exchange, and all of them are written in one call, as PIO2 flushes its buffer."""
     if not f.pending:
+        f.refused = ""
         return
-    pending, f.pending, f.pending_bytes = f.pending, [], 0
-    groups: dict[int, list[Pending]] = {}
-    for p in pending:
-        groups.setdefault(id(p.route), []).append(p)
+    groups: dict[int, tuple[Route, list[Pending]]] = {}
+    for p in f.release():  # in the same order on every task: routes are built alike
+        found = route(f.system, p.decomp, f.one_writer, p.dtype, p.fill, False)
+        groups.setdefault(id(found), (found, []))[1].append(p)
     items: list[tuple[str, np.ndarray, Hyperslab]] = []
-    for members in groups.values():
-        for p, pieces in zip(members, members[0].route.gather_many([p.local for p in members])):
+    for shared, members in groups.values():
+        for p, pieces in zip(members, shared.gather_many([p.local for p in members])):
             items += [(p.name, data, slab) if p.frame is None else
                       (p.name, data[None], Hyperslab((p.frame, *slab.start), (1, *slab.count)))
                       for data, slab in pieces]

@@ -408,7 +408,9 @@ int PIOc_iosystem_is_active(int iosysid, bool *active)
 
 PIO_Offset PIOc_set_buffer_size_limit(PIO_Offset limit)
 {
-    static PIO_Offset current = 10485760; /* PIO2's default, 10 MiB */
+    /* The most bytes of held darray writes an I/O task receives at a flush (climio's pio/calls.py asks with a
+       limit of 0); PIO2's limit is a task's buffer, 10 MiB by default. */
+    static PIO_Offset current = 268435456;
     PIO_Offset old = current;
     if (limit > 0)
         current = limit;
