@@ -10,9 +10,10 @@ through a decomposition given at each call, and undistributed values through ``p
   what PIO's box rearranger gives its I/O tasks. Each decomposition of a file gets its route (the rearranger's
   plan) once.
 - Calls run as climio's API runs them (:func:`climio.capi.calls.run`): local checks, one agreement on the first
-  rank's error, then the collective work; an error returns PIO's code on every task (``PIO_BCAST_ERROR`` and
-  ``PIO_RETURN_ERROR`` alike) and its line is said once, or under ``PIO_INTERNAL_ERROR`` (PIO's default) the
-  job is aborted with it. A file being written is created at ``enddef`` under a temporary name and appears at
+  rank's error (and on the darray writes held so far), then the collective work; an error returns PIO's code
+  on every task (``PIO_BCAST_ERROR`` and ``PIO_RETURN_ERROR`` alike) and its line is said once, or under
+  ``PIO_INTERNAL_ERROR`` (PIO's default) the job is aborted with it. ``PIOc_write_darray`` and
+  ``PIOc_setframe`` run on each task alone, as in PIO2 (:func:`on_file`'s ``buffered``). A file being written is created at ``enddef`` under a temporary name and appears at
   its path when closed whole, as every output of climio.
 """
 
