@@ -205,17 +205,21 @@ class ModelOutput:
                               collective=True)
         schema = ncio.Schema(dims, (*schema_variables, *variables),
                              global_attributes(attrs, self.strategy.name, mode, comm.Get_size()))
+        self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=dict(self.strategy.hints),
+                                  aggregated=self.strategy.name != "direct", one_writer=self.strategy.name == "root")
         shared: dict[tuple[int | None, str], Route | Gatherer] = {}  # fields of one shape and type share one
         self._routes: dict[str, Route | Gatherer] = {}
         self._stripe_routes: dict[tuple[int | None, str, int], Route] = {}
-        if self.strategy.name != "stripe":
-            for f in fields:
-                key = (f.levels, np.dtype(f.dtype).str)
-                if key not in shared:
-                    shared[key] = self._route(f, gather)
-                self._routes[f.name] = shared[key]
-        self._store = ncio.create(path, schema, mode, comm, overwrite=overwrite, hints=dict(self.strategy.hints),
-                                  aggregated=self.strategy.name != "direct", one_writer=self.strategy.name == "root")
+        try:
+            if self.strategy.name != "stripe":
+                for f in fields:
+                    key = (f.levels, np.dtype(f.dtype).str)
+                    if key not in shared:
+                        shared[key] = self._route(f, gather)
+                    self._routes[f.name] = shared[key]
+        except BaseException as err:
+            self._store.__exit__(type(err), err, None)  # nothing is left of the file
+            raise
 
     def _grid_dims(self) -> tuple[str, ...]:
         """The file's default names of the grid's dimensions (``dims=`` names them): (cell,), (y, x), (face, y,
@@ -237,7 +241,12 @@ class ModelOutput:
             full = Decomposition.block2d(shape, blocks.parts[1], blocks.parts[0], halo=blocks.halo)
             return Gatherer(full, f.dtype, self.comm, gather)
         unit = math.prod(self._chunks(f)) if f.compression.active else None
-        return self.strategy.route(self.comm, self.grid, f.levels, f.dtype, fill=fill_value(f), unit=unit)
+        return self.strategy.route(self.comm, self.grid, f.levels, self._moved(f), fill=fill_value(f), unit=unit)
+
+    def _moved(self, f: Field) -> np.dtype:
+        """The type field ``f``'s records move in: the one the file takes as it is (a classic file's byte order:
+        each rank swaps its own values, and the writers write what they receive)."""
+        return self._store.write_order(self._store.schema.variable(f.name))
 
     def write(self, step: int, fields: Mapping[str, np.ndarray], time: float) -> None:
         """Write record ``step`` of every field from this rank's local arrays, at ``time`` (in the time units)
@@ -380,7 +389,7 @@ class ModelOutput:
         offset = layout.begins[name] + (step * layout.record_size if f.records else 0)
         key = (f.levels, np.dtype(f.dtype).str, self.strategy.stripe_key(offset))
         if key not in self._stripe_routes:
-            self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, f.dtype,
+            self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, self._moved(f),
                                                            fill=fill_value(f), offset=offset)
         return self._stripe_routes[key]
 

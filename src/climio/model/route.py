@@ -22,6 +22,7 @@ fill of their own, shared out evenly.
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import TYPE_CHECKING
 
@@ -189,6 +190,7 @@ class Route:
         self._buffer_shape = buffer.local_shape if self.plan is not None else (at,)
         self._fill_value, self._reading = fill if fill is not None else 0, reading
         self._buffers: list[np.ndarray] = []  # records being written: made, filled and touched once, then reused
+        self._sends: list[np.ndarray] = []  # local records in the route's type, where the caller's differ
         self.buffer = self._buffer(0)
         self._shaped = self.buffer.reshape(self._buffer_shape)
         self.fill_slabs = [s for a, n in (holes if holes is not None else ()) for s in flat_slabs(a, a + n, shape)]
@@ -197,6 +199,17 @@ class Route:
         # every rank makes as many calls; every rank batches as many records as the fullest buffer allows
         self.calls, self.buffer_bytes = collective.most_each(comm, [len(self.slabs) + len(self.fill_slabs),
                                                                     at * self.dtype.itemsize])
+
+    def retyped(self, dtype: np.dtype) -> Route:
+        """This route for values of another type of the same size (a classic file's byte order): the same plan
+        and pieces, buffers of its own (no communication)."""
+        assert np.dtype(dtype).itemsize == self.dtype.itemsize
+        other = copy.copy(self)
+        other.dtype, other._block, other._buffers, other._sends = np.dtype(dtype), None, [], []
+        other.buffer = other._buffer(0)
+        other._shaped = other.buffer.reshape(other._buffer_shape)
+        other.fill = self.fill.astype(other.dtype)
+        return other
 
     def _buffer(self, k: int) -> np.ndarray:
         """The ``k``-th record buffer, made on first use with the fill where the plan never writes."""
@@ -224,9 +237,26 @@ class Route:
         if self.plan is None:
             return [[*((_interior(self.layout, local), s) for _, s in self.slabs), *tail] for local in locals_]
         buffers = [self._buffer(k) for k in range(len(locals_))]
-        self.plan.forward_many([self._flat(np.ascontiguousarray(local, dtype=self.dtype)) for local in locals_],
+        self.plan.forward_many([self._flat(self._sending(k, local)) for k, local in enumerate(locals_)],
                                [b.reshape(self._buffer_shape) for b in buffers])
         return [[*((b[at:at + s.size].reshape(s.count), s) for at, s in self.slabs), *tail] for b in buffers]
+
+    def _sending(self, k: int, local: np.ndarray) -> np.ndarray:
+        """Record ``k``'s local array as the exchange sends it: itself, or converted into a buffer of the route's
+        type kept for the next call (a classic file's byte order: each rank swaps its own values, so the writers
+        write what they receive as it is)."""
+        if local.dtype == self.dtype and local.flags.c_contiguous:
+            return local
+        while len(self._sends) <= k:
+            self._sends.append(np.empty(0, self.dtype))
+        if self._sends[k].shape != local.shape:
+            self._sends[k] = np.empty(local.shape, self.dtype)
+        source, target = local, self._sends[k]
+        if isinstance(self.layout, BoxLayout):  # a halo'd block: its owned box only (the halo is never sent)
+            source, target = _interior(self.layout, local), _interior(self.layout, target)
+        with trace.phase("pack", source.size * self.dtype.itemsize):
+            np.copyto(target, source, casting="unsafe")
+        return self._sends[k]
 
     def scatter(self, local: np.ndarray) -> np.ndarray:
         """The pieces this rank read into :attr:`buffer` (:meth:`read`) out to every rank's local array ``local``

@@ -1210,7 +1210,10 @@ def route(system: PioSystem, d: PioDecomp, one_writer: bool, dtype: np.dtype, fi
     writer), built once per decomposition, strategy, type and fill (collective)."""
     name = system.strategy(one_writer)
     key = (name, f"{dtype.str}:{fill!r}", reading)
-    if key not in d.routes:
+    native = (name, f"{dtype.newbyteorder('=').str}:{fill!r}", reading)
+    if key not in d.routes and native in d.routes:  # a classic file's byte order: the native route's plan
+        d.routes[key] = d.routes[native].retyped(dtype)
+    elif key not in d.routes:
         strategy = Strategy(name, () if name == "root" else system.iotasks, None, ())
         d.routes[key] = strategy.route(system.comm, d.grid, None, dtype, fill=fill, reading=reading)
     return d.routes[key]
@@ -1318,7 +1321,8 @@ def flush_writes(f: PioFile) -> None:
         return
     groups: dict[int, tuple[Route, list[Pending]]] = {}
     for p in f.release():  # in the same order on every task: routes are built alike
-        found = route(f.system, p.decomp, f.one_writer, p.dtype, p.fill, False)
+        found = route(f.system, p.decomp, f.one_writer, f.store.write_order(f.store.schema.variable(p.name)),
+                      p.fill, False)
         groups.setdefault(id(found), (found, []))[1].append(p)
     items: list[tuple[str, np.ndarray, Hyperslab]] = []
     for shared, members in groups.values():

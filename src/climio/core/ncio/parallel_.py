@@ -157,11 +157,18 @@ class ClassicStore(ParallelStore):
         self.records = max(self.records, self._writer.records)
 
     def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
-        """PnetCDF takes a strided array of the variable's type as it is (put_varm)."""
+        """climio's writer takes a strided array of the variable's type as it is, and a C-contiguous one in the
+        file's byte order (:meth:`write_order`) is written from where it is."""
         if (data.dtype == var.numpy_dtype and data.size
                 and all(step > 0 and step % data.itemsize == 0 for step in data.strides)):
             return data
+        if data.dtype == self.write_order(var) and data.flags.c_contiguous:
+            return data
         return super()._convert(var, data)
+
+    def write_order(self, var: Variable) -> np.dtype:
+        """Classic files store big-endian values: data given so are written without a pass of their own."""
+        return var.numpy_dtype.newbyteorder(">")
 
     def stored_dtype(self, var: Variable) -> np.dtype:
         """Classic files store big-endian values, and MPI-IO can read them as they are (from a file opened

@@ -622,6 +622,12 @@ class Store(ABC):
         self._check_bounds(var, slab, self.schema.fixed_shape(var, 0), reading=False)
         return Request(var, self._varids[name], self._convert(var, np.asarray(data)), slab, given)
 
+    def write_order(self, var: Variable) -> np.dtype:
+        """The type in which this store takes ``var``'s values without converting them (the variable's own; a
+        classic file's writer takes its byte order too): a writer that moves the data anyway (the rearranger)
+        can hand them over so."""
+        return var.numpy_dtype
+
     def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
         """A C-contiguous buffer of the variable's type; refuse conversions that would alter values."""
         target = var.numpy_dtype

@@ -91,6 +91,7 @@ def _hyperslab_type(count: tuple[int, ...], strides: list[int], itemsize: int) -
 
 
 RUN_BYTES = 2**30  # MPI counts are ints: runs longer than this go as several
+IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one pwritev takes
 PACK_BYTES = 2**28  # packed at once, at most: a larger call goes in parts (the packed copy is extra memory)
 
 
@@ -120,7 +121,7 @@ class StoredWriter:
         if self.independent:  # pwrite says what failed: no reservation needed (tmpfs zeroes what it reserves)
             failure = ""
             for part in parts:
-                failure = failure or self._pwrite(*self._packed(part), where)
+                failure = failure or self._pwrite(self._spans(part), where)
             mpi.raise_fault(self.comm, failure)
         else:  # MPI-IO may report a failed write on stderr only (space.py): the space first
             failure = self._reserver.claim(_hulls([self._span(var, slab) for var, slab, _ in pieces]), where)
@@ -144,6 +145,22 @@ class StoredWriter:
             raise IOFault(next(f for f in self.comm.allgather(failure) if f), collective=True)
         return int(flags[1])
 
+    def _spans(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> list[tuple[int, memoryview]]:
+        """The pieces' bytes in the file's order, as ``(file offset, bytes)`` sorted by offset: a C-contiguous
+        piece already in the file's byte order (the rearranger's buffers of a classic file) is written from where
+        it is; the others are packed first."""
+        ready = [p for p in pieces if p[2].dtype == _stored(p[0]) and p[2].flags.c_contiguous]
+        written = {id(p) for p in ready}
+        spans = []
+        for var, slab, data in ready:
+            offsets, length = self._runs(var, slab)
+            view = memoryview(data.reshape(-1).view(np.uint8))
+            spans += [(int(offset), view[k * length:(k + 1) * length]) for k, offset in enumerate(offsets.tolist())]
+        buffer, runs = self._packed([p for p in pieces if id(p) not in written])
+        packed = memoryview(buffer)
+        spans += [(offset, packed[at:at + length]) for offset, at, length in runs.tolist()]
+        return sorted(spans, key=lambda span: span[0])
+
     def _packed(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         """The pieces in one buffer of the file's byte order, and their ``(file offset, buffer offset, bytes)``
         runs sorted by file offset, merged where both sides touch."""
@@ -154,8 +171,7 @@ class StoredWriter:
         parts, at = [], 0
         with trace.phase("pack", nbytes):
             for var, slab, data in sorted(pieces, key=lambda p: self._span(p[0], p[1])[0]):
-                stored = var.numpy_dtype.newbyteorder(">")
-                np.copyto(buffer[at:at + data.nbytes].view(stored).reshape(slab.count), data, casting="equiv")
+                np.copyto(buffer[at:at + data.nbytes].view(_stored(var)).reshape(slab.count), data, casting="equiv")
                 offsets, length = self._runs(var, slab)
                 parts.append(np.stack([offsets, at + np.arange(offsets.size, dtype=np.int64) * length,
                                        np.full(offsets.size, length, np.int64)], axis=1))
@@ -188,18 +204,23 @@ class StoredWriter:
             offsets = (offsets[:, None] + steps[None, :]).ravel()
         return offsets, run
 
-    def _pwrite(self, buffer: np.ndarray, runs: np.ndarray, where: str) -> str:
-        """This rank's runs straight to the file; a failure's line, or ''."""
-        view = memoryview(buffer)
-        with trace.phase("write", buffer.nbytes):
-            try:
-                for offset, at, length in runs.tolist():
-                    done = 0
-                    while done < length:
-                        done += os.pwrite(self._fd, view[at + done:at + length], offset + done)
-            except OSError as err:
-                return f"{where}: {os.strerror(err.errno).lower() if err.errno else err} (writing {length} bytes " \
-                       f"at offset {offset})"
+    def _pwrite(self, spans: list[tuple[int, memoryview]], where: str) -> str:
+        """This rank's spans straight to the file, those that follow each other in one ``pwritev``; a failure's
+        line, or ''."""
+        with trace.phase("write", sum(view.nbytes for _, view in spans)):
+            k = 0
+            while k < len(spans):
+                offset, views, end = spans[k][0], [spans[k][1]], spans[k][0] + spans[k][1].nbytes
+                k += 1
+                while k < len(spans) and spans[k][0] == end and len(views) < IOV_MAX:
+                    views.append(spans[k][1])
+                    end += spans[k][1].nbytes
+                    k += 1
+                try:
+                    _pwritev(self._fd, views, offset)
+                except OSError as err:
+                    return f"{where}: {os.strerror(err.errno).lower() if err.errno else err} (writing " \
+                           f"{end - offset} bytes at offset {offset})"
         return ""
 
     def _write_all(self, buffer: np.ndarray, runs: np.ndarray) -> None:
@@ -230,6 +251,23 @@ class StoredWriter:
         os.close(self._fd)
         self._reserver.close()
         return int(self.comm.allreduce(self.records, op=MPI.MAX))
+
+
+def _stored(var: Variable) -> np.dtype:
+    """The variable's type as a classic file stores it: big-endian."""
+    return var.numpy_dtype.newbyteorder(">")
+
+
+def _pwritev(fd: int, views: list[memoryview], offset: int) -> None:
+    """All of ``views`` to ``fd`` from ``offset`` on, one after the other (a short write is resumed)."""
+    while views:
+        done = os.pwritev(fd, views, offset)
+        offset += done
+        while views and done >= views[0].nbytes:
+            done -= views[0].nbytes
+            views = views[1:]
+        if views and done:
+            views = [views[0][done:], *views[1:]]
 
 
 def _parts(pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]], most: int
