@@ -8,8 +8,10 @@ The file layer is :mod:`climio.core.ncio`; decompositions are in
 
 __version__ = "0.1.0"
 
+from climio.core import collectives  # noqa: E402 (before netCDF4 or mpi4py load MPI)
 from climio.core.plugins import use_system_plugins  # noqa: E402 (before netCDF loads HDF5)
 
+collectives.load()
 use_system_plugins()
 
 

@@ -29,12 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench import collectives
 from climio.bench.cache import evict
 from climio.bench.io import sequential_write
 from climio.bench.runner import (busy_processes, check_reps, grouped, make_directory, markdown_table, median,
                                  repeated, require_plain_process, rows_per_size, save_results, save_rows)
-from climio.core import mpi, trace
+from climio.core import collectives, mpi, trace
 from climio.errors import ClimioError, IOFault
 from climio.model import decomposition as dec
 from climio.model import piomap

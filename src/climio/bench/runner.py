@@ -21,8 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from climio.bench import collectives
-from climio.core import mpi
+from climio.core import collectives, mpi
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:

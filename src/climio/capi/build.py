@@ -5,8 +5,8 @@
 installs ``PREFIX/lib/libclimio.so`` and ``PREFIX/include/climio.h`` (C), ``PREFIX/lib/libclimiof.so`` and
 ``PREFIX/include/climio_io.mod`` (Fortran), ``PREFIX/lib/libclimio_py.so`` and ``PREFIX/lib/pkgconfig/climio.pc``;
 and PIO2's API (:mod:`climio.pio`): ``libpioc.so`` and ``pio.h``, ``libpiof.so`` and ``pio.mod``, ``pio.pc`` and
-CMake's ``lib/cmake/PIO/PIOConfig.cmake``; and ``libclimio_collectives.so``, which ``climio bench`` preloads into
-its ranks to count their collective MPI calls (:mod:`climio.bench.collectives`).
+CMake's ``lib/cmake/PIO/PIOConfig.cmake``; and ``libclimio_collectives.so``, which climio's processes load ahead
+of MPI to count their collective calls and wait for the small ones without spinning (:mod:`climio.core.collectives`).
 
 The C API is declared once, in ``include/climio.h``. ``libclimio.so`` is plain C and MPI (``libclimio.c``,
 ``served.c``): with I/O servers in the launch it speaks their protocol itself. Without them (attached mode)
@@ -35,7 +35,7 @@ HEADER = HERE / "include" / "climio.h"
 C_SOURCES = ("libclimio.c", "served.c")
 PIO = HERE.parent / "pio"  # PIO2's API on climio: pio.h, libpioc (its Python side in libclimio_py.so too)
 PIO_HEADER = PIO / "include" / "pio.h"
-COUNTER = HERE.parent / "bench" / "collectives.c"  # climio bench's count of collective MPI calls (preloaded)
+COUNTER = HERE.parent / "core" / "collectives.c"  # collective MPI calls counted, small ones waited for sleeping
 COUNTER_LIBRARY = "libclimio_collectives.so"
 ONLY_IN_C = ("climio_init_intracomm", "climio_init_servers", "climio_init_servers_f", "climio_model_comm",
              "climio_model_comm_f", "climio_strerror")  # they choose the mode, or need no Python
