@@ -31,6 +31,9 @@
 #   --speed REPS          then time pioperf on the CMAQ-CA-shaped decomposition (20 variables, 3 frames, 2 I/O
 #                         tasks, 4 ranks) REPS times per iotype, PIO2's and climio's runs interleaved, and print
 #                         each side's median MB/s by iotype, rearranger and direction, with the ratio
+#   --busy                with --speed: a process keeping one core busy runs beside every timed run
+#   --preload             with --speed: climio's runs preload libclimio_collectives.so (ranks that wait in
+#                         small collective calls yield their core; see docs/model-api.md)
 # Environment: NETCDF_PC, the pkg-config name of the parallel netCDF-C (default netcdf-pnetcdf).
 #
 # Exit status: 0 when every program that runs with PIO2 also runs with climio and writes the same files,
@@ -47,6 +50,8 @@ run_timeout=120
 pio2_only=0
 rebuild=0
 speed_reps=0
+busy=0
+preload=0
 positional=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -59,6 +64,8 @@ while [ $# -gt 0 ]; do
         --pio2-only) pio2_only=1; shift ;;
         --rebuild) rebuild=1; shift ;;
         --speed) speed_reps=${2:?--speed needs a count}; shift 2 ;;
+        --busy) busy=1; shift ;;
+        --preload) preload=1; shift ;;
         -h|--help) sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
         -*) echo "pio_conformance.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
         *) positional+=("$1"); shift ;;
@@ -531,6 +538,12 @@ if [ "$speed_reps" -gt 0 ] && [ -x "$bin/pio2/pioperf" ] && [ -x "$bin/climio/pi
     speed="$work/speed"
     rm -rf "$speed"
     mkdir -p "$speed"
+    spinner=""
+    if [ "$busy" = 1 ]; then
+        "$climio_prefix/bin/python" -c "while True: pass" &
+        spinner=$!
+        trap 'kill $spinner 2>/dev/null' EXIT
+    fi
     for rep in $(seq "$speed_reps"); do
         for io in pnetcdf netcdf netcdf4c netcdf4p; do
             for side in pio2 climio; do
@@ -538,16 +551,24 @@ if [ "$speed_reps" -gt 0 ] && [ -x "$bin/pio2/pioperf" ] && [ -x "$bin/climio/pi
                 mkdir -p "$dir"
                 cp "$inputs/ca.dat" "$dir/"
                 pioperf_nl ca.dat "$io" "$dir/pioperf.nl" 20 3
-                (cd "$dir" && timeout "$run_timeout" mpiexec --oversubscribe -n 4 "$bin/$side/pioperf" \
-                    > out.txt 2> err.txt)
+                preloaded=""
+                if [ "$side" = climio ] && [ "$preload" = 1 ]; then
+                    preloaded="$climio_prefix/lib/libclimio_collectives.so"
+                fi
+                (cd "$dir" && timeout "$run_timeout" mpiexec --oversubscribe -x LD_PRELOAD="$preloaded" -n 4 \
+                    "$bin/$side/pioperf" > out.txt 2> err.txt)
                 grep 'RESULT:' "$dir/out.txt" | sed "s/^/$side $io /" >> "$speed/results.txt"
                 rm -f "$dir"/*.nc
             done
         done
     done
     echo
+    if [ -n "$spinner" ]; then
+        kill "$spinner" 2>/dev/null
+    fi
     echo "pioperf speed: CMAQ-CA-shaped decomposition, 4 ranks, 2 I/O tasks, 20 variables, 3 frames; medians of" \
-         "$speed_reps interleaved runs (MB/s)"
+         "$speed_reps interleaved runs (MB/s)$([ "$busy" = 1 ] && echo ', one core kept busy')$([ "$preload" = 1 ] \
+         && echo ', climio preloaded')"
     "$climio_prefix/bin/python" - "$speed/results.txt" <<'TABLE'
 import collections, statistics, sys
 runs = collections.defaultdict(list)
