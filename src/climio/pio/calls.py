@@ -104,9 +104,20 @@ class PioSystem(System):
     method: int = INTERNAL_ERROR
     hints: dict[str, str] = field(default_factory=dict)
     quiet: bool = False  # on climio serve ranks: a failed call's line goes to the model, which says it
+    spares: list[np.ndarray] = field(default_factory=list)  # copies of flushed darray writes, to be reused
 
     def strategy(self, one_writer: bool) -> str:
         return "root" if one_writer or len(self.iotasks) == 1 else "agg"
+
+    def copy_of(self, local: np.ndarray) -> np.ndarray:
+        """``local`` copied into a spare array of its type and size (touched already: no page faults in the
+        model's next step), or a new one."""
+        for k, spare in enumerate(self.spares):
+            if spare.dtype == local.dtype and spare.size == local.size:
+                copy = self.spares.pop(k).reshape(local.shape)
+                np.copyto(copy, local)
+                return copy
+        return np.array(local, copy=True)
 
 
 BUFFER_BYTES = 2**28  # an I/O task's share of the held darray writes, at most (PIOc_set_buffer_size_limit sets it)
@@ -376,6 +387,7 @@ def free_iosystem(iosysid: int) -> int:
         for d in system.decomps.values():
             d.free()
         system.decomps.clear()
+        system.spares.clear()
         system.finalized = True
         calls.write_trace(system)
 
@@ -1300,7 +1312,7 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                     flush_writes(f)
                     write_text_darray(f, v, frame, d, local, fill_value)
                     continue
-                f.hold(Pending(d, ioid, v.dtype, fill_value, v.name, frame, np.array(local, copy=True)),
+                f.hold(Pending(d, ioid, v.dtype, fill_value, v.name, frame, f.system.copy_of(local)),
                        math.prod(d.grid.grid) * v.dtype.itemsize)
                 if f.has_records(v):  # the decomposition holds the records, or the frame is one
                     f.records = max(f.records, d.grid.grid[0] if frame is None else frame + 1)
@@ -1320,7 +1332,8 @@ def flush_writes(f: PioFile) -> None:
         f.refused = ""
         return
     groups: dict[int, tuple[Route, list[Pending]]] = {}
-    for p in f.release():  # in the same order on every task: routes are built alike
+    pending = f.release()
+    for p in pending:  # in the same order on every task: routes are built alike
         found = route(f.system, p.decomp, f.one_writer, f.store.write_order(f.store.schema.variable(p.name)),
                       p.fill, False)
         groups.setdefault(id(found), (found, []))[1].append(p)
@@ -1331,6 +1344,7 @@ def flush_writes(f: PioFile) -> None:
                       (p.name, data[None], Hyperslab((p.frame, *slab.start), (1, *slab.count)))
                       for data, slab in pieces]
     f.store.write_many(items)
+    f.system.spares += [p.local for p in pending]  # the next writes' copies go there
 
 
 def write_text_darray(f: PioFile, v: Variable, frame: int | None, d: PioDecomp, local: np.ndarray,
