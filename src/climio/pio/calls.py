@@ -1396,8 +1396,11 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
         holes = not points.all()
         where = f"{f.path}: variable '{v.name}'"
 
+        # every element a point, of the variable's type: the exchange delivers into the caller's array itself
+        in_place = not holes and out.dtype == v.dtype and out.flags.c_contiguous and v.dtype.kind != "S"
+
         def body() -> None:
-            raw = np.full(n, default_fill(v.attrs, v.dtype), v.dtype)
+            raw = out if in_place else np.full(n, default_fill(v.attrs, v.dtype), v.dtype)
             if v.dtype.kind == "S":
                 whole = whole_text(f, v, store)
                 flat = (whole[record] if record is not None else whole).reshape(-1)
@@ -1412,7 +1415,7 @@ def read_darray(ncid: int, varid: int, ioid: int, arraylen: int,
                     raise CallError(f"{where} read into {out.dtype.name}: {problems[0]}", NC_ERANGE)
             if holes:
                 out[points] = raw[points]
-            else:
+            elif not in_place:
                 out[...] = raw
         return body
 
