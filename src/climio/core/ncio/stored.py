@@ -12,9 +12,11 @@ nested ``hvector``s over a contiguous run of the last axis. A collective read
 with that file view lets MPI-IO merge the ranks' requests, as PnetCDF would.
 
 Writing (:class:`StoredWriter`): a call's hyperslabs, of any number of variables and records (a whole output
-step), are packed into one buffer in the file's byte order, swapped while packed (one pass over the data),
-and their byte runs merged where they touch: a record variable's records lie back to back, so a writer's share
-of a step is a few runs, often one. Then either one request per run from this rank alone (``pwrite``: the
+step). Pieces already in the file's byte order (the rearranger's buffers of model output and PIO, each rank
+having swapped its own values before the exchange) are written from where they are; the others are packed
+into one buffer in the file's byte order, swapped while packed (one pass over the data), their byte runs
+merged where they touch. A record variable's records lie back to back, so a writer's share of a step is a few
+runs, often one. Then either this rank's runs alone, those that follow each other in one ``pwritev`` (the
 writers are climio's aggregators, whose pieces are already large and contiguous, and nobody else waits for
 them), or one collective MPI-IO request for all of them (every rank its own small runs: MPI-IO's two-phase
 aggregation merges them). Either way the data leave the packed buffer straight for the file: PnetCDF would
