@@ -65,6 +65,14 @@ def init_code() -> str:
             f"pio_bridge.attach(ffi)\n")
 
 
+def install(built: str | Path, target: Path) -> None:
+    """Put a built library in place under a new inode (a copy renamed over the old one): a process that has the
+    old one loaded, this one included (``import climio`` loads libclimio_collectives.so), keeps its pages."""
+    staged = target.with_name(f".{target.name}.new")
+    shutil.copy(built, staged)
+    os.replace(staged, target)
+
+
 def build(prefix: Path) -> Path:
     import cffi
 
@@ -82,20 +90,20 @@ def build(prefix: Path) -> Path:
     (prefix / "include").mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as work:
         built = builder.compile(tmpdir=work, target="libclimio_py.*")
-        shutil.copy(built, lib / "libclimio_py.so")
+        install(built, lib / "libclimio_py.so")
         subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", f"-I{HEADER.parent}", f"-I{HERE}",
                         *(str(HERE / c) for c in C_SOURCES), "-Wl,-soname,libclimio.so", "-o",
                         os.path.join(work, "libclimio.so"), "-ldl", "-lm"], check=True)
-        shutil.copy(os.path.join(work, "libclimio.so"), lib / "libclimio.so")
+        install(os.path.join(work, "libclimio.so"), lib / "libclimio.so")
         netcdf = netcdf_flags()
         subprocess.run([compiler, "-std=c11", "-O2", "-Wall", "-fPIC", "-shared", f"-I{PIO_HEADER.parent}", f"-I{PIO}",
                         f"-I{HEADER.parent}", f"-I{HERE}", *netcdf["cflags"], str(PIO / "libpioc.c"), str(PIO / "served_calls.c"),
                         "-Wl,-soname,libpioc.so", "-o", os.path.join(work, "libpioc.so"), f"-L{lib}", "-lclimio",
                         f"-Wl,-rpath,{lib}", *netcdf["libs"], "-lm"], check=True)
-        shutil.copy(os.path.join(work, "libpioc.so"), lib / "libpioc.so")
+        install(os.path.join(work, "libpioc.so"), lib / "libpioc.so")
         subprocess.run([compiler, "-O2", "-Wall", "-fPIC", "-shared", str(COUNTER), "-o",
                         os.path.join(work, COUNTER_LIBRARY)], check=True)
-        shutil.copy(os.path.join(work, COUNTER_LIBRARY), lib / COUNTER_LIBRARY)
+        install(os.path.join(work, COUNTER_LIBRARY), lib / COUNTER_LIBRARY)
     shutil.copy(HEADER, prefix / "include" / "climio.h")
     shutil.copy(PIO_HEADER, prefix / "include" / "pio.h")
     fortran = build_fortran(prefix)
