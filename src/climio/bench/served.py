@@ -111,12 +111,16 @@ def run(binary: str, out: str, kind: str, args: list[str], nranks: int, servers:
     if os.path.exists(peaks_file):
         with open(peaks_file) as f:
             peaks = [int(line.split()[-1]) for line in f if line.startswith(PEAK)]
-    measured.update(path=path, peak_kb=max(peaks) if peaks else math.nan, server_busy_s=math.nan)
+    measured.update(path=path, peak_kb=max(peaks) if peaks else math.nan, server_busy_s=math.nan,
+                    server_collectives=math.nan)
     if kind == "served":
         with open(trace) as f:
             ranks = json.load(f)["ranks"]
         measured["server_busy_s"] = max(sum(p["seconds"] for name, p in r["phases"].items()
                                             if name != "serve:receive") for r in ranks)
+        counted = [r.get("collective_calls") for r in ranks]
+        if all(c is not None for c in counted):  # climio's library counts them (built with the C API)
+            measured["server_collectives"] = max(counted)
     return measured
 
 
@@ -152,6 +156,8 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                       "attached_run_s": median("attached", "run_s"),
                       "served_run_s": median("served", "run_s"),
                       "server_mib_s": some["bytes"] / 2**20 / median("served", "server_busy_s"),
+                      # a server's whole run (connection, define and close included) over the steps
+                      "server_collectives_per_step": median("served", "server_collectives") / some["steps"],
                       "attached_rss_mb": median("attached", "rss_above_kb") / 1024,
                       "served_rss_mb": median("served", "rss_above_kb") / 1024})
     return table
@@ -162,11 +168,14 @@ def format_table(table: list[dict[str, Any]]) -> str:
         return [r["grid"], r["strategy"], r["mode"], f"{r['work_s']:.2f}", f"{r['sync_step_s']:.3f}",
                 f"{r['served_step_s']:.3f}", f"{r['visible_ratio']:.2f}", f"{r['memcpy_s']:.3f}",
                 f"{r['memcpy_ratio']:.2f}", f"{r['attached_run_s']:.2f}",
-                f"{r['served_run_s']:.2f}", f"{r['server_mib_s']:.0f}", f"{r['attached_rss_mb']:.1f}",
+                f"{r['served_run_s']:.2f}", f"{r['server_mib_s']:.0f}",
+                f"{r['server_collectives_per_step']:.0f}" if not math.isnan(r["server_collectives_per_step"]) else "-",
+                f"{r['attached_rss_mb']:.1f}",
                 f"{r['served_rss_mb']:.1f} ({r['buffer_mb']} buffer)"]
 
     return markdown_table([("grid", "l"), ("strategy", "l"), ("mode", "l"), ("work s/step", "r"),
                            ("attached write s/step", "r"), ("served s/step", "r"), ("served / attached", "r"),
                            ("memcpy s/step", "r"), ("x memcpy", "r"),
                            ("attached run s", "r"), ("served run s", "r"), ("servers MiB/s", "r"),
-                           ("attached RSS +MB", "r"), ("served RSS +MB", "r")], (cells(r) for r in table))
+                           ("server collectives / step", "r"), ("attached RSS +MB", "r"), ("served RSS +MB", "r")],
+                          (cells(r) for r in table))

@@ -64,9 +64,13 @@ class Tracer:
         return out
 
     def report(self, comm: MPI.Comm) -> dict[str, Any] | None:
-        """Gather all ranks' totals on rank 0 with max/mean over ranks; None elsewhere."""
+        """Gather all ranks' totals on rank 0 with max/mean over ranks (and each rank's collective MPI calls so far,
+        where climio's library counts them); None elsewhere."""
+        from climio.core import collectives
+
         per_rank = comm.gather({"rank": comm.Get_rank(), "phases": self.totals(), "peak_rss_bytes": peak_rss(),
-                                "events": [list(r) for r in self.records]}, root=0)
+                                "collective_calls": collectives.calls(), "events": [list(r) for r in self.records]},
+                               root=0)
         if per_rank is None:
             return None
         summary: dict[str, dict[str, float]] = {}
