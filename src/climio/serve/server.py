@@ -199,14 +199,15 @@ class Server:
                                        else (m.arg(0), m.arg(1))) for m in messages}
         texts = [zlib.crc32("\0".join(m.names).encode()) for m in messages if not m.refused]  # names, paths, values
         refused = int(any(m.refused for m in messages))
-        none = np.iinfo(np.int64)
-        low = np.array([*min(keys, default=(none.max,) * 4), min(texts, default=none.max), refused], np.int64)
-        high = np.array([*max(keys, default=(none.min,) * 4), max(texts, default=none.min), refused], np.int64)
-        if self.comm.Get_size() > 1:  # the servers that wait for the others' clients give their core back
+        most = np.iinfo(np.int64).max  # none: the other end of the range, which any key replaces
+        low = np.array([*min(keys, default=(most,) * 4), min(texts, default=most), refused], np.int64)
+        high = np.array([*max(keys, default=(-most,) * 4), max(texts, default=-most), refused], np.int64)
+        if self.comm.Get_size() > 1:  # one agreement: the lows' minimum as the maximum of their negatives
             from mpi4py import MPI
 
-            waiting.wait_all([self.comm.Iallreduce(MPI.IN_PLACE, wire.buffer(low), op=MPI.MIN),
-                              self.comm.Iallreduce(MPI.IN_PLACE, wire.buffer(high), op=MPI.MAX)])
+            both = np.concatenate([-low, high])
+            waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, wire.buffer(both), op=MPI.MAX))
+            low, high = -both[:low.size], both[low.size:]
         self.refused = bool(high[-1])
         if (low[:2] != high[:2]).any() or (not self.refused and (low[2:4] != high[2:4]).any()):  # every server
             self.give_up(f"climio serve: the model's ranks made different calls (kind, id, arguments "
