@@ -94,11 +94,22 @@ def _spread(node_of: list[int], count: int) -> list[int]:
     return sorted(picked)
 
 
+BALANCE_UNITS = 8  # whole slabs per aggregator at least: a writer holds at most 1/8 more than another
+
+
 def even_ranges(shape: tuple[int, ...], aggregators: list[int], unit: int | None = None) -> Ranges:
-    """``agg:N``: equal ranges of whole units, one per aggregator; a unit is a row (the last axis) unless given
-    (a compressed variable's chunk, so that each aggregator compresses whole chunks of its own)."""
+    """``agg:N``: equal ranges of whole units, one per aggregator. A unit is given (a compressed variable's
+    chunk, so that each aggregator compresses whole chunks of its own), or it is the largest slab of trailing
+    axes of which every aggregator still gets :data:`BALANCE_UNITS` or more: each range is then one hyperslab (a
+    level's plane, say), one request to the file instead of a partial slab at each end, and the I/O tasks of
+    parallel HDF5 make a third of the collective calls."""
     total = math.prod(shape)
-    unit = unit or shape[-1]
+    if unit is None:
+        unit = shape[-1] if shape else 1
+        for k in range(1, len(shape)):
+            if math.prod(shape[:k]) >= BALANCE_UNITS * len(aggregators):
+                unit = math.prod(shape[k:])
+                break
     units = -(-total // unit) if total else 0
     out = []
     for k, rank in enumerate(aggregators):
