@@ -13,8 +13,9 @@ through a decomposition given at each call, and undistributed values through ``p
   rank's error (and on the darray writes held so far), then the collective work; an error returns PIO's code
   on every task (``PIO_BCAST_ERROR`` and ``PIO_RETURN_ERROR`` alike) and its line is said once, or under
   ``PIO_INTERNAL_ERROR`` (PIO's default) the job is aborted with it. ``PIOc_write_darray`` and
-  ``PIOc_setframe`` run on each task alone, as in PIO2 (:func:`on_file`'s ``buffered``). A file being written is created at ``enddef`` under a temporary name and appears at
-  its path when closed whole, as every output of climio.
+  ``PIOc_setframe`` run on each task alone, as in PIO2 (:func:`on_file`'s ``buffered``). A file being written
+  is created at ``enddef`` under a temporary name and appears at its path when closed whole, as every output
+  of climio.
 """
 
 from __future__ import annotations
@@ -185,8 +186,8 @@ class PioFile(Header):
     def hold(self, p: Pending, nbytes: int) -> None:
         self.pending.append(p)
         self.pending_bytes += nbytes
-        own = p.ioid & ((1 << SHIFT) - 1)  # the same on every task (systems may be numbered apart)
-        crc = zlib.crc32(f"{p.name}:{p.frame}:{own}:{p.dtype.str};".encode(), self.pending_digest & 0xFFFFFFFF)
+        crc = zlib.crc32(f"{p.name}:{p.frame}:{in_system(p.ioid)}:{p.dtype.str};".encode(),
+                         self.pending_digest & 0xFFFFFFFF)
         self.pending_digest = len(self.pending) << 32 | crc
 
     def release(self) -> list[Pending]:
@@ -263,22 +264,26 @@ def call(system: System, prepare: Callable[[], Callable[[], T]], name: str, alon
     return PIO_CODE.get(code, code), None
 
 
+def in_system(ident: int) -> int:
+    """A file's or decomposition's number within its I/O system: the same on every task, where the systems' own
+    numbers may differ (tasks of several systems number them apart)."""
+    return ident & ((1 << SHIFT) - 1)
+
+
 def held_of(system: System) -> Held:
     """The darray writes that the system's files hold, for the agreement of its next call."""
     files = [(ncid, f) for ncid, f in sorted(system.files.items()) if isinstance(f, PioFile)]
     digest = 0
     for ncid, f in files:
         if f.pending_digest or f.refused:
-            digest = zlib.crc32(f"{ncid & ((1 << SHIFT) - 1)}:{f.pending_digest}:{bool(f.refused)};".encode(),
-                                digest)
+            digest = zlib.crc32(f"{in_system(ncid)}:{f.pending_digest}:{bool(f.refused)};".encode(), digest)
     held = sum(len(f.pending) for _, f in files)
     refused = next((f.refused for _, f in files if f.refused), "")
     words = f"holds {held} darray write(s)" + (f" after refusing one ({refused})" if refused else "")
 
     def diverged(message: str) -> None:  # on every task: drop what any task holds, and the files it was for
-        told = system.comm.allgather({ncid & ((1 << SHIFT) - 1): (f.pending_digest, bool(f.refused))
-                                      for ncid, f in files})
-        own = {ncid & ((1 << SHIFT) - 1): ncid for ncid, _ in files}
+        told = system.comm.allgather({in_system(ncid): (f.pending_digest, bool(f.refused)) for ncid, f in files})
+        own = {in_system(ncid): ncid for ncid, _ in files}
         for n in sorted({n for held in told for n in held}):
             f = system.files.get(own.get(n, -1))
             if isinstance(f, PioFile) and len({held.get(n, (0, False)) for held in told}) > 1:
