@@ -4,10 +4,11 @@ workload between the steps, interleaved in one run; and the same program without
 
 Per strategy and mode it reports, as medians: the model-visible output time per step (rank 0's time inside the
 steps' climio calls) and its ratio to one copy of a rank's step (``memcpy``, timed in the same run before each
-pair of launches: the least a call that lets the model reuse its arrays at once can cost), the whole run's time (workload and output, to the close), the servers' write bandwidth
-(the file's bytes over the time the servers spent on anything but waiting for messages, from their trace), and
-each model rank's peak resident memory above the program without output (GNU time's maximum RSS). The served
-file is compared with the attached one after each pair.
+pair of launches: the least a call that lets the model reuse its arrays at once can cost), the whole run's
+time (workload and output, to the close), the servers' write bandwidth (the file's bytes over the time the
+servers spent on anything but waiting for messages, from their trace), a server's collective MPI calls over
+the steps (its whole run, from the same trace), and each model rank's peak resident memory above the program
+without output (GNU time's maximum RSS). The served file is compared with the attached one after each pair.
 
     climio bench model --servers 1 --grid 2x1 --strategy agg --mode cdf5 --reps 3
 
