@@ -407,15 +407,20 @@ runs="$work/runs"
 mkdir -p "$runs"
 
 first_line() {  # FILE: its first line that tells something (no blank, rule, backtrace or Open MPI runtime
-               # chatter); with a PIO backtrace, the function that raised the error
+               # chatter); with a PIO backtrace, the function that raised the error; where a PIO test program
+               # stopped on a code ("N Error C in FILE, line L"), the line said just before it, which names the
+               # fault (the lines before are the refusals the program asked for)
     awk '/^[[:space:]]*$/ || /^[[:space:]=-]*$/ || /^Obtained [0-9]+ stack frames/ { next }
          /ORTE_ERROR_LOG|more process(es)? ha(s|ve) sent help message|Set MCA parameter "orte_base_help/ { next }
          /\(pio_err\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]$/ { want = 1; next }
          /\[0x[0-9a-f]+\]$/ { if (want && !from && match($0, /\([A-Za-z_][A-Za-z0-9_]*\+/))
                                   from = substr($0, RSTART + 1, RLENGTH - 2)
                               want = 0; next }
+         /Error -?[0-9]+ in .*, line [0-9]+$/ { if (!stop) stop = (prev != "" ? prev " (then: " $0 ")" : $0); next }
          !line { line = $0 }
-         END { if (line != "" && from != "") line = line " [PIO error raised in " from "]"
+         { prev = $0 }
+         END { if (stop != "") line = stop
+               if (line != "" && from != "") line = line " [PIO error raised in " from "]"
                print substr(line, 1, 240) }' "$1" 2>/dev/null
 }
 

@@ -5,10 +5,12 @@ against values worked out independently, and against each other across iotypes a
 tests/pio/pio_refusals.c makes each call climio refuses, checks PIO's code and the one line it says, and that
 the file goes on; under PIO's default handler the first refusal ends the job with its line and no file. Both run
 attached and through climio serve ranks (PIO's I/O tasks then), with the same files, codes and lines;
-tests/pio/pio_async.c starts the servers itself with PIOc_init_async."""
+tests/pio/pio_async.c starts the servers itself with PIOc_init_async; tests/pio/pio_fill.c leaves values unwritten
+in files with and without fill values."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from pathlib import Path
@@ -16,6 +18,7 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
+from climio.core.ncio import libnetcdf
 from conftest import DATA, climio_pkg_config, compile_programs, own_lines, run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
@@ -34,6 +37,7 @@ def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                             [("pio_calls", "mpicc", HERE / "pio_calls.c"),
                              ("pio_refusals", "mpicc", HERE / "pio_refusals.c"),
                              ("pio_inquire", "mpicc", HERE / "pio_inquire.c"),
+                             ("pio_fill", "mpicc", HERE / "pio_fill.c"),
                              ("pio_async", "mpicc", HERE / "pio_async.c")], package="pio")
 
 
@@ -111,6 +115,50 @@ def test_every_call_in_every_iotype(programs: dict[str, Path], tmp_path_factory:
         assert list(ds["maplen"][:]) == [len(m) for m in mine]
         for r, m in enumerate(mine):
             assert list(ds["map"][r, :len(m)]) == m
+
+
+@pytest.mark.parametrize("nranks", [1, 3])
+def test_fill_mode_fills_what_the_model_never_wrote_as_each_library_does(programs: dict[str, Path],
+                                                                        tmp_path: Path, nranks: int) -> None:
+    """PIOc_set_fill(PIO_FILL): netCDF-C and netCDF-4 fill every value never written (fixed-size variables, and
+    records added, a skipped one included); PnetCDF fills the fixed-size ones only. PIOc_createfile alone makes a
+    file without fill values (unwritten values read 0), PIOc_create with a netCDF-4 mode one with them (PIO2's
+    defaults). PIOc_def_var_fill's value and its PIO_NOFILL hold in every case. A third task owns nothing."""
+    result = run([str(programs["pio_fill"]), str(tmp_path)], nranks=nranks, timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"pio_fill: 9 files on {nranks} tasks" and own_lines(result.stderr) == []
+    owned = np.arange(12).reshape(3, 4) * 10
+    owned[0, 0] = -2147483647  # no task's point: the variable's fill value, in every file
+    assert sorted(os.listdir(tmp_path)) == sorted(["create-netcdf4.nc", *(f"{kind}-{library}.nc" for kind in
+                                                   ("fill", "nofill") for library in FILL_LIBRARIES)])
+    for name in os.listdir(tmp_path):
+        fill, library = not name.startswith("nofill"), name.split("-")[-1][:-3]
+        records_filled = fill and library != "pnetcdf"
+        with netCDF4.Dataset(tmp_path / name) as ds:
+            ds.set_auto_mask(False)
+            assert len(ds.dimensions["time"]) == 3, name
+            assert np.array_equal(ds["W"][::2], [owned, owned]), name
+            assert np.array_equal(ds["G"][:], np.full((3, 3, 4), 0.0 if library == "pnetcdf" else -5.0)), name
+            assert ds["G"]._FillValue == np.float32(-5.0) and ds["C"][:].tobytes() == bytes(9), name
+            if library.startswith("netcdf4"):  # netCDF-4 keeps each variable's fill setting
+                assert no_fill(ds["U"]) != fill and no_fill(ds["N"]), name
+            if not fill and library.startswith("netcdf4"):
+                continue  # HDF5 without fill values: what was never written is undefined
+            assert np.array_equal(ds["W"][1], np.full((3, 4), -2147483647 if records_filled else 0)), name
+            assert np.array_equal(ds["U"][:], np.full((3, 3, 4), -32767 if records_filled else 0)), name
+            assert np.array_equal(ds["F"][:], np.full((3, 4), 9.969209968386869e36 if fill else 0.0)), name
+            if not library.startswith("netcdf4"):
+                assert np.array_equal(ds["N"][:], np.zeros((3, 3, 4))), name
+
+
+FILL_LIBRARIES = ("pnetcdf", "netcdf", "netcdf4c", "netcdf4p")
+
+
+def no_fill(variable: netCDF4.Variable) -> bool:
+    """netCDF-C's nc_inq_var_fill: whether the variable is stored without fill values."""
+    flag = ctypes.c_int(-1)
+    assert libnetcdf.lib().nc_inq_var_fill(variable._grpid, variable._varid, ctypes.byref(flag), None) == 0
+    return bool(flag.value)
 
 
 REFUSALS = {"InitDecomp iostart": (-36, "iostart/iocount are not taken"),

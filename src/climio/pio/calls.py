@@ -171,7 +171,9 @@ class PioFile(Header):
     input: ncio.Store | None = None  # opened for reading
     abandoned: str = ""
     records: int = 0
-    fill_mode: int = NC_FILL
+    fill_mode: int = NC_NOFILL  # PIOc_createfile's, as PIO2's (PIOc_set_fill changes it)
+    record_fill: bool = True  # records added are filled (netCDF-C); PnetCDF leaves them to the caller
+    filled_records: int = 0  # records that took their fill values
     no_fill: set[int] = field(default_factory=set)
     filled: set[int] = field(default_factory=set)  # given a fill value by PIOc_def_var_fill: the one write_darray takes
     unshuffled: set[int] = field(default_factory=set)  # deflated without the shuffle filter
@@ -648,7 +650,8 @@ def createfile(iosysid: int, iotype: int, path: str, cmode: int) -> tuple[int, i
             raise CallError(f"{path}: cannot write in directory {parent} (missing or not writable)", NC_EIO)
         if cmode & NC_NOCLOBBER and os.path.exists(path):
             raise CallError(f"{path} exists: remove it or create with PIO_CLOBBER", NC_EEXIST)
-        f = PioFile(path, system=system, mode=mode, one_writer=one_writer, overwrite=not cmode & NC_NOCLOBBER)
+        f = PioFile(path, system=system, mode=mode, one_writer=one_writer, overwrite=not cmode & NC_NOCLOBBER,
+                    record_fill=iotype != PNETCDF)
         return lambda: system.add(system.files, f)
 
     code, ncid = call(system, prepare, name="PIOc_createfile")
@@ -710,6 +713,11 @@ def closefile(ncid: int) -> int:
             if f.defining:
                 raise CallError(f"{f.path}: closed in define mode: call PIOc_enddef first; nothing was written",
                                 NC_EINDEFINE)
+            if f.output is not None:
+                write_fills(f)  # records that only char variables added
+                for k, v in enumerate(f.variables):  # char variables go whole: with their fill values
+                    if v.dtype.kind == "S" and fills(f, k) and (f.record_fill or not f.has_records(v)):
+                        f.store.write_text(v.name, text_array(f, v))
             f.store.close(unwritten=True)  # PIO's files hold what the model wrote (no fill values)
         return body
 
@@ -734,7 +742,8 @@ def enddef(ncid: int) -> int:
         for k, v in enumerate(f.variables):
             compression = (ncio.Compression(v.deflate, k not in f.unshuffled, v.quantize) if v.deflate or v.quantize
                            else NONE)
-            variables.append(ncio.Variable(v.name, v.dtype, f.names(v), dict(v.attrs), f.chunks.get(k), compression))
+            variables.append(ncio.Variable(v.name, v.dtype, f.names(v), dict(v.attrs), f.chunks.get(k), compression,
+                                           fills(f, k)))
         schema = ncio.Schema(dims, tuple(variables), dict(f.attrs))
 
         def body() -> None:
@@ -742,6 +751,7 @@ def enddef(ncid: int) -> int:
                                    hints=f.system.hints or None, aggregated=True,  # the I/O tasks' ranges
                                    one_writer=f.system.strategy(f.one_writer) == "root")
             f.defining = False
+            write_fills(f, fixed=True)
         return body
 
     return on_file(ncid, prepare)[0]
@@ -885,8 +895,42 @@ def split_fills(values: np.ndarray | None, nvars: int) -> list[np.ndarray | None
 def var_fill(f: PioFile, varid: int) -> tuple[bool, np.ndarray]:
     """Whether the variable is left unfilled, and its fill value (its _FillValue, or netCDF's default)."""
     v = variable_of(f, varid)
-    no_fill = varid in f.no_fill or f.fill_mode == NC_NOFILL
-    return no_fill, np.asarray(default_fill(v.attrs, v.dtype), v.dtype).reshape(1)
+    return not fills(f, varid), np.asarray(default_fill(v.attrs, v.dtype), v.dtype).reshape(1)
+
+
+def fills(f: PioFile, varid: int) -> bool:
+    """Whether values of the variable never written read as its fill value: PIOc_def_var_fill said so, or did
+    not speak and the file's fill mode (PIOc_set_fill) is NC_FILL."""
+    return varid in f.filled or (varid not in f.no_fill and f.fill_mode == NC_FILL)
+
+
+def write_fills(f: PioFile, fixed: bool = False) -> None:
+    """Write the fill values that a classic file's library would have written (collective), each task an equal
+    share of each variable: with ``fixed``, the fixed-size variables (at enddef); else the records added since the
+    last call, where records are filled (not through PnetCDF, which fills none). netCDF-4 files have HDF5 fill."""
+    store = f.store
+    first = f.filled_records
+    if store.format.hdf5 or (not fixed and (not f.record_fill or f.records <= first)):
+        return
+    comm = f.system.comm
+    rank, size = comm.Get_rank(), comm.Get_size()
+    items: list[tuple[str, np.ndarray | None, Hyperslab | None]] = []
+    for k, v in enumerate(f.variables):
+        if v.dtype.kind == "S" or not fills(f, k) or f.has_records(v) == fixed:
+            continue
+        value = var_fill(f, k)[1][0]
+        if not v.dimids:
+            items.append((v.name, np.asarray(value, v.dtype), None))
+            continue
+        shape = f.shape(v)
+        lo, hi = (0, shape[0]) if fixed else (first, f.records)
+        start, stop = lo + (hi - lo) * rank // size, lo + (hi - lo) * (rank + 1) // size
+        count = (stop - start, *shape[1:])
+        items.append((v.name, np.full(count, value, v.dtype), Hyperslab((start, *[0] * (len(shape) - 1)), count)))
+    if not fixed:
+        f.filled_records = f.records
+    if items:
+        store.write_many(items)
 
 
 # ------------------------------------------------------------------------------------------------ definitions
@@ -1124,7 +1168,8 @@ def text_array(f: PioFile, v: Variable, records: int = 0) -> np.ndarray:
         shape = (max(shape[0], records), *shape[1:])
     old = f.texts.get(v.name)
     if old is None or old.shape != shape:
-        new = np.zeros(shape, "S1")
+        varid = f.variables.index(v)
+        new = np.full(shape, var_fill(f, varid)[1][0] if fills(f, varid) else b"", "S1")
         if old is not None:
             new[:old.shape[0]] = old
         f.texts[v.name] = new
@@ -1170,11 +1215,14 @@ def put_vars(ncid: int, varid: int, start: list[int] | None, count: list[int] | 
                 text = text_array(f, v, records)
                 text[slab.slices] = values
                 store.write_text(v.name, text)
-            else:
-                mine = slab if first else Hyperslab.empty(len(slab.count))
-                store.write_many([(v.name, values if first else None, mine)])
+                if f.has_records(v) and slab.count:
+                    f.records = max(f.records, records)
+                return
             if f.has_records(v) and slab.count:
                 f.records = max(f.records, slab.start[0] + slab.count[0])
+                write_fills(f)  # the records this write adds, before it
+            mine = slab if first else Hyperslab.empty(len(slab.count))
+            store.write_many([(v.name, values if first else None, mine)])
         return body
 
     return on_file(ncid, prepare)[0]
@@ -1348,6 +1396,7 @@ def flush_writes(f: PioFile) -> None:
             items += [(p.name, data, slab) if p.frame is None else
                       (p.name, data[None], Hyperslab((p.frame, *slab.start), (1, *slab.count)))
                       for data, slab in pieces]
+    write_fills(f)  # the records these writes add, before them
     f.store.write_many(items)
     f.system.spares += [p.local for p in pending]  # the next writes' copies go there
 

@@ -491,10 +491,12 @@ int PIOc_createfile(int iosysid, int *ncidp, int *iotype, const char *fname, int
     CALL(pio_createfile, iosysid, ncidp, iotype ? *iotype : -1, fname, mode);
 }
 
+/* The library's own default fill mode, as PIO2's: netCDF-4 fills, PnetCDF does not (PIOc_createfile: never). */
 int PIOc_create(int iosysid, const char *path, int cmode, int *ncidp)
 {
     int iotype = (cmode & NC_NETCDF4) ? PIO_IOTYPE_NETCDF4P : PIO_IOTYPE_PNETCDF;
-    return PIOc_createfile(iosysid, ncidp, &iotype, path, cmode);
+    int code = PIOc_createfile(iosysid, ncidp, &iotype, path, cmode);
+    return code || iotype == PIO_IOTYPE_PNETCDF ? code : PIOc_set_fill(*ncidp, NC_FILL, NULL);
 }
 
 /* Not in pio.h: PIO2 declares it in its private header, and its own examples call it. climio opens any netCDF

@@ -115,6 +115,12 @@ def set_nofill(ncid: int, where: str) -> None:
     check(lib().nc_set_fill(ncid, NC_NOFILL, ctypes.byref(old)), "nc_set_fill", where)
 
 
+def fill_var(ncid: int, varid: int, where: str) -> None:
+    """Values of the variable never written read as its fill value (netCDF-4: HDF5's fill; in a file made
+    without fill values)."""
+    check(lib().nc_def_var_fill(ncid, varid, 0, None), "nc_def_var_fill", where)
+
+
 def def_dim(ncid: int, name: str, length: int | None, where: str) -> int:
     dimid = ctypes.c_int()
     size = NC_UNLIMITED if length is None else length

@@ -57,7 +57,9 @@ def name_problem(name: str) -> str | None:
 class Variable:
     """One variable: name, numpy dtype, dimension names in file order, CF attributes.
 
-    ``chunks`` (chunk sizes) and ``compression`` apply to netCDF-4 files (modes ``hdf5``, ``hdf5-classic``).
+    ``chunks`` (chunk sizes) and ``compression`` apply to netCDF-4 files (modes ``hdf5``, ``hdf5-classic``), and
+    so does ``fill``: values never written read as the fill value (HDF5 fills them). Classic files are made without
+    fill values: a writer that wants them there writes them.
     """
 
     name: str
@@ -66,6 +68,7 @@ class Variable:
     attrs: Mapping[str, AttrValue] = field(default_factory=dict)
     chunks: tuple[int, ...] | None = None
     compression: Compression = NONE
+    fill: bool = False
 
     def __post_init__(self) -> None:
         # Whatever asked for it (an input's own filters, -L, --ppc, --cmp), a type netCDF-C cannot filter is stored

@@ -149,6 +149,8 @@ def define(ncid: int, schema: Schema, path: str, mode: Mode, *, collective: bool
     for var in schema.variables:
         where = f"{path}: variable '{var.name}'"
         varid = libnetcdf.def_var(ncid, var.name, var.numpy_dtype, [dimids[d] for d in var.dims], where)
+        if var.fill and mode.format.hdf5:
+            libnetcdf.fill_var(ncid, varid, where)
         if mode.compressible and var.chunks is not None:
             libnetcdf.def_var_chunking(ncid, varid, tuple(var.chunks), where)
         _compress(ncid, varid, var, where)
@@ -545,6 +547,7 @@ class Store(ABC):
             return
         try:
             with netCDF4.Dataset(self._temp_path, "a") as dataset:
+                dataset.set_fill_off()  # a record it adds stays as the writer left it (its own fills, or none)
                 dataset.set_auto_chartostring(False)
                 for name, data in self.text.items():
                     if data.size:
