@@ -17,9 +17,9 @@ import pytest
 from conftest import assert_all, runs_here
 from mpi4py import MPI
 
-from climio.core import trace
+from climio.core import collectives, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
-from climio.core.rearrange import Layout, Plan
+from climio.core.rearrange import Layout, Plan, descriptions, forward_together
 from climio.errors import ClimioError
 
 KINDS = ["block", "halo", "box", "runs", "offsets", "compmap"]
@@ -379,3 +379,38 @@ def test_local_arrays_of_the_wrong_shape_are_refused(comm: MPI.Comm) -> None:
                 plan.forward(array)
         with pytest.raises(ClimioError, match="writeable C-contiguous"):
             plan.forward(np.zeros((2, 3, 2)), out=np.zeros((2, 3, 2), "f4"))
+
+
+@pytest.mark.parametrize("kinds", [("halo", "runs"), ("box", "block")], ids=["halo-runs", "box-block"])
+def test_plans_from_known_layouts_and_plans_moved_together(comm: MPI.Comm, kinds: tuple[str, str]) -> None:
+    """Box-like layouts whose descriptions every rank has already (as a strategy's pieces are worked out alike
+    on every rank): the plan built from them makes no collective call and moves what the collective plan moves,
+    both ways; and two plans' forward exchanges in one (forward_together) give what each gives alone, in one
+    Alltoallw."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    for seed in (4000, 4001):
+        if not runs_here(comm, seed):  # each draw at 1 rank and at two of 2, 3, 4, 6 (conftest.runs_here)
+            continue
+        rng = np.random.default_rng(seed)
+        shape = random_shape(rng)
+        sources, dests = specs(rng, shape, size, kinds[0], "source"), specs(rng, shape, size, kinds[1], "dest")
+        trailing = TRAILINGS[seed % len(TRAILINGS)]
+        with Case(comm, seed, shape, sources, dests, trailing) as case:
+            source, dest = layout(case.source, shape, rank), layout(case.dest, shape, rank)
+            known = list(zip(descriptions(comm, source), descriptions(comm, dest)))
+            before = collectives.calls()
+            quiet = Plan(comm, source, dest, trailing=trailing, known=known)
+            assert before is None or collectives.calls() == before, "a plan from known layouts communicated"
+            with quiet:
+                given, out, expected, _ = case.forward_arrays(DTYPES[seed % 6], 0)
+                quiet.forward(given, out=out)
+                assert_all(comm, np.array_equal(out, expected), f"known {kinds} seed {seed}: forward")
+                given, out, expected = case.backward_arrays(DTYPES[seed % 6], 1)
+                quiet.backward(given, out=out)
+                assert_all(comm, np.array_equal(out, expected), f"known {kinds} seed {seed}: backward")
+                first, second = case.forward_arrays(DTYPES[1], 2), case.forward_arrays(DTYPES[4], 3)
+                trace.reset()
+                forward_together([(case.plan, [first[0]], [first[1]]), (quiet, [second[0]], [second[1]])])
+                calls = [r for r in trace.tracer().records if r[0] == "rearrange"]
+                assert_all(comm, len(calls) == 1 and np.array_equal(first[1], first[2])
+                           and np.array_equal(second[1], second[2]), f"together {kinds} seed {seed}")

@@ -110,6 +110,13 @@ class Layout(ABC):
         """``(global start, length, local position)`` of every non-empty run held, local positions in
         the order of the array without halo."""
 
+    @property
+    def description(self) -> Description:
+        """What every rank learns of this layout when a plan is built: a few numbers, or for offsets just the
+        kind. Where every rank knows every rank's (:func:`descriptions`), :class:`Plan` takes them as ``known``
+        and builds without communication."""
+        return self._describe()
+
     @abstractmethod
     def _describe(self) -> Description:
         """What the other ranks need to know of this layout (allgathered): a few numbers, or just the kind."""
@@ -552,6 +559,12 @@ def route(comm: MPI.Comm, rows: np.ndarray, to: np.ndarray) -> tuple[np.ndarray,
     return out, np.repeat(np.arange(size, dtype=np.int64), received)
 
 
+def descriptions(comm: MPI.Comm, layout: Layout) -> list[Description]:
+    """Every rank's :attr:`Layout.description` (collective, one allgather): with them, plans from this layout
+    to pieces that every rank can work out are built without communication (:class:`Plan`'s ``known``)."""
+    return comm.allgather(layout.description)
+
+
 def _raise_any(comm: MPI.Comm, problem: str) -> None:
     """Every rank raises the first rank's problem, if any rank has one (collective)."""
     problems = [p for p in comm.allgather(problem) if p]
@@ -571,9 +584,19 @@ class Plan:
     datatypes with :meth:`free` or by using the plan as a context manager.
     """
 
-    def __init__(self, comm: MPI.Comm, source: Layout, dest: Layout, *, trailing: tuple[int, ...] = ()) -> None:
+    def __init__(self, comm: MPI.Comm, source: Layout, dest: Layout, *, trailing: tuple[int, ...] = (),
+                 known: Sequence[tuple[Description, Description]] | None = None) -> None:
+        """``known``: every rank's source and destination descriptions (:attr:`Layout.description`), box-like,
+        where the caller has them all (a strategy's pieces are worked out alike on every rank): the plan is
+        then built without any communication, and without the checks that need it."""
         self.comm, self.source, self.dest = comm, source, dest
         self.trailing = tuple(int(n) for n in trailing)
+        self._bases: dict[np.dtype, MPI.Datatype] = {}
+        if known is not None:
+            assert all(d[0] != "offsets" for pair in known for d in pair), "known layouts are box-like"
+            sides = self._by_boxes([pair[0] for pair in known], [pair[1] for pair in known], checked=True)
+            self._forward, self._backward = sides[:2], sides[2:]
+            return
         problem = source._problem() or dest._problem()
         if source.shape != dest.shape:
             problem = f"source layout of shape {source.shape} and destination of shape {dest.shape} differ"
@@ -590,7 +613,6 @@ class Plan:
         else:
             sides = self._by_boxes([d[0] for d in described], [d[1] for d in described])
         self._forward, self._backward = sides[:2], sides[2:]
-        self._bases: dict[np.dtype, MPI.Datatype] = {}
 
     @property
     def dest_complete(self) -> bool:
@@ -604,7 +626,10 @@ class Plan:
 
     # -- box-like layouts everywhere: intersections of allgathered pieces
 
-    def _by_boxes(self, sources: list[Description], dests: list[Description]) -> tuple[_Side, ...]:
+    def _by_boxes(self, sources: list[Description], dests: list[Description], checked: bool = False
+                  ) -> tuple[_Side, ...]:
+        """The sides of box-like layouts on every rank; ``checked``: no two sources overlap (the caller knows),
+        so no rank need hear from the others."""
         rank, size = self.comm.Get_rank(), self.comm.Get_size()
         src = [_pieces(d) for d in sources]
         dst = [_pieces(d) for d in dests]
@@ -616,15 +641,16 @@ class Plan:
         d_hi = d_lo + np.concatenate([p[1] for p in dst])
         mine_s, mine_d = np.flatnonzero(s_rank == rank), np.flatnonzero(d_rank == rank)
 
-        i, j, lo, _ = _intersect(s_lo[mine_s], s_hi[mine_s], s_lo, s_hi)
-        clash = mine_s[i] != j
-        problem = ""
-        if clash.any():
-            k = int(np.argmax(clash))
-            offset = int(np.ravel_multi_index(tuple(lo[k]), self.source.shape))
-            problem = (f"element {_element(self.source.shape, offset)} of {self.source.shape} is held by source "
-                       f"ranks {rank} and {s_rank[j[k]]}")
-        _raise_any(self.comm, problem)
+        if not checked:
+            i, j, lo, _ = _intersect(s_lo[mine_s], s_hi[mine_s], s_lo, s_hi)
+            clash = mine_s[i] != j
+            problem = ""
+            if clash.any():
+                k = int(np.argmax(clash))
+                offset = int(np.ravel_multi_index(tuple(lo[k]), self.source.shape))
+                problem = (f"element {_element(self.source.shape, offset)} of {self.source.shape} is held by "
+                           f"source ranks {rank} and {s_rank[j[k]]}")
+            _raise_any(self.comm, problem)
 
         # the destination pieces this rank sends from backward, or whose regions it receives
         needed = np.union1d(mine_d, _intersect(s_lo[mine_s], s_hi[mine_s], d_lo, d_hi)[1])
@@ -784,9 +810,22 @@ class Plan:
 
     def _exchange(self, send: _Side, receive: _Side, arrays: Sequence[np.ndarray],
                   outs: Sequence[np.ndarray] | None) -> list[np.ndarray]:
-        arrays = [np.ascontiguousarray(a) for a in arrays]
         if not arrays:
             return []
+        move = self._move(send, receive, arrays, outs)
+        if move.nbytes_per_element == 0:  # nothing to move (every rank agrees)
+            return move.outs
+        if len(move.arrays) == 1 and (isinstance(send, _BoxSide) or isinstance(receive, _BoxSide)):
+            self._exchange_in_place(send, receive, move.arrays[0], move.outs[0], move.shapes[0], move.out_shapes[0],
+                                    move.nbytes)
+            return move.outs
+        _alltoallw(self.comm, [move])
+        return move.outs
+
+    def _move(self, send: _Side, receive: _Side, arrays: Sequence[np.ndarray], outs: Sequence[np.ndarray] | None
+              ) -> _Move:
+        """One direction's exchange of ``arrays`` into ``outs`` (made where not given), checked."""
+        arrays = [np.ascontiguousarray(a) for a in arrays]
         if outs is None:
             make = np.empty if receive.complete else np.zeros
             outs = [make((*receive.layout.local_shape, *self.trailing), dtype=a.dtype) for a in arrays]
@@ -798,22 +837,7 @@ class Plan:
             if o.dtype != a.dtype or not o.flags.c_contiguous or not o.flags.writeable:
                 raise ClimioError(f"output array must be a writeable C-contiguous {a.dtype} array, "
                                   f"got {'' if o.flags.c_contiguous else 'non-contiguous '}{o.dtype}")
-        per_element = math.prod(self.trailing)
-        nbytes = sum(send.elements * per_element * a.itemsize for a in arrays)
-        if per_element * sum(a.itemsize for a in arrays) == 0:  # nothing to move (every rank agrees)
-            return list(outs)
-        if len(arrays) == 1 and (isinstance(send, _BoxSide) or isinstance(receive, _BoxSide)):
-            self._exchange_in_place(send, receive, arrays[0], outs[0], shapes[0], out_shapes[0], nbytes)
-            return list(outs)
-        send_types = [send.types(self._base_of(a.dtype), a.dtype, s) for a, s in zip(arrays, shapes)]
-        receive_types = [receive.types(self._base_of(o.dtype), o.dtype, s) for o, s in zip(outs, out_shapes)]
-        zeros = [0] * self.comm.Get_size()
-        with _joined(arrays, send_types, send.counts) as (send_buffer, send_made), \
-                _joined(outs, receive_types, receive.counts) as (receive_buffer, receive_made), \
-                trace.phase("rearrange", nbytes):
-            self.comm.Alltoallw([send_buffer, send.counts, zeros, send_made],
-                                [receive_buffer, receive.counts, zeros, receive_made])
-        return list(outs)
+        return _Move(self, send, receive, arrays, list(outs), shapes, out_shapes)
 
     def _exchange_in_place(self, send: _Side, receive: _Side, array: np.ndarray, out: np.ndarray,
                            shape: tuple[int, ...], out_shape: tuple[int, ...], nbytes: int) -> None:
@@ -859,22 +883,76 @@ class Plan:
         self.free()
 
 
+def forward_together(moves: Sequence[tuple[Plan, Sequence[np.ndarray], Sequence[np.ndarray]]]) -> None:
+    """Several plans' forward exchanges on one communicator (each ``(plan, arrays, outs)``, as
+    :meth:`Plan.forward_many`) in one ``MPI_Alltoallw`` (collective: every rank passes its plans in the same
+    order): records that move by different plans (a stripe's phase differs by field) cost one exchange."""
+    prepared = [plan._move(*plan._forward, arrays, outs) for plan, arrays, outs in moves if arrays]
+    prepared = [m for m in prepared if m.nbytes_per_element]  # a plan with nothing to move has it so on every rank
+    if prepared:
+        _alltoallw(prepared[0].plan.comm, prepared)
+
+
+@dataclass
+class _Move:
+    """One plan's arrays checked for one direction's exchange."""
+
+    plan: Plan
+    send: _Side
+    receive: _Side
+    arrays: list[np.ndarray]
+    outs: list[np.ndarray]
+    shapes: list[tuple[int, ...]]
+    out_shapes: list[tuple[int, ...]]
+
+    @property
+    def nbytes_per_element(self) -> int:
+        return math.prod(self.plan.trailing) * sum(a.itemsize for a in self.arrays)
+
+    @property
+    def nbytes(self) -> int:
+        return self.send.elements * self.nbytes_per_element
+
+
+def _alltoallw(comm: MPI.Comm, moves: Sequence[_Move]) -> None:
+    """The moves' arrays in one ``MPI_Alltoallw``, each array by its plan's datatype for each peer."""
+    arrays, outs, send_types, receive_types, send_counts, receive_counts = [], [], [], [], [], []
+    for m in moves:
+        arrays += m.arrays
+        outs += m.outs
+        send_types += [m.send.types(m.plan._base_of(a.dtype), a.dtype, s) for a, s in zip(m.arrays, m.shapes)]
+        receive_types += [m.receive.types(m.plan._base_of(o.dtype), o.dtype, s) for o, s in zip(m.outs, m.out_shapes)]
+        send_counts += [m.send.counts] * len(m.arrays)
+        receive_counts += [m.receive.counts] * len(m.outs)
+    zeros = [0] * comm.Get_size()
+    with _joined(arrays, send_types, send_counts) as (send_buffer, sent, send_made), \
+            _joined(outs, receive_types, receive_counts) as (receive_buffer, received, receive_made), \
+            trace.phase("rearrange", sum(m.nbytes for m in moves)):
+        comm.Alltoallw([send_buffer, sent, zeros, send_made], [receive_buffer, received, zeros, receive_made])
+
+
 @contextmanager
-def _joined(arrays: Sequence[np.ndarray], types: list[list[MPI.Datatype]],
-            counts: list[int]) -> Iterator[tuple[object, list[MPI.Datatype]]]:
-    """One buffer and one datatype per peer for several arrays: the array and its types when there is one,
-    else ``MPI.BOTTOM`` with, per peer, a struct of each array's type at its absolute address (freed on exit)."""
+def _joined(arrays: Sequence[np.ndarray], types: list[list[MPI.Datatype]], counts: list[list[int]]
+            ) -> Iterator[tuple[object, list[int], list[MPI.Datatype]]]:
+    """One buffer, and per peer one count and one datatype, for several arrays (``counts[k][peer]``: 1 where
+    array ``k`` has elements for that peer): the array, its counts and types when there is one, else
+    ``MPI.BOTTOM`` with, per peer, a struct of the arrays' types at their absolute addresses (freed on exit)."""
     from mpi4py import MPI
 
     if len(arrays) == 1:
-        yield arrays[0], types[0]
+        yield arrays[0], counts[0], types[0]
         return
     addresses = [MPI.Get_address(a) for a in arrays]
-    made = [MPI.Datatype.Create_struct([1] * len(arrays), addresses, [t[peer] for t in types]).Commit()
-            if count else MPI.BYTE for peer, count in enumerate(counts)]
+    made: list[MPI.Datatype] = []
+    per_peer: list[int] = []
+    for peer in range(len(counts[0])):
+        taking = [k for k in range(len(arrays)) if counts[k][peer]]
+        made.append(MPI.Datatype.Create_struct([1] * len(taking), [addresses[k] for k in taking],
+                                               [types[k][peer] for k in taking]).Commit() if taking else MPI.BYTE)
+        per_peer.append(int(bool(taking)))
     try:
-        yield MPI.BOTTOM, made
+        yield MPI.BOTTOM, per_peer, made
     finally:
-        for datatype, count in zip(made, counts):
+        for datatype, count in zip(made, per_peer):
             if count:
                 datatype.Free()

@@ -24,6 +24,7 @@ Every strategy writes the same bytes: the tests compare them element by element.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -35,10 +36,11 @@ from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.core.ncio.compression import parse_cmp
 from climio.core.ncio.schema import fill_value as schema_fill_value
+from climio.core.rearrange import Description, descriptions
 from climio.errors import ClimioError, api_words
 from climio.model.decomposition import GridDecomposition, from_blocks
 from climio.model.gather import Gatherer
-from climio.model.route import Route
+from climio.model.route import Route, gather_together
 from climio.model.strategy import STRATEGIES, Strategy, applicable_modes, parse_strategy
 
 if TYPE_CHECKING:
@@ -50,6 +52,7 @@ TIME_UNITS = "seconds since 1970-01-01 00:00:00"  # the time coordinate's units 
 CALENDAR = "standard"
 CONVENTIONS = "CF-1.8"  # as every file climio writes
 STEP_BUFFER_BYTES = 2**29  # a writer's records of one output step held at once (more fields: several batches)
+KEPT_STRIPE_ROUTES = 8  # stripe routes kept beyond one a field: a phase seen again soon is not rebuilt
 
 
 @dataclass(frozen=True)
@@ -137,6 +140,13 @@ def global_attributes(attrs: Mapping[str, object] | None, strategy: str, mode: s
     return {"Conventions": CONVENTIONS, **given, "history": f"{line}\n{old}".strip()}
 
 
+def record_requests(step: int, names: list[str], pieces: list[list[tuple[np.ndarray, Hyperslab]]]
+                    ) -> list[tuple[str, np.ndarray, Hyperslab]]:
+    """Write requests of record ``step`` from each named field's ``(data, hyperslab)`` pieces."""
+    return [(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
+            for name, field_pieces in zip(names, pieces) for data, slab in field_pieces]
+
+
 def fill_value(f: Field) -> object:
     """The field's ``_FillValue``, or netCDF's default fill for its type."""
     return schema_fill_value(f.attrs, np.dtype(f.dtype))
@@ -209,7 +219,8 @@ class ModelOutput:
                                   aggregated=self.strategy.name != "direct", one_writer=self.strategy.name == "root")
         shared: dict[tuple[int | None, str], Route | Gatherer] = {}  # fields of one shape and type share one
         self._routes: dict[str, Route | Gatherer] = {}
-        self._stripe_routes: dict[tuple[int | None, str, int], Route] = {}
+        self._stripe_routes: OrderedDict[tuple[int | None, str, int], Route] = OrderedDict()  # least recent first
+        self._layouts: dict[int | None, list[Description]] = {}  # every rank's layout of a field's record
         try:
             if self.strategy.name != "stripe":
                 for f in fields:
@@ -265,16 +276,23 @@ class ModelOutput:
         arrays = {name: np.asarray(fields[name]) for name in recorded}
         self._check_shapes(arrays)
         pending = [self._time_request(step, time)]
-        held: set[int] = set()  # routes whose buffers hold pending data
+        group: list[tuple[Route, list[str]]] = []  # batches of different routes: moved in one exchange
         for route, names in self._batches(step, recorded):
-            if id(route) in held:
-                self._store.write_many(pending)
-                pending, held = [], set()
-            pieces = self._many_pieces(route, [self.fields[n] for n in names], [arrays[n] for n in names])
-            held.add(id(route))
-            pending += [(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
-                        for name, field_pieces in zip(names, pieces) for data, slab in field_pieces]
-        self._store.write_many(pending)
+            if isinstance(route, Gatherer):
+                pieces = self._many_pieces(route, [self.fields[n] for n in names], [arrays[n] for n in names])
+                pending += record_requests(step, names, pieces)
+                continue
+            if any(r is route for r, _ in group):  # its buffers are taken: move and write what is held first
+                self._store.write_many(pending + self._gathered(step, group, arrays))
+                pending, group = [], []
+            group.append((route, names))
+        self._store.write_many(pending + self._gathered(step, group, arrays))
+
+    def _gathered(self, step: int, group: list[tuple[Route, list[str]]], arrays: Mapping[str, np.ndarray]
+                  ) -> list[tuple[str, np.ndarray, Hyperslab]]:
+        """The write requests of record ``step`` of the grouped fields, moved to the writers in one exchange."""
+        moved = gather_together([(route, [arrays[n] for n in names]) for route, names in group])
+        return [request for (_, names), pieces in zip(group, moved) for request in record_requests(step, names, pieces)]
 
     def _batches(self, step: int, names: list[str]) -> list[tuple[Route | Gatherer, list[str]]]:
         """The fields grouped by the route they share (in order of first use), cut into batches of as many
@@ -316,8 +334,7 @@ class ModelOutput:
         if step is None:
             self._store.write_many([(name, data, slab) for data, slab in pieces])
         else:
-            self._store.write_many([(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
-                                    for data, slab in pieces])
+            self._store.write_many(record_requests(step, [name], [pieces]))
 
     def write_variable(self, name: str, data: np.ndarray | None, step: int | None = None) -> None:
         """Write one of ``variables`` (not decomposed: coordinates, bounds, level values) from rank 0's ``data``
@@ -383,14 +400,22 @@ class ModelOutput:
 
     def _stripe_route(self, name: str, f: Field, step: int) -> Route:
         """The route for this record's position in the file; records of one shape at the same stripe phase
-        share one."""
+        share one. Each rank works out every rank's stripes, so a new one is built without communication (the
+        ranks' layouts are gathered once); the routes of the last step or so are kept."""
         layout = self._store.layout  # a classic file's: stripe applies to CDF-2 and CDF-5
         assert layout is not None
         offset = layout.begins[name] + (step * layout.record_size if f.records else 0)
         key = (f.levels, np.dtype(f.dtype).str, self.strategy.stripe_key(offset))
-        if key not in self._stripe_routes:
-            self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, self._moved(f),
-                                                           fill=fill_value(f), offset=offset)
+        if key in self._stripe_routes:
+            self._stripe_routes.move_to_end(key)
+            return self._stripe_routes[key]
+        if f.levels not in self._layouts:
+            self._layouts[f.levels] = descriptions(self.comm, self.grid.layout(f.levels))
+        self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, self._moved(f),
+                                                       fill=fill_value(f), offset=offset,
+                                                       layouts=self._layouts[f.levels])
+        if len(self._stripe_routes) > len(self.fields) + KEPT_STRIPE_ROUTES:  # the oldest: of an earlier step
+            self._stripe_routes.popitem(last=False)[1].free()
         return self._stripe_routes[key]
 
     def close(self) -> None:

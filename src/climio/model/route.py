@@ -31,7 +31,7 @@ import numpy as np
 from climio.core import collective, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio.store import Store
-from climio.core.rearrange import BoxLayout, Layout, Plan
+from climio.core.rearrange import BoxLayout, Description, Layout, Plan, forward_together
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -172,11 +172,14 @@ class Route:
 
     ``pieces`` are this rank's hyperslabs of the record, in buffer order. Writing, ``fill`` is the value of
     points no rank owns, and ``holes`` runs of them this rank writes itself (``direct``). Reading, the layout
-    may hold a point on several ranks (ghosts): each gets the value.
+    may hold a point on several ranks (ghosts): each gets the value. ``known``: every rank's layout
+    description (:func:`~climio.core.rearrange.descriptions`, box-like) and every rank's pieces, where every rank
+    works them out alike: the route is then built without communication.
     """
 
     def __init__(self, comm: MPI.Comm, layout: Layout, pieces: list[Hyperslab], dtype: str | np.dtype, *,
-                 reading: bool = False, fill: object = None, holes: np.ndarray | None = None) -> None:
+                 reading: bool = False, fill: object = None, holes: np.ndarray | None = None,
+                 known: tuple[list[Description], list[list[Hyperslab]]] | None = None) -> None:
         from mpi4py import MPI
 
         self.dtype, self.layout = np.dtype(dtype), layout
@@ -189,14 +192,15 @@ class Route:
             at += piece.size
         own_box = isinstance(layout, BoxLayout) and pieces == ([layout.slab] if layout.slab.size else [])
         self.plan: Plan | None = None
-        if not comm.allreduce(own_box, op=MPI.LAND):  # unless every rank reads and writes its own box
-            if len(pieces) == 1:
-                buffer: Layout = Layout.box(shape, pieces[0])
-            else:
-                buffer = Layout.runs(shape, np.concatenate([runs_of_slab(shape, p) for p in pieces])
-                                     if pieces else np.zeros((0, 2), np.int64))
+        if known is not None or not comm.allreduce(own_box, op=MPI.LAND):  # unless all read and write their box
+            buffer = _buffer_layout(shape, pieces)
+            pairs = None
+            if known is not None:  # every rank's (source, destination): its layout and its buffer, or back
+                buffers = [_buffer_layout(shape, [p for p in theirs if p.size]).description for theirs in known[1]]
+                pairs = [(b, d) if reading else (d, b) for d, b in zip(known[0], buffers)]
             with trace.phase("plan"):
-                self.plan = Plan(comm, buffer, layout) if reading else Plan(comm, layout, buffer)
+                self.plan = Plan(comm, buffer, layout, known=pairs) if reading else \
+                    Plan(comm, layout, buffer, known=pairs)
         self._block: np.ndarray | None = None  # a halo'd block's contiguous landing place (reading)
         self._buffer_shape = buffer.local_shape if self.plan is not None else (at,)
         self._fill_value, self._reading = fill if fill is not None else 0, reading
@@ -208,8 +212,14 @@ class Route:
         self.fill = np.full(max((s.size for s in self.fill_slabs), default=0), fill if fill is not None else 0,
                             dtype=self.dtype)
         # every rank makes as many calls; every rank batches as many records as the fullest buffer allows
-        self.calls, self.buffer_bytes = collective.most_each(comm, [len(self.slabs) + len(self.fill_slabs),
-                                                                    at * self.dtype.itemsize])
+        if known is None:
+            self.calls, self.buffer_bytes = collective.most_each(comm, [len(self.slabs) + len(self.fill_slabs),
+                                                                        at * self.dtype.itemsize])
+        else:
+            assert holes is None, "a route built without communication has no holes of its own to write"
+            theirs = [[p for p in rank_pieces if p.size] for rank_pieces in known[1]]
+            self.calls = max(len(p) for p in theirs)
+            self.buffer_bytes = max(sum(p.size for p in rank_pieces) for rank_pieces in theirs) * self.dtype.itemsize
 
     def retyped(self, dtype: np.dtype) -> Route:
         """This route for values of another type of the same size (a classic file's byte order): the same plan
@@ -241,16 +251,14 @@ class Route:
     def gather_many(self, locals_: list[np.ndarray]) -> list[list[tuple[np.ndarray, Hyperslab]]]:
         """:meth:`gather` for several fields' records in one exchange (every rank passes as many); each record
         lands in a buffer of its own, reused by the next call."""
+        return gather_together([(self, locals_)])[0]
+
+    def _tail(self) -> list[tuple[np.ndarray, Hyperslab]]:
+        """The pieces after this rank's own: the holes it fills, then empty ones up to the busiest rank's count."""
         ndim = len(self.layout.shape)
         empty = (np.empty((0,) * ndim, self.dtype), Hyperslab.empty(ndim))
         tail = [(self.fill[:s.size].reshape(s.count), s) for s in self.fill_slabs]
-        tail += [empty] * (self.calls - len(self.slabs) - len(tail))
-        if self.plan is None:
-            return [[*((_interior(self.layout, local), s) for _, s in self.slabs), *tail] for local in locals_]
-        buffers = [self._buffer(k) for k in range(len(locals_))]
-        self.plan.forward_many([self._flat(self._sending(k, local)) for k, local in enumerate(locals_)],
-                               [b.reshape(self._buffer_shape) for b in buffers])
-        return [[*((b[at:at + s.size].reshape(s.count), s) for at, s in self.slabs), *tail] for b in buffers]
+        return tail + [empty] * (self.calls - len(self.slabs) - len(tail))
 
     def _sending(self, k: int, local: np.ndarray) -> np.ndarray:
         """Record ``k``'s local array as the exchange sends it: itself, or converted into a buffer of the route's
@@ -311,6 +319,35 @@ class Route:
     def free(self) -> None:
         if self.plan is not None:
             self.plan.free()
+
+
+def gather_together(batches: list[tuple[Route, list[np.ndarray]]]) -> list[list[list[tuple[np.ndarray, Hyperslab]]]]:
+    """:meth:`Route.gather_many` for the records of several routes in one exchange (every rank passes as many
+    routes and records, in the same order): fields whose records take different routes (``stripe``'s phases,
+    fields of two shapes) still cost one exchange a step. Each route's records land in its own buffers."""
+    out, moves = [], []
+    for route, locals_ in batches:
+        tail = route._tail()
+        if route.plan is None:
+            out.append([[*((_interior(route.layout, local), s) for _, s in route.slabs), *tail] for local in locals_])
+            continue
+        buffers = [route._buffer(k) for k in range(len(locals_))]
+        moves.append((route.plan, [route._flat(route._sending(k, local)) for k, local in enumerate(locals_)],
+                      [b.reshape(route._buffer_shape) for b in buffers]))
+        out.append([[*((b[at:at + s.size].reshape(s.count), s) for at, s in route.slabs), *tail] for b in buffers])
+    if len(moves) == 1:
+        moves[0][0].forward_many(moves[0][1], moves[0][2])
+    elif moves:
+        forward_together(moves)
+    return out
+
+
+def _buffer_layout(shape: tuple[int, ...], pieces: list[Hyperslab]) -> Layout:
+    """The layout of a rank's buffer holding ``pieces`` (non-empty) one after the other."""
+    if len(pieces) == 1:
+        return Layout.box(shape, pieces[0])
+    return Layout.runs(shape, np.concatenate([runs_of_slab(shape, p) for p in pieces]) if pieces
+                       else np.zeros((0, 2), np.int64))
 
 
 def runs_of_slab(shape: tuple[int, ...], slab: Hyperslab) -> np.ndarray:

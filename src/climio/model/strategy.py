@@ -26,7 +26,7 @@ import numpy as np
 
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.modes import EVERY_STRATEGY, MODES
-from climio.core.rearrange import BoxLayout, Layout
+from climio.core.rearrange import BoxLayout, Description, Layout
 from climio.errors import ClimioError
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, PointDecomposition
 from climio.model.route import Route, aggregator_ranks, even_ranges, flat_slabs, hole_runs, runs_of, stripe_ranges
@@ -117,15 +117,19 @@ class Strategy:
         return cls(name, picked, stripe_size if name == "stripe" else None, tuple(merged.items()))
 
     def route(self, comm: MPI.Comm, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype,
-              *, fill: object = None, reading: bool = False, offset: int = 0, unit: int | None = None) -> Route:
+              *, fill: object = None, reading: bool = False, offset: int = 0, unit: int | None = None,
+              layouts: list[Description] | None = None) -> Route:
         """The route of one record of a field with ``levels`` (collective). ``offset``: the record's byte offset
         in the file (``stripe`` cuts at the stripe boundaries after it); ``unit``: the elements of one chunk of a
         compressed variable, which ``agg`` hands out whole. Reading, the layout takes in the ghost points, which
-        are filled from the file like owned ones."""
+        are filled from the file like owned ones. ``layouts``: every rank's layout description
+        (:func:`~climio.core.rearrange.descriptions`) for ``agg`` and ``stripe``, whose pieces every rank works
+        out alike: the route is then built without communication (box-like layouts only)."""
         rank = comm.Get_rank()
         shape = decomposition.shape(levels)
         owned = decomposition.layout(levels)
         holes = None
+        known: tuple[list[Description], list[list[Hyperslab]]] | None = None
         if self.name == "direct":  # each rank its owned points (the others' pieces bring it its ghosts)
             if isinstance(owned, BoxLayout):
                 pieces = [owned.slab]
@@ -147,9 +151,14 @@ class Strategy:
                 assert self.stripe_size is not None
                 ranges = stripe_ranges(offset, shape, np.dtype(dtype).itemsize, self.stripe_size,
                                        list(self.aggregators))
-            pieces = [s for a, b, r in ranges if r == rank for s in flat_slabs(a, b, shape)]
+            if layouts is not None and all(d[0] != "offsets" for d in layouts):
+                everyone = [[s for a, b, r in ranges if r == k for s in flat_slabs(a, b, shape)]
+                            for k in range(comm.Get_size())]
+                pieces, known = everyone[rank], (layouts, everyone)
+            else:
+                pieces = [s for a, b, r in ranges if r == rank for s in flat_slabs(a, b, shape)]
         layout = decomposition.layout(levels, ghosts=True) if reading else owned
-        return Route(comm, layout, pieces, dtype, reading=reading, fill=fill, holes=holes)
+        return Route(comm, layout, pieces, dtype, reading=reading, fill=fill, holes=holes, known=known)
 
     def _band(self, decomposition: GridDecomposition, levels: int | None) -> list[Hyperslab]:
         """``rows`` (``cols``): the band of whole process-grid rows (columns) that this rank writes, if it is the
