@@ -42,7 +42,7 @@ from climio.model import piomap
 from climio.model.decomposition import GridDecomposition, from_offsets
 from climio.model.definition import (EBADID, EINTERNAL, EINVAL, EIO, ENOMEM, ESTATE, GLOBAL, NETCDF_TYPES, UNLIMITED,
                                      CallError, Header, Variable, check_name, out_of_range, xtype_dtype)
-from climio.model.route import Route
+from climio.model.route import Route, gather_together
 from climio.model.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -1379,8 +1379,8 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
 
 
 def flush_writes(f: PioFile) -> None:
-    """Write the darray writes file ``f`` holds (collective): the records of one route move to the I/O tasks in
-    one exchange, and all of them are written in one call, as PIO2 flushes its buffer."""
+    """Write the darray writes file ``f`` holds (collective): the records move to the I/O tasks in one exchange,
+    whatever their decompositions, and all of them are written in one call, as PIO2 flushes its buffer."""
     if not f.pending:
         f.refused = ""
         return
@@ -1391,8 +1391,9 @@ def flush_writes(f: PioFile) -> None:
                       p.fill, False)
         groups.setdefault(id(found), (found, []))[1].append(p)
     items: list[tuple[str, np.ndarray, Hyperslab]] = []
-    for shared, members in groups.values():
-        for p, pieces in zip(members, shared.gather_many([p.local for p in members])):
+    moved = gather_together([(shared, [p.local for p in members]) for shared, members in groups.values()])
+    for (_, members), gathered in zip(groups.values(), moved):
+        for p, pieces in zip(members, gathered):
             items += [(p.name, data, slab) if p.frame is None else
                       (p.name, data[None], Hyperslab((p.frame, *slab.start), (1, *slab.count)))
                       for data, slab in pieces]
