@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,6 +52,7 @@ TIME_UNITS = "seconds since 1970-01-01 00:00:00"  # the time coordinate's units 
 CALENDAR = "standard"
 CONVENTIONS = "CF-1.8"  # as every file climio writes
 STEP_BUFFER_BYTES = 2**29  # a writer's records of one output step held at once (more fields: several batches)
+Record = tuple[int | None, str, np.ndarray]  # (step or None, field name, this rank's local array)
 KEPT_STRIPE_ROUTES = 8  # stripe routes kept beyond one a field: a phase seen again soon is not rebuilt
 
 
@@ -140,11 +141,11 @@ def global_attributes(attrs: Mapping[str, object] | None, strategy: str, mode: s
     return {"Conventions": CONVENTIONS, **given, "history": f"{line}\n{old}".strip()}
 
 
-def record_requests(step: int, names: list[str], pieces: list[list[tuple[np.ndarray, Hyperslab]]]
+def record_requests(records: list[Record], pieces: list[list[tuple[np.ndarray, Hyperslab]]]
                     ) -> list[tuple[str, np.ndarray, Hyperslab]]:
-    """Write requests of record ``step`` from each named field's ``(data, hyperslab)`` pieces."""
-    return [(name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
-            for name, field_pieces in zip(names, pieces) for data, slab in field_pieces]
+    """Write requests from each record's ``(data, hyperslab)`` pieces: at its step, or whole (step None)."""
+    return [(name, data, slab) if step is None else (name, data[None], Hyperslab((step, *slab.start), (1, *slab.count)))
+            for (step, name, _), field_pieces in zip(records, pieces) for data, slab in field_pieces]
 
 
 def fill_value(f: Field) -> object:
@@ -274,35 +275,57 @@ class ModelOutput:
                               f"output step {step}: field(s) {', '.join(sorted(fixed))} have no records: write them "
                               f"once with write_field(None, name, local)")
         arrays = {name: np.asarray(fields[name]) for name in recorded}
-        self._check_shapes(arrays)
-        pending = [self._time_request(step, time)]
-        group: list[tuple[Route, list[str]]] = []  # batches of different routes: moved in one exchange
-        for route, names in self._batches(step, recorded):
+        self._check_shapes(arrays.items())
+        self._write_records([(step, name, arrays[name]) for name in recorded], [self._time_request(step, time)])
+
+    def write_records(self, records: Sequence[tuple[int | None, str, np.ndarray]]) -> None:
+        """Several records at once, each ``(step, field name, this rank's local array)`` (step None for a field
+        without records), such as the writes a model held since its last call: one check of the arrays, then as
+        few exchanges and write calls as the routes' buffers allow (collective: every rank passes the same steps
+        and fields, in the same order; arrays are read in place)."""
+        for step, name, _ in records:
+            if name not in self.fields:
+                raise ClimioError(f"no field '{name}' in this output (it has {', '.join(self.fields)})",
+                                  collective=True)
+            if (step is None) == self.fields[name].records:
+                raise ClimioError(f"field '{name}' " + ("has records: give the step" if step is None else
+                                                       "has no records: write it with step None"), collective=True)
+        records = [(step, name, np.asarray(local)) for step, name, local in records]
+        self._check_shapes([(name, local) for _, name, local in records])
+        self._write_records(records, [])
+
+    def _write_records(self, records: list[Record], pending: list[tuple[str, np.ndarray | None, Hyperslab]]
+                       ) -> None:
+        """Move checked records to the writers and write them with ``pending`` requests: the records of
+        different routes in one exchange, until a route's buffers are needed again."""
+        group: list[tuple[Route, list[Record]]] = []  # batches of different routes: moved in one exchange
+        for route, members in self._batches(records):
             if isinstance(route, Gatherer):
-                pieces = self._many_pieces(route, [self.fields[n] for n in names], [arrays[n] for n in names])
-                pending += record_requests(step, names, pieces)
+                pieces = self._many_pieces(route, [self.fields[name] for _, name, _ in members],
+                                           [local for _, _, local in members])
+                pending += record_requests(members, pieces)
                 continue
             if any(r is route for r, _ in group):  # its buffers are taken: move and write what is held first
-                self._store.write_many(pending + self._gathered(step, group, arrays))
+                self._store.write_many(pending + self._gathered(group))
                 pending, group = [], []
-            group.append((route, names))
-        self._store.write_many(pending + self._gathered(step, group, arrays))
+            group.append((route, members))
+        self._store.write_many(pending + self._gathered(group))
 
-    def _gathered(self, step: int, group: list[tuple[Route, list[str]]], arrays: Mapping[str, np.ndarray]
-                  ) -> list[tuple[str, np.ndarray, Hyperslab]]:
-        """The write requests of record ``step`` of the grouped fields, moved to the writers in one exchange."""
-        moved = gather_together([(route, [arrays[n] for n in names]) for route, names in group])
-        return [request for (_, names), pieces in zip(group, moved) for request in record_requests(step, names, pieces)]
+    def _gathered(self, group: list[tuple[Route, list[Record]]]) -> list[tuple[str, np.ndarray, Hyperslab]]:
+        """The write requests of the grouped records, moved to the writers in one exchange."""
+        moved = gather_together([(route, [local for _, _, local in members]) for route, members in group])
+        return [request for (_, members), pieces in zip(group, moved) for request in record_requests(members, pieces)]
 
-    def _batches(self, step: int, names: list[str]) -> list[tuple[Route | Gatherer, list[str]]]:
-        """The fields grouped by the route they share (in order of first use), cut into batches of as many
+    def _batches(self, records: list[Record]) -> list[tuple[Route | Gatherer, list[Record]]]:
+        """The records grouped by the route they take (in order of first use), cut into batches of as many
         records as :data:`STEP_BUFFER_BYTES` holds on the fullest writer. (``stripe`` cuts each record at the
-        stripe boundaries after its own offset in the file: fields share a route only at the same phase.)"""
-        groups: dict[int, tuple[Route | Gatherer, list[str]]] = {}
-        for name in names:
-            route = self._stripe_route(name, self.fields[name], step) if self.strategy.name == "stripe" \
+        stripe boundaries after its own offset in the file: records share a route only at the same phase.)"""
+        groups: dict[int, tuple[Route | Gatherer, list[Record]]] = {}
+        for record in records:
+            step, name, _ = record
+            route = self._stripe_route(name, self.fields[name], step or 0) if self.strategy.name == "stripe" \
                 else self._routes[name]
-            groups.setdefault(id(route), (route, []))[1].append(name)
+            groups.setdefault(id(route), (route, []))[1].append(record)
         out = []
         for route, members in groups.values():
             per = max(1, STEP_BUFFER_BYTES // max(1, route.buffer_bytes)) if isinstance(route, Route) else 1
@@ -320,21 +343,7 @@ class ModelOutput:
     def write_field(self, step: int | None, name: str, local: np.ndarray) -> None:
         """Write record ``step`` of one field (``None`` for a field without records) from this rank's local array
         (collective; read in place)."""
-        if name not in self.fields:
-            raise ClimioError(f"no field '{name}' in this output (it has {', '.join(self.fields)})", collective=True)
-        if (step is None) == self.fields[name].records:
-            raise ClimioError(f"field '{name}' " + ("has records: give the step" if step is None else
-                                                   "has no records: write it with step None"), collective=True)
-        local = np.asarray(local)
-        self._check_shapes({name: local})
-        self._write_checked(step, name, local)
-
-    def _write_checked(self, step: int | None, name: str, local: np.ndarray) -> None:
-        pieces = self._pieces(name, self.fields[name], step or 0, local)
-        if step is None:
-            self._store.write_many([(name, data, slab) for data, slab in pieces])
-        else:
-            self._store.write_many(record_requests(step, [name], [pieces]))
+        self.write_records([(step, name, local)])
 
     def write_variable(self, name: str, data: np.ndarray | None, step: int | None = None) -> None:
         """Write one of ``variables`` (not decomposed: coordinates, bounds, level values) from rank 0's ``data``
@@ -362,15 +371,15 @@ class ModelOutput:
             values = values[None] if mine else None
         self._store.write_many([(name, values, slab)])
 
-    def _check_shapes(self, arrays: Mapping[str, np.ndarray]) -> None:
+    def _check_shapes(self, arrays: Iterable[tuple[str, np.ndarray]]) -> None:
         """Raise on every rank if one rank's local array does not fit the decomposition (no rank waits)."""
         problem = self._shape_problem(arrays)
         if not mpi.all_true(self.comm, not problem):
             raise ClimioError(next(p for p in self.comm.allgather(problem) if p), collective=True)
 
-    def _shape_problem(self, arrays: Mapping[str, np.ndarray]) -> str:
+    def _shape_problem(self, arrays: Iterable[tuple[str, np.ndarray]]) -> str:
         """Why one of this rank's local arrays does not fit the decomposition, or ''."""
-        for name, array in arrays.items():
+        for name, array in arrays:
             f = self.fields[name]
             expected = self.grid.local_shape(f.levels)
             plain = self.grid.layout(f.levels).local_shape
@@ -379,11 +388,6 @@ class ModelOutput:
                         f"match its decomposition: expected {expected}"
                         + (f" (or {plain} without halo)" if plain != expected else ""))
         return ""
-
-    def _pieces(self, name: str, f: Field, step: int, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
-        """This rank's (data, record hyperslab) pieces of field ``name`` at ``step``."""
-        route = self._stripe_route(name, f, step) if self.strategy.name == "stripe" else self._routes[name]
-        return self._many_pieces(route, [f], [local])[0]
 
     def _many_pieces(self, route: Route | Gatherer, fields: list[Field], locals_: list[np.ndarray]
                      ) -> list[list[tuple[np.ndarray, Hyperslab]]]:
