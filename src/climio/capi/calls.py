@@ -5,7 +5,8 @@ Every call is collective over its I/O system's communicator, as in PIO2. Each ru
 phase checks the arguments and prepares the work (no communication), the ranks then agree on the first
 rank's error, if any (one small ``allreduce``), and only when none has one does the collective phase run. So
 a bad id, type or array length on one rank returns the same code on every rank, and no rank is left waiting.
-(PIO's darray writes, which PIO2 holds and writes later, run alone on each rank: :func:`run_local`.)
+(Darray writes, climio's and PIO's, which PIO2 holds and writes later, run alone on each rank: :func:`run_local`;
+the file's next agreed call writes them.)
 An error raised by one rank alone *inside* a collective phase cannot be returned (the others may be inside
 an MPI call): the job is aborted with its message, as the command line does.
 
@@ -23,9 +24,10 @@ from __future__ import annotations
 import math
 import os
 import sys
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -52,12 +54,43 @@ SHIFT = 16
 
 
 @dataclass(kw_only=True)
-class File(Definition):
+class Holding:
+    """Distributed writes a rank took alone (``climio_write_darray``, ``PIOc_write_darray``), held until the file's
+    next agreed call writes them together: the records, their bytes in the file (the same on every rank), a
+    digest of what they are (the same on every rank, unless one refused a write the others took) and this
+    rank's last refusal since."""
+
+    pending: list[Any] = field(default_factory=list)
+    pending_bytes: int = 0
+    pending_digest: int = 0
+    refused: str = ""
+    refused_code: int = 0
+
+    def hold(self, record: object, words: str, nbytes: int) -> None:
+        """Hold ``record``: ``words`` say what it is alike on every rank, ``nbytes`` its bytes in the file."""
+        self.pending.append(record)
+        self.pending_bytes += nbytes
+        self.pending_digest = len(self.pending) << 32 | zlib.crc32(words.encode(), self.pending_digest & 0xFFFFFFFF)
+
+    def release(self) -> list[Any]:
+        """The held records, no longer held."""
+        pending = self.pending
+        self.pending, self.pending_bytes, self.pending_digest, self.refused, self.refused_code = [], 0, 0, "", 0
+        return pending
+
+
+@dataclass(kw_only=True)
+class File(Definition, Holding):
     """An open file of an I/O system, with what attached mode keeps of it."""
 
     system: System
     abandoned: str = ""
     shapes: dict[int | None, tuple[tuple[int, ...], ...]] = field(default_factory=dict)  # local, with/without halo
+
+    def full(self) -> bool:
+        """Whether the held records fill the buffer: :data:`HELD_BYTES` a rank on average (the same answer on
+        every rank)."""
+        return self.pending_bytes >= HELD_BYTES * self.system.comm.Get_size()
 
 
 @dataclass
@@ -71,6 +104,21 @@ class System:
     files: dict[int, File] = field(default_factory=dict)
     count: int = 0
     finalized: bool = False  # kept, so that a call after climio_finalize is an agreed EBADID
+    # A rank that refused a held write returned its code at that call; the next agreed call returns it on every
+    # rank and abandons the file, as an error does (climio's rule). PIO's: nothing, unless the tasks then hold
+    # different writes (PIO_EINVAL on every task).
+    refused_fails: bool = True
+    spares: list[np.ndarray] = field(default_factory=list)  # copies of held writes already written, to reuse
+
+    def copy_of(self, local: np.ndarray) -> np.ndarray:
+        """``local`` copied into a spare array of its type and size (touched already: no page faults in the
+        model's next step), or a new one."""
+        for k, spare in enumerate(self.spares):
+            if spare.dtype == local.dtype and spare.size == local.size:
+                copy = self.spares.pop(k).reshape(local.shape)
+                np.copyto(copy, local)
+                return copy
+        return np.array(local, copy=True)
 
     def add(self, table: dict[int, T], item: T) -> int:
         """Keep ``item`` (a decomposition or a file) under a new id of this system."""
@@ -89,6 +137,13 @@ class System:
 
 SYSTEMS: dict[int, System] = {}
 LAST_ERROR = [""]
+HELD_BYTES = 2**28  # held records' bytes in the file a rank, on average, before an agreed call writes them
+
+
+def in_system(ident: int) -> int:
+    """A file's or decomposition's number within its I/O system: the same on every rank, where the systems' own
+    numbers may differ (ranks of several systems number them apart)."""
+    return ident & ((1 << SHIFT) - 1)
 
 
 def system_of(handle: int, kind: str) -> System:
@@ -116,20 +171,58 @@ def file_of(ncid: int) -> File:
 
 @dataclass(frozen=True)
 class Held:
-    """Work a rank took without agreeing (PIO's held darray writes), which must be the same on every rank when
-    it is carried out: a ``digest`` of it, what it is in words, and what every rank does when the digests
-    differ (``diverged``, given the agreed message)."""
+    """Work a rank took without agreeing (held darray writes), which must be the same on every rank when it is
+    carried out: a ``digest`` of it, what it is in words, what every rank does when the digests differ
+    (``diverged``, given the agreed message), this rank's refusal of such work since, if any, and what every rank
+    does when a refusal fails the call (``given_up``: the files refused on any rank are abandoned)."""
 
     digest: int
     description: str
     diverged: Callable[[str], None]
+    refusal: tuple[int, str] | None = None
+    given_up: Callable[[str], None] = lambda message: None
+
+
+def held_of(system: System) -> Held:
+    """The distributed writes that the system's files hold, for the agreement of its next call."""
+    files = [(ncid, f) for ncid, f in sorted(system.files.items()) if isinstance(f, Holding)]
+    digest = 0
+    for ncid, f in files:
+        if f.pending_digest or f.refused:
+            digest = zlib.crc32(f"{in_system(ncid)}:{f.pending_digest}:{bool(f.refused)};".encode(), digest)
+    held = sum(len(f.pending) for _, f in files)
+    refuser = next((f for _, f in files if f.refused), None)
+    refused = refuser.refused if refuser is not None else ""
+    words = f"holds {held} darray write(s)" + (f" after refusing one ({refused})" if refused else "")
+
+    def diverged(message: str) -> None:  # on every rank: drop what any rank holds, and the files it was for
+        told = system.comm.allgather({in_system(ncid): (f.pending_digest, bool(f.refused)) for ncid, f in files})
+        own = {in_system(ncid): ncid for ncid, _ in files}
+        for n in sorted({n for held in told for n in held}):
+            f = system.files.get(own.get(n, -1))
+            if isinstance(f, Holding) and len({held.get(n, (0, False)) for held in told}) > 1:
+                f.release()
+                if f.input is None and not f.abandoned:  # type: ignore[attr-defined]
+                    abandon(f, message)  # type: ignore[arg-type]
+
+    def given_up(message: str) -> None:  # on every rank: the files that any rank refused a held write of
+        told = system.comm.allgather([in_system(ncid) for ncid, f in files if f.refused])
+        refused = {n for numbers in told for n in numbers}
+        for ncid, f in files:
+            if in_system(ncid) in refused:
+                f.release()
+                if f.input is None and not f.abandoned:  # type: ignore[attr-defined]
+                    abandon(f, message)  # type: ignore[arg-type]
+
+    return Held(digest, words, diverged, (refuser.refused_code, refused) if refuser is not None else None, given_up)
 
 
 def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | None = None,
         name: str = "", held: Held | None = None) -> tuple[int, T | None]:
     """One call: ``prepare`` (local) returns the collective phase; the ranks agree on errors between the two,
-    and, in the same agreement, on ``held`` work (a rank that refused a call of :func:`run_local` the others
-    took makes every rank fail here, with that rank's words).
+    and, in the same agreement, on the work the system's files hold (``held``, by default :func:`held_of`: a
+    rank that refused a call of :func:`run_local` the others took makes every rank fail here, with that rank's
+    words).
 
     Returns ``(code, result)``. On an error the message is kept for :func:`last_error`, a file being written is
     abandoned, and with ``ABORT_ON_ERROR`` the job ends. The collective phase is traced as ``capi:<call>``, so
@@ -137,25 +230,30 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
     fortran``).
     """
     body: Callable[[], T] | None = None
+    held = held if held is not None else held_of(system)
     try:
         if system.finalized:
             raise CallError(f"I/O system {system.id} was finalized", EBADID)
         body = prepare()
-        problem: tuple[int, str] | None = None
+        problem: tuple[int, str, bool] | None = None
     except ClimioError as err:
-        problem = (code_of(err), str(err))
+        problem = (code_of(err), str(err), False)
+    if system.refused_fails and held.refusal is not None:  # older than this call's own problem
+        problem = (*held.refusal, True)
     first = problem if system.comm.Get_size() == 1 or problem is not None else None
     if system.comm.Get_size() > 1:
-        fine, same = mpi.agree_state(system.comm, problem is None, held.digest if held is not None else 0)
+        fine, same = mpi.agree_state(system.comm, problem is None, held.digest)
         if not fine:  # the first rank's, on all
             first = next(r for r in system.comm.allgather(problem) if r is not None)
         elif not same:
-            assert held is not None
             told = system.comm.allgather(held.description)
             odd = next((k for k, d in enumerate(told) if d != told[0]), 1)
             first = (EINVAL, f"the tasks hold different work: task 0 {told[0]}, task {odd} {told[odd]}; none "
-                             f"of it was done")
+                             f"of it was done", False)
             held.diverged(first[1])
+    if first is not None and first[2]:  # a refused held write: its file (and what any rank holds of it) goes
+        held.given_up(first[1])
+        file = None
     if first is None and body is not None:
         try:
             with trace.phase(f"capi:{name or prepare.__qualname__.split('.')[0]}"):
@@ -163,10 +261,10 @@ def run(system: System, prepare: Callable[[], Callable[[], T]], file: File | Non
         except ClimioError as err:
             if not err.collective:
                 _abort_alone(system, str(err), code_of(err))
-            first = (code_of(err), str(err))
+            first = (code_of(err), str(err), False)
         except Exception as err:  # a bug: one rank only, perhaps
             _abort_alone(system, f"climio internal error: {type(err).__name__}: {err}", EINTERNAL)
-    code, message = first  # type: ignore[misc]
+    code, message = first[:2]  # type: ignore[index]
     LAST_ERROR[0] = message
     if file is not None and file.input is None:
         abandon(file, message)
@@ -217,10 +315,42 @@ def abandon(f: File, message: str) -> None:
         out.__exit__(CallError, err, None)
 
 
-def on_file(ncid: int, prepare: Callable[[File], Callable[[], T]]) -> tuple[int, T | None]:
-    """:func:`run` for a call on file ``ncid``; a bad id is agreed over the system its id names."""
+def on_file(ncid: int, prepare: Callable[[File], Callable[[], T]], held: bool = False) -> tuple[int, T | None]:
+    """:func:`run` for a call on file ``ncid``; a bad id is agreed over the system its id names. Every such call
+    first writes the records the file holds. A ``held`` call (``climio_write_darray``) runs on this rank alone
+    while the file's held records leave room (the same answer on every rank that holds the same): no rank waits
+    for another, and its record is written by the file's next agreed call."""
     system = system_of(ncid, "file")
-    return run(system, lambda: prepare(file_of(ncid)), system.files.get(ncid), prepare.__qualname__.split(".")[0])
+    name = prepare.__qualname__.split(".")[0]
+    f = system.files.get(ncid)
+    if held and f is not None and not f.abandoned and f.output is not None and not f.full():
+        def alone() -> Callable[[], T]:
+            assert f is not None
+            try:
+                return prepare(f)
+            except ClimioError as err:
+                f.refused, f.refused_code = str(err), code_of(err)
+                raise
+        return run_local(system, alone, name)
+
+    def checked() -> Callable[[], T]:
+        f = file_of(ncid)
+        body = prepare(f)
+
+        def work() -> T:
+            write_held(f)
+            return body()
+        return work
+
+    return run(system, checked, system.files.get(ncid), name)
+
+
+def write_held(f: File) -> None:
+    """Write the records the file holds (collective: every rank holds the same, as the agreement checked)."""
+    pending = f.release()
+    if pending and f.output is not None:
+        f.output.write_records(pending)
+    f.system.spares += [local for _, _, local in pending]  # the next writes' copies go there
 
 
 def last_error() -> str:
@@ -266,6 +396,7 @@ def finalize(iosysid: int) -> int:
     def body() -> None:
         for ncid in list(system.files):
             f = system.files.pop(ncid)
+            write_held(f)
             for handle in (f.output, f.input):
                 if handle is not None:
                     handle.close()
@@ -524,7 +655,8 @@ def _memory(f: File, memtype: int, memory: np.ndarray | None) -> np.ndarray:
 
 def write_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarray | None) -> int:
     """Record ``frame`` of a decomposed variable (``NOFRAME`` for one without records) from this rank's local
-    array (read in place when its type is the variable's)."""
+    array, checked and copied on this rank alone (the caller may reuse it at once), and written with the file's
+    other held records by its next agreed call, as PIO2 holds darray writes."""
 
     def prepare(f: File) -> Callable[[], None]:
         out = _writing(f, "climio_write_darray")
@@ -537,9 +669,11 @@ def write_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndar
         step = record_of(f, v, frame, target.records)
         _convertible(f, v, memory)
         local = _local(f, target.levels, memory)
-        return lambda: out.write_field(step, v.name, local)
+        out.check_record(step, v.name, local)
+        nbytes = math.prod(out.grid.shape(target.levels)) * np.dtype(target.dtype).itemsize
+        return lambda: f.hold((step, v.name, f.system.copy_of(local)), f"{v.name}:{step};", nbytes)
 
-    return on_file(ncid, prepare)[0]
+    return on_file(ncid, prepare, held=True)[0]
 
 
 def put_var(ncid: int, varid: int, frame: int, memtype: int, given: np.ndarray | None) -> int:
@@ -652,4 +786,8 @@ def closefile(ncid: int) -> int:
             (f.output or f.input).close()  # type: ignore[union-attr]
         return body
 
-    return on_file(ncid, prepare)[0]
+    code = on_file(ncid, prepare)[0]
+    f = system.files.get(ncid)
+    if f is not None and f.abandoned:  # by this call (a write it held was refused): released all the same
+        system.files.pop(ncid)
+    return code

@@ -12,8 +12,10 @@ Without the library (no C API built) nothing changes and the count is None.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
+from collections.abc import Callable
 
 LIBRARY = os.path.join(sys.prefix, "lib", "libclimio_collectives.so")
 
@@ -33,9 +35,15 @@ def preload(env: dict[str, str]) -> dict[str, str]:
 
 def calls() -> int | None:
     """This process's collective MPI calls so far, or None when the library is not loaded ahead of MPI."""
+    count = _counter()
+    return None if count is None else int(count())
+
+
+@functools.cache
+def _counter() -> Callable[[], int] | None:
     try:
         count = ctypes.CDLL(None).climio_collective_calls
     except AttributeError:
         return None
     count.restype = ctypes.c_long
-    return int(count())
+    return count  # type: ignore[no-any-return]

@@ -37,15 +37,21 @@ class Tracer:
 
     records: list[tuple[str, float, float, int]] = field(default_factory=list)
     origin: float = field(default_factory=_clock)
+    collectives: dict[str, int] = field(default_factory=dict)  # collective MPI calls inside each phase, if counted
 
     @contextmanager
     def phase(self, name: str, nbytes: int = 0) -> Iterator[None]:
-        """Time the enclosed block as one occurrence of phase ``name`` that moved ``nbytes``."""
-        start = _clock()
+        """Time the enclosed block as one occurrence of phase ``name`` that moved ``nbytes`` (and count the
+        collective MPI calls made inside it, where climio's library counts them)."""
+        from climio.core.collectives import calls
+
+        start, before = _clock(), calls()
         try:
             yield
         finally:
             self.records.append((name, start - self.origin, _clock() - self.origin, int(nbytes)))
+            if before is not None:
+                self.collectives[name] = self.collectives.get(name, 0) + calls() - before  # type: ignore[operator]
 
     def count(self, name: str, nbytes: int) -> None:
         """Record ``nbytes`` under ``name`` without a duration: a size a benchmark reads from the report (the
@@ -61,6 +67,8 @@ class Tracer:
             entry["seconds"] += end - start
             entry["bytes"] += nbytes
             entry["calls"] += 1
+        for name, count in self.collectives.items():
+            out[name]["collectives"] = count
         return out
 
     def report(self, comm: MPI.Comm) -> dict[str, Any] | None:

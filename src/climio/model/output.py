@@ -284,15 +284,27 @@ class ModelOutput:
         few exchanges and write calls as the routes' buffers allow (collective: every rank passes the same steps
         and fields, in the same order; arrays are read in place)."""
         for step, name, _ in records:
-            if name not in self.fields:
-                raise ClimioError(f"no field '{name}' in this output (it has {', '.join(self.fields)})",
-                                  collective=True)
-            if (step is None) == self.fields[name].records:
-                raise ClimioError(f"field '{name}' " + ("has records: give the step" if step is None else
-                                                       "has no records: write it with step None"), collective=True)
+            problem = self._record_problem(step, name)
+            if problem:
+                raise ClimioError(problem, collective=True)
         records = [(step, name, np.asarray(local)) for step, name, local in records]
         self._check_shapes([(name, local) for _, name, local in records])
         self._write_records(records, [])
+
+    def check_record(self, step: int | None, name: str, local: np.ndarray) -> None:
+        """Raise if ``local`` cannot be record ``step`` of field ``name`` on this rank (no communication): what
+        :meth:`write_records` checks, for a caller that holds records to write them later."""
+        problem = self._record_problem(step, name) or self._shape_problem([(name, np.asarray(local))])
+        if problem:
+            raise ClimioError(problem)
+
+    def _record_problem(self, step: int | None, name: str) -> str:
+        if name not in self.fields:
+            return f"no field '{name}' in this output (it has {', '.join(self.fields)})"
+        if (step is None) == self.fields[name].records:
+            return f"field '{name}' " + ("has records: give the step" if step is None else
+                                         "has no records: write it with step None")
+        return ""
 
     def _write_records(self, records: list[Record], pending: list[tuple[str, np.ndarray | None, Hyperslab]]
                        ) -> None:

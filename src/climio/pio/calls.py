@@ -24,7 +24,6 @@ import functools
 import math
 import os
 import sys
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -32,7 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 import numpy as np
 
 from climio.capi import calls
-from climio.capi.calls import SHIFT, Held, System, last_error, run, run_local, system_of
+from climio.capi.calls import Holding, System, in_system, last_error, run, run_local, system_of
 from climio.core import ncio
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.compression import NONE
@@ -105,20 +104,10 @@ class PioSystem(System):
     method: int = INTERNAL_ERROR
     hints: dict[str, str] = field(default_factory=dict)
     quiet: bool = False  # on climio serve ranks: a failed call's line goes to the model, which says it
-    spares: list[np.ndarray] = field(default_factory=list)  # copies of flushed darray writes, to be reused
+    refused_fails: bool = False  # a refused darray write fails nothing more, unless the tasks then hold different ones
 
     def strategy(self, one_writer: bool) -> str:
         return "root" if one_writer or len(self.iotasks) == 1 else "agg"
-
-    def copy_of(self, local: np.ndarray) -> np.ndarray:
-        """``local`` copied into a spare array of its type and size (touched already: no page faults in the
-        model's next step), or a new one."""
-        for k, spare in enumerate(self.spares):
-            if spare.dtype == local.dtype and spare.size == local.size:
-                copy = self.spares.pop(k).reshape(local.shape)
-                np.copyto(copy, local)
-                return copy
-        return np.array(local, copy=True)
 
 
 BUFFER_BYTES = 2**28  # an I/O task's share of the held darray writes, at most (PIOc_set_buffer_size_limit sets it)
@@ -159,7 +148,7 @@ class Pending:
 
 
 @dataclass(eq=False, kw_only=True)
-class PioFile(Header):
+class PioFile(Header, Holding):
     """A file of PIO: its header (defined here, or read from the file), and the store that writes or reads it."""
 
     system: PioSystem
@@ -180,24 +169,6 @@ class PioFile(Header):
     chunks: dict[int, tuple[int, ...] | None] = field(default_factory=dict)
     frames: dict[int, int] = field(default_factory=dict)
     texts: dict[str, np.ndarray] = field(default_factory=dict)
-    pending: list[Pending] = field(default_factory=list)  # darray writes not yet written (flush_writes)
-    pending_bytes: int = 0  # their records' bytes in the file (the same on every task)
-    pending_digest: int = 0  # of what is held, the same on every task unless one refused a write the others took
-    refused: str = ""  # this task's last refused darray write since the last flush
-
-    def hold(self, p: Pending, nbytes: int) -> None:
-        self.pending.append(p)
-        self.pending_bytes += nbytes
-        crc = zlib.crc32(f"{p.name}:{p.frame}:{in_system(p.ioid)}:{p.dtype.str};".encode(),
-                         self.pending_digest & 0xFFFFFFFF)
-        self.pending_digest = len(self.pending) << 32 | crc
-
-    def release(self) -> list[Pending]:
-        """The held writes, no longer held."""
-        pending = self.pending
-        self.pending, self.pending_bytes, self.pending_digest, self.refused = [], 0, 0, ""
-        return pending
-
     def full(self) -> bool:
         """Whether the held writes fill an I/O task's share of the buffer (the same on every task)."""
         return self.pending_bytes >= buffer_limit() * (1 if self.one_writer else len(self.system.iotasks))
@@ -257,43 +228,13 @@ def call(system: System, prepare: Callable[[], Callable[[], T]], name: str, alon
     """:func:`climio.capi.calls.run` with PIO's codes, agreeing on the system's held writes too; a failed call's
     line is said once, by the first task (but by the I/O servers' systems: each model rank acts on it).
     ``alone``: the call is this task's own (:func:`climio.capi.calls.run_local`)."""
-    code, result = run_local(system, prepare, name) if alone else run(system, prepare, None, name, held_of(system))
+    code, result = run_local(system, prepare, name) if alone else run(system, prepare, None, name)
     if code == NOERR:
         return NOERR, result
     if system.comm.Get_rank() == 0 and not (isinstance(system, PioSystem) and system.quiet):
         sys.stderr.write(f"climio: {last_error()}\n")
         sys.stderr.flush()
     return PIO_CODE.get(code, code), None
-
-
-def in_system(ident: int) -> int:
-    """A file's or decomposition's number within its I/O system: the same on every task, where the systems' own
-    numbers may differ (tasks of several systems number them apart)."""
-    return ident & ((1 << SHIFT) - 1)
-
-
-def held_of(system: System) -> Held:
-    """The darray writes that the system's files hold, for the agreement of its next call."""
-    files = [(ncid, f) for ncid, f in sorted(system.files.items()) if isinstance(f, PioFile)]
-    digest = 0
-    for ncid, f in files:
-        if f.pending_digest or f.refused:
-            digest = zlib.crc32(f"{in_system(ncid)}:{f.pending_digest}:{bool(f.refused)};".encode(), digest)
-    held = sum(len(f.pending) for _, f in files)
-    refused = next((f.refused for _, f in files if f.refused), "")
-    words = f"holds {held} darray write(s)" + (f" after refusing one ({refused})" if refused else "")
-
-    def diverged(message: str) -> None:  # on every task: drop what any task holds, and the files it was for
-        told = system.comm.allgather({in_system(ncid): (f.pending_digest, bool(f.refused)) for ncid, f in files})
-        own = {in_system(ncid): ncid for ncid, _ in files}
-        for n in sorted({n for held in told for n in held}):
-            f = system.files.get(own.get(n, -1))
-            if isinstance(f, PioFile) and len({held.get(n, (0, False)) for held in told}) > 1:
-                f.release()
-                if f.input is None and not f.abandoned:
-                    calls.abandon(f, message)  # type: ignore[arg-type]
-
-    return Held(digest, words, diverged)
 
 
 def on_file(ncid: int, prepare: Callable[[PioFile], Callable[[], T]],
@@ -1366,7 +1307,7 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                     write_text_darray(f, v, frame, d, local, fill_value)
                     continue
                 f.hold(Pending(d, ioid, v.dtype, fill_value, v.name, frame, f.system.copy_of(local)),
-                       math.prod(d.grid.grid) * v.dtype.itemsize)
+                       f"{v.name}:{frame}:{in_system(ioid)}:{v.dtype.str};", math.prod(d.grid.grid) * v.dtype.itemsize)
                 if f.has_records(v):  # the decomposition holds the records, or the frame is one
                     f.records = max(f.records, d.grid.grid[0] if frame is None else frame + 1)
         return body

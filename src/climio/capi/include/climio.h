@@ -93,7 +93,9 @@ int climio_inq_varid(int ncid, const char *name, int *varid);
 /* Data: one record (frame; CLIMIO_NOFRAME for a variable without the record dimension) of a variable
  * from / into this rank's local array of memtype. climio_put_var writes an undistributed variable
  * (coordinates, bounds: any variable whose last dimensions are not the decomposition's grid) from
- * rank 0's values; the other ranks' are not read. */
+ * rank 0's values; the other ranks' are not read. climio_write_darray is checked and copied on each rank
+ * alone (the array may be reused at once) and written with the file's other held records by its next other
+ * call; a rank's refusal returns there, and on every rank at that next call. */
 int climio_put_time(int ncid, long long frame, double time);
 int climio_write_darray(int ncid, int varid, long long frame, int memtype, long long arraylen,
                         const void *array);
