@@ -109,6 +109,7 @@ class Server:
         self.queues: dict[int, deque[Message]] = {c: deque() for c in self.clients}  # messages of packets taken
         self.names_differ = False  # in the last round, between some model ranks
         self.refused = False  # the last round's call, by some model rank
+        self.batch = 1  # the last round's call and the same calls queued after it on every server: taken together
         self.pio: PioCalls | None = None  # PIO's calls, from the first on
 
     # -- the wire
@@ -136,6 +137,16 @@ class Server:
             raise ClimioError(f"climio serve: model rank {client} stopped in the middle of a message of "
                               f"{packet.size} bytes: it died or hangs; nothing was published")
         self.queues[client].extend(wire.unpack(packet))
+
+    def take_arrived(self) -> None:
+        """Take every packet that has arrived from any client, without waiting: queued messages can be taken
+        together."""
+        from mpi4py import MPI
+
+        status = MPI.Status()
+        for client in self.clients:
+            while self.inter.Iprobe(source=client, tag=wire.TAG_PACKET, status=status):
+                self.take_packet(client, status)
 
     def wait_for_packet(self, client: int) -> None:
         """Poll until ``client``'s next packet is in its queue, taking the other clients' packets meanwhile. A
@@ -199,22 +210,36 @@ class Server:
                                        else (m.arg(0), m.arg(1))) for m in messages}
         texts = [zlib.crc32("\0".join(m.names).encode()) for m in messages if not m.refused]  # names, paths, values
         refused = int(any(m.refused for m in messages))
+        queued = self.batchable(messages)
         most = np.iinfo(np.int64).max  # none: the other end of the range, which any key replaces
-        low = np.array([*min(keys, default=(most,) * 4), min(texts, default=most), refused], np.int64)
-        high = np.array([*max(keys, default=(-most,) * 4), max(texts, default=-most), refused], np.int64)
+        low = np.array([*min(keys, default=(most,) * 4), min(texts, default=most), refused, queued], np.int64)
+        high = np.array([*max(keys, default=(-most,) * 4), max(texts, default=-most), refused, queued], np.int64)
         if self.comm.Get_size() > 1:  # one agreement: the lows' minimum as the maximum of their negatives
             from mpi4py import MPI
 
             both = np.concatenate([-low, high])
             waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, wire.buffer(both), op=MPI.MAX))
             low, high = -both[:low.size], both[low.size:]
-        self.refused = bool(high[-1])
+        self.refused, self.batch = bool(high[5]), int(low[6])
         if (low[:2] != high[:2]).any() or (not self.refused and (low[2:4] != high[2:4]).any()):  # every server
             self.give_up(f"climio serve: the model's ranks made different calls (kind, id, arguments "
                          f"{low[:4].tolist()} and {high[:4].tolist()}): every rank must make the same calls in the "
                          f"same order")
         self.names_differ = bool(low[4] != high[4]) and low[4] <= high[4]
         return messages
+
+    def batchable(self, messages: list[Message]) -> int:
+        """How many of this round's calls and the same calls queued after them every client has (at least 1):
+        writes of one file being written, refused by no client, without reductions (held in order)."""
+        head = messages[0]
+        f = self.files.get(head.id)
+        if head.kind != Kind.WRITE or f is None or f.output is None or f.reductions or \
+                any(m.refused or m.names for m in messages):
+            return 1
+        self.take_arrived()
+        same = [next((k for k, m in enumerate(self.queues[c]) if m.kind != Kind.WRITE or m.id != head.id or
+                      m.refused or m.names), len(self.queues[c])) for c in self.clients]
+        return 1 + min(same, default=0)
 
     def refusal(self, messages: list[Message]) -> None:
         """A call some model rank refused itself (a bad variable id, memory type or frame of its own): the first
@@ -273,6 +298,9 @@ class Server:
                 continue
             if kind in wire.SYNC:
                 self.synchronous(messages)
+                continue
+            if kind == Kind.WRITE and self.batch > 1:
+                self.act(ident, self.write_batch, messages)
                 continue
             handler: Callable[[ServedFile, list[Message]], None] = getattr(self, kind.name.lower())
             self.act(ident, handler, messages)
@@ -456,26 +484,7 @@ class Server:
     def write(self, f: ServedFile, messages: list[Message]) -> None:
         """One record of a field: the clients' pieces side by side, written or reduced."""
         d, m = f.definition, messages[0]
-
-        def check() -> tuple[str, np.ndarray]:
-            out = self.writing(f, "WRITE")
-            name = d.variable(m.arg(0)).name
-            if name not in out.fields:
-                raise ClimioError(f"{d.path}: '{name}' is not decomposed: write it with put_var")
-            levels = out.fields[name].levels
-            rows = 1 if levels is None else levels
-            pieces = []
-            for client, piece, points in zip(self.clients, messages, f.pieces):
-                values = piece.data[0]
-                if values.size != rows * points:
-                    raise ClimioError(f"{d.path}: field '{name}': local array of {values.size} elements on model "
-                                      f"rank {client}, expected {rows * points} ({rows} level(s) x {points} points, "
-                                      f"without halo)")
-                pieces.append(values.reshape(rows, points))
-            dtype = np.result_type(*(p.dtype for p in pieces)) if pieces else np.dtype(out.fields[name].dtype)
-            local = np.concatenate(pieces, axis=1) if pieces else np.zeros((rows, 0), dtype)
-            return name, local if levels is not None else local[0]
-        name, local = self.agreed(check)
+        name, local = self.agreed(lambda: self.record(f, messages))
         frame = m.arg(1)
         step = None if frame == rules.NOFRAME else frame
         if name not in f.reductions or step is None:
@@ -486,6 +495,62 @@ class Server:
         if reduced is not None:
             f.output.write_field(frame // f.every, name,  # type: ignore[union-attr]
                                  reduced.astype(f.output.fields[name].dtype))  # type: ignore[union-attr]
+
+    def write_batch(self, f: ServedFile, messages: list[Message]) -> None:
+        """This round's write and the next ``batch - 1`` of every client (queued already): their calls agreed
+        and their checks in one allreduce, then all of them written together (one exchange, one write)."""
+        rounds = [messages, *([self.queues[c].popleft() for c in self.clients] for _ in range(self.batch - 1))]
+        keys = [zlib.crc32(repr([(int(r[k].kind), r[k].id, r[k].arg(0), r[k].arg(1)) for r in rounds[1:]]).encode())
+                for k in range(len(self.clients))]
+        records: list[tuple[int | None, str, np.ndarray]] = []
+        problem: tuple[int, int, str] | None = None
+        for index, round_ in enumerate(rounds):
+            try:
+                name, local = self.record(f, round_)
+            except ClimioError as err:
+                problem = (index, rules.code_of(err), str(err))
+                break
+            frame = round_[0].arg(1)
+            records.append((None if frame == rules.NOFRAME else frame, name, local))
+        most = np.iinfo(np.int64).max
+        agreed = np.array([-min(keys, default=most), max(keys, default=-most),
+                           -(problem[0] if problem else len(rounds))], np.int64)
+        if self.comm.Get_size() > 1:  # one agreement: the calls the same, and the first round any server refused
+            from mpi4py import MPI
+
+            waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, wire.buffer(agreed), op=MPI.MAX))
+        if -agreed[0] != agreed[1]:
+            self.give_up(f"climio serve: the model's ranks made different calls in writes {self.batch} at a time: "
+                         f"every rank must make the same calls in the same order")
+        first = -int(agreed[2])
+        if first < len(rounds):  # that round's error, from the first server that met it
+            mine = problem if problem is not None and problem[0] == first else None
+            told = self.comm.allgather(mine) if self.comm.Get_size() > 1 else [mine]
+            _, code, text = next(t for t in told if t is not None)
+            raise rules.CallError(text, code)
+        f.output.write_records(records)  # type: ignore[union-attr]
+
+    def record(self, f: ServedFile, messages: list[Message]) -> tuple[str, np.ndarray]:
+        """A WRITE round's field and this server's local array of it: its clients' pieces side by side (checked
+        here alone)."""
+        d, m = f.definition, messages[0]
+        out = self.writing(f, "WRITE")
+        name = d.variable(m.arg(0)).name
+        if name not in out.fields:
+            raise ClimioError(f"{d.path}: '{name}' is not decomposed: write it with put_var")
+        levels = out.fields[name].levels
+        rows = 1 if levels is None else levels
+        pieces = []
+        for client, piece, points in zip(self.clients, messages, f.pieces):
+            values = piece.data[0]
+            if values.size != rows * points:
+                raise ClimioError(f"{d.path}: field '{name}': local array of {values.size} elements on model "
+                                  f"rank {client}, expected {rows * points} ({rows} level(s) x {points} points, "
+                                  f"without halo)")
+            pieces.append(values.reshape(rows, points))
+        dtype = np.result_type(*(p.dtype for p in pieces)) if pieces else np.dtype(out.fields[name].dtype)
+        local = np.concatenate(pieces, axis=1) if pieces else np.zeros((rows, 0), dtype)
+        return name, local if levels is not None else local[0]
 
     def put_time(self, f: ServedFile, messages: list[Message]) -> None:
         """A record's time (model rank 0's); a reduced file's records get the middle of their steps' times and
