@@ -137,7 +137,7 @@ class System:
 
 SYSTEMS: dict[int, System] = {}
 LAST_ERROR = [""]
-HELD_BYTES = 2**28  # held records' bytes in the file a rank, on average, before an agreed call writes them
+HELD_BYTES = 2**27  # held records' bytes in the file a rank, on average, before an agreed call writes them (PIO2's default)
 
 
 def in_system(ident: int) -> int:
