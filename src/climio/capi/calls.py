@@ -110,15 +110,19 @@ class System:
     refused_fails: bool = True
     spares: list[np.ndarray] = field(default_factory=list)  # copies of held writes already written, to reuse
 
-    def copy_of(self, local: np.ndarray) -> np.ndarray:
-        """``local`` copied into a spare array of its type and size (touched already: no page faults in the
+    def spare(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+        """An array for a held copy: a spare one of this type and size (touched already: no page faults in the
         model's next step), or a new one."""
         for k, spare in enumerate(self.spares):
-            if spare.dtype == local.dtype and spare.size == local.size:
-                copy = self.spares.pop(k).reshape(local.shape)
-                np.copyto(copy, local)
-                return copy
-        return np.array(local, copy=True)
+            if spare.dtype == dtype and spare.size == math.prod(shape):
+                return self.spares.pop(k).reshape(shape)
+        return np.empty(shape, dtype)
+
+    def copy_of(self, local: np.ndarray) -> np.ndarray:
+        """``local`` copied into a spare array (:meth:`spare`)."""
+        copy = self.spare(local.shape, local.dtype)
+        np.copyto(copy, local)
+        return copy
 
     def add(self, table: dict[int, T], item: T) -> int:
         """Keep ``item`` (a decomposition or a file) under a new id of this system."""
@@ -671,7 +675,8 @@ def write_darray(ncid: int, varid: int, frame: int, memtype: int, given: np.ndar
         local = _local(f, target.levels, memory)
         out.check_record(step, v.name, local)
         nbytes = math.prod(out.grid.shape(target.levels)) * np.dtype(target.dtype).itemsize
-        return lambda: f.hold((step, v.name, f.system.copy_of(local)), f"{v.name}:{step};", nbytes)
+        return lambda: f.hold((step, v.name, out.moved_copy(v.name, local, f.system.spare)), f"{v.name}:{step};",
+                              nbytes)
 
     return on_file(ncid, prepare, held=True)[0]
 

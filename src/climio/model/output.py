@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -297,6 +297,17 @@ class ModelOutput:
         problem = self._record_problem(step, name) or self._shape_problem([(name, np.asarray(local))])
         if problem:
             raise ClimioError(problem)
+
+    def moved_copy(self, name: str, local: np.ndarray, into: Callable[[tuple[int, ...], np.dtype], np.ndarray]
+                   ) -> np.ndarray:
+        """A copy of this rank's owned points of field ``name`` (the halo left out) as its records move to the
+        writers (a classic file's byte order), made in one pass into ``into(shape, dtype)``: a caller that holds
+        records to write them later copies them so, and the write makes no pass of its own over them."""
+        f = self.fields[name]
+        owned = self.grid.owned_view(local, f.levels)
+        copy = into(owned.shape, self._moved(f))
+        np.copyto(copy, owned, casting="unsafe")  # the values were checked to fit (the C API's rule)
+        return copy
 
     def _record_problem(self, step: int | None, name: str) -> str:
         if name not in self.fields:

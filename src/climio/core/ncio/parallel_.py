@@ -159,8 +159,8 @@ class ClassicStore(ParallelStore):
     def _convert(self, var: Variable, data: np.ndarray) -> np.ndarray:
         """climio's writer takes a strided array of the variable's type as it is, and a C-contiguous one in the
         file's byte order (:meth:`write_order`) is written from where it is."""
-        if (data.dtype == var.numpy_dtype and data.size
-                and all(step > 0 and step % data.itemsize == 0 for step in data.strides)):
+        if (data.dtype == var.numpy_dtype and data.size  # an axis of length 1 (a record's) may have any stride
+                and all(step > 0 and step % data.itemsize == 0 for step, n in zip(data.strides, data.shape) if n > 1)):
             return data
         if data.dtype == self.write_order(var) and data.flags.c_contiguous:
             return data

@@ -95,6 +95,7 @@ def _hyperslab_type(count: tuple[int, ...], strides: list[int], itemsize: int) -
 RUN_BYTES = 2**30  # MPI counts are ints: runs longer than this go as several
 IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one pwritev takes
 PACK_BYTES = 2**28  # packed at once, at most: a larger call goes in parts (the packed copy is extra memory)
+HOT_BYTES = 2**22  # packed at once before each rank's own pwrite: the packed bytes are still in the cache
 
 
 class StoredWriter:
@@ -119,7 +120,7 @@ class StoredWriter:
         byte order (any strides), in one call (collective): every rank raises the same IOFault if any rank's
         disk space or write failed (collective writes: nothing is written by any rank when space is missing)."""
         pieces = [p for p in pieces if p[1].size]
-        parts = _parts(pieces, PACK_BYTES)
+        parts = _parts(pieces, HOT_BYTES if self.independent else PACK_BYTES)
         if self.independent:  # pwrite says what failed: no reservation needed (tmpfs zeroes what it reserves)
             failure = ""
             for part in parts:
