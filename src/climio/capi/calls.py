@@ -141,7 +141,8 @@ class System:
 
 SYSTEMS: dict[int, System] = {}
 LAST_ERROR = [""]
-HELD_BYTES = 2**27  # held records' bytes in the file a rank, on average, before an agreed call writes them (PIO2's default)
+HELD_BYTES = 2**27  # held records' bytes in the file a rank, on average, before an agreed call writes them
+#                     (PIO2's default buffer)
 
 
 def in_system(ident: int) -> int:
@@ -405,6 +406,7 @@ def finalize(iosysid: int) -> int:
                 if handle is not None:
                     handle.close()
         system.decomps.clear()
+        system.spares.clear()
         system.finalized = True
         write_trace(system)
 
