@@ -6,9 +6,10 @@ Per strategy and mode it reports, as medians: the model-visible output time per 
 steps' climio calls) and its ratio to one copy of a rank's step (``memcpy``, timed in the same run before each
 pair of launches: the least a call that lets the model reuse its arrays at once can cost), the whole run's
 time (workload and output, to the close), the servers' write bandwidth (the file's bytes over the time the
-servers spent on anything but waiting for messages, from their trace), a server's collective MPI calls over
-the steps (its whole run, from the same trace), and each model rank's peak resident memory above the program
-without output (GNU time's maximum RSS). The served file is compared with the attached one after each pair.
+servers spent on anything but waiting for messages, from their trace), a server's collective MPI calls a step
+(from one step's start to the last step's, from the same trace: the file's definitions and close left out), and
+each model rank's peak resident memory above the program without output (GNU time's maximum RSS). The served
+file is compared with the attached one after each pair.
 
     climio bench model --servers 1 --grid 2x1 --strategy agg --mode cdf5 --reps 3
 
@@ -119,9 +120,10 @@ def run(binary: str, out: str, kind: str, args: list[str], nranks: int, servers:
             ranks = json.load(f)["ranks"]
         measured["server_busy_s"] = max(sum(p["seconds"] for name, p in r["phases"].items()
                                             if name != "serve:receive") for r in ranks)
-        counted = [r.get("collective_calls") for r in ranks]
-        if all(c is not None for c in counted):  # climio's library counts them (built with the C API)
-            measured["server_collectives"] = max(counted)
+        # climio's library counts them (built with the C API): the calls so far, marked as each step begins
+        marks = [[e[3] for e in r["events"] if e[0] == "serve:step"] for r in ranks]
+        if all(r.get("collective_calls") is not None for r in ranks) and all(len(m) > 1 for m in marks):  # a step's, between the first and last steps
+            measured["server_collectives"] = max((m[-1] - m[0]) / (len(m) - 1) for m in marks)
     return measured
 
 
@@ -158,7 +160,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                       "served_run_s": median("served", "run_s"),
                       "server_mib_s": some["bytes"] / 2**20 / median("served", "server_busy_s"),
                       # a server's whole run (connection, define and close included) over the steps
-                      "server_collectives_per_step": median("served", "server_collectives") / some["steps"],
+                      "server_collectives_per_step": median("served", "server_collectives"),
                       "attached_rss_mb": median("attached", "rss_above_kb") / 1024,
                       "served_rss_mb": median("served", "rss_above_kb") / 1024})
     return table
