@@ -118,12 +118,6 @@ class System:
                 return self.spares.pop(k).reshape(shape)
         return np.empty(shape, dtype)
 
-    def copy_of(self, local: np.ndarray) -> np.ndarray:
-        """``local`` copied into a spare array (:meth:`spare`)."""
-        copy = self.spare(local.shape, local.dtype)
-        np.copyto(copy, local)
-        return copy
-
     def add(self, table: dict[int, T], item: T) -> int:
         """Keep ``item`` (a decomposition or a file) under a new id of this system."""
         self.count += 1

@@ -1306,7 +1306,9 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                     flush_writes(f)
                     write_text_darray(f, v, frame, d, local, fill_value)
                     continue
-                f.hold(Pending(d, ioid, v.dtype, fill_value, v.name, frame, f.system.copy_of(local)),
+                copy = f.system.spare(local.shape, f.store.write_order(f.store.schema.variable(v.name)))
+                np.copyto(copy, local, casting="unsafe")  # one pass into the order the flush moves (checked above)
+                f.hold(Pending(d, ioid, v.dtype, fill_value, v.name, frame, copy),
                        f"{v.name}:{frame}:{in_system(ioid)}:{v.dtype.str};", math.prod(d.grid.grid) * v.dtype.itemsize)
                 if f.has_records(v):  # the decomposition holds the records, or the frame is one
                     f.records = max(f.records, d.grid.grid[0] if frame is None else frame + 1)
