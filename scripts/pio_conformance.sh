@@ -408,15 +408,19 @@ mkdir -p "$runs"
 
 first_line() {  # FILE: its first line that tells something (no blank, rule, backtrace or Open MPI runtime
                # chatter); with a PIO backtrace, the function that raised the error; where a PIO test program
-               # stopped on a code ("N Error C in FILE, line L"), the line said just before it, which names the
-               # fault (the lines before are the refusals the program asked for)
+               # stopped on a code ("N Error C in FILE, line L"), climio's line said among its tasks' stops, or
+               # else just before the first, which names the fault (the lines before are the refusals the program
+               # asked for)
     awk '/^[[:space:]]*$/ || /^[[:space:]=-]*$/ || /^Obtained [0-9]+ stack frames/ { next }
          /ORTE_ERROR_LOG|more process(es)? ha(s|ve) sent help message|Set MCA parameter "orte_base_help/ { next }
          /\(pio_err\+0x[0-9a-f]+\) \[0x[0-9a-f]+\]$/ { want = 1; next }
          /\[0x[0-9a-f]+\]$/ { if (want && !from && match($0, /\([A-Za-z_][A-Za-z0-9_]*\+/))
                                   from = substr($0, RSTART + 1, RLENGTH - 2)
                               want = 0; next }
-         /Error -?[0-9]+ in .*, line [0-9]+$/ { if (!stop) stop = (prev != "" ? prev " (then: " $0 ")" : $0); next }
+         /Error -?[0-9]+ in .*, line [0-9]+$/ { if (!stop) stop = (prev != "" ? prev " (then: " $0 ")" : $0)
+                                                 else if (among != "") { stop = among " (then: " $0 ")"; among = "" }
+                                                 next }
+         stop && /^climio: / && !among { among = $0 }  # said among the stops of the tasks, which print apart
          !line { line = $0 }
          { prev = $0 }
          END { if (stop != "") line = stop
