@@ -96,3 +96,28 @@ def test_bad_model_output_input(comm: MPI.Comm, shared_dir: str) -> None:
                 arrays["ps"] = np.zeros((1, 1), "f4")
             out.write(0, arrays, 0.0)
         out.write(0, local_arrays(comm.Get_rank(), size, 1, 0, halo=0), 0.0)
+
+
+@pytest.mark.parametrize("strategy", ["stripe", "agg", "root"])
+def test_several_steps_in_one_write_records(comm: MPI.Comm, shared_dir: str, strategy: str) -> None:
+    """Every step's records in one write_records call (as a model's held writes can be), in an order that is no
+    step's: the same values as step by step. With 8-byte stripes each record of each step takes a stripe route of
+    its own, more than the routes kept between writes, all of them used in the one call."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    grid = process_grid(size, NY, NX)
+    decomp = Decomposition.block2d((NY, NX), *grid, halo=1)
+    stripes = {"stripe_count": min(2, size), "stripe_size": 8} if strategy == "stripe" else {}
+    path = os.path.join(shared_dir, f"records-{strategy}.nc")
+    with ModelOutput(path, decomp, FIELDS, comm, mode="cdf5", strategy=strategy, **stripes) as out:
+        steps = 8  # x 3 fields: more routes than are kept (3 + 8)
+        records = [(step, name, local) for step in range(steps)
+                   for name, local in local_arrays(rank, *grid, step, halo=1).items()]
+        out.write_records(records[::-1])
+        for step in range(steps):
+            out.write_time(step, 3600.0 * step)
+    ok = True
+    if rank == 0:
+        with netCDF4.Dataset(path) as ds:
+            ds.set_auto_mask(False)
+            ok = all(np.array_equal(ds[f.name][s], truth(f.name, s)) for f in FIELDS for s in range(steps))
+    assert_all(comm, ok, f"{strategy}: steps in one write_records")

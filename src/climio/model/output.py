@@ -333,6 +333,8 @@ class ModelOutput:
                 pending, group = [], []
             group.append((route, members))
         self._store.write_many(pending + self._gathered(group))
+        while len(self._stripe_routes) > len(self.fields) + KEPT_STRIPE_ROUTES:  # the least recent, now unused
+            self._stripe_routes.popitem(last=False)[1].free()
 
     def _gathered(self, group: list[tuple[Route, list[Record]]]) -> list[tuple[str, np.ndarray, Hyperslab]]:
         """The write requests of the grouped records, moved to the writers in one exchange."""
@@ -428,7 +430,7 @@ class ModelOutput:
     def _stripe_route(self, name: str, f: Field, step: int) -> Route:
         """The route for this record's position in the file; records of one shape at the same stripe phase
         share one. Each rank works out every rank's stripes, so a new one is built without communication (the
-        ranks' layouts are gathered once); the routes of the last step or so are kept."""
+        ranks' layouts are gathered once); the routes of the last step or so are kept (after each write)."""
         layout = self._store.layout  # a classic file's: stripe applies to CDF-2 and CDF-5
         assert layout is not None
         offset = layout.begins[name] + (step * layout.record_size if f.records else 0)
@@ -441,8 +443,6 @@ class ModelOutput:
         self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, self._moved(f),
                                                        fill=fill_value(f), offset=offset,
                                                        layouts=self._layouts[f.levels])
-        if len(self._stripe_routes) > len(self.fields) + KEPT_STRIPE_ROUTES:  # the oldest: of an earlier step
-            self._stripe_routes.popitem(last=False)[1].free()
         return self._stripe_routes[key]
 
     def close(self) -> None:
