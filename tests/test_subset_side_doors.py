@@ -25,7 +25,7 @@ import pytest
 
 from climio.core.ncio import Variable
 from climio.subset.grids import Curvilinear, Unsupported, detect
-from conftest import DATA, leftovers, one_error_line, run
+from conftest import DATA, leftovers, run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 from run_table import run_table  # noqa: E402

@@ -68,7 +68,7 @@ class Box:
         steps = np.mod(np.diff(lon, axis=-1, append=lon[..., :1]) + 180.0, 360.0) - 180.0
         around = np.abs(steps.sum(axis=-1)) > 180.0
         x = lon[..., :1] + np.mod(lon - lon[..., :1] + 180.0, 360.0) - 180.0  # corners within 180 of the first
-        low, high = x.min(axis=-1), x.max(axis=-1)
+        low = x.min(axis=-1)
         north = lat.mean(axis=-1) > 0
         cap_low = np.where(around & north, lat.min(axis=-1), np.where(around, -90.0, lat.min(axis=-1)))
         cap_high = np.where(around & ~north, lat.max(axis=-1), np.where(around, 90.0, lat.max(axis=-1)))
