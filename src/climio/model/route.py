@@ -191,12 +191,13 @@ class Route:
             self.slabs.append((at, piece))
             at += piece.size
         own_box = isinstance(layout, BoxLayout) and pieces == ([layout.slab] if layout.slab.size else [])
+        everyone = [[p for p in theirs if p.size] for theirs in known[1]] if known is not None else []
         self.plan: Plan | None = None
         if known is not None or not comm.allreduce(own_box, op=MPI.LAND):  # unless all read and write their box
             buffer = _buffer_layout(shape, pieces)
             pairs = None
             if known is not None:  # every rank's (source, destination): its layout and its buffer, or back
-                buffers = [_buffer_layout(shape, [p for p in theirs if p.size]).description for theirs in known[1]]
+                buffers = [_buffer_layout(shape, theirs).description for theirs in everyone]
                 pairs = [(b, d) if reading else (d, b) for d, b in zip(known[0], buffers)]
             with trace.phase("plan"):
                 self.plan = Plan(comm, buffer, layout, known=pairs) if reading else \
@@ -217,9 +218,8 @@ class Route:
                                                                         at * self.dtype.itemsize])
         else:
             assert holes is None, "a route built without communication has no holes of its own to write"
-            theirs = [[p for p in rank_pieces if p.size] for rank_pieces in known[1]]
-            self.calls = max(len(p) for p in theirs)
-            self.buffer_bytes = max(sum(p.size for p in rank_pieces) for rank_pieces in theirs) * self.dtype.itemsize
+            self.calls = max(len(theirs) for theirs in everyone)
+            self.buffer_bytes = max(sum(p.size for p in theirs) for theirs in everyone) * self.dtype.itemsize
 
     def retyped(self, dtype: np.dtype) -> Route:
         """This route for values of another type of the same size (a classic file's byte order): the same plan

@@ -179,6 +179,11 @@ class PioFile(Header, Holding):
             raise CallError(f"{self.path}: in define mode: call PIOc_enddef first", NC_EINDEFINE)
         return self.output or self.input  # type: ignore[return-value]
 
+    def moved(self, name: str) -> np.dtype:
+        """The type a variable's records move in to the I/O tasks: the one the store writes as it is (a classic
+        file's byte order)."""
+        return self.store.write_order(self.store.schema.variable(name))
+
     def readable(self) -> ncio.Store:
         """The store to read from: also a file being written (what was written is read back), which then
         counts the records written so far, as every task knows them."""
@@ -1306,7 +1311,7 @@ def write_darray(ncid: int, varids: list[int], ioid: int, arraylen: int,
                     flush_writes(f)
                     write_text_darray(f, v, frame, d, local, fill_value)
                     continue
-                copy = f.system.spare(local.shape, f.store.write_order(f.store.schema.variable(v.name)))
+                copy = f.system.spare(local.shape, f.moved(v.name))
                 np.copyto(copy, local, casting="unsafe")  # one pass into the order the flush moves (checked above)
                 f.hold(Pending(d, ioid, v.dtype, fill_value, v.name, frame, copy),
                        f"{v.name}:{frame}:{in_system(ioid)}:{v.dtype.str};", math.prod(d.grid.grid) * v.dtype.itemsize)
@@ -1330,7 +1335,7 @@ def flush_writes(f: PioFile) -> None:
     groups: dict[int, tuple[Route, list[Pending]]] = {}
     pending = f.release()
     for p in pending:  # in the same order on every task: routes are built alike
-        found = route(f.system, p.decomp, f.one_writer, f.store.write_order(f.store.schema.variable(p.name)),
+        found = route(f.system, p.decomp, f.one_writer, f.moved(p.name),
                       p.fill, False)
         groups.setdefault(id(found), (found, []))[1].append(p)
     items: list[tuple[str, np.ndarray, Hyperslab]] = []
