@@ -461,6 +461,15 @@ class _Side(ABC):
                    local_shape: tuple[int, ...]) -> MPI.Datatype:
         """The committed datatype of what goes to or comes from one peer."""
 
+    @abstractmethod
+    def elements_of(self, entry: Entry) -> int:
+        """How many elements of the global array (without the trailing dimensions) one peer's share holds."""
+
+    @property
+    def nbytes(self) -> int:
+        """The memory this side keeps for its peers' shares (what a plan costs a rank to hold)."""
+        return sum(a.nbytes for entry in self.peers.values() for a in entry)
+
     def free(self) -> None:
         for made in self._types.values():
             for rank in self.peers:
@@ -499,6 +508,14 @@ class _BoxSide(_Side):
         return combined
 
 
+    def elements_of(self, entry: Entry) -> int:
+        _, lo, hi = entry
+        return int(np.prod(hi - lo, axis=1).sum())
+
+    @property
+    def nbytes(self) -> int:
+        return super().nbytes + sum(a.nbytes for a in self.pieces)
+
     def views(self, array: np.ndarray, local_shape: tuple[int, ...]) -> list[list[np.ndarray]]:
         """Per peer (in rank order), views of ``array`` holding its boxes, in the pair's order."""
         starts, counts, offsets = self.pieces
@@ -516,6 +533,9 @@ class _BoxSide(_Side):
 
 class _RunSide(_Side):
     """Peers' shares as runs ``(position, length)`` of the local array without halo, in the pair's order."""
+
+    def elements_of(self, entry: Entry) -> int:
+        return int(entry[1].sum())
 
     def _peer_type(self, base: MPI.Datatype, dtype: np.dtype, entry: Entry,
                    local_shape: tuple[int, ...]) -> MPI.Datatype:
@@ -576,6 +596,95 @@ def _element(shape: tuple[int, ...], offset: int) -> str:
     return str(tuple(int(i) for i in np.unravel_index(offset, shape)))
 
 
+def _gathered(descriptions: list[Description]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                        list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
+    """Every rank's pieces of box-like layouts as one table: each piece's rank, low and high corners, and each
+    rank's pieces."""
+    pieces = [_pieces(d) for d in descriptions]
+    ranks = np.concatenate([np.full(len(p[2]), r, dtype=np.int64) for r, p in enumerate(pieces)])
+    lo = np.concatenate([p[0] for p in pieces])
+    return ranks, lo, lo + np.concatenate([p[1] for p in pieces]), pieces
+
+
+def _box_sides(source: Layout, dest: Layout, trailing: tuple[int, ...], sources: list[Description],
+               dests: list[Description], rank: int) -> tuple[_Side, ...]:
+    """Forward and backward sides on ``rank`` of a plan between box-like layouts, from every rank's
+    descriptions: intersections of its own pieces with everyone's (no communication)."""
+    size = len(sources)
+    s_rank, s_lo, s_hi, src = _gathered(sources)
+    d_rank, d_lo, d_hi, dst = _gathered(dests)
+    mine_s = np.flatnonzero(s_rank == rank)
+
+    # the destination pieces this rank sends from backward, or whose regions it receives
+    needed = np.union1d(np.flatnonzero(d_rank == rank), _intersect(s_lo[mine_s], s_hi[mine_s], d_lo, d_hi)[1])
+    first_holders, overlapped = _first_holders(d_lo, d_hi, needed)
+    whole = (np.arange(len(d_rank), dtype=np.int64), d_lo, d_hi, np.zeros(len(d_rank), dtype=np.int64))
+
+    def side(layout: Layout, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], peer: np.ndarray,
+             keys: tuple[np.ndarray, ...], piece: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> _BoxSide:
+        """Matches grouped by peer, in the order of ``keys`` (the same on both ends of each pair)."""
+        order = np.lexsort(tuple(reversed(keys)) + (peer,))
+        peer, piece, lo, hi = peer[order], piece[order], lo[order], hi[order]
+        bounds = np.searchsorted(peer, np.arange(size + 1))
+        peers = {r: (piece[a:b], lo[a:b], hi[a:b]) for r, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if b > a}
+        elements = int(np.prod(hi - lo, axis=1).sum()) if len(lo) else 0
+        return _BoxSide(layout, trailing, size, peers, elements, pieces)
+
+    def sides(targets: tuple[np.ndarray, ...]) -> tuple[_Side, _Side]:
+        """Source and destination sides of the matches of the source pieces with ``targets``."""
+        parent, t_lo, t_hi, index = targets
+        si, ti, lo, hi = _intersect(s_lo[mine_s], s_hi[mine_s], t_lo, t_hi)
+        sending = side(source, src[rank], d_rank[parent[ti]], (mine_s[si], parent[ti], index[ti]), si, lo, hi)
+        mine_t = np.flatnonzero(d_rank[parent] == rank)
+        ti, si, lo, hi = _intersect(t_lo[mine_t], t_hi[mine_t], s_lo, s_hi)
+        first = int(np.searchsorted(d_rank, rank))
+        receiving = side(dest, dst[rank], s_rank[si], (si, parent[mine_t[ti]], index[mine_t[ti]]),
+                         parent[mine_t[ti]] - first, lo, hi)
+        return sending, receiving
+
+    forward = sides(whole)
+    backward = sides(first_holders) if overlapped else forward
+    return (*forward, *backward)
+
+
+def known_moves(source: Layout, dest: Layout, known: Sequence[tuple[Description, Description]], rank: int,
+                trailing: tuple[int, ...] = ()) -> Moves:
+    """The :meth:`Plan.moves` on ``rank`` of the plan that :class:`Plan` builds from ``known`` (every rank's
+    box-like source and destination descriptions; ``source`` and ``dest`` are that rank's layouts), worked out
+    without MPI: what a job of any size would hold and move (``climio bench scale``)."""
+    sides = _box_sides(source, dest, trailing, [pair[0] for pair in known], [pair[1] for pair in known], rank)
+    return _moves(sides[:2], sides[2:], trailing, rank)
+
+
+def _moves(forward: tuple[_Side, ...], backward: tuple[_Side, ...], trailing: tuple[int, ...], rank: int) -> Moves:
+    send, receive = forward
+    per = math.prod(trailing)
+
+    def others(side: _Side) -> tuple[int, int]:
+        peers = [r for r in side.peers if r != rank]
+        return len(peers), per * sum(side.elements_of(side.peers[r]) for r in peers)
+
+    senders, received = others(receive)
+    receivers, sent = others(send)
+    kept = per * send.elements_of(send.peers[rank]) if rank in send.peers else 0
+    distinct = {id(side): side for side in (*forward, *backward)}
+    return Moves(receivers, senders, sent, received, kept, sum(side.nbytes for side in distinct.values()))
+
+
+@dataclass(frozen=True)
+class Moves:
+    """One rank's share of one forward move of a plan, in elements of the global array (trailing dimensions
+    included): the ranks it sends to and hears from (messages), the elements it sends and receives, those it
+    copies to itself, and the bytes the plan keeps on it (the matches its datatypes are made from)."""
+
+    receivers: int
+    senders: int
+    sent: int
+    received: int
+    kept: int
+    plan_bytes: int
+
+
 class Plan:
     """How the elements of a source layout reach a destination layout (collective to build and to use).
 
@@ -630,18 +739,10 @@ class Plan:
                   ) -> tuple[_Side, ...]:
         """The sides of box-like layouts on every rank; ``checked``: no two sources overlap (the caller knows),
         so no rank need hear from the others."""
-        rank, size = self.comm.Get_rank(), self.comm.Get_size()
-        src = [_pieces(d) for d in sources]
-        dst = [_pieces(d) for d in dests]
-        s_rank = np.concatenate([np.full(len(p[2]), r, dtype=np.int64) for r, p in enumerate(src)])
-        d_rank = np.concatenate([np.full(len(p[2]), r, dtype=np.int64) for r, p in enumerate(dst)])
-        s_lo = np.concatenate([p[0] for p in src])
-        s_hi = s_lo + np.concatenate([p[1] for p in src])
-        d_lo = np.concatenate([p[0] for p in dst])
-        d_hi = d_lo + np.concatenate([p[1] for p in dst])
-        mine_s, mine_d = np.flatnonzero(s_rank == rank), np.flatnonzero(d_rank == rank)
-
+        rank = self.comm.Get_rank()
         if not checked:
+            s_rank, s_lo, s_hi, _ = _gathered(sources)
+            mine_s = np.flatnonzero(s_rank == rank)
             i, j, lo, _ = _intersect(s_lo[mine_s], s_hi[mine_s], s_lo, s_hi)
             clash = mine_s[i] != j
             problem = ""
@@ -651,40 +752,11 @@ class Plan:
                 problem = (f"element {_element(self.source.shape, offset)} of {self.source.shape} is held by "
                            f"source ranks {rank} and {s_rank[j[k]]}")
             _raise_any(self.comm, problem)
+        return _box_sides(self.source, self.dest, self.trailing, sources, dests, rank)
 
-        # the destination pieces this rank sends from backward, or whose regions it receives
-        needed = np.union1d(mine_d, _intersect(s_lo[mine_s], s_hi[mine_s], d_lo, d_hi)[1])
-        first_holders, overlapped = _first_holders(d_lo, d_hi, needed)
-        whole = (np.arange(len(d_rank), dtype=np.int64), d_lo, d_hi, np.zeros(len(d_rank), dtype=np.int64))
-        mine_pieces_s, mine_pieces_d = src[rank], dst[rank]
-
-        def sides(targets: tuple[np.ndarray, ...]) -> tuple[_Side, _Side]:
-            """Source and destination sides of the matches of the source pieces with ``targets``."""
-            parent, t_lo, t_hi, index = targets
-            si, ti, lo, hi = _intersect(s_lo[mine_s], s_hi[mine_s], t_lo, t_hi)
-            source = self._box_side(self.source, mine_pieces_s, size, d_rank[parent[ti]],
-                                    (mine_s[si], parent[ti], index[ti]), si, lo, hi)
-            mine_t = np.flatnonzero(d_rank[parent] == rank)
-            ti, si, lo, hi = _intersect(t_lo[mine_t], t_hi[mine_t], s_lo, s_hi)
-            first = int(np.searchsorted(d_rank, rank))
-            dest = self._box_side(self.dest, mine_pieces_d, size, s_rank[si],
-                                  (si, parent[mine_t[ti]], index[mine_t[ti]]), parent[mine_t[ti]] - first, lo, hi)
-            return source, dest
-
-        forward = sides(whole)
-        backward = sides(first_holders) if overlapped else forward
-        return (*forward, *backward)
-
-    def _box_side(self, layout: Layout, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], size: int,
-                  peer: np.ndarray, keys: tuple[np.ndarray, ...], piece: np.ndarray, lo: np.ndarray,
-                  hi: np.ndarray) -> _BoxSide:
-        """Matches grouped by peer, in the order of ``keys`` (the same on both ends of each pair)."""
-        order = np.lexsort(tuple(reversed(keys)) + (peer,))
-        peer, piece, lo, hi = peer[order], piece[order], lo[order], hi[order]
-        bounds = np.searchsorted(peer, np.arange(size + 1))
-        peers = {r: (piece[a:b], lo[a:b], hi[a:b]) for r, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if b > a}
-        elements = int(np.prod(hi - lo, axis=1).sum()) if len(lo) else 0
-        return _BoxSide(layout, self.trailing, size, peers, elements, pieces)
+    def moves(self) -> Moves:
+        """This rank's share of one forward move, and the memory the plan keeps on it (no communication)."""
+        return _moves(self._forward, self._backward, self.trailing, self.comm.Get_rank())
 
     # -- offsets somewhere: match at directory ranks that own blocks of the flat index space
 

@@ -38,6 +38,7 @@ class Tracer:
     records: list[tuple[str, float, float, int]] = field(default_factory=list)
     origin: float = field(default_factory=_clock)
     collectives: dict[str, int] = field(default_factory=dict)  # collective MPI calls inside each phase, if counted
+    tallies: dict[str, dict[str, int]] = field(default_factory=dict)  # counts summed under a name
 
     @contextmanager
     def phase(self, name: str, nbytes: int = 0) -> Iterator[None]:
@@ -59,6 +60,13 @@ class Tracer:
         now = _clock() - self.origin
         self.records.append((name, now, now, int(nbytes)))
 
+    def tally(self, name: str, counts: dict[str, int]) -> None:
+        """Add ``counts`` (messages, bytes, calls, ...) to those kept under ``name``: what a layer did, for a
+        benchmark to compare with what it predicted (:mod:`climio.bench.scale`)."""
+        kept = self.tallies.setdefault(name, {})
+        for key, value in counts.items():
+            kept[key] = kept.get(key, 0) + int(value)
+
     def totals(self) -> dict[str, dict[str, float]]:
         """Time, bytes and calls summed per phase on this rank."""
         out: dict[str, dict[str, float]] = {}
@@ -77,7 +85,7 @@ class Tracer:
         from climio.core import collectives
 
         per_rank = comm.gather({"rank": comm.Get_rank(), "phases": self.totals(), "peak_rss_bytes": peak_rss(),
-                                "collective_calls": collectives.calls(), "events": [list(r) for r in self.records]},
+                                "collective_calls": collectives.calls(), "tallies": self.tallies, "events": [list(r) for r in self.records]},
                                root=0)
         if per_rank is None:
             return None

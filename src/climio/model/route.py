@@ -31,7 +31,7 @@ import numpy as np
 from climio.core import collective, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio.store import Store
-from climio.core.rearrange import BoxLayout, Description, Layout, Plan, forward_together
+from climio.core.rearrange import BoxLayout, Description, Layout, Moves, Plan, forward_together
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -66,19 +66,18 @@ def flat_slabs(first: int, end: int, shape: tuple[int, ...]) -> list[Hyperslab]:
     return out
 
 
-def aggregator_ranks(comm: MPI.Comm, count: int) -> list[int]:
-    """``count`` ranks spread over the nodes: round-robin over nodes, then over each node's ranks."""
+def node_of(comm: MPI.Comm) -> list[int]:
+    """The node of every rank of ``comm``, named by its first rank (collective)."""
     from mpi4py import MPI
 
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)
     try:
-        node_of = comm.allgather(node.bcast(comm.Get_rank(), root=0))  # a node is named by its first rank
+        return comm.allgather(node.bcast(comm.Get_rank(), root=0))
     finally:
         node.Free()
-    return _spread(node_of, count)
 
 
-def _spread(node_of: list[int], count: int) -> list[int]:
+def spread(node_of: list[int], count: int) -> list[int]:
     """Pick ``count`` ranks taking one per node in turn (ranks listed by node)."""
     by_node: dict[int, list[int]] = {}
     for rank, node in enumerate(node_of):
@@ -212,6 +211,7 @@ class Route:
         self.fill_slabs = [s for a, n in (holes if holes is not None else ()) for s in flat_slabs(a, a + n, shape)]
         self.fill = np.full(max((s.size for s in self.fill_slabs), default=0), fill if fill is not None else 0,
                             dtype=self.dtype)
+        trace.tracer().tally("route:read" if reading else "route", self.counts())
         # every rank makes as many calls; every rank batches as many records as the fullest buffer allows
         if known is None:
             self.calls, self.buffer_bytes = collective.most_each(comm, [len(self.slabs) + len(self.fill_slabs),
@@ -220,6 +220,13 @@ class Route:
             assert holes is None, "a route built without communication has no holes of its own to write"
             self.calls = max(len(theirs) for theirs in everyone)
             self.buffer_bytes = max(sum(p.size for p in theirs) for theirs in everyone) * self.dtype.itemsize
+
+    def counts(self) -> dict[str, int]:
+        """What one record costs this rank (no communication): the messages and bytes it sends and receives
+        (to and from other ranks), the bytes it copies to itself, the bytes it writes (or reads), its requests to
+        the file and the contiguous runs of the record they cover, and the memory its plan keeps."""
+        return route_counts(self.plan.moves() if self.plan is not None else None, [s for _, s in self.slabs],
+                            self.layout.shape, self.dtype.itemsize)
 
     def retyped(self, dtype: np.dtype) -> Route:
         """This route for values of another type of the same size (a classic file's byte order): the same plan
@@ -319,6 +326,23 @@ class Route:
     def free(self) -> None:
         if self.plan is not None:
             self.plan.free()
+
+
+def route_counts(moves: Moves | None, pieces: list[Hyperslab], shape: tuple[int, ...], itemsize: int
+                 ) -> dict[str, int]:
+    """:meth:`Route.counts` from a plan's :class:`~climio.core.rearrange.Moves` (None: no exchange) and the
+    rank's pieces of a record of ``shape``."""
+    runs = [runs_of_slab(shape, p) for p in pieces if p.size]
+    first = np.concatenate([r[:, 0] for r in runs]) if runs else np.zeros(0, np.int64)
+    end = first + (np.concatenate([r[:, 1] for r in runs]) if runs else 0)
+    order = np.argsort(first, kind="stable")
+    first, end = first[order], end[order]
+    file_runs = int(first.size - np.count_nonzero(first[1:] == end[:-1])) if first.size else 0
+    m = moves or Moves(0, 0, 0, 0, 0, 0)
+    return {"messages_sent": m.receivers, "messages_received": m.senders, "bytes_sent": m.sent * itemsize,
+            "bytes_received": m.received * itemsize, "bytes_kept": m.kept * itemsize,
+            "bytes_written": int((end - first).sum()) * itemsize, "requests": len(runs), "file_runs": file_runs,
+            "plan_bytes": m.plan_bytes}
 
 
 def gather_together(batches: list[tuple[Route, list[np.ndarray]]]) -> list[list[list[tuple[np.ndarray, Hyperslab]]]]:

@@ -29,7 +29,7 @@ from climio.core.ncio.modes import EVERY_STRATEGY, MODES
 from climio.core.rearrange import BoxLayout, Description, Layout
 from climio.errors import ClimioError
 from climio.model.decomposition import BlockDecomposition, GridDecomposition, PointDecomposition
-from climio.model.route import Route, aggregator_ranks, even_ranges, flat_slabs, hole_runs, runs_of, stripe_ranges
+from climio.model.route import Route, even_ranges, flat_slabs, hole_runs, node_of, runs_of, spread, stripe_ranges
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -56,17 +56,6 @@ def applicable_modes(strategy: str) -> tuple[str, ...]:
     return tuple(mode for mode, facts in MODES.items() if name in facts.strategies)
 
 
-def node_count(comm: MPI.Comm) -> int:
-    """Number of shared-memory nodes the ranks of ``comm`` run on."""
-    from mpi4py import MPI
-
-    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
-    try:
-        return int(comm.allreduce(1 if node.Get_rank() == 0 else 0, op=MPI.SUM))
-    finally:
-        node.Free()
-
-
 @dataclass(frozen=True)
 class Strategy:
     """A strategy resolved for one job: its name, its aggregators and stripes, and the hints it sets."""
@@ -82,6 +71,15 @@ class Strategy:
                stripe_size: int | None = None) -> Strategy:
         """Check ``text`` against the mode and the decomposition, and settle ``auto``, ``agg`` and ``stripe``
         (collective: aggregators are spread over the nodes)."""
+        return cls.settle(text, mode, node_of(comm), decomposition, hints=hints, stripe_count=stripe_count,
+                          stripe_size=stripe_size)
+
+    @classmethod
+    def settle(cls, text: str, mode: str, nodes: list[int], decomposition: GridDecomposition, *,
+               hints: Mapping[str, str] | None = None, stripe_count: int | None = None,
+               stripe_size: int | None = None) -> Strategy:
+        """:meth:`choose` for a job whose ranks run on ``nodes`` (each rank's node, named by its first rank): no
+        communication, so that a job of any size can be worked out in one process (``climio bench scale``)."""
         name, aggregators = parse_strategy(text)
         if mode not in applicable_modes(text):
             raise ClimioError(f"I/O strategy '{text}' does not apply to mode '{mode}': it works with "
@@ -95,10 +93,9 @@ class Strategy:
             whole = "rows" if name == "rows" else "columns"
             raise ClimioError(f"I/O strategy '{name}' writes whole {whole} of a process grid of blocks, but {given}: "
                               f"use agg, root or direct", collective=True)
-        size = comm.Get_size()
+        size, node_count = len(nodes), len(set(nodes))
         if name == "auto":
-            name, aggregators = ("root", None) if mode == "serial" else \
-                ("agg", min(size, AUTO_PER_NODE * node_count(comm)))
+            name, aggregators = ("root", None) if mode == "serial" else ("agg", min(size, AUTO_PER_NODE * node_count))
         merged = dict(hints or {})
         if name == "stripe":
             stripe_count = stripe_count or int(merged.get("striping_factor", 0)) or min(4, size)
@@ -110,10 +107,10 @@ class Strategy:
             merged.setdefault("striping_unit", str(stripe_size))
             aggregators = stripe_count
         if name == "agg":
-            aggregators = aggregators or node_count(comm)
+            aggregators = aggregators or node_count
             if aggregators > size:
                 raise ClimioError(f"agg:{aggregators}: more aggregators than the {size} ranks", collective=True)
-        picked = tuple(aggregator_ranks(comm, aggregators)) if aggregators else ()
+        picked = tuple(spread(nodes, aggregators)) if aggregators else ()
         return cls(name, picked, stripe_size if name == "stripe" else None, tuple(merged.items()))
 
     def route(self, comm: MPI.Comm, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype,
@@ -126,39 +123,52 @@ class Strategy:
         (:func:`~climio.core.rearrange.descriptions`) for ``agg`` and ``stripe``, whose pieces every rank works
         out alike: the route is then built without communication (box-like layouts only)."""
         rank = comm.Get_rank()
-        shape = decomposition.shape(levels)
         owned = decomposition.layout(levels)
         holes = None
         known: tuple[list[Description], list[list[Hyperslab]]] | None = None
-        if self.name == "direct":  # each rank its owned points (the others' pieces bring it its ghosts)
-            if isinstance(owned, BoxLayout):
-                pieces = [owned.slab]
-            else:
-                points = _points(owned)
-                box = _box_of(points, shape)
-                pieces = [box] if box is not None else \
-                    [s for a, n in runs_of(points) for s in flat_slabs(int(a), int(a + n), shape)]
-            if not reading:
+        everyone = self.pieces(decomposition, levels, dtype, comm.Get_size(), offset=offset, unit=unit)
+        if everyone is None:
+            pieces = self.own_pieces(decomposition, levels)
+            if self.name == "direct" and not reading:
                 holes = hole_runs(comm, owned)
-        elif self.name == "root":
-            pieces = [Hyperslab.whole(shape)] if rank == 0 else []
-        elif self.name in ("rows", "cols"):
-            pieces = self._band(decomposition, levels)
         else:
-            if self.name == "agg":
-                ranges = even_ranges(shape, list(self.aggregators), unit)
-            else:
-                assert self.stripe_size is not None
-                ranges = stripe_ranges(offset, shape, np.dtype(dtype).itemsize, self.stripe_size,
-                                       list(self.aggregators))
-            if layouts is not None and all(d[0] != "offsets" for d in layouts):
-                everyone = [[s for a, b, r in ranges if r == k for s in flat_slabs(a, b, shape)]
-                            for k in range(comm.Get_size())]
-                pieces, known = everyone[rank], (layouts, everyone)
-            else:
-                pieces = [s for a, b, r in ranges if r == rank for s in flat_slabs(a, b, shape)]
+            pieces = everyone[rank]
+            if self.name != "root" and layouts is not None and all(d[0] != "offsets" for d in layouts):
+                known = (layouts, everyone)
         layout = decomposition.layout(levels, ghosts=True) if reading else owned
         return Route(comm, layout, pieces, dtype, reading=reading, fill=fill, holes=holes, known=known)
+
+    def pieces(self, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype, size: int, *,
+               offset: int = 0, unit: int | None = None) -> list[list[Hyperslab]] | None:
+        """Every rank's pieces of one record, where they depend on the record alone (``root``, ``agg``,
+        ``stripe``: every rank works out everyone's alike); None where each rank's follow its own share
+        (:meth:`own_pieces`)."""
+        shape = decomposition.shape(levels)
+        if self.name == "root":
+            return [[Hyperslab.whole(shape)]] + [[] for _ in range(size - 1)]
+        if self.name == "agg":
+            ranges = even_ranges(shape, list(self.aggregators), unit)
+        elif self.name == "stripe":
+            assert self.stripe_size is not None
+            ranges = stripe_ranges(offset, shape, np.dtype(dtype).itemsize, self.stripe_size, list(self.aggregators))
+        else:
+            return None
+        everyone: list[list[Hyperslab]] = [[] for _ in range(size)]
+        for a, b, r in ranges:
+            everyone[r] += flat_slabs(a, b, shape)
+        return everyone
+
+    def own_pieces(self, decomposition: GridDecomposition, levels: int | None) -> list[Hyperslab]:
+        """``direct``, ``rows``, ``cols``: the pieces this rank writes, from its own share."""
+        if self.name in ("rows", "cols"):
+            return self._band(decomposition, levels)
+        owned = decomposition.layout(levels)  # direct: each rank its owned points (reading, the others' bring
+        if isinstance(owned, BoxLayout):      # it its ghosts)
+            return [owned.slab]
+        shape = decomposition.shape(levels)
+        points = _points(owned)
+        box = _box_of(points, shape)
+        return [box] if box is not None else [s for a, n in runs_of(points) for s in flat_slabs(int(a), int(a + n), shape)]
 
     def _band(self, decomposition: GridDecomposition, levels: int | None) -> list[Hyperslab]:
         """``rows`` (``cols``): the band of whole process-grid rows (columns) that this rank writes, if it is the
