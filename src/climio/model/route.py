@@ -193,10 +193,10 @@ class Route:
         everyone = [[p for p in theirs if p.size] for theirs in known[1]] if known is not None else []
         self.plan: Plan | None = None
         if known is not None or not comm.allreduce(own_box, op=MPI.LAND):  # unless all read and write their box
-            buffer = _buffer_layout(shape, pieces)
+            buffer = buffer_layout(shape, pieces)
             pairs = None
             if known is not None:  # every rank's (source, destination): its layout and its buffer, or back
-                buffers = [_buffer_layout(shape, theirs).description for theirs in everyone]
+                buffers = [buffer_layout(shape, theirs).description for theirs in everyone]
                 pairs = [(b, d) if reading else (d, b) for d, b in zip(known[0], buffers)]
             with trace.phase("plan"):
                 self.plan = Plan(comm, buffer, layout, known=pairs) if reading else \
@@ -366,7 +366,7 @@ def gather_together(batches: list[tuple[Route, list[np.ndarray]]]) -> list[list[
     return out
 
 
-def _buffer_layout(shape: tuple[int, ...], pieces: list[Hyperslab]) -> Layout:
+def buffer_layout(shape: tuple[int, ...], pieces: list[Hyperslab]) -> Layout:
     """The layout of a rank's buffer holding ``pieces`` (non-empty) one after the other."""
     if len(pieces) == 1:
         return Layout.box(shape, pieces[0])

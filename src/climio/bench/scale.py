@@ -1,0 +1,266 @@
+"""``climio bench scale``: what one output step costs each rank of a job of any size, worked out in one process.
+
+A model writing a record through a strategy costs each rank messages, bytes moved, bytes written, requests to
+the file and plan memory. None of these depends on the machine: they follow from the decomposition, the
+strategy and the rank count. So they are worked out here for jobs of 4 to 16,384 simulated ranks, with no MPI:
+
+- each rank's share of the record (a CMAQ domain on a process grid, the INM RAS grid, a cubed sphere, a mesh
+  partitioned into patches) as flat runs of the record, and each writer's pieces (:meth:`Strategy.pieces`,
+  :meth:`Strategy.own_pieces`: the code the real job runs) as flat runs too;
+- the messages and bytes of the exchange by one sweep over the sorted runs of every rank and every writer
+  (independent of the rearranger's box intersections, which real jobs use: ``tests/mpi`` holds the two equal
+  at 1-6 ranks against each route's :meth:`~climio.model.route.Route.counts` that real runs trace);
+- the memory and time of a plan on the busiest writer and the busiest sender by the rearranger's own planning
+  (:func:`~climio.core.rearrange.known_moves`), which every rank runs on everyone's pieces.
+
+Each quantity is reported as its maximum over ranks, with its growth exponent in the rank count (the slope of
+log q against log P): in weak scaling (``--weak``: every rank keeps the block it has on 4x4) a per-rank
+quantity that grows where the strategy's design does not say so is flagged.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from climio.bench.inmcm import HALO as INM_HALO
+from climio.bench.inmcm import MODELS as INM_MODELS
+from climio.bench.inmcm import NSLEVS
+from climio.bench.model import DOMAINS, HALO
+from climio.core.decomp import Hyperslab, process_grid
+from climio.core.rearrange import BoxLayout, known_moves
+from climio.errors import ClimioError
+from climio.model import decomposition as dec
+from climio.model.route import buffer_layout, route_counts, runs_of_slab
+from climio.model.strategy import Strategy
+
+RANKS = (4, 16, 64, 256, 1024, 4096, 16384)
+STRATEGIES = ("direct", "root", "rows", "cols", "agg", "stripe")
+KINDS = ("CA", "EUS", "CONUS", "inm", "cube", "mesh")
+CUBE_N = 384  # C384: FV3's 25 km grid
+MESH_CELLS = 655362  # MPAS's 30 km mesh
+MESH_LEVELS = None  # a 2-D field of the mesh (a level axis multiplies its runs by the levels, not its messages)
+WEAK_CELLS = 1024  # mesh cells a rank owns in weak scaling
+GROWS = 0.2  # a per-rank quantity growing faster than P**GROWS in weak scaling is flagged
+# per-rank quantities that grow with P by design, with their formula: (strategy, quantity) -> formula
+BY_DESIGN = {("root", "messages_received"): "P - 1 on rank 0", ("root", "bytes_received"): "the record on rank 0",
+             ("root", "bytes_written"): "the record on rank 0",
+             ("rows", "messages_received"): "px - 1 on each row's first rank",
+             ("cols", "messages_received"): "py - 1 on each column's first rank",
+             ("stripe", "messages_received"): "P / stripe count on each writer",
+             ("stripe", "bytes_received"): "record / stripe count on each writer",
+             ("stripe", "bytes_written"): "record / stripe count on each writer"}
+QUANTITIES = ("messages_sent", "messages_received", "bytes_sent", "bytes_received", "bytes_kept", "bytes_written", "requests",
+              "file_runs", "plan_bytes")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A record of one field split over ``nranks`` simulated ranks: every rank's share (``shares``, block
+    decompositions) or, for a mesh, each cell's owner."""
+
+    label: str
+    nranks: int
+    grid: tuple[int, ...]
+    levels: int | None
+    shares: tuple[dec.GridDecomposition, ...] = ()
+    owner: np.ndarray | None = None
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.grid if self.levels is None else (self.levels, *self.grid)
+
+    def share(self, rank: int) -> dec.GridDecomposition:
+        """Rank ``rank``'s share (a mesh's made when asked: it is a list of cells)."""
+        if self.shares:
+            return self.shares[rank]
+        assert self.owner is not None
+        return dec.cells(self.owner, rank, nranks=self.nranks)
+
+    def source_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every rank's runs of the record: ``(first, length, rank)``."""
+        if self.owner is not None:  # cells sorted by owner, then cut where the owner changes or a cell is skipped
+            order = np.argsort(self.owner, kind="stable")
+            owner = self.owner[order]
+            cut = np.flatnonzero((np.diff(owner) != 0) | (np.diff(order) != 1)) + 1
+            starts = np.concatenate([[0], cut])
+            lengths = np.diff(np.concatenate([starts, [order.size]]))
+            first, rank = order[starts], owner[starts]
+            if self.levels is not None:
+                cells = math.prod(self.grid)
+                level = np.repeat(np.arange(self.levels), first.size)
+                return (np.tile(first, self.levels) + level * cells, np.tile(lengths, self.levels),
+                        np.tile(rank, self.levels))
+            return first.astype(np.int64), lengths.astype(np.int64), rank.astype(np.int64)
+        runs = [share.layout(self.levels).flat_runs() for share in self.shares]
+        return (np.concatenate([r[0] for r in runs]), np.concatenate([r[1] for r in runs]),
+                np.concatenate([np.full(r[0].size, k, np.int64) for k, r in enumerate(runs)]))
+
+
+def block_job(label: str, grid: tuple[int, ...], levels: int | None, px: int, py: int, halo: int) -> Job:
+    """A ``px x py`` process grid over ``grid`` (y, x), every rank's share made from one list of blocks."""
+    first = dec.blocks(grid, px, py, 0, halo=halo)
+    return Job(label, px * py, grid, levels, tuple(replace(first, rank=r) for r in range(px * py)))
+
+
+def job(kind: str, nranks: int, *, weak: bool = False) -> Job:
+    """The ``kind`` of decomposition (a CMAQ domain, ``inm``, ``cube``, ``mesh``) on about ``nranks`` ranks (a
+    cubed sphere takes a divisor or a multiple of 6: the one below)."""
+    if kind in DOMAINS:
+        nx, ny, nlay, _ = DOMAINS[kind]
+        px, py = process_grid(nranks, ny, nx)
+        if weak:  # the block CA has on 4x4 (each rank's own), on every rank
+            ny, nx = -(-ny // 4) * py, -(-nx // 4) * px
+        return block_job(f"{kind} {px}x{py}", (ny, nx), nlay, px, py, HALO)
+    if kind == "inm":
+        nlat, nlon = INM_MODELS["6m"]
+        px, py = process_grid(nranks, nlat, nlon)
+        if weak:
+            nlat, nlon = -(-nlat // 4) * py, -(-nlon // 4) * px
+        return block_job(f"INMCM6M {px}x{py}", (nlat, nlon), NSLEVS, px, py, INM_HALO)
+    if kind == "cube":
+        ranks = nranks if nranks <= 6 and 6 % nranks == 0 else max(6, nranks // 6 * 6)
+        n = CUBE_N if not weak else int(round(CUBE_N * math.sqrt(ranks / 24)))  # C384 on 24 ranks: one face each 4
+        first = dec.cubed_sphere(n, ranks, 0, halo=HALO)
+        return Job(f"C{n} on {ranks}", ranks, first.grid, None, tuple(replace(first, rank=r) for r in range(ranks)))
+    if kind == "mesh":
+        cells = MESH_CELLS if not weak else WEAK_CELLS * nranks
+        return Job(f"mesh {cells} cells", nranks, (cells,), MESH_LEVELS, owner=patches(cells, nranks))
+    raise ClimioError(f"--decomposition '{kind}': choose from {', '.join(KINDS)}")
+
+
+def patches(cells: int, nranks: int) -> np.ndarray:
+    """Each cell's owner on a mesh numbered row by row over a square lattice and partitioned into compact
+    patches of equal size along a Z-order curve (what METIS does to a mesh whose numbering it does not follow:
+    each rank's cells are a patch, a few dozen runs of the cell index)."""
+    side = math.isqrt(cells - 1) + 1
+    index = np.arange(cells, dtype=np.int64)
+    row, col = index // side, index % side
+    z = np.zeros(cells, dtype=np.int64)
+    for bit in range(side.bit_length()):
+        z |= ((col >> bit) & 1) << (2 * bit) | ((row >> bit) & 1) << (2 * bit + 1)
+    along = np.empty(cells, dtype=np.int64)
+    along[np.argsort(z, kind="stable")] = index
+    return along * nranks // cells
+
+
+def writers(job: Job, strategy: Strategy, itemsize: int) -> list[list[Hyperslab]]:
+    """Every rank's pieces of the record under ``strategy``, as the real job works them out."""
+    everyone = strategy.pieces(job.share(0), job.levels, np.dtype(f"f{itemsize}"), job.nranks)
+    if everyone is not None:
+        return everyone
+    if strategy.name == "direct" and job.owner is not None:  # a mesh rank's own cells, run by run
+        first, length, rank = job.source_runs()
+        mine: list[list[Hyperslab]] = [[] for _ in range(job.nranks)]
+        for a, n, r in sorted(zip(first.tolist(), length.tolist(), rank.tolist())):
+            mine[r].append(Hyperslab((a,), (n,)))
+        return mine
+    return [strategy.own_pieces(job.share(r), job.levels) for r in range(job.nranks)]
+
+
+def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np.ndarray]:
+    """Each rank's :meth:`~climio.model.route.Route.counts` for one record (``plan_bytes`` left at 0: see
+    :func:`plan_cost`), from one sweep over every rank's and every writer's runs."""
+    size, shape = job.nranks, job.shape
+    pieces = writers(job, strategy, itemsize)
+    out = {q: np.zeros(size, np.int64) for q in QUANTITIES}
+    for rank, mine in enumerate(pieces):
+        if mine:
+            for key, value in route_counts(None, mine, shape, itemsize).items():
+                out[key][rank] = value
+    if not needs_plan(job, pieces):
+        return out
+    s_first, s_length, s_rank = job.source_runs()
+    d_runs = [(runs_of_slab(shape, p), r) for r, mine in enumerate(pieces) for p in mine if p.size]
+    d_first = np.concatenate([d[:, 0] for d, _ in d_runs])
+    d_length = np.concatenate([d[:, 1] for d, _ in d_runs])
+    d_rank = np.concatenate([np.full(len(d), r, np.int64) for d, r in d_runs])
+    bounds = np.unique(np.concatenate([s_first, s_first + s_length, d_first, d_first + d_length]))
+    lo, length = bounds[:-1], np.diff(bounds)
+
+    def holder(first: np.ndarray, runs: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """The rank whose run holds each segment, -1 for none."""
+        order = np.argsort(first)
+        first, end, rank = first[order], first[order] + runs[order], rank[order]
+        k = np.searchsorted(first, lo, side="right") - 1
+        inside = (k >= 0) & (lo < end[np.maximum(k, 0)])
+        return np.where(inside, rank[np.maximum(k, 0)], -1)
+
+    sender, receiver = holder(s_first, s_length, s_rank), holder(d_first, d_length, d_rank)
+    moved = (sender >= 0) & (receiver >= 0)
+    pair, amount = np.unique(sender[moved] * size + receiver[moved], return_inverse=True)
+    weight = np.bincount(amount, weights=length[moved]).astype(np.int64) * itemsize
+    source, dest = pair // size, pair % size
+    other = source != dest
+    out["messages_sent"] = np.bincount(source[other], minlength=size)
+    out["messages_received"] = np.bincount(dest[other], minlength=size)
+    out["bytes_sent"] = np.bincount(source[other], weights=weight[other], minlength=size).astype(np.int64)
+    out["bytes_received"] = np.bincount(dest[other], weights=weight[other], minlength=size).astype(np.int64)
+    out["bytes_kept"] = np.bincount(source[~other], weights=weight[~other], minlength=size).astype(np.int64)
+    return out
+
+
+def needs_plan(job: Job, pieces: list[list[Hyperslab]]) -> bool:
+    """Whether the route exchanges anything: not where every rank writes its own block (as :class:`Route`
+    decides)."""
+    if job.owner is not None:
+        return True
+    for share, mine in zip(job.shares, pieces):
+        layout = share.layout(job.levels)
+        if not isinstance(layout, BoxLayout) or mine != ([layout.slab] if layout.slab.size else []):
+            return True
+    return False
+
+
+def plan_cost(job: Job, strategy: Strategy, ranks: Sequence[int], itemsize: int = 4) -> dict[int, tuple[int, float]]:
+    """The bytes a plan keeps and the seconds it takes to build on each of ``ranks``, by the rearranger's own
+    planning from every rank's layout and pieces (box-like layouts: block decompositions)."""
+    pieces = writers(job, strategy, itemsize)
+    if job.owner is not None or not needs_plan(job, pieces):
+        return {}
+    sources = [share.layout(job.levels) for share in job.shares]
+    buffers = [buffer_layout(job.shape, [p for p in mine if p.size]) for mine in pieces]
+    known = [(s.description, b.description) for s, b in zip(sources, buffers)]
+    out = {}
+    for rank in ranks:
+        start = time.perf_counter()
+        moves = known_moves(sources[rank], buffers[rank], known, rank)
+        out[rank] = (moves.plan_bytes, time.perf_counter() - start)
+    return out
+
+
+def growth(ranks: Sequence[int], values: Sequence[float]) -> float | None:
+    """The exponent b of values ~ a P**b, by least squares on the logs (None with fewer than two positive
+    values)."""
+    keep = [(math.log(p), math.log(v)) for p, v in zip(ranks, values) if v > 0]
+    if len(keep) < 2:
+        return None
+    x, y = np.array(keep).T
+    return float(np.polyfit(x, y, 1)[0])
+
+
+def measure(kind: str, strategy_text: str, ranks: Sequence[int], *, weak: bool, cores_per_node: int,
+            stripe_count: int, stripe_size: int, mode: str = "cdf5") -> list[dict[str, Any]]:
+    """One row per rank count: each quantity's maximum over ranks (and for plan memory and time, over the
+    busiest writer and the busiest sender)."""
+    rows = []
+    for nranks in ranks:
+        made = job(kind, nranks, weak=weak)
+        nodes = [r // cores_per_node * cores_per_node for r in range(made.nranks)]
+        strategy = Strategy.settle(strategy_text, mode, nodes, made.share(0),
+                                   stripe_count=min(stripe_count, made.nranks), stripe_size=stripe_size)
+        counts = step_counts(made, strategy)
+        busiest = {int(np.argmax(counts["bytes_received"])), int(np.argmax(counts["messages_sent"]))}
+        plans = plan_cost(made, strategy, sorted(busiest))
+        row = {"decomposition": made.label, "kind": kind, "strategy": strategy_text, "ranks": made.nranks,
+               "writers": int(np.count_nonzero(counts["bytes_written"])),
+               **{q: int(counts[q].max()) for q in QUANTITIES}}
+        row["plan_bytes"] = max((b for b, _ in plans.values()), default=0)
+        row["plan_seconds"] = max((s for _, s in plans.values()), default=0.0)
+        rows.append(row)
+    return rows
