@@ -32,15 +32,14 @@ from climio.bench.inmcm import HALO as INM_HALO
 from climio.bench.inmcm import MODELS as INM_MODELS
 from climio.bench.inmcm import NSLEVS
 from climio.bench.model import DOMAINS, HALO
+from climio.bench.runner import grouped, markdown_table, save_results
 from climio.core.decomp import Hyperslab, process_grid
 from climio.core.rearrange import BoxLayout, known_moves
 from climio.errors import ClimioError
 from climio.model import decomposition as dec
-from climio.model.route import buffer_layout, route_counts, runs_of_slab
-from climio.model.strategy import Strategy
+from climio.model.route import buffer_layout, runs_of_slab
+from climio.model.strategy import Strategy, parse_strategy
 
-RANKS = (4, 16, 64, 256, 1024, 4096, 16384)
-STRATEGIES = ("direct", "root", "rows", "cols", "agg", "stripe")
 KINDS = ("CA", "EUS", "CONUS", "inm", "cube", "mesh")
 CUBE_N = 384  # C384: FV3's 25 km grid
 MESH_CELLS = 655362  # MPAS's 30 km mesh
@@ -156,10 +155,10 @@ def writers(job: Job, strategy: Strategy, itemsize: int) -> list[list[Hyperslab]
         return everyone
     if strategy.name == "direct" and job.owner is not None:  # a mesh rank's own cells, run by run
         first, length, rank = job.source_runs()
-        mine: list[list[Hyperslab]] = [[] for _ in range(job.nranks)]
-        for a, n, r in sorted(zip(first.tolist(), length.tolist(), rank.tolist())):
-            mine[r].append(Hyperslab((a,), (n,)))
-        return mine
+        order = np.lexsort((first, rank))
+        bounds = np.searchsorted(rank[order], np.arange(job.nranks + 1))
+        return [[Hyperslab((a,), (n,)) for a, n in zip(first[order[i:j]].tolist(), length[order[i:j]].tolist())]
+                for i, j in zip(bounds[:-1], bounds[1:])]
     return [strategy.own_pieces(job.share(r), job.levels) for r in range(job.nranks)]
 
 
@@ -169,17 +168,20 @@ def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np
     size, shape = job.nranks, job.shape
     pieces = writers(job, strategy, itemsize)
     out = {q: np.zeros(size, np.int64) for q in QUANTITIES}
-    for rank, mine in enumerate(pieces):
-        if mine:
-            for key, value in route_counts(None, mine, shape, itemsize).items():
-                out[key][rank] = value
-    if not needs_plan(job, pieces):
-        return out
-    s_first, s_length, s_rank = job.source_runs()
-    d_runs = [(runs_of_slab(shape, p), r) for r, mine in enumerate(pieces) for p in mine if p.size]
+    d_runs = [(piece_runs(shape, p), r) for r, mine in enumerate(pieces) for p in mine if p.size]
     d_first = np.concatenate([d[:, 0] for d, _ in d_runs])
     d_length = np.concatenate([d[:, 1] for d, _ in d_runs])
     d_rank = np.concatenate([np.full(len(d), r, np.int64) for d, r in d_runs])
+    out["requests"] = np.bincount([r for _, r in d_runs], minlength=size)
+    out["bytes_written"] = np.bincount(d_rank, weights=d_length, minlength=size).astype(np.int64) * itemsize
+    order = np.lexsort((d_first, d_rank))  # a writer's runs in file order: a new one where the last does not go on
+    first, end, rank = d_first[order], d_first[order] + d_length[order], d_rank[order]
+    new_run = np.ones(first.size, bool)
+    new_run[1:] = (rank[1:] != rank[:-1]) | (first[1:] != end[:-1])
+    out["file_runs"] = np.bincount(rank[new_run], minlength=size)
+    if not needs_plan(job, pieces):
+        return out
+    s_first, s_length, s_rank = job.source_runs()
     bounds = np.unique(np.concatenate([s_first, s_first + s_length, d_first, d_first + d_length]))
     lo, length = bounds[:-1], np.diff(bounds)
 
@@ -205,6 +207,13 @@ def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np
     return out
 
 
+def piece_runs(shape: tuple[int, ...], piece: Hyperslab) -> np.ndarray:
+    """A piece's flat ``(start, length)`` runs in the record."""
+    if len(shape) == 1:
+        return np.array([[piece.start[0], piece.count[0]]], np.int64)
+    return runs_of_slab(shape, piece)
+
+
 def needs_plan(job: Job, pieces: list[list[Hyperslab]]) -> bool:
     """Whether the route exchanges anything: not where every rank writes its own block (as :class:`Route`
     decides)."""
@@ -212,7 +221,7 @@ def needs_plan(job: Job, pieces: list[list[Hyperslab]]) -> bool:
         return True
     for share, mine in zip(job.shares, pieces):
         layout = share.layout(job.levels)
-        if not isinstance(layout, BoxLayout) or mine != ([layout.slab] if layout.slab.size else []):
+        if not isinstance(layout, BoxLayout) or [p for p in mine if p.size] != ([layout.slab] if layout.slab.size else []):
             return True
     return False
 
@@ -264,3 +273,76 @@ def measure(kind: str, strategy_text: str, ranks: Sequence[int], *, weak: bool, 
         row["plan_seconds"] = max((s for _, s in plans.values()), default=0.0)
         rows.append(row)
     return rows
+
+
+def applies(kind: str, strategy: str) -> bool:
+    """``rows`` and ``cols`` need a process grid of blocks (not a cubed sphere's faces, not a mesh)."""
+    return not (strategy in ("rows", "cols") and kind in ("cube", "mesh"))
+
+
+def flags(rows: list[dict[str, Any]]) -> list[str]:
+    """The per-rank quantities of weak-scaling rows that grow with P where the strategy's design does not say
+    so, each with its exponent."""
+    out = []
+    for (kind, strategy), group in grouped(rows, "kind", "strategy").items():
+        ranks = [r["ranks"] for r in group]
+        for quantity in (*QUANTITIES, "plan_seconds"):
+            b = growth(ranks, [r[quantity] for r in group])
+            if b is not None and b > GROWS and (strategy, quantity) not in BY_DESIGN:
+                out.append(f"{kind} {strategy}: {quantity} grows as P^{b:.2f}")
+    return out
+
+
+def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per decomposition kind and strategy: the largest job's figures and the growth exponents."""
+    table = []
+    for (kind, strategy), group in grouped(rows, "kind", "strategy").items():
+        ranks, last = [r["ranks"] for r in group], group[-1]
+        exponents = {f"{q}_growth": growth(ranks, [r[q] for r in group])
+                     for q in ("messages_sent", "messages_received", "bytes_received", "plan_bytes", "plan_seconds")}
+        table.append({**last, **exponents})
+    return table
+
+
+def format_table(table: list[dict[str, Any]]) -> str:
+    def exponent(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    columns = [("decomposition", "l"), ("strategy", "l"), ("ranks", "r"), ("writers", "r"), ("msgs out", "r"),
+               ("msgs in", "r"), ("MB in", "r"), ("MB written", "r"), ("requests", "r"), ("file runs", "r"),
+               ("plan KiB", "r"), ("plan ms", "r"), ("b(msgs out)", "r"), ("b(msgs in)", "r"), ("b(MB in)", "r"),
+               ("b(plan KiB)", "r"), ("b(plan ms)", "r")]
+    return markdown_table(columns, [
+        [r["decomposition"], r["strategy"], str(r["ranks"]), str(r["writers"]), str(r["messages_sent"]),
+         str(r["messages_received"]), f"{r['bytes_received'] / 1e6:.2f}", f"{r['bytes_written'] / 1e6:.2f}",
+         str(r["requests"]), str(r["file_runs"]), f"{r['plan_bytes'] / 1024:.1f}", f"{r['plan_seconds'] * 1e3:.1f}",
+         exponent(r["messages_sent_growth"]), exponent(r["messages_received_growth"]),
+         exponent(r["bytes_received_growth"]), exponent(r["plan_bytes_growth"]), exponent(r["plan_seconds_growth"])]
+        for r in table])
+
+
+def main(*, kinds: Sequence[str], strategies: Sequence[str], ranks: Sequence[int], weak: bool, cores_per_node: int,
+         stripe_count: int, stripe_size: int, out: str | None) -> None:
+    """``climio bench scale``: the table, the growth flags (weak scaling), and the rows to ``out``."""
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise ClimioError(f"--decompositions: unknown '{bad[0]}': choose from {', '.join(KINDS)}")
+    for text in strategies:
+        try:
+            parse_strategy(text)
+        except ClimioError as err:
+            raise ClimioError(f"--strategies: {err}") from err
+    scaling = "weak: every rank the block it has on 4x4" if weak else "strong: the whole domain"
+    print(f"climio bench scale: one record of a field, max over ranks, {scaling}; {cores_per_node} cores a node "
+          f"(agg: one aggregator a node), stripe {stripe_count} x {stripe_size} B; b(q): q ~ P^b", flush=True)
+    rows = [row for kind in kinds for text in strategies if applies(kind, text.partition(":")[0])
+            for row in measure(kind, text, ranks, weak=weak, cores_per_node=cores_per_node,
+                               stripe_count=stripe_count, stripe_size=stripe_size)]
+    table = summary(rows)
+    print(format_table(table))
+    grown = flags(rows) if weak else []
+    for line in grown:
+        print(f"grows with P: {line}")
+    if out:
+        save_results(out, "scale", {"weak": weak, "cores_per_node": cores_per_node, "stripe_count": stripe_count,
+                                    "stripe_size": stripe_size, "rows": rows, "flags": grown}, table)

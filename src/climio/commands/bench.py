@@ -47,7 +47,7 @@ def add_rows_json(parser: argparse.ArgumentParser) -> None:
 def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     bench = commands.add_parser("bench", help="benchmarks")
     suites = bench.add_subparsers(dest="suite", required=True, metavar="SUITE")
-    for add_suite in (add_io, add_eva, add_model, add_restart, add_subset, add_open, add_startup, add_inmcm):
+    for add_suite in (add_io, add_eva, add_model, add_restart, add_subset, add_open, add_startup, add_inmcm, add_scale):
         add_suite(suites, common)
 
 
@@ -263,3 +263,32 @@ def run_inmcm(args: argparse.Namespace, comm: MPI.Comm) -> None:
     inmcm.main(comm, model=args.model, ranks=int_list(args.ranks, "--ranks"),
                gathers=name_list(args.gathers, "--gathers", STRATEGIES), reps=args.reps, out=args.out,
                rows_json=args.rows_json)
+
+
+def add_scale(suites: Subcommands, common: argparse.ArgumentParser) -> None:
+    sc = suites.add_parser("scale", parents=[common], help="each rank's messages, bytes, requests and plan memory of "
+                           "an output step at any rank count, worked out in one process")
+    sc.add_argument("--decompositions", default="CA,EUS,CONUS,inm,cube,mesh", metavar="KIND,...",
+                    help="CMAQ's CA, EUS, CONUS, the INM RAS grid (inm), a cubed sphere (cube), an MPAS-like mesh "
+                    "(mesh) (default all)")
+    sc.add_argument("--strategies", default="direct,root,rows,cols,agg,stripe", metavar="S,...",
+                    help="write strategies (default direct,root,rows,cols,agg,stripe)")
+    sc.add_argument("--ranks", default="4,16,64,256,1024,4096,16384", metavar="N,N,...",
+                    help="simulated rank counts (default 4,16,64,256,1024,4096,16384)")
+    sc.add_argument("--weak", action="store_true", help="every rank keeps the block it has on 4x4 (the domain grows "
+                    "with P) and per-rank quantities that grow with P are flagged; default: the whole domain")
+    sc.add_argument("--cores-per-node", type=int, default=128, help="ranks a node (agg: one aggregator a node; "
+                    "default 128)")
+    sc.add_argument("--stripe-count", type=int, default=64, help="the file's stripe count (default 64)")
+    sc.add_argument("--stripe-size", type=int, default=1 << 20, help="the file's stripe size in bytes (default 1 MiB)")
+    sc.add_argument("--out", help="directory for scale.json and scale.csv")
+    sc.set_defaults(func=run_scale)
+
+
+def run_scale(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import scale
+
+    scale.main(kinds=args.decompositions.split(","),
+               strategies=args.strategies.split(","), ranks=int_list(args.ranks, "--ranks"), weak=args.weak,
+               cores_per_node=args.cores_per_node, stripe_count=args.stripe_count, stripe_size=args.stripe_size,
+               out=args.out)
