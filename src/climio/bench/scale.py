@@ -46,14 +46,28 @@ MESH_CELLS = 655362  # MPAS's 30 km mesh
 MESH_LEVELS = None  # a 2-D field of the mesh (a level axis multiplies its runs by the levels, not its messages)
 WEAK_CELLS = 1024  # mesh cells a rank owns in weak scaling
 GROWS = 0.2  # a per-rank quantity growing faster than P**GROWS in weak scaling is flagged
-# per-rank quantities that grow with P by design, with their formula: (strategy, quantity) -> formula
+# per-rank quantities that grow with P in weak scaling by design, and how: (strategy, quantity) -> formula
+_ROW_BAND = "a band of whole rows: px blocks on its first rank"
+_COL_BAND = "a band of whole columns: py blocks on its first rank"
+_RANGE = ("an aggregator's contiguous range spans whole levels (rows) of the record: it hears from min(P, levels x "
+          "ranks per aggregator) ranks")
+_STRIPES = "a writer's stripes: record / (stripe count x stripe size), the stripe count fixed"
 BY_DESIGN = {("root", "messages_received"): "P - 1 on rank 0", ("root", "bytes_received"): "the record on rank 0",
-             ("root", "bytes_written"): "the record on rank 0",
-             ("rows", "messages_received"): "px - 1 on each row's first rank",
-             ("cols", "messages_received"): "py - 1 on each column's first rank",
+             ("root", "bytes_written"): "the record on rank 0", ("root", "plan_bytes"): "one match per rank on rank 0",
+             ("rows", "messages_received"): _ROW_BAND, ("rows", "bytes_received"): _ROW_BAND,
+             ("rows", "bytes_written"): _ROW_BAND, ("rows", "plan_bytes"): _ROW_BAND,
+             ("cols", "messages_received"): _COL_BAND, ("cols", "bytes_received"): _COL_BAND,
+             ("cols", "bytes_written"): _COL_BAND, ("cols", "plan_bytes"): _COL_BAND,
+             ("cols", "file_runs"): "a column band's rows: levels x rows, each a run",
+             ("agg", "messages_received"): _RANGE, ("agg", "plan_bytes"): _RANGE,
+             ("agg", "messages_sent"): "a block's levels fall in as many aggregators' ranges (at most levels + 1)",
+             ("agg", "bytes_received"): "record / nodes: constant once P exceeds a node",
+             ("agg", "bytes_written"): "record / nodes: constant once P exceeds a node",
+             ("agg", "requests"): "record / nodes: constant once P exceeds a node",
+             ("stripe", "messages_sent"): "a block's rows fall in up to the stripe count's writers",
              ("stripe", "messages_received"): "P / stripe count on each writer",
-             ("stripe", "bytes_received"): "record / stripe count on each writer",
-             ("stripe", "bytes_written"): "record / stripe count on each writer"}
+             ("stripe", "bytes_received"): _STRIPES, ("stripe", "bytes_written"): _STRIPES,
+             ("stripe", "requests"): _STRIPES, ("stripe", "file_runs"): _STRIPES, ("stripe", "plan_bytes"): _STRIPES}
 QUANTITIES = ("messages_sent", "messages_received", "bytes_sent", "bytes_received", "bytes_kept", "bytes_written", "requests",
               "file_runs", "plan_bytes")
 

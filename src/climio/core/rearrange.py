@@ -596,14 +596,23 @@ def _element(shape: tuple[int, ...], offset: int) -> str:
     return str(tuple(int(i) for i in np.unravel_index(offset, shape)))
 
 
-def _gathered(descriptions: list[Description]) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                        list[tuple[np.ndarray, np.ndarray, np.ndarray]]]:
-    """Every rank's pieces of box-like layouts as one table: each piece's rank, low and high corners, and each
-    rank's pieces."""
-    pieces = [_pieces(d) for d in descriptions]
-    ranks = np.concatenate([np.full(len(p[2]), r, dtype=np.int64) for r, p in enumerate(pieces)])
-    lo = np.concatenate([p[0] for p in pieces])
-    return ranks, lo, lo + np.concatenate([p[1] for p in pieces]), pieces
+def _gathered(descriptions: list[Description], rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                                   tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Every rank's pieces of box-like layouts as one table (each piece's rank, low and high corners), and
+    ``rank``'s own pieces. Boxes, one piece each, are stacked at once: a job of thousands of ranks describes
+    mostly boxes."""
+    ndim = len(descriptions[rank][1])
+    boxes = np.array([d[2] if d[0] == "box" else np.zeros((2, ndim), np.int64) for d in descriptions],
+                     dtype=np.int64).reshape(len(descriptions), 2, ndim)
+    is_box = np.array([d[0] == "box" for d in descriptions])
+    keep = is_box & boxes[:, 1].all(axis=1)
+    parts = {r: _pieces(d) for r, d in enumerate(descriptions) if d[0] != "box" and len(d[2])}  # runs, not none
+    ranks = np.concatenate([np.flatnonzero(keep), *(np.full(len(p[2]), r, np.int64) for r, p in parts.items())])
+    lo = np.concatenate([boxes[keep, 0], *(p[0] for p in parts.values())]).reshape(-1, ndim)
+    count = np.concatenate([boxes[keep, 1], *(p[1] for p in parts.values())]).reshape(-1, ndim)
+    order = np.argsort(ranks, kind="stable")
+    mine = parts[rank] if rank in parts else _pieces(descriptions[rank])
+    return ranks[order], lo[order], lo[order] + count[order], mine
 
 
 def _box_sides(source: Layout, dest: Layout, trailing: tuple[int, ...], sources: list[Description],
@@ -611,8 +620,8 @@ def _box_sides(source: Layout, dest: Layout, trailing: tuple[int, ...], sources:
     """Forward and backward sides on ``rank`` of a plan between box-like layouts, from every rank's
     descriptions: intersections of its own pieces with everyone's (no communication)."""
     size = len(sources)
-    s_rank, s_lo, s_hi, src = _gathered(sources)
-    d_rank, d_lo, d_hi, dst = _gathered(dests)
+    s_rank, s_lo, s_hi, mine_pieces_s = _gathered(sources, rank)
+    d_rank, d_lo, d_hi, mine_pieces_d = _gathered(dests, rank)
     mine_s = np.flatnonzero(s_rank == rank)
 
     # the destination pieces this rank sends from backward, or whose regions it receives
@@ -634,11 +643,11 @@ def _box_sides(source: Layout, dest: Layout, trailing: tuple[int, ...], sources:
         """Source and destination sides of the matches of the source pieces with ``targets``."""
         parent, t_lo, t_hi, index = targets
         si, ti, lo, hi = _intersect(s_lo[mine_s], s_hi[mine_s], t_lo, t_hi)
-        sending = side(source, src[rank], d_rank[parent[ti]], (mine_s[si], parent[ti], index[ti]), si, lo, hi)
+        sending = side(source, mine_pieces_s, d_rank[parent[ti]], (mine_s[si], parent[ti], index[ti]), si, lo, hi)
         mine_t = np.flatnonzero(d_rank[parent] == rank)
         ti, si, lo, hi = _intersect(t_lo[mine_t], t_hi[mine_t], s_lo, s_hi)
         first = int(np.searchsorted(d_rank, rank))
-        receiving = side(dest, dst[rank], s_rank[si], (si, parent[mine_t[ti]], index[mine_t[ti]]),
+        receiving = side(dest, mine_pieces_d, s_rank[si], (si, parent[mine_t[ti]], index[mine_t[ti]]),
                          parent[mine_t[ti]] - first, lo, hi)
         return sending, receiving
 
@@ -741,7 +750,7 @@ class Plan:
         so no rank need hear from the others."""
         rank = self.comm.Get_rank()
         if not checked:
-            s_rank, s_lo, s_hi, _ = _gathered(sources)
+            s_rank, s_lo, s_hi, _ = _gathered(sources, rank)
             mine_s = np.flatnonzero(s_rank == rank)
             i, j, lo, _ = _intersect(s_lo[mine_s], s_hi[mine_s], s_lo, s_hi)
             clash = mine_s[i] != j

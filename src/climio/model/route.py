@@ -104,7 +104,7 @@ def even_ranges(shape: tuple[int, ...], aggregators: list[int], unit: int | None
     made about half the collective calls for CMAQ CA)."""
     total = math.prod(shape)
     if unit is None:
-        unit = shape[-1] if shape else 1
+        unit = shape[-1] if len(shape) > 1 else 1  # a 1-D record (a mesh's cells) is cut anywhere
         for k in range(1, len(shape)):
             if math.prod(shape[:k]) >= BALANCE_UNITS * len(aggregators):
                 unit = math.prod(shape[k:])
