@@ -44,6 +44,8 @@ from climio.model.strategy import parse_strategy
 if TYPE_CHECKING:
     from mpi4py import MPI
 
+    from climio.bench.costmodel import Machine
+
 DOMAINS = {"CA": (89, 134, 35, 146), "EUS": (279, 299, 35, 146), "CONUS": (459, 299, 35, 146)}  # NX NY NLAY NSPEC
 HALO = 2
 
@@ -345,7 +347,8 @@ def relative(rows: list[dict[str, Any]]) -> None:
 
 def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Sequence[str], modes: Sequence[str],
          out: str, keep: bool, reps: int, hints: dict[str, str], decomp: str | None = None, deflate: int = 0,
-         quantize: str | None = None, verify: bool = False, rows_json: str | None = None, busy: int = 0) -> None:
+         quantize: str | None = None, verify: bool = False, rows_json: str | None = None, busy: int = 0,
+         machine: str | None = None) -> None:
     size = parse_domain(domain)
     quantization = parse_quantize(quantize)
     Field("check", deflate=deflate, quantize=quantization).compression.check("--quantize", np.dtype("f4"))
@@ -380,9 +383,12 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
                     for _ in range(reps) for what, n, a in per_case(runs, decomp, common) for load in (0, busy)]
     else:
         launches = per_case(runs, decomp, [*common, "--reps", str(reps)])
+    costs = machine_costs(machine)
     rows = rows_per_size("model", launches)
     table = summarise(rows)
     relative(table)
+    if costs is not None and decomp is None:
+        predicted(table, costs, size, steps)
     nx, ny, nlay, nspec = size
     what = f"the grid {runs[0].grid} of {decomp}, {nspec} species" if decomp else \
         f"{nx}x{ny}x{nlay}x{nspec} (columns x rows x layers x species)"
@@ -400,6 +406,29 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
     save_results(out, "model", {"domain": size, "steps": steps, "reps": reps, "hints": hints,
                                 "mpiio": os.environ.get("OMPI_MCA_io", "default"), "rows": rows, "table": table},
                  measured, besides=["model.png"])
+
+
+def machine_costs(path: str | None) -> Machine | None:
+    """The machine file the model's predictions use: ``path``, else this machine's from ``climio tune`` if there
+    is one (None: no predictions)."""
+    from climio.bench import costmodel, tune
+
+    if path is None and not os.path.exists(tune.default_path()):
+        return None
+    return costmodel.load(path or tune.default_path())
+
+
+def predicted(table: list[dict[str, Any]], costs: Machine, size: tuple[int, int, int, int], steps: int) -> None:
+    """Add the cost model's I/O time to each measured row (``model_s``), for the same grid, strategy and mode."""
+    from climio.bench import costmodel, scale
+
+    nx, ny, nlay, nspec = size
+    for row in table:
+        if "io_s" not in row or row["strategy"] == "sequential" or row.get("busy"):
+            continue
+        px, py = (int(n) for n in row["case"].split("x"))
+        job = scale.block_job(row["case"], (ny, nx), nlay, px, py, HALO)
+        row["model_s"] = costmodel.predict(costs, job, split_gather(row["strategy"])[0], row["mode"], nspec, steps)
 
 
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -426,7 +455,7 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def format_table(table: list[dict[str, Any]]) -> str:
     columns = [("grid", "l"), ("strategy", "l"), ("mode", "l"), ("busy", "r")] + [(h, "r") for h in (
         "I/O s (max over ranks)", "MB/s", "x dd", "vs root", "vs direct", "collectives / step", "copies / byte",
-        "slowdown", "data / file")]
+        "slowdown", "data / file", "model s")]
 
     def cells(r: dict[str, Any]) -> list[str]:
         rel = lambda key: f"{r[key]:+.0%}" if key in r else "-"  # noqa: E731
@@ -438,7 +467,8 @@ def format_table(table: list[dict[str, Any]]) -> str:
                 ratio, rel("vs_root"), rel("vs_direct"), "-" if calls is None else f"{calls:g}",
                 f"{r['copies_per_byte']:.2f}" if "copies_per_byte" in r else "-",
                 f"{r['slowdown']:.2f}" if "slowdown" in r else "-",
-                f"{r['bytes'] / r['file_bytes']:.2f}" if r.get("file_bytes") else "-"]
+                f"{r['bytes'] / r['file_bytes']:.2f}" if r.get("file_bytes") else "-",
+                f"{r['model_s']:.2f}" if "model_s" in r else "-"]
 
     return markdown_table(columns, (cells(r) for r in table if "io_s" in r))
 

@@ -95,6 +95,19 @@ class Job:
         assert self.owner is not None
         return dec.cells(self.owner, rank, nranks=self.nranks)
 
+    def memory_runs(self) -> np.ndarray:
+        """Each rank's runs of its share in its local array: a block's rows (a halo breaks each row off the
+        next), a mesh rank's cells (one run)."""
+        if self.owner is not None:
+            return np.ones(self.nranks, np.int64)
+        out = np.zeros(self.nranks, np.int64)
+        for rank, share in enumerate(self.shares):
+            assert isinstance(share, dec.BlockDecomposition)
+            count = (self.levels or 1, *share.box.count)
+            out[rank] = math.prod(count[:-1]) if share.halo and share.box.size else \
+                (share.layout(self.levels).flat_runs()[0].size if share.box.size else 0)
+        return out
+
     def source_runs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every rank's runs of the record: ``(first, length, rank)``."""
         if self.owner is not None:  # cells sorted by owner, then cut where the owner changes or a cell is skipped
@@ -193,6 +206,7 @@ def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np
     new_run = np.ones(first.size, bool)
     new_run[1:] = (rank[1:] != rank[:-1]) | (first[1:] != end[:-1])
     out["file_runs"] = np.bincount(rank[new_run], minlength=size)
+    out["memory_runs"] = job.memory_runs()
     if not needs_plan(job, pieces):
         return out
     s_first, s_length, s_rank = job.source_runs()

@@ -2,9 +2,9 @@
 command (the ``func`` it sets); :mod:`climio.cli` only asks each to add itself, in the order ``climio --help``
 lists them, then parses and maps errors to exit codes."""
 
-from climio.commands import bench, eva, gen, info, serve, subset
+from climio.commands import bench, eva, gen, info, serve, subset, tune
 
-COMMANDS = (info, gen, eva, subset, serve, bench)
+COMMANDS = (info, gen, eva, subset, serve, bench, tune)
 
 DESCRIPTION = """netCDF climate data on one process or many (mpiexec -n N climio ...): cut subsets out of files
 as ncks and ncrcat do, fit extreme value distributions at every grid cell, and write and read

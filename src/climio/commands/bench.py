@@ -144,6 +144,8 @@ def add_model(suites: Subcommands, common: argparse.ArgumentParser) -> None:
     mo.add_argument("--buffer-mb", type=int, metavar="MB",
                     help="with --servers: the client buffer per model rank (default one step of its fields, at "
                     "least 32)")
+    mo.add_argument("--machine", metavar="FILE", help="the machine file whose costs predict each I/O time (model s; "
+                    "default: this machine's from climio tune, if measured)")
     add_rows_json(mo)
     mo.set_defaults(func=run_model, auto_mpi_io="romio")  # ROMIO writes aggregated output faster here
 
@@ -167,7 +169,7 @@ def run_model(args: argparse.Namespace, comm: MPI.Comm) -> None:
         model.main(comm, domain=args.domain, grids=args.grid, steps=args.steps, strategies=strategies, modes=modes,
                    out=args.out, keep=args.keep, reps=args.reps, hints=hints(args.hint), decomp=args.decomp,
                    deflate=args.deflate, quantize=args.quantize, verify=args.verify, rows_json=args.rows_json,
-                   busy=args.busy)
+                   busy=args.busy, machine=args.machine)
 
 
 def add_restart(suites: Subcommands, common: argparse.ArgumentParser) -> None:

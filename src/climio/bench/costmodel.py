@@ -1,0 +1,186 @@
+"""The time of an output step from what it does and what each operation costs on a machine.
+
+What a step does is counted per rank by :mod:`climio.bench.scale` (messages, bytes moved, bytes and requests
+written, for one record). What each operation costs is a :class:`Machine`: measured on this machine by
+``climio tune``, or given for a cluster in a site file (TOML, each value with its source). The model adds, for a
+step of ``fields`` records of one shape (``ModelOutput.write``: one exchange for the step, one write per record):
+
+- pack: each rank copies its owned values into the file's byte order (classic modes: big-endian);
+- exchange: the busiest rank's messages x latency, plus its bytes sent and received at the link's bandwidth, plus
+  the bytes it keeps at copy speed (one ``Alltoallw`` a step: messages are paid once, bytes for every record);
+- write: the busiest writer's further requests x the cost of a request (a record's first is in its fixed cost),
+  its further runs x the cost of a run (MPI-IO flattens and sorts them), and its bytes at one writer's
+  bandwidth; or every writer's bytes at the file system's bandwidth, if that takes longer;
+- collectives: the mode's collective calls a step, each ``collective_s`` x log2 P;
+- the fixed cost of climio's write path per record (checks, bookkeeping, the library's call).
+
+A file adds its creation (a fixed cost and one per variable) and its close, which drains the written bytes to
+disk at ``sync_Bps`` (where the file system keeps dirty pages: a disk, not tmpfs).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+
+import numpy as np
+
+from climio.bench.scale import Job, plan_cost, step_counts
+from climio.errors import ClimioError
+from climio.model.strategy import Strategy
+
+CLASSIC = ("serial", "cdf2", "cdf5")  # modes whose files hold big-endian values: every rank packs its share
+PER_MODE = ("record_s", "step_s", "collectives", "record_collectives", "define_s", "file_s")
+
+
+@dataclass(frozen=True)
+class Machine:
+    """Per-operation costs (seconds, bytes per second) of a machine and its file system."""
+
+    name: str
+    nodes: int
+    cores_per_node: int
+    copy_Bps: float  # one core copying memory (into the file's byte order), every core at it
+    row_s: float  # each run in memory a copy walks (a row of a block with a halo)
+    latency_s: float  # a message's start-up between two ranks
+    link_Bps: float  # what one rank sends or receives per second
+    collective_s: float  # one small collective call on 2 ranks; log2 P of them on P
+    write_Bps: float  # one writer into the file system
+    servers_Bps: float  # every writer together (the storage targets' sum)
+    request_s: float  # a write request's fixed cost (library, MPI-IO, system call)
+    shared_request_s: float  # the same while another writer writes small requests into the file
+    run_s: float  # each further noncontiguous run of a request
+    sync_Bps: float  # fsync's drain of written bytes to the disk; 0: nothing to drain (tmpfs)
+    record_s: Mapping[str, float]  # climio's fixed cost per record written (its first request included), by mode
+    step_s: Mapping[str, float]  # and per step
+    collectives: Mapping[str, float]  # collective calls a step, by mode
+    record_collectives: Mapping[str, float]  # and a record
+    define_s: Mapping[str, float]  # creating a file: cost per variable, by mode
+    file_s: Mapping[str, float]  # creating and closing a file: the fixed cost, by mode
+    sources: Mapping[str, str] = field(default_factory=dict)  # where each value comes from
+
+    def per_node(self, nranks: int) -> int:
+        """Ranks on each node of a job of ``nranks``: a node's cores, or more where the nodes are too few."""
+        return max(self.cores_per_node, -(-nranks // self.nodes))
+
+    def check_mode(self, mode: str) -> None:
+        missing = [name for name in PER_MODE if mode not in getattr(self, name)]
+        if missing:
+            raise ClimioError(f"machine '{self.name}': no {', '.join(missing)} for mode '{mode}': measure it with "
+                              f"climio tune (or add it to the site file)")
+
+
+def load(path: str) -> Machine:
+    """A machine from a site file (TOML: the fields of :class:`Machine`, the per-mode ones as tables)."""
+    try:
+        with open(path, "rb") as f:
+            values = tomllib.load(f)
+    except OSError as err:
+        raise ClimioError(f"{path}: cannot read the machine file: {err.strerror}; measure one with climio tune")
+    except tomllib.TOMLDecodeError as err:
+        raise ClimioError(f"{path}: not a TOML machine file: {err}") from err
+    names = {f.name for f in fields(Machine)}
+    missing = sorted(n for n in names - set(values) if n != "sources")
+    unknown = sorted(set(values) - names)
+    if missing or unknown:
+        said = f"lacks {', '.join(missing)}" if missing else f"has unknown keys {', '.join(unknown)}"
+        raise ClimioError(f"{path}: the machine file {said}")
+    return Machine(**values)
+
+
+def save(machine: Machine, path: str) -> None:
+    """Write ``machine`` as a site file (atomically)."""
+    from climio.core.targets import write_atomically
+
+    def value(v: object) -> str:
+        return f'"{v}"' if isinstance(v, str) else repr(float(v)) if isinstance(v, float) else str(v)
+
+    plain = {k: v for k, v in asdict(machine).items() if not isinstance(v, Mapping)}
+    tables = {k: v for k, v in asdict(machine).items() if isinstance(v, Mapping)}
+    lines = [f"{k} = {value(v)}" for k, v in plain.items()]
+    for name, table in tables.items():
+        lines += ["", f"[{name}]"] + [f'"{k}" = {value(v)}' for k, v in table.items()]
+
+    def dump(temp: str) -> None:
+        with open(temp, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_atomically(path, "--out", dump, "")
+
+
+def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, mode: str, strategy: str
+               ) -> dict[str, float]:
+    """The seconds of each part of one step of ``fields`` records, from one record's per-rank ``counts``
+    (:func:`climio.bench.scale.step_counts`) of a strategy named ``strategy``."""
+    machine.check_mode(mode)
+    nranks = len(counts["bytes_written"])
+    shared = machine.per_node(nranks) / machine.cores_per_node  # over 1: ranks take turns on a core
+    shared = max(shared, 1.0)
+    owned = counts["bytes_sent"] + counts["bytes_kept"]
+    if not counts["bytes_kept"].any() and not counts["bytes_sent"].any():  # no exchange: each rank its own block
+        owned = counts["bytes_written"]
+    walk = counts["memory_runs"] * machine.row_s  # a rank's rows, walked by each copy of its share
+    pack = fields * float(np.max(owned / machine.copy_Bps + walk)) if mode in CLASSIC else 0.0
+    moved = counts["bytes_sent"] + counts["bytes_kept"] > 0
+    exchange = float(np.max((counts["messages_sent"] + counts["messages_received"]) * machine.latency_s
+                            + fields * (counts["bytes_sent"] + counts["bytes_received"]) / machine.link_Bps
+                            + fields * (counts["bytes_kept"] / machine.copy_Bps + np.where(moved, walk, 0.0))))
+    # classic files written by aggregators: each of a writer's runs is a pwrite of its own; otherwise its
+    # requests go to MPI-IO, whose two-phase write takes the runs together
+    own_writes = mode in ("cdf2", "cdf5") and strategy != "direct"
+    calls = counts["file_runs"] if own_writes else counts["requests"]
+    runs = np.zeros_like(calls) if own_writes else np.maximum(counts["file_runs"] - counts["requests"], 0)
+    request_s = machine.shared_request_s if np.count_nonzero(counts["bytes_written"]) > 1 else machine.request_s
+    one_writer = float(np.max(fields * (np.maximum(calls - 1, 0) * request_s + runs * machine.run_s
+                                        + counts["bytes_written"] / machine.write_Bps)))
+    everyone = fields * float(counts["bytes_written"].sum()) / machine.servers_Bps
+    calls_a_step = machine.collectives[mode] + fields * machine.record_collectives[mode]
+    return {"pack": shared * pack, "exchange": exchange, "write": max(one_writer, everyone),
+            "collectives": calls_a_step * machine.collective_s * max(1.0, math.log2(nranks)),
+            "fixed": shared * (machine.step_s[mode] + fields * machine.record_s[mode])}
+
+
+def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, steps: int, mode: str, strategy: str,
+             plans_s: float = 0.0) -> float:
+    """Seconds to create a file of ``fields`` variables, build its routes (``plans_s``), write ``steps`` steps
+    and close it."""
+    step = sum(step_parts(machine, counts, fields, mode, strategy).values())
+    written = steps * fields * float(counts["bytes_written"].sum())
+    drain = written / machine.sync_Bps if machine.sync_Bps > 0 else 0.0
+    return machine.file_s[mode] + fields * machine.define_s[mode] + plans_s + steps * step + drain
+
+
+def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: int | None = None,
+           stripe_size: int | None = None) -> Strategy:
+    """``text`` resolved for ``job`` on ``machine`` (its ranks filling the nodes in turn)."""
+    per_node = machine.per_node(job.nranks)
+    nodes = [r // per_node * per_node for r in range(job.nranks)]
+    return Strategy.settle(text, mode, nodes, job.share(0), stripe_count=stripe_count, stripe_size=stripe_size)
+
+
+def predict(machine: Machine, job: Job, text: str, mode: str, fields: int, steps: int, *,
+            stripe_count: int | None = None, stripe_size: int | None = None) -> float:
+    """Seconds for ``job``'s ranks to write a file of ``fields`` fields for ``steps`` steps through ``text``."""
+    strategy = settle(machine, job, text, mode, stripe_count=stripe_count, stripe_size=stripe_size)
+    counts = step_counts(job, strategy)
+    return run_time(machine, counts, fields, steps, mode, strategy.name, routes(job, strategy, fields) *
+                    plan_seconds(job, strategy, counts))
+
+
+def routes(job: Job, strategy: Strategy, fields: int, itemsize: int = 4) -> int:
+    """How many routes a file of ``fields`` records of one shape builds: one, or for ``stripe`` one per phase of
+    the records' offsets against a round of stripes (records lie back to back, a step after another)."""
+    if strategy.name != "stripe":
+        return 1
+    record = math.prod(job.shape) * itemsize
+    return len({strategy.stripe_key(k * record) for k in range(fields)})
+
+
+def plan_seconds(job: Job, strategy: Strategy, counts: Mapping[str, np.ndarray]) -> float:
+    """Seconds the busiest rank takes to build one route's plan, timed here (the rearranger's own planning)."""
+    busiest = {int(np.argmax(counts["bytes_received"])), int(np.argmax(counts["messages_sent"]))}
+    return max((seconds for _, seconds in plan_cost(job, strategy, sorted(busiest)).values()), default=0.0)

@@ -1,0 +1,311 @@
+"""``climio tune``: this machine's per-operation costs, measured, as a machine file for the cost model
+(:mod:`climio.bench.costmodel`).
+
+The driver starts itself on 2 ranks (``mpiexec``); the ranks measure, each figure the median of several runs:
+
+- ``copy_Bps``, ``row_s``: both ranks converting 128 MiB of float32 rows with a halo into big-endian (a classic
+  file's pack), in rows of 1,024 and of 48 values: the bandwidth, and what each row adds (short rows are a small
+  block's, whose every row is a run in memory: the pack and MPI's datatypes walk them one by one);
+- ``latency_s``, ``link_Bps``: ping-pong of 8 bytes and of 16 MiB between the two ranks;
+- ``collective_s``: an 8-byte allreduce on the two ranks;
+- ``write_Bps``: one process's ``pwrite`` of 4 KiB and of 16 MiB requests into a new file in ``--dir`` (the
+  bandwidth from the difference); ``request_s``: 256-byte ``pwrite`` s with gaps between them, less their bytes
+  (a block's rows, each a request of its own); ``servers_Bps``: both ranks writing 16 MiB requests into one file
+  at once;
+- ``run_s``: an MPI-IO collective write of 4,096 runs of 64 bytes against one run of the same bytes;
+- ``sync_Bps``: 256 MiB written then ``fsync`` (0 where it costs nothing: tmpfs);
+- per storage mode, through ``ModelOutput`` on the two ranks with records of 2 x 2 values: the cost of creating
+  and closing a file of 1 and of 64 variables (``file_s``, ``define_s``), and of steps of 1 and of 64 records
+  (a step's and a record's fixed costs, ``step_s`` and ``record_s``, and their collective calls,
+  ``collectives`` and ``record_collectives``, whose time the model counts apart).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from climio.bench.costmodel import PER_MODE, Machine, save
+from climio.errors import ClimioError
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+REPS = 5
+MODES = ("serial", "cdf2", "cdf5", "hdf5")
+MANY = 64  # variables and records of the per-mode runs
+RUN_BYTES = 256  # a row of a block, written on its own
+PACKED = 128 << 20  # bytes packed to measure a copy's bandwidth
+
+
+def default_path() -> str:
+    """Where the model finds this machine's costs unless told: ``$CLIMIO_MACHINE`` or the user's config."""
+    return os.environ.get("CLIMIO_MACHINE") or os.path.join(os.path.expanduser("~"), ".config", "climio",
+                                                               "machine.toml")
+
+
+def median_time(run: Callable[[], None], reps: int = REPS) -> float:
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def copy_rates(comm: MPI.Comm) -> tuple[float, float]:
+    """Bytes a second each rank packs while the other does too, and the seconds each row adds: 128 MiB of
+    float32 rows (more than any cache holds: a step's fields are) with a halo of 2 on each side (as a model's
+    arrays have), rows of 1,024 and of 48 values, into a contiguous big-endian buffer."""
+    from mpi4py import MPI
+
+    def pack(width: int) -> float:
+        values = np.random.default_rng(0).random((PACKED // 4 // width, width + 4), dtype=np.float32)
+        inner = values[:, 2:-2]
+        out = np.empty(inner.shape, ">f4")
+        comm.Barrier()
+        return comm.allreduce(median_time(lambda: np.copyto(out, inner, casting="unsafe")), op=MPI.MAX)
+
+    long_rows, short_rows = pack(1024), pack(48)
+    rows = PACKED // 4 // 48 - PACKED // 4 // 1024
+    return PACKED / long_rows, max(short_rows - long_rows, 0.0) / rows
+
+
+def ping_pong(comm: MPI.Comm, nbytes: int, rounds: int) -> float:
+    """Seconds of one message of ``nbytes`` between ranks 0 and 1 while the other goes the other way (an exchange
+    sends and receives at once)."""
+    from mpi4py import MPI
+
+    out, back = np.zeros(max(nbytes, 1), np.uint8), np.zeros(max(nbytes, 1), np.uint8)
+    peer = 1 - comm.Get_rank()
+
+    def run() -> None:
+        for _ in range(rounds):
+            comm.Sendrecv(out, peer, recvbuf=back, source=peer)
+
+    comm.Barrier()
+    return comm.allreduce(median_time(run), op=MPI.MAX) / rounds
+
+
+def allreduce_time(comm: MPI.Comm, rounds: int = 1000) -> float:
+    from mpi4py import MPI
+
+    value = np.zeros(1, np.float64)
+    comm.Barrier()
+    return median_time(lambda: [comm.Allreduce(MPI.IN_PLACE, value) for _ in range(rounds)]) / rounds
+
+
+def pwrite_time(directory: str, size: int, count: int, stride: int | None = None, path: str | None = None,
+                first: int = 0) -> float:
+    """Seconds for one process to write ``count`` requests of ``size`` bytes, ``stride`` apart (default: one after
+    the other), into a new file (pages the file system must allocate, as a model's output is; no fsync), or into
+    ``path`` from request ``first`` on (another process writes the other requests at the same time)."""
+    data = np.ones(size, np.uint8)
+    step = stride or size
+
+    def run() -> None:
+        fd, made = (os.open(path, os.O_WRONLY), None) if path else tempfile.mkstemp(prefix="climio-tune-",
+                                                                                    dir=directory)
+        try:
+            for k in range(first, first + count):
+                os.pwrite(fd, data, k * step)
+        finally:
+            os.close(fd)
+            if made:
+                os.unlink(made)
+
+    return median_time(run)
+
+
+def sync_rate(directory: str, nbytes: int = 256 << 20) -> float:
+    """Bytes a second ``fsync`` drains to the disk; 0 where it drains nothing measurable (tmpfs)."""
+    data = np.ones(nbytes, np.uint8)
+    fd, path = tempfile.mkstemp(prefix="climio-tune-", dir=directory)
+    try:
+        os.write(fd, data)
+        start = time.perf_counter()
+        os.fsync(fd)
+        seconds = time.perf_counter() - start
+    finally:
+        os.close(fd)
+        os.unlink(path)
+    return nbytes / seconds if seconds > 0.01 else 0.0
+
+
+def run_cost(comm: MPI.Comm, directory: str, runs: int = 4096, size: int = 64) -> float:
+    """Seconds each further noncontiguous run adds to an MPI-IO collective write (rank 0 writes, rank 1 joins)."""
+    from mpi4py import MPI
+
+    path = comm.bcast(os.path.join(directory, f"climio-tune-runs-{os.getpid()}.bin") if comm.Get_rank() == 0 else None)
+    data = np.ones(runs * size if comm.Get_rank() == 0 else 0, np.uint8)
+    strided = MPI.BYTE.Create_vector(runs, size, 2 * size).Commit()
+    handle = MPI.File.Open(comm, path, MPI.MODE_CREATE | MPI.MODE_WRONLY)
+    try:
+        def write(filetype: MPI.Datatype) -> Callable[[], None]:
+            def run() -> None:
+                handle.Set_view(0, MPI.BYTE, filetype)
+                handle.Write_at_all(0, data)
+            return run
+
+        many = median_time(write(strided))
+        one = median_time(write(MPI.BYTE))
+    finally:
+        handle.Close()
+        strided.Free()
+        if comm.Get_rank() == 0:
+            os.unlink(path)
+    return max(comm.allreduce(many - one, op=MPI.MAX), 0.0) / (runs - 1)
+
+
+def mode_costs(comm: MPI.Comm, directory: str, mode: str) -> dict[str, float]:
+    """Through ``ModelOutput`` with records of 2 x 2 values: a file's fixed cost and its cost per variable; a
+    step's and a record's fixed costs and collective calls (from steps of 1 and of MANY records)."""
+    from mpi4py import MPI
+
+    from climio.core import collectives
+    from climio.model import decomposition as dec
+    from climio.model.output import Field, ModelOutput
+
+    share = dec.blocks((2, 2 * comm.Get_size()), comm.Get_size(), 1, comm.Get_rank())
+    strategy = "root" if mode == "serial" else "agg:1"
+    path = comm.bcast(os.path.join(directory, f"climio-tune-{mode}-{os.getpid()}.nc") if comm.Get_rank() == 0
+                      else None)
+    local = np.ones(share.local_shape(None), np.float32)
+
+    def made(count: int) -> ModelOutput:
+        return ModelOutput(path, share, [Field(f"v{k}") for k in range(count)], comm, mode=mode, strategy=strategy,
+                           overwrite=True)
+
+    def create(count: int) -> float:
+        def run() -> None:
+            made(count).close()
+            comm.Barrier()
+        comm.Barrier()
+        return comm.allreduce(median_time(run), op=MPI.MAX)
+
+    def steps(count: int) -> tuple[float, float]:
+        """Seconds and collective calls of a step of ``count`` records."""
+        out = made(count)
+        try:
+            records = {f"v{k}": local for k in range(count)}
+            out.write(0, records, 0.0)  # routes and buffers made
+            step = [0]
+
+            def run() -> None:
+                step[0] += 1
+                out.write(step[0], records, float(step[0]))
+
+            comm.Barrier()
+            before = collectives.calls()
+            seconds = comm.allreduce(median_time(run), op=MPI.MAX)
+            after = collectives.calls()
+        finally:
+            out.close()
+        calls = -1.0 if before is None else (after - before - 1) / REPS  # the allreduce above is not the step's
+        return seconds, comm.allreduce(calls, op=MPI.MAX)
+
+    try:
+        one, many = create(1), create(MANY)
+        (t_one, c_one), (t_many, c_many) = steps(1), steps(MANY)
+    finally:
+        if comm.Get_rank() == 0 and os.path.exists(path):
+            os.unlink(path)
+    per_record = max(c_many - c_one, 0.0) / (MANY - 1)
+    return {"file_s": one - (many - one) / (MANY - 1), "define_s": (many - one) / (MANY - 1),
+            "record_s": (t_many - t_one) / (MANY - 1), "step_s": t_one - (t_many - t_one) / (MANY - 1),
+            "collectives": max(c_one - per_record, 0.0), "record_collectives": per_record}
+
+
+def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
+    """Every figure (collective on 2 ranks); the results on rank 0."""
+    from mpi4py import MPI
+
+    rank = comm.Get_rank()
+    figures: dict[str, Any] = {}
+    small, large = 4096, 16 << 20
+    figures["copy_Bps"], figures["row_s"] = copy_rates(comm)
+    figures["latency_s"] = ping_pong(comm, 8, 1000)
+    figures["link_Bps"] = large / ping_pong(comm, large, 10)
+    figures["collective_s"] = allreduce_time(comm)
+    if rank == 0:
+        t_small = pwrite_time(directory, small, 4096) / 4096
+        t_large = pwrite_time(directory, large, 8) / 8
+        figures["write_Bps"] = (large - small) / max(t_large - t_small, 1e-12)
+        t_run = pwrite_time(directory, RUN_BYTES, 4096, stride=2 * RUN_BYTES) / 4096
+        figures["request_s"] = max(t_run - RUN_BYTES / figures["write_Bps"], 0.0)
+        figures["sync_Bps"] = sync_rate(directory)
+    shared = comm.bcast(tempfile.mkstemp(prefix="climio-tune-", dir=directory)[1] if rank == 0 else None)
+    try:  # both ranks into one file, as a strategy's writers write theirs
+        comm.Barrier()
+        both = comm.allreduce(pwrite_time(directory, large, 8, path=shared, first=8 * rank), op=MPI.MAX)
+    finally:
+        comm.Barrier()
+        if rank == 0:
+            os.unlink(shared)
+    figures["servers_Bps"] = comm.Get_size() * 8 * large / both
+    shared = comm.bcast(tempfile.mkstemp(prefix="climio-tune-", dir=directory)[1] if rank == 0 else None)
+    try:  # both ranks' small runs into one file, interleaved, as writers of many runs write theirs
+        comm.Barrier()
+        runs = comm.allreduce(pwrite_time(directory, RUN_BYTES, 4096, stride=2 * RUN_BYTES, path=shared,
+                                          first=4096 * rank), op=MPI.MAX)
+    finally:
+        comm.Barrier()
+        if rank == 0:
+            os.unlink(shared)
+    figures["shared_request_s"] = max(runs / 4096 - RUN_BYTES * comm.Get_size() / figures["servers_Bps"], 0.0)
+    figures["run_s"] = run_cost(comm, directory)
+    per_mode = {mode: mode_costs(comm, directory, mode) for mode in MODES}
+    for costs in per_mode.values():  # the fixed costs without the collective calls the model counts apart
+        costs["record_s"] = max(costs["record_s"] - costs["record_collectives"] * figures["collective_s"], 0.0)
+        costs["step_s"] = max(costs["step_s"] - costs["collectives"] * figures["collective_s"], 0.0)
+    figures["modes"] = per_mode
+    return figures
+
+
+def machine(figures: dict[str, Any], name: str, cores: int) -> Machine:
+    """The machine file's values from the measured figures."""
+    modes = figures["modes"]
+    per_mode = {key: {m: modes[m][key] for m in modes} for key in PER_MODE}
+    plain = {k: v for k, v in figures.items() if k != "modes"}
+    return Machine(name=name, nodes=1, cores_per_node=cores, **plain, **per_mode,
+                   sources={"all": "measured by climio tune on 2 ranks"})
+
+
+def main(comm: MPI.Comm, *, directory: str, out: str, worker_json: str | None) -> None:
+    """The driver (a plain process: runs the ranks, writes the machine file) or a worker rank."""
+    from climio.bench.runner import run_ranks
+
+    if not os.path.isdir(directory):
+        raise ClimioError(f"--dir: '{directory}' is not a directory", collective=True)
+    if worker_json is not None:
+        figures = measure(comm, directory)
+        if comm.Get_rank() == 0:
+            with open(worker_json, "w") as f:
+                json.dump(figures, f)
+        return
+    if comm.Get_size() > 1:
+        raise ClimioError("climio tune starts its own 2 ranks: run it as a plain process", collective=True)
+    print(f"climio tune: measuring this machine's costs on 2 ranks in {directory} ...", flush=True)
+    with tempfile.TemporaryDirectory(prefix="climio-tune-") as tmp:
+        path = os.path.join(tmp, "figures.json")
+        run_ranks(2, ["tune", "--dir", directory, "--worker-json", path])
+        with open(path) as f:
+            figures = json.load(f)
+    found = machine(figures, socket.gethostname(), os.cpu_count() or 1)
+    save(found, out)
+    width = max(len(k) for k in figures)
+    for key, value in figures.items():
+        if key != "modes":
+            print(f"  {key:<{width}}  {value:.4g}")
+    for mode, costs in figures["modes"].items():
+        print(f"  {mode:<{width}}  " + ", ".join(f"{k} {v:.4g}" for k, v in costs.items()))
+    print(f"machine file: {out}", file=sys.stdout)

@@ -1,0 +1,113 @@
+"""The cost model's formulas against cases worked out by hand, its machine files, and ``climio tune``."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import climio, one_error_line
+
+from climio.bench import costmodel, scale
+from climio.errors import ClimioError
+
+MODES = ("serial", "cdf2", "cdf5", "hdf5")
+ROUND = costmodel.Machine(
+    name="round", nodes=1, cores_per_node=2, copy_Bps=1e9, row_s=1e-8, latency_s=1e-6, link_Bps=5e8,
+    collective_s=1e-5, write_Bps=2e8, servers_Bps=3e8, request_s=1e-5, shared_request_s=2e-5, run_s=1e-6,
+    sync_Bps=1e8, record_s={m: 1e-4 for m in MODES}, step_s={m: 1e-3 for m in MODES},
+    collectives={m: 3.0 for m in MODES}, record_collectives={m: 2.0 if m == "hdf5" else 0.0 for m in MODES},
+    define_s={m: 1e-4 for m in MODES}, file_s={m: 1e-2 for m in MODES}, sources={"all": "round numbers"})
+
+
+def counts(**given: list[int]) -> dict[str, np.ndarray]:
+    names = (*scale.QUANTITIES, "memory_runs")
+    size = len(next(iter(given.values())))
+    return {q: np.array(given.get(q, [0] * size), np.int64) for q in names}
+
+
+def test_two_ranks_gathered_on_the_first() -> None:
+    """Rank 1 sends rank 0 its 1 MB (100 rows); rank 0 keeps its own 1 MB (100 rows) and writes 2 MB in one
+    request of one run; 10 records a step, cdf5."""
+    c = counts(messages_sent=[0, 1], messages_received=[1, 0], bytes_sent=[0, 10**6], bytes_received=[10**6, 0],
+               bytes_kept=[10**6, 0], bytes_written=[2 * 10**6, 0], requests=[1, 0], file_runs=[1, 0],
+               memory_runs=[100, 100])
+    parts = costmodel.step_parts(ROUND, c, 10, "cdf5", "root")
+    assert parts["pack"] == pytest.approx(10 * (1e6 / 1e9 + 100 * 1e-8))
+    # rank 0: 1 message, 1 MB received at 5e8, 1 MB kept at copy speed with its rows walked
+    assert parts["exchange"] == pytest.approx(1e-6 + 10 * (1e6 / 5e8) + 10 * (1e6 / 1e9 + 100 * 1e-8))
+    assert parts["write"] == pytest.approx(10 * 2e6 / 2e8)  # one writer: its bandwidth, not the servers'
+    assert parts["collectives"] == pytest.approx(3 * 1e-5 * 1.0)  # log2 2 = 1
+    assert parts["fixed"] == pytest.approx(1e-3 + 10 * 1e-4)
+    written = 4 * 10 * 2e6  # four steps
+    assert costmodel.run_time(ROUND, c, 10, 4, "cdf5", "root", plans_s=0.5) == pytest.approx(
+        1e-2 + 10 * 1e-4 + 0.5 + 4 * sum(parts.values()) + written / 1e8)
+
+
+def test_writers_of_many_runs_and_the_servers_bound() -> None:
+    """Four writers on 4 ranks (2 cores: ranks take turns), each 50 runs in 2 requests: classic files written
+    by aggregators make each run a pwrite (shared: other writers write too); direct's go to MPI-IO as requests
+    of runs; the servers bound the four writers' 4 MB."""
+    c = counts(bytes_written=[10**6] * 4, requests=[2] * 4, file_runs=[50] * 4, memory_runs=[10] * 4)
+    own = costmodel.step_parts(ROUND, c, 1, "cdf5", "rows")
+    assert own["write"] == pytest.approx(max(49 * 2e-5 + 1e6 / 2e8, 4e6 / 3e8))
+    mpiio = costmodel.step_parts(ROUND, c, 1, "cdf5", "direct")
+    assert mpiio["write"] == pytest.approx(max(1 * 2e-5 + 48 * 1e-6 + 1e6 / 2e8, 4e6 / 3e8))
+    assert own["collectives"] == pytest.approx(3 * 1e-5 * math.log2(4))
+    assert own["fixed"] == pytest.approx(2 * (1e-3 + 1e-4))  # 4 ranks on 2 cores
+    assert own["exchange"] == 0.0 and own["pack"] == pytest.approx(2 * (1e6 / 1e9 + 10 * 1e-8))
+    hdf5 = costmodel.step_parts(ROUND, c, 5, "hdf5", "rows")
+    assert hdf5["pack"] == 0.0 and hdf5["collectives"] == pytest.approx((3 + 5 * 2) * 1e-5 * 2)
+
+
+def test_stripe_routes_one_per_phase() -> None:
+    """Records of CA (1,669,640 bytes) back to back in rounds of 2 stripes of 1 MiB: each record starts at a new
+    phase until they repeat."""
+    job = scale.job("CA", 2)
+    strategy = costmodel.settle(replace(ROUND, cores_per_node=2), job, "stripe", "cdf5", stripe_count=2,
+                                stripe_size=1 << 20)
+    record = 4 * 35 * 134 * 89
+    assert costmodel.routes(job, strategy, 10) == len({k * record % (2 << 20) for k in range(10)}) == 10
+    assert costmodel.routes(job, costmodel.settle(ROUND, job, "agg", "cdf5"), 10) == 1
+
+
+def test_placement_on_too_few_nodes() -> None:
+    """On one node of 2 cores, 4 ranks share it; on 4 nodes of 2, a node takes 2."""
+    assert ROUND.per_node(4) == 4 and replace(ROUND, nodes=4).per_node(4) == 2
+    job = scale.job("CA", 4)
+    assert costmodel.settle(ROUND, job, "agg", "cdf5").aggregators == (0,)
+    assert costmodel.settle(replace(ROUND, nodes=4), job, "agg", "cdf5").aggregators == (0, 2)
+
+
+def test_machine_files(tmp_path: Path) -> None:
+    path = tmp_path / "m.toml"
+    costmodel.save(ROUND, str(path))
+    assert costmodel.load(str(path)) == ROUND
+    text = path.read_text()
+    path.write_text(text.replace("run_s = ", "runs = "))
+    with pytest.raises(ClimioError, match=r"m.toml: the machine file lacks run_s"):
+        costmodel.load(str(path))
+    path.write_text("colour = 3\n" + text)
+    with pytest.raises(ClimioError, match="has unknown keys colour"):
+        costmodel.load(str(path))
+    path.write_text("name = \n")
+    with pytest.raises(ClimioError, match="not a TOML machine file"):
+        costmodel.load(str(path))
+    with pytest.raises(ClimioError, match="no record_s, step_s.*for mode 'cdf1'"):
+        ROUND.check_mode("cdf1")
+
+
+def test_tune_measures_this_machine(tmp_path: Path) -> None:
+    out = tmp_path / "conf" / "machine.toml"
+    result = climio("tune", "--dir", str(tmp_path), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    machine = costmodel.load(str(out))
+    for name in ("copy_Bps", "latency_s", "link_Bps", "collective_s", "write_Bps", "servers_Bps"):
+        assert getattr(machine, name) > 0, name
+    assert set(machine.record_s) == set(MODES) and all(v > 0 for v in machine.file_s.values())
+    assert machine.collectives["cdf5"] >= 1  # the step's exchange at least
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]  # its probe files removed
+    bad = climio("tune", "--dir", str(tmp_path / "none"))
+    assert bad.returncode == 2 and "--dir: " in one_error_line(bad)
