@@ -40,7 +40,7 @@ from climio.core.rearrange import Description, descriptions
 from climio.errors import ClimioError, api_words
 from climio.model.decomposition import GridDecomposition, from_blocks
 from climio.model.gather import Gatherer
-from climio.model.route import Route, gather_together
+from climio.model.route import Pool, Route, gather_together
 from climio.model.strategy import STRATEGIES, Strategy, applicable_modes, parse_strategy
 
 if TYPE_CHECKING:
@@ -221,6 +221,7 @@ class ModelOutput:
         shared: dict[tuple[int | None, str], Route | Gatherer] = {}  # fields of one shape and type share one
         self._routes: dict[str, Route | Gatherer] = {}
         self._stripe_routes: OrderedDict[tuple[int | None, str, int], Route] = OrderedDict()  # least recent first
+        self._stripe_pool = Pool()
         self._layouts: dict[int | None, list[Description]] = {}  # every rank's layout of a field's record
         try:
             if self.strategy.name != "stripe":
@@ -440,10 +441,11 @@ class ModelOutput:
             return self._stripe_routes[key]
         if f.levels not in self._layouts:
             self._layouts[f.levels] = descriptions(self.comm, self.grid.layout(f.levels))
-        self._stripe_routes[key] = self.strategy.route(self.comm, self.grid, f.levels, self._moved(f),
-                                                       fill=fill_value(f), offset=offset,
-                                                       layouts=self._layouts[f.levels])
-        return self._stripe_routes[key]
+        route = self.strategy.route(self.comm, self.grid, f.levels, self._moved(f), fill=fill_value(f), offset=offset,
+                                    layouts=self._layouts[f.levels])
+        route.share(self._stripe_pool)  # a new phase makes no arrays of its own
+        self._stripe_routes[key] = route
+        return route
 
     def close(self) -> None:
         self._store.close()

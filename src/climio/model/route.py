@@ -23,7 +23,9 @@ fill of their own, shared out evenly.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,6 +39,7 @@ from climio.errors import ClimioError
 if TYPE_CHECKING:
     from mpi4py import MPI
 
+_TOKENS = itertools.count()
 Ranges = list[tuple[int, int, int]]  # (first element, end element, aggregator rank), ascending, covering the record
 
 
@@ -204,10 +207,10 @@ class Route:
         self._block: np.ndarray | None = None  # a halo'd block's contiguous landing place (reading)
         self._buffer_shape = buffer.local_shape if self.plan is not None else (at,)
         self._fill_value, self._reading = fill if fill is not None else 0, reading
-        self._buffers: list[np.ndarray] = []  # records being written: made, filled and touched once, then reused
-        self._sends: list[np.ndarray] = []  # local records in the route's type, where the caller's differ
-        self.buffer = self._buffer(0)
-        self._shaped = self.buffer.reshape(self._buffer_shape)
+        self.pool = Pool()  # records being written and their packed local arrays: made once, then reused
+        self._token = next(_TOKENS)  # names this route in a shared pool
+        self.buffer = self._fresh(math.prod(self._buffer_shape)) if reading else np.empty(0, self.dtype)
+        self._shaped = self.buffer.reshape(self._buffer_shape) if reading else self.buffer
         self.fill_slabs = [s for a, n in (holes if holes is not None else ()) for s in flat_slabs(a, a + n, shape)]
         self.fill = np.full(max((s.size for s in self.fill_slabs), default=0), fill if fill is not None else 0,
                             dtype=self.dtype)
@@ -233,22 +236,35 @@ class Route:
         and pieces, buffers of its own (no communication)."""
         assert np.dtype(dtype).itemsize == self.dtype.itemsize
         other = copy.copy(self)
-        other.dtype, other._block, other._buffers, other._sends = np.dtype(dtype), None, [], []
-        other.buffer = other._buffer(0)
-        other._shaped = other.buffer.reshape(other._buffer_shape)
+        other.dtype, other._block, other.pool, other._token = np.dtype(dtype), None, Pool(), next(_TOKENS)
+        if self._reading:
+            other.buffer = other._fresh(self.buffer.size)
+            other._shaped = other.buffer.reshape(other._buffer_shape)
         other.fill = self.fill.astype(other.dtype)
         return other
 
-    def _buffer(self, k: int) -> np.ndarray:
-        """The ``k``-th record buffer, made on first use with the fill where the plan never writes."""
-        while len(self._buffers) <= k:
-            made = np.empty(math.prod(self._buffer_shape), dtype=self.dtype)
-            if self.plan is not None and not self._reading and not self.plan.dest_complete:
-                made[...] = self._fill_value  # the plan never writes there: fill once
-            elif made.size:
-                made[::max(1, 4096 // self.dtype.itemsize)] = 0  # touch every page now, not inside a step
-            self._buffers.append(made)
-        return self._buffers[k]
+    def share(self, pool: Pool) -> None:
+        """Take the arrays of records from ``pool``, which other routes of the same output take theirs from:
+        ``stripe``'s routes, one per phase, then make no arrays of their own."""
+        self.pool = pool
+
+    def _fresh(self, size: int) -> np.ndarray:
+        """A new array of ``size`` elements, its pages touched now rather than inside a step."""
+        made = np.empty(size, dtype=self.dtype)
+        if made.size:
+            made[::max(1, 4096 // self.dtype.itemsize)] = 0
+        return made
+
+    def _receiving(self) -> np.ndarray:
+        """The next record's buffer from the pool, with the fill where the plan never writes (filled again
+        where another route used it last)."""
+        size = math.prod(self._buffer_shape)
+        made, fresh, slot = self.pool.take("in", (size,), self.dtype, self._fresh)
+        holes = self.plan is not None and not self.plan.dest_complete
+        if holes and (fresh or self.pool.user.get(slot) != self._token):
+            made[...] = self._fill_value
+        self.pool.user[slot] = self._token
+        return made
 
     def gather(self, local: np.ndarray) -> list[tuple[np.ndarray, Hyperslab]]:
         """This rank's local array in; the ``(data, hyperslab)`` pieces it writes out, padded with empty pieces to
@@ -267,22 +283,19 @@ class Route:
         tail = [(self.fill[:s.size].reshape(s.count), s) for s in self.fill_slabs]
         return tail + [empty] * (self.calls - len(self.slabs) - len(tail))
 
-    def _sending(self, k: int, local: np.ndarray) -> np.ndarray:
-        """Record ``k``'s local array as the exchange sends it: itself, or converted into a buffer of the route's
-        type kept for the next call (a classic file's byte order: each rank swaps its own values, so the writers
+    def _sending(self, local: np.ndarray) -> np.ndarray:
+        """A record's local array as the exchange sends it: itself, or converted into a buffer of the route's
+        type from the pool (a classic file's byte order: each rank swaps its own values, so the writers
         write what they receive as it is)."""
         if local.dtype == self.dtype and local.flags.c_contiguous:
             return local
-        while len(self._sends) <= k:
-            self._sends.append(np.empty(0, self.dtype))
-        if self._sends[k].shape != local.shape:
-            self._sends[k] = np.empty(local.shape, self.dtype)
-        source, target = local, self._sends[k]
+        packed = self.pool.take("out", local.shape, self.dtype, self._fresh)[0]  # every element sent is packed
+        source, target = local, packed
         if isinstance(self.layout, BoxLayout):  # a halo'd block: its owned box only (the halo is never sent)
-            source, target = _interior(self.layout, local), _interior(self.layout, target)
+            source, target = _interior(self.layout, local), _interior(self.layout, packed)
         with trace.phase("pack", source.size * self.dtype.itemsize):
             np.copyto(target, source, casting="unsafe")
-        return self._sends[k]
+        return packed
 
     def scatter(self, local: np.ndarray) -> np.ndarray:
         """The pieces this rank read into :attr:`buffer` (:meth:`read`) out to every rank's local array ``local``
@@ -328,6 +341,36 @@ class Route:
             self.plan.free()
 
 
+class Pool:
+    """Arrays that records land in (``"in"``) or are packed into (``"out"``), made on first use and reused by
+    later calls. Each call of an exchange :meth:`start` s over: its records then take arrays of their own, in
+    turn. An array that lands records is as large as the largest asked for (a view of it is handed out), so the
+    routes of ``stripe``'s phases, whose writers' shares differ a little, share them."""
+
+    def __init__(self) -> None:
+        self._arrays: dict[tuple[object, ...], list[np.ndarray]] = {}
+        self._taken: dict[tuple[object, ...], int] = {}
+        self.user: dict[tuple[object, ...], int] = {}  # an array's slot -> the route whose holes it holds the fill of
+
+    def start(self) -> None:
+        self._taken.clear()
+
+    def take(self, role: str, shape: tuple[int, ...], dtype: np.dtype, make: Callable[[int], np.ndarray]
+             ) -> tuple[np.ndarray, bool, tuple[object, ...]]:
+        """The next array of ``shape`` for ``role`` in this call, whether it was made now, and its slot."""
+        key = (role, dtype) if role == "in" else (role, dtype, shape)
+        arrays = self._arrays.setdefault(key, [])
+        k = self._taken.get(key, 0)
+        self._taken[key] = k + 1
+        size = math.prod(shape)
+        fresh = k == len(arrays) or arrays[k].size < size
+        if k == len(arrays):
+            arrays.append(make(size))
+        elif fresh:
+            arrays[k] = make(size)
+        return arrays[k][:size].reshape(shape), fresh, (*key, k)
+
+
 def route_counts(moves: Moves | None, pieces: list[Hyperslab], shape: tuple[int, ...], itemsize: int
                  ) -> dict[str, int]:
     """:meth:`Route.counts` from a plan's :class:`~climio.core.rearrange.Moves` (None: no exchange) and the
@@ -350,13 +393,15 @@ def gather_together(batches: list[tuple[Route, list[np.ndarray]]]) -> list[list[
     routes and records, in the same order): fields whose records take different routes (``stripe``'s phases,
     fields of two shapes) still cost one exchange a step. Each route's records land in its own buffers."""
     out, moves = [], []
+    for pool in {id(route.pool): route.pool for route, _ in batches}.values():
+        pool.start()
     for route, locals_ in batches:
         tail = route._tail()
         if route.plan is None:
             out.append([[*((_interior(route.layout, local), s) for _, s in route.slabs), *tail] for local in locals_])
             continue
-        buffers = [route._buffer(k) for k in range(len(locals_))]
-        moves.append((route.plan, [route._flat(route._sending(k, local)) for k, local in enumerate(locals_)],
+        buffers = [route._receiving() for _ in locals_]
+        moves.append((route.plan, [route._flat(route._sending(local)) for local in locals_],
                       [b.reshape(route._buffer_shape) for b in buffers]))
         out.append([[*((b[at:at + s.size].reshape(s.count), s) for at, s in route.slabs), *tail] for b in buffers])
     if len(moves) == 1:
