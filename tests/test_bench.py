@@ -73,15 +73,33 @@ def test_bench_eva_cold(tmp_path: Path) -> None:
 
 
 def test_bench_model(tmp_path: Path) -> None:
-    out = tmp_path / "r"
+    """Every strategy and mode measured, and each beside the cost model's time on a given machine file."""
+    from climio.bench import costmodel, scale
+    from climio.bench.model import HALO
+
+    out, machine = tmp_path / "r", tmp_path / "machine.toml"
+    modes = ("serial", "cdf5")
+    costs = costmodel.Machine(
+        name="test", nodes=1, cores_per_node=2, copy_Bps=1e9, row_s=1e-8, latency_s=1e-6, link_Bps=5e8,
+        collective_s=1e-5, write_Bps=2e8, servers_Bps=3e8, request_s=1e-5, shared_request_s=2e-5, run_s=1e-6,
+        sync_Bps=0.0, record_s={m: 1e-4 for m in modes}, step_s={m: 1e-3 for m in modes},
+        collectives={m: 3.0 for m in modes}, record_collectives={m: 0.0 for m in modes},
+        define_s={m: 1e-4 for m in modes}, file_s={m: 1e-2 for m in modes})
+    costmodel.save(costs, str(machine))
     result = climio("bench", "model", "--domain", "20x12x3x4", "--grid", "1x1,2x1", "--steps", "2", "--reps", "1",
                     "--strategy", "root,root:p2p,direct,rows,cols", "--mode", "serial,cdf5", "--out", str(out),
-                    "--keep")
+                    "--keep", "--machine", str(machine))
     assert result.returncode == 0, result.stderr
     assert "skipped direct x serial" in result.stdout
     table = json.loads((out / "model.json").read_text())["table"]
     measured = {(e["ranks"], e["strategy"], e["mode"]) for e in table if "io_s" in e}
     assert (2, "rows", "cdf5") in measured and (1, "sequential", "-") in measured
+    for row in (e for e in table if "io_s" in e and e["strategy"] != "sequential"):
+        px, py = (int(n) for n in row["case"].split("x"))
+        job = scale.block_job(row["case"], (12, 20), 3, px, py, HALO)
+        expected = costmodel.predict(costs, job, row["strategy"].partition(":p2p")[0], row["mode"], 4, 2)
+        assert row["model_s"] == pytest.approx(expected, abs=2e-3), row  # plans are timed anew (under 1 ms)
+        assert f"| {row['case']} | {row['strategy']} | {row['mode']} |" in result.stdout
     assert (out / "model.png").read_bytes()[:4] == b"\x89PNG" and (out / "cmaq-rows-cdf5-2x1.nc").exists()
 
 
