@@ -80,9 +80,9 @@ def test_bench_model(tmp_path: Path) -> None:
     out, machine = tmp_path / "r", tmp_path / "machine.toml"
     modes = ("serial", "cdf5")
     costs = costmodel.Machine(
-        name="test", nodes=1, cores_per_node=2, copy_Bps=1e9, row_s=1e-8, latency_s=1e-6, link_Bps=5e8,
-        collective_s=1e-5, write_Bps=2e8, servers_Bps=3e8, request_s=1e-5, shared_request_s=2e-5, run_s=1e-6,
-        sync_Bps=0.0, record_s={m: 1e-4 for m in modes}, step_s={m: 1e-3 for m in modes},
+        name="test", nodes=1, cores_per_node=2, copy_Bps=1e9, row_s=1e-8, touch_Bps=4e9, latency_s=1e-6,
+        link_Bps=5e8, message_row_s=3e-8, collective_s=1e-5, write_Bps=2e8, servers_Bps=3e8, request_s=1e-5,
+        shared_request_s=2e-5, run_s=1e-6, sync_Bps=0.0, record_s={m: 1e-4 for m in modes}, step_s={m: 1e-3 for m in modes},
         collectives={m: 3.0 for m in modes}, record_collectives={m: 0.0 for m in modes},
         define_s={m: 1e-4 for m in modes}, file_s={m: 1e-2 for m in modes})
     costmodel.save(costs, str(machine))

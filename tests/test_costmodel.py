@@ -15,9 +15,9 @@ from climio.errors import ClimioError
 
 MODES = ("serial", "cdf2", "cdf5", "hdf5")
 ROUND = costmodel.Machine(
-    name="round", nodes=1, cores_per_node=2, copy_Bps=1e9, row_s=1e-8, latency_s=1e-6, link_Bps=5e8,
-    collective_s=1e-5, write_Bps=2e8, servers_Bps=3e8, request_s=1e-5, shared_request_s=2e-5, run_s=1e-6,
-    sync_Bps=1e8, record_s={m: 1e-4 for m in MODES}, step_s={m: 1e-3 for m in MODES},
+    name="round", nodes=1, cores_per_node=2, copy_Bps=1e9, row_s=1e-8, touch_Bps=4e9, latency_s=1e-6,
+    link_Bps=5e8, message_row_s=3e-8, collective_s=1e-5, write_Bps=2e8, servers_Bps=3e8, request_s=1e-5,
+    shared_request_s=2e-5, run_s=1e-6, sync_Bps=1e8, record_s={m: 1e-4 for m in MODES}, step_s={m: 1e-3 for m in MODES},
     collectives={m: 3.0 for m in MODES}, record_collectives={m: 2.0 if m == "hdf5" else 0.0 for m in MODES},
     define_s={m: 1e-4 for m in MODES}, file_s={m: 1e-2 for m in MODES}, sources={"all": "round numbers"})
 
@@ -36,14 +36,18 @@ def test_two_ranks_gathered_on_the_first() -> None:
                memory_runs=[100, 100])
     parts = costmodel.step_parts(ROUND, c, 10, "cdf5", "root")
     assert parts["pack"] == pytest.approx(10 * (1e6 / 1e9 + 100 * 1e-8))
-    # rank 0: 1 message, 1 MB received at 5e8, 1 MB kept at copy speed with its rows walked
-    assert parts["exchange"] == pytest.approx(1e-6 + 10 * (1e6 / 5e8) + 10 * (1e6 / 1e9 + 100 * 1e-8))
+    # rank 0: 1 message, 1 MB received at 5e8, 1 MB kept at copy speed, its 100 rows walked by MPI's datatypes
+    assert parts["exchange"] == pytest.approx(1e-6 + 10 * (1e6 / 5e8) + 10 * (1e6 / 1e9 + 100 * 3e-8))
     assert parts["write"] == pytest.approx(10 * 2e6 / 2e8)  # one writer: its bandwidth, not the servers'
     assert parts["collectives"] == pytest.approx(3 * 1e-5 * 1.0)  # log2 2 = 1
     assert parts["fixed"] == pytest.approx(1e-3 + 10 * 1e-4)
     written = 4 * 10 * 2e6  # four steps
+    buffers = 10 * (2e6 + 1e6) / 4e9  # rank 0 lands 10 records of 2 MB and packs 10 of its own 1 MB
     assert costmodel.run_time(ROUND, c, 10, 4, "cdf5", "root", plans_s=0.5) == pytest.approx(
-        1e-2 + 10 * 1e-4 + 0.5 + 4 * sum(parts.values()) + written / 1e8)
+        1e-2 + 10 * 1e-4 + 0.5 + buffers + 4 * sum(parts.values()) + written / 1e8)
+    hdf5 = costmodel.step_parts(ROUND, c, 10, "hdf5", "root")  # no pack: its buffers are the landing ones only
+    assert costmodel.run_time(ROUND, c, 10, 4, "hdf5", "root") == pytest.approx(
+        1e-2 + 10 * 1e-4 + 10 * 2e6 / 4e9 + 4 * sum(hdf5.values()) + written / 1e8)
 
 
 def test_writers_of_many_runs_and_the_servers_bound() -> None:

@@ -7,15 +7,17 @@ step of ``fields`` records of one shape (``ModelOutput.write``: one exchange for
 
 - pack: each rank copies its owned values into the file's byte order (classic modes: big-endian);
 - exchange: the busiest rank's messages x latency, plus its bytes sent and received at the link's bandwidth, plus
-  the bytes it keeps at copy speed (one ``Alltoallw`` a step: messages are paid once, bytes for every record);
+  the bytes it keeps at copy speed, plus its block's rows, each walked by MPI's datatype engine (one
+  ``Alltoallw`` a step: messages are paid once, bytes and rows for every record);
 - write: the busiest writer's further requests x the cost of a request (a record's first is in its fixed cost),
   its further runs x the cost of a run (MPI-IO flattens and sorts them), and its bytes at one writer's
   bandwidth; or every writer's bytes at the file system's bandwidth, if that takes longer;
 - collectives: the mode's collective calls a step, each ``collective_s`` x log2 P;
 - the fixed cost of climio's write path per record (checks, bookkeeping, the library's call).
 
-A file adds its creation (a fixed cost and one per variable) and its close, which drains the written bytes to
-disk at ``sync_Bps`` (where the file system keeps dirty pages: a disk, not tmpfs).
+A file adds its creation (a fixed cost and one per variable), its routes' plans, its records' buffers (made
+and touched in the first step) and its close, which drains the written bytes to disk at ``sync_Bps`` (where
+the file system keeps dirty pages: a disk, not tmpfs).
 """
 
 from __future__ import annotations
@@ -45,8 +47,10 @@ class Machine:
     cores_per_node: int
     copy_Bps: float  # one core copying memory (into the file's byte order), every core at it
     row_s: float  # each run in memory a copy walks (a row of a block with a halo)
+    touch_Bps: float  # making new arrays and touching their pages (a file's first step makes its buffers)
     latency_s: float  # a message's start-up between two ranks
     link_Bps: float  # what one rank sends or receives per second
+    message_row_s: float  # each row of a block a message's datatype walks
     collective_s: float  # one small collective call on 2 ranks; log2 P of them on P
     write_Bps: float  # one writer into the file system
     servers_Bps: float  # every writer together (the storage targets' sum)
@@ -128,7 +132,8 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
     moved = counts["bytes_sent"] + counts["bytes_kept"] > 0
     exchange = float(np.max((counts["messages_sent"] + counts["messages_received"]) * machine.latency_s
                             + fields * (counts["bytes_sent"] + counts["bytes_received"]) / machine.link_Bps
-                            + fields * (counts["bytes_kept"] / machine.copy_Bps + np.where(moved, walk, 0.0))))
+                            + fields * (counts["bytes_kept"] / machine.copy_Bps
+                                        + np.where(moved, counts["memory_runs"] * machine.message_row_s, 0.0))))
     # classic files written by aggregators: each of a writer's runs is a pwrite of its own; otherwise its
     # requests go to MPI-IO, whose two-phase write takes the runs together
     own_writes = mode in ("cdf2", "cdf5") and strategy != "direct"
@@ -146,12 +151,15 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
 
 def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, steps: int, mode: str, strategy: str,
              plans_s: float = 0.0) -> float:
-    """Seconds to create a file of ``fields`` variables, build its routes (``plans_s``), write ``steps`` steps
-    and close it."""
+    """Seconds to create a file of ``fields`` variables, build its routes (``plans_s``) and the records'
+    buffers (where a rank lands records, or packs its own), write ``steps`` steps and close it."""
     step = sum(step_parts(machine, counts, fields, mode, strategy).values())
+    packed = counts["bytes_sent"] + counts["bytes_kept"]  # nothing where no rank exchanges: each writes its own
+    made = counts["bytes_written"] * bool(packed.any()) + (packed if mode in CLASSIC else 0)
+    buffers = fields * float(np.max(made)) / machine.touch_Bps
     written = steps * fields * float(counts["bytes_written"].sum())
     drain = written / machine.sync_Bps if machine.sync_Bps > 0 else 0.0
-    return machine.file_s[mode] + fields * machine.define_s[mode] + plans_s + steps * step + drain
+    return machine.file_s[mode] + fields * machine.define_s[mode] + plans_s + buffers + steps * step + drain
 
 
 def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: int | None = None,

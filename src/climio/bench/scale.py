@@ -140,7 +140,7 @@ def job(kind: str, nranks: int, *, weak: bool = False) -> Job:
     if kind in DOMAINS:
         nx, ny, nlay, _ = DOMAINS[kind]
         px, py = process_grid(nranks, ny, nx)
-        if weak:  # the block CA has on 4x4 (each rank's own), on every rank
+        if weak:  # every rank the block the domain has on 4x4
             ny, nx = -(-ny // 4) * py, -(-nx // 4) * px
         return block_job(f"{kind} {px}x{py}", (ny, nx), nlay, px, py, HALO)
     if kind == "inm":
@@ -151,7 +151,7 @@ def job(kind: str, nranks: int, *, weak: bool = False) -> Job:
         return block_job(f"INMCM6M {px}x{py}", (nlat, nlon), NSLEVS, px, py, INM_HALO)
     if kind == "cube":
         ranks = nranks if nranks <= 6 and 6 % nranks == 0 else max(6, nranks // 6 * 6)
-        n = CUBE_N if not weak else int(round(CUBE_N * math.sqrt(ranks / 24)))  # C384 on 24 ranks: one face each 4
+        n = CUBE_N if not weak else int(round(CUBE_N * math.sqrt(ranks / 24)))  # every rank C384's block on 24 ranks
         first = dec.cubed_sphere(n, ranks, 0, halo=HALO)
         return Job(f"C{n} on {ranks}", ranks, first.grid, None, tuple(replace(first, rank=r) for r in range(ranks)))
     if kind == "mesh":

@@ -6,8 +6,12 @@ The driver starts itself on 2 ranks (``mpiexec``); the ranks measure, each figur
 - ``copy_Bps``, ``row_s``: both ranks converting 128 MiB of float32 rows with a halo into big-endian (a classic
   file's pack), in rows of 1,024 and of 48 values: the bandwidth, and what each row adds (short rows are a small
   block's, whose every row is a run in memory: the pack and MPI's datatypes walk them one by one);
+- ``touch_Bps``: both ranks making new arrays of 128 MiB and touching every page (a file's first step makes
+  every record's buffers);
 - ``latency_s``, ``link_Bps``: ping-pong of 8 bytes and of 16 MiB between the two ranks;
 - ``collective_s``: an 8-byte allreduce on the two ranks;
+- ``message_row_s``: what each row of 48 values inside a halo adds to a message, against the same bytes
+  contiguous (the exchange sends a block's rows through a subarray datatype);
 - ``write_Bps``: one process's ``pwrite`` of 4 KiB and of 16 MiB requests into a new file in ``--dir`` (the
   bandwidth from the difference); ``request_s``: 256-byte ``pwrite`` s with gaps between them, less their bytes
   (a block's rows, each a request of its own); ``servers_Bps``: both ranks writing 16 MiB requests into one file
@@ -96,6 +100,28 @@ def ping_pong(comm: MPI.Comm, nbytes: int, rounds: int) -> float:
     return comm.allreduce(median_time(run), op=MPI.MAX) / rounds
 
 
+def datatype_row_cost(comm: MPI.Comm, rows: int = 1 << 16, width: int = 48) -> float:
+    """Seconds each row of a subarray datatype adds to a message (MPI's datatype engine walks it row by row):
+    12 MiB of float32 rows of ``width`` values inside a halo of 2, against the same bytes contiguous, sent
+    between the two ranks both ways at once."""
+    from mpi4py import MPI
+
+    block = np.zeros((rows, width + 4), np.float32)
+    flat, back = np.zeros(rows * width, np.float32), np.zeros(rows * width, np.float32)
+    sub = MPI.FLOAT.Create_subarray([rows, width + 4], [rows, width], [0, 2]).Commit()
+    peer = 1 - comm.Get_rank()
+    try:
+        comm.Barrier()
+        strided = comm.allreduce(median_time(lambda: comm.Sendrecv([block, 1, sub], peer, recvbuf=back,
+                                                                   source=peer)), op=MPI.MAX)
+        comm.Barrier()
+        plain = comm.allreduce(median_time(lambda: comm.Sendrecv(flat, peer, recvbuf=back, source=peer)),
+                               op=MPI.MAX)
+    finally:
+        sub.Free()
+    return max(strided - plain, 0.0) / rows
+
+
 def allreduce_time(comm: MPI.Comm, rounds: int = 1000) -> float:
     from mpi4py import MPI
 
@@ -108,22 +134,37 @@ def pwrite_time(directory: str, size: int, count: int, stride: int | None = None
                 first: int = 0) -> float:
     """Seconds for one process to write ``count`` requests of ``size`` bytes, ``stride`` apart (default: one after
     the other), into a new file (pages the file system must allocate, as a model's output is; no fsync), or into
-    ``path`` from request ``first`` on (another process writes the other requests at the same time)."""
+    ``path`` from request ``first`` on (another process writes the other requests at the same time). Making and
+    removing the file are not timed."""
     data = np.ones(size, np.uint8)
     step = stride or size
-
-    def run() -> None:
+    times = []
+    for _ in range(REPS):
         fd, made = (os.open(path, os.O_WRONLY), None) if path else tempfile.mkstemp(prefix="climio-tune-",
                                                                                     dir=directory)
         try:
+            start = time.perf_counter()
             for k in range(first, first + count):
                 os.pwrite(fd, data, k * step)
+            times.append(time.perf_counter() - start)
         finally:
             os.close(fd)
             if made:
                 os.unlink(made)
+    return statistics.median(times)
 
-    return median_time(run)
+
+def touch_rate(comm: MPI.Comm, nbytes: int = PACKED) -> float:
+    """Bytes a second each rank makes new arrays and touches their pages while the other does too (a file's
+    first step: every record's buffers are made)."""
+    from mpi4py import MPI
+
+    def run() -> None:
+        made = np.empty(nbytes, np.uint8)
+        made[::4096] = 0
+
+    comm.Barrier()
+    return nbytes / comm.allreduce(median_time(run), op=MPI.MAX)
 
 
 def sync_rate(directory: str, nbytes: int = 256 << 20) -> float:
@@ -233,9 +274,11 @@ def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
     figures: dict[str, Any] = {}
     small, large = 4096, 16 << 20
     figures["copy_Bps"], figures["row_s"] = copy_rates(comm)
+    figures["touch_Bps"] = touch_rate(comm)
     figures["latency_s"] = ping_pong(comm, 8, 1000)
     figures["link_Bps"] = large / ping_pong(comm, large, 10)
     figures["collective_s"] = allreduce_time(comm)
+    figures["message_row_s"] = datatype_row_cost(comm)
     if rank == 0:
         t_small = pwrite_time(directory, small, 4096) / 4096
         t_large = pwrite_time(directory, large, 8) / 8
