@@ -323,16 +323,20 @@ class ModelOutput:
         """Move checked records to the writers and write them with ``pending`` requests: the records of
         different routes in one exchange, until a route's buffers are needed again."""
         group: list[tuple[Route, list[Record]]] = []  # batches of different routes: moved in one exchange
+        held = 0  # the bytes the group's records take on the fullest writer
         for route, members in self._batches(records):
             if isinstance(route, Gatherer):
                 pieces = self._many_pieces(route, [self.fields[name] for _, name, _ in members],
                                            [local for _, _, local in members])
                 pending += record_requests(members, pieces)
                 continue
-            if any(r is route for r, _ in group):  # its buffers are taken: move and write what is held first
+            more = route.buffer_bytes * len(members)
+            # its buffers are taken, or the group would outgrow a step's buffers: move and write what is held first
+            if any(r is route for r, _ in group) or (group and held + more > STEP_BUFFER_BYTES):
                 self._store.write_many(pending + self._gathered(group))
-                pending, group = [], []
+                pending, group, held = [], [], 0
             group.append((route, members))
+            held += more
         self._store.write_many(pending + self._gathered(group))
         while len(self._stripe_routes) > len(self.fields) + KEPT_STRIPE_ROUTES:  # the least recent, now unused
             self._stripe_routes.popitem(last=False)[1].free()

@@ -194,8 +194,13 @@ class Route:
             at += piece.size
         own_box = isinstance(layout, BoxLayout) and pieces == ([layout.slab] if layout.slab.size else [])
         everyone = [[p for p in theirs if p.size] for theirs in known[1]] if known is not None else []
+        if known is not None:  # every rank's box and pieces are known here: whether each is its own box too
+            own_box = all(d[0] == "box" and theirs == ([Hyperslab(tuple(int(v) for v in d[2][0]),
+                                                                  tuple(int(v) for v in d[2][1]))]
+                                                       if d[2][1].all() else [])
+                          for d, theirs in zip(known[0], everyone))
         self.plan: Plan | None = None
-        if known is not None or not comm.allreduce(own_box, op=MPI.LAND):  # unless all read and write their box
+        if not (own_box if known is not None else comm.allreduce(own_box, op=MPI.LAND)):  # unless all take their box
             buffer = buffer_layout(shape, pieces)
             pairs = None
             if known is not None:  # every rank's (source, destination): its layout and its buffer, or back
