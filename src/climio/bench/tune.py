@@ -33,7 +33,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext, suppress
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -55,6 +56,29 @@ def default_path() -> str:
     """Where the model finds this machine's costs unless told: ``$CLIMIO_MACHINE`` or the user's config."""
     return os.environ.get("CLIMIO_MACHINE") or os.path.join(os.path.expanduser("~"), ".config", "climio",
                                                                "machine.toml")
+
+
+@contextmanager
+def probe(comm: MPI.Comm | None, directory: str, what: str) -> Iterator[str]:
+    """A probe file's path in ``directory``, the same on every rank of ``comm`` (None: this process alone):
+    a hidden climio temporary, registered before it is made, so that a later climio run removes it if this one
+    is killed, and removed here however the measurement ends."""
+    from climio.core.targets import PENDING_OUTPUTS, temporary_name
+
+    mine = comm is None or comm.Get_rank() == 0
+    path = temporary_name(os.path.join(directory, f"climio-tune-{what}")) if mine else None
+    path = comm.bcast(path) if comm is not None else path
+    assert path is not None
+    PENDING_OUTPUTS.add(path)
+    try:
+        yield path
+    finally:
+        if comm is not None:
+            comm.Barrier()
+        if mine:
+            with suppress(FileNotFoundError):
+                os.unlink(path)
+        PENDING_OUTPUTS.discard(path)
 
 
 def median_time(run: Callable[[], None], reps: int = REPS) -> float:
@@ -140,17 +164,15 @@ def pwrite_time(directory: str, size: int, count: int, stride: int | None = None
     step = stride or size
     times = []
     for _ in range(REPS):
-        fd, made = (os.open(path, os.O_WRONLY), None) if path else tempfile.mkstemp(prefix="climio-tune-",
-                                                                                    dir=directory)
-        try:
-            start = time.perf_counter()
-            for k in range(first, first + count):
-                os.pwrite(fd, data, k * step)
-            times.append(time.perf_counter() - start)
-        finally:
-            os.close(fd)
-            if made:
-                os.unlink(made)
+        with probe(None, directory, "writes") if path is None else nullcontext(path) as target:
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o600)
+            try:
+                start = time.perf_counter()
+                for k in range(first, first + count):
+                    os.pwrite(fd, data, k * step)
+                times.append(time.perf_counter() - start)
+            finally:
+                os.close(fd)
     return statistics.median(times)
 
 
@@ -170,15 +192,15 @@ def touch_rate(comm: MPI.Comm, nbytes: int = PACKED) -> float:
 def sync_rate(directory: str, nbytes: int = 256 << 20) -> float:
     """Bytes a second ``fsync`` drains to the disk; 0 where it drains nothing measurable (tmpfs)."""
     data = np.ones(nbytes, np.uint8)
-    fd, path = tempfile.mkstemp(prefix="climio-tune-", dir=directory)
-    try:
-        os.write(fd, data)
-        start = time.perf_counter()
-        os.fsync(fd)
-        seconds = time.perf_counter() - start
-    finally:
-        os.close(fd)
-        os.unlink(path)
+    with probe(None, directory, "sync") as path:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, data)
+            start = time.perf_counter()
+            os.fsync(fd)
+            seconds = time.perf_counter() - start
+        finally:
+            os.close(fd)
     return nbytes / seconds if seconds > 0.01 else 0.0
 
 
@@ -186,24 +208,22 @@ def run_cost(comm: MPI.Comm, directory: str, runs: int = 4096, size: int = 64) -
     """Seconds each further noncontiguous run adds to an MPI-IO collective write (rank 0 writes, rank 1 joins)."""
     from mpi4py import MPI
 
-    path = comm.bcast(os.path.join(directory, f"climio-tune-runs-{os.getpid()}.bin") if comm.Get_rank() == 0 else None)
     data = np.ones(runs * size if comm.Get_rank() == 0 else 0, np.uint8)
     strided = MPI.BYTE.Create_vector(runs, size, 2 * size).Commit()
-    handle = MPI.File.Open(comm, path, MPI.MODE_CREATE | MPI.MODE_WRONLY)
-    try:
-        def write(filetype: MPI.Datatype) -> Callable[[], None]:
-            def run() -> None:
-                handle.Set_view(0, MPI.BYTE, filetype)
-                handle.Write_at_all(0, data)
-            return run
+    with probe(comm, directory, "runs") as path:
+        handle = MPI.File.Open(comm, path, MPI.MODE_CREATE | MPI.MODE_WRONLY)
+        try:
+            def write(filetype: MPI.Datatype) -> Callable[[], None]:
+                def run() -> None:
+                    handle.Set_view(0, MPI.BYTE, filetype)
+                    handle.Write_at_all(0, data)
+                return run
 
-        many = median_time(write(strided))
-        one = median_time(write(MPI.BYTE))
-    finally:
-        handle.Close()
-        strided.Free()
-        if comm.Get_rank() == 0:
-            os.unlink(path)
+            many = median_time(write(strided))
+            one = median_time(write(MPI.BYTE))
+        finally:
+            handle.Close()
+            strided.Free()
     return max(comm.allreduce(many - one, op=MPI.MAX), 0.0) / (runs - 1)
 
 
@@ -218,24 +238,22 @@ def mode_costs(comm: MPI.Comm, directory: str, mode: str) -> dict[str, float]:
 
     share = dec.blocks((2, 2 * comm.Get_size()), comm.Get_size(), 1, comm.Get_rank())
     strategy = "root" if mode == "serial" else "agg:1"
-    path = comm.bcast(os.path.join(directory, f"climio-tune-{mode}-{os.getpid()}.nc") if comm.Get_rank() == 0
-                      else None)
     local = np.ones(share.local_shape(None), np.float32)
 
-    def made(count: int) -> ModelOutput:
+    def made(count: int, path: str) -> ModelOutput:
         return ModelOutput(path, share, [Field(f"v{k}") for k in range(count)], comm, mode=mode, strategy=strategy,
                            overwrite=True)
 
-    def create(count: int) -> float:
+    def create(count: int, path: str) -> float:
         def run() -> None:
-            made(count).close()
+            made(count, path).close()
             comm.Barrier()
         comm.Barrier()
         return comm.allreduce(median_time(run), op=MPI.MAX)
 
-    def steps(count: int) -> tuple[float, float]:
+    def steps(count: int, path: str) -> tuple[float, float]:
         """Seconds and collective calls of a step of ``count`` records."""
-        out = made(count)
+        out = made(count, path)
         try:
             records = {f"v{k}": local for k in range(count)}
             out.write(0, records, 0.0)  # routes and buffers made
@@ -254,12 +272,9 @@ def mode_costs(comm: MPI.Comm, directory: str, mode: str) -> dict[str, float]:
         calls = -1.0 if before is None else (after - before - 1) / REPS  # the allreduce above is not the step's
         return seconds, comm.allreduce(calls, op=MPI.MAX)
 
-    try:
-        one, many = create(1), create(MANY)
-        (t_one, c_one), (t_many, c_many) = steps(1), steps(MANY)
-    finally:
-        if comm.Get_rank() == 0 and os.path.exists(path):
-            os.unlink(path)
+    with probe(comm, directory, f"{mode}.nc") as path:
+        one, many = create(1, path), create(MANY, path)
+        (t_one, c_one), (t_many, c_many) = steps(1, path), steps(MANY, path)
     per_record = max(c_many - c_one, 0.0) / (MANY - 1)
     return {"file_s": one - (many - one) / (MANY - 1), "define_s": (many - one) / (MANY - 1),
             "record_s": (t_many - t_one) / (MANY - 1), "step_s": t_one - (t_many - t_one) / (MANY - 1),
@@ -286,24 +301,14 @@ def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
         t_run = pwrite_time(directory, RUN_BYTES, 4096, stride=2 * RUN_BYTES) / 4096
         figures["request_s"] = max(t_run - RUN_BYTES / figures["write_Bps"], 0.0)
         figures["sync_Bps"] = sync_rate(directory)
-    shared = comm.bcast(tempfile.mkstemp(prefix="climio-tune-", dir=directory)[1] if rank == 0 else None)
-    try:  # both ranks into one file, as a strategy's writers write theirs
+    with probe(comm, directory, "shared") as shared:  # both ranks into one file, as a strategy's writers write
         comm.Barrier()
         both = comm.allreduce(pwrite_time(directory, large, 8, path=shared, first=8 * rank), op=MPI.MAX)
-    finally:
-        comm.Barrier()
-        if rank == 0:
-            os.unlink(shared)
     figures["servers_Bps"] = comm.Get_size() * 8 * large / both
-    shared = comm.bcast(tempfile.mkstemp(prefix="climio-tune-", dir=directory)[1] if rank == 0 else None)
-    try:  # both ranks' small runs into one file, interleaved, as writers of many runs write theirs
+    with probe(comm, directory, "runs") as shared:  # both ranks' small runs into one file, interleaved
         comm.Barrier()
         runs = comm.allreduce(pwrite_time(directory, RUN_BYTES, 4096, stride=2 * RUN_BYTES, path=shared,
                                           first=4096 * rank), op=MPI.MAX)
-    finally:
-        comm.Barrier()
-        if rank == 0:
-            os.unlink(shared)
     figures["shared_request_s"] = max(runs / 4096 - RUN_BYTES * comm.Get_size() / figures["servers_Bps"], 0.0)
     figures["run_s"] = run_cost(comm, directory)
     per_mode = {mode: mode_costs(comm, directory, mode) for mode in MODES}
