@@ -14,8 +14,7 @@ from climio.model.strategy import Strategy
 
 
 def settled(job: scale.Job, text: str, cores: int, **options: int) -> Strategy:
-    nodes = [r // cores * cores for r in range(job.nranks)]
-    return Strategy.settle(text, "cdf5", nodes, job.share(0), **options)
+    return Strategy.settle(text, "cdf5", scale.filled_nodes(job.nranks, cores), job.share(0), **options)
 
 
 def test_root_on_ca_2x2_gathers_the_other_three_blocks() -> None:

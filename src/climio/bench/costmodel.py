@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from climio.bench.scale import Job, plan_cost, step_counts
+from climio.bench.scale import Job, filled_nodes, plan_cost, step_counts
 from climio.errors import ClimioError
 from climio.model.strategy import Strategy
 
@@ -165,8 +165,7 @@ def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, st
 def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: int | None = None,
            stripe_size: int | None = None) -> Strategy:
     """``text`` resolved for ``job`` on ``machine`` (its ranks filling the nodes in turn)."""
-    per_node = machine.per_node(job.nranks)
-    nodes = [r // per_node * per_node for r in range(job.nranks)]
+    nodes = filled_nodes(job.nranks, machine.per_node(job.nranks))
     return Strategy.settle(text, mode, nodes, job.share(0), stripe_count=stripe_count, stripe_size=stripe_size)
 
 

@@ -271,6 +271,11 @@ def plan_cost(job: Job, strategy: Strategy, ranks: Sequence[int], itemsize: int 
     return out
 
 
+def filled_nodes(nranks: int, per_node: int) -> list[int]:
+    """Each rank's node (named by its first rank) when the ranks fill nodes of ``per_node`` in turn."""
+    return [r // per_node * per_node for r in range(nranks)]
+
+
 def growth(ranks: Sequence[int], values: Sequence[float]) -> float | None:
     """The exponent b of values ~ a P**b, by least squares on the logs (None with fewer than two positive
     values)."""
@@ -288,7 +293,7 @@ def measure(kind: str, strategy_text: str, ranks: Sequence[int], *, weak: bool, 
     rows = []
     for nranks in ranks:
         made = job(kind, nranks, weak=weak)
-        nodes = [r // cores_per_node * cores_per_node for r in range(made.nranks)]
+        nodes = filled_nodes(made.nranks, cores_per_node)
         strategy = Strategy.settle(strategy_text, mode, nodes, made.share(0),
                                    stripe_count=min(stripe_count, made.nranks), stripe_size=stripe_size)
         counts = step_counts(made, strategy)

@@ -81,6 +81,14 @@ def probe(comm: MPI.Comm | None, directory: str, what: str) -> Iterator[str]:
         PENDING_OUTPUTS.discard(path)
 
 
+def slowest(comm: MPI.Comm, run: Callable[[], None]) -> float:
+    """:func:`median_time` of ``run`` on every rank at once (they start together), the slowest rank's."""
+    from mpi4py import MPI
+
+    comm.Barrier()
+    return float(comm.allreduce(median_time(run), op=MPI.MAX))
+
+
 def median_time(run: Callable[[], None], reps: int = REPS) -> float:
     times = []
     for _ in range(reps):
@@ -94,14 +102,12 @@ def copy_rates(comm: MPI.Comm) -> tuple[float, float]:
     """Bytes a second each rank packs while the other does too, and the seconds each row adds: 128 MiB of
     float32 rows (more than any cache holds: a step's fields are) with a halo of 2 on each side (as a model's
     arrays have), rows of 1,024 and of 48 values, into a contiguous big-endian buffer."""
-    from mpi4py import MPI
 
     def pack(width: int) -> float:
         values = np.random.default_rng(0).random((PACKED // 4 // width, width + 4), dtype=np.float32)
         inner = values[:, 2:-2]
         out = np.empty(inner.shape, ">f4")
-        comm.Barrier()
-        return comm.allreduce(median_time(lambda: np.copyto(out, inner, casting="unsafe")), op=MPI.MAX)
+        return slowest(comm, lambda: np.copyto(out, inner, casting="unsafe"))
 
     long_rows, short_rows = pack(1024), pack(48)
     rows = PACKED // 4 // 48 - PACKED // 4 // 1024
@@ -111,8 +117,6 @@ def copy_rates(comm: MPI.Comm) -> tuple[float, float]:
 def ping_pong(comm: MPI.Comm, nbytes: int, rounds: int) -> float:
     """Seconds of one message of ``nbytes`` between ranks 0 and 1 while the other goes the other way (an exchange
     sends and receives at once)."""
-    from mpi4py import MPI
-
     out, back = np.zeros(max(nbytes, 1), np.uint8), np.zeros(max(nbytes, 1), np.uint8)
     peer = 1 - comm.Get_rank()
 
@@ -120,8 +124,7 @@ def ping_pong(comm: MPI.Comm, nbytes: int, rounds: int) -> float:
         for _ in range(rounds):
             comm.Sendrecv(out, peer, recvbuf=back, source=peer)
 
-    comm.Barrier()
-    return comm.allreduce(median_time(run), op=MPI.MAX) / rounds
+    return slowest(comm, run) / rounds
 
 
 def datatype_row_cost(comm: MPI.Comm, rows: int = 1 << 16, width: int = 48) -> float:
@@ -135,12 +138,8 @@ def datatype_row_cost(comm: MPI.Comm, rows: int = 1 << 16, width: int = 48) -> f
     sub = MPI.FLOAT.Create_subarray([rows, width + 4], [rows, width], [0, 2]).Commit()
     peer = 1 - comm.Get_rank()
     try:
-        comm.Barrier()
-        strided = comm.allreduce(median_time(lambda: comm.Sendrecv([block, 1, sub], peer, recvbuf=back,
-                                                                   source=peer)), op=MPI.MAX)
-        comm.Barrier()
-        plain = comm.allreduce(median_time(lambda: comm.Sendrecv(flat, peer, recvbuf=back, source=peer)),
-                               op=MPI.MAX)
+        strided = slowest(comm, lambda: comm.Sendrecv([block, 1, sub], peer, recvbuf=back, source=peer))
+        plain = slowest(comm, lambda: comm.Sendrecv(flat, peer, recvbuf=back, source=peer))
     finally:
         sub.Free()
     return max(strided - plain, 0.0) / rows
@@ -179,14 +178,11 @@ def pwrite_time(directory: str, size: int, count: int, stride: int | None = None
 def touch_rate(comm: MPI.Comm, nbytes: int = PACKED) -> float:
     """Bytes a second each rank makes new arrays and touches their pages while the other does too (a file's
     first step: every record's buffers are made)."""
-    from mpi4py import MPI
-
     def run() -> None:
         made = np.empty(nbytes, np.uint8)
         made[::4096] = 0
 
-    comm.Barrier()
-    return nbytes / comm.allreduce(median_time(run), op=MPI.MAX)
+    return nbytes / slowest(comm, run)
 
 
 def sync_rate(directory: str, nbytes: int = 256 << 20) -> float:
@@ -248,8 +244,7 @@ def mode_costs(comm: MPI.Comm, directory: str, mode: str) -> dict[str, float]:
         def run() -> None:
             made(count, path).close()
             comm.Barrier()
-        comm.Barrier()
-        return comm.allreduce(median_time(run), op=MPI.MAX)
+        return slowest(comm, run)
 
     def steps(count: int, path: str) -> tuple[float, float]:
         """Seconds and collective calls of a step of ``count`` records."""
