@@ -97,8 +97,12 @@ def test_bench_model(tmp_path: Path) -> None:
     for row in (e for e in table if "io_s" in e and e["strategy"] != "sequential"):
         px, py = (int(n) for n in row["case"].split("x"))
         job = scale.block_job(row["case"], (12, 20), 3, px, py, HALO)
-        expected = costmodel.predict(costs, job, row["strategy"].partition(":p2p")[0], row["mode"], 4, 2)
-        assert row["model_s"] == pytest.approx(expected, abs=2e-3), row  # plans are timed anew (under 1 ms)
+        strategy = costmodel.settle(costs, job, row["strategy"].partition(":p2p")[0], row["mode"])
+        counts = scale.step_counts(job, strategy)
+        unplanned = costmodel.run_time(costs, counts, 4, 2, row["mode"], strategy.name)
+        # every term but the plans' build time, which is timed anew on a loaded machine (a millisecond or a few)
+        assert 0.0 <= row["model_s"] - unplanned < 0.05, row
+        assert (row["model_s"] > unplanned) == scale.needs_plan(job, scale.writers(job, strategy, 4)), row
         assert f"| {row['case']} | {row['strategy']} | {row['mode']} |" in result.stdout
     assert (out / "model.png").read_bytes()[:4] == b"\x89PNG" and (out / "cmaq-rows-cdf5-2x1.nc").exists()
 
