@@ -74,7 +74,8 @@ def test_bench_eva_cold(tmp_path: Path) -> None:
 
 def test_bench_model(tmp_path: Path) -> None:
     """Every strategy and mode measured, and each beside the cost model's time on a given machine file."""
-    from climio.bench import costmodel, scale
+    from climio.model import costmodel
+    from climio.model.counts import block_job, needs_plan, step_counts, writers
     from climio.bench.model import HALO
 
     out, machine = tmp_path / "r", tmp_path / "machine.toml"
@@ -96,13 +97,13 @@ def test_bench_model(tmp_path: Path) -> None:
     assert (2, "rows", "cdf5") in measured and (1, "sequential", "-") in measured
     for row in (e for e in table if "io_s" in e and e["strategy"] != "sequential"):
         px, py = (int(n) for n in row["case"].split("x"))
-        job = scale.block_job(row["case"], (12, 20), 3, px, py, HALO)
+        job = block_job(row["case"], (12, 20), 3, px, py, HALO)
         strategy = costmodel.settle(costs, job, row["strategy"].partition(":p2p")[0], row["mode"])
-        counts = scale.step_counts(job, strategy)
+        counts = step_counts(job, strategy)
         unplanned = costmodel.run_time(costs, counts, 4, 2, row["mode"], strategy.name)
         # every term but the plans' build time, which is timed anew on a loaded machine (a millisecond or a few)
         assert 0.0 <= row["model_s"] - unplanned < 0.05, row
-        assert (row["model_s"] > unplanned) == scale.needs_plan(job, scale.writers(job, strategy, 4)), row
+        assert (row["model_s"] > unplanned) == needs_plan(job, writers(job, strategy, 4)), row
         assert f"| {row['case']} | {row['strategy']} | {row['mode']} |" in result.stdout
     assert (out / "model.png").read_bytes()[:4] == b"\x89PNG" and (out / "cmaq-rows-cdf5-2x1.nc").exists()
 

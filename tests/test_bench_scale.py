@@ -10,18 +10,19 @@ import numpy as np
 from conftest import climio, one_error_line
 
 from climio.bench import scale
+from climio.model.counts import Job, filled_nodes, step_counts
 from climio.model.strategy import Strategy
 
 
-def settled(job: scale.Job, text: str, cores: int, **options: int) -> Strategy:
-    return Strategy.settle(text, "cdf5", scale.filled_nodes(job.nranks, cores), job.share(0), **options)
+def settled(job: Job, text: str, cores: int, **options: int) -> Strategy:
+    return Strategy.settle(text, "cdf5", filled_nodes(job.nranks, cores), job.share(0), **options)
 
 
 def test_root_on_ca_2x2_gathers_the_other_three_blocks() -> None:
     """CA (89 x 134 x 35) on 2x2: blocks of 67 rows x 45 (44) columns; rank 0 hears from 3 ranks the record
     less its own block, and writes the record in one request of one run."""
     job = scale.job("CA", 4)
-    counts = scale.step_counts(job, settled(job, "root", 4))
+    counts = step_counts(job, settled(job, "root", 4))
     block = [35 * 67 * 45, 35 * 67 * 44, 35 * 67 * 45, 35 * 67 * 44]
     assert counts["messages_received"].tolist() == [3, 0, 0, 0]
     assert counts["messages_sent"].tolist() == [0, 1, 1, 1]
@@ -34,7 +35,7 @@ def test_root_on_ca_2x2_gathers_the_other_three_blocks() -> None:
 
 def test_direct_moves_nothing_and_writes_each_block_row_by_row() -> None:
     job = scale.job("CA", 4)
-    counts = scale.step_counts(job, settled(job, "direct", 4))
+    counts = step_counts(job, settled(job, "direct", 4))
     assert not counts["messages_sent"].any() and not counts["bytes_kept"].any()
     assert counts["file_runs"].tolist() == [35 * 67] * 4  # a block's rows are runs of the record
     assert counts["requests"].tolist() == [1] * 4
@@ -43,7 +44,7 @@ def test_direct_moves_nothing_and_writes_each_block_row_by_row() -> None:
 def test_agg_gives_a_mesh_record_to_every_node() -> None:
     """A 2-D mesh field (one cell axis) on 1,024 ranks, 128 a node: 8 aggregators, one eighth of the cells each."""
     job = scale.job("mesh", 1024)
-    counts = scale.step_counts(job, settled(job, "agg", 128))
+    counts = step_counts(job, settled(job, "agg", 128))
     writers = np.flatnonzero(counts["bytes_written"])
     assert writers.tolist() == [128 * k for k in range(8)]
     shares = counts["bytes_written"][writers] // 4
@@ -54,7 +55,7 @@ def test_stripe_writers_take_stripes_in_turn() -> None:
     """CONUS (19.2 MB a record: 10 stripes of 2 MiB, the last part full) over 11 writers: writer k takes stripe k;
     the eleventh none."""
     job = scale.job("CONUS", 16)
-    counts = scale.step_counts(job, settled(job, "stripe", 16, stripe_count=11, stripe_size=2 << 20))
+    counts = step_counts(job, settled(job, "stripe", 16, stripe_count=11, stripe_size=2 << 20))
     record = 4 * 35 * 299 * 459
     stripes = -(-record // (2 << 20))
     assert stripes == 10

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from conftest import climio, one_error_line
 
-from climio.bench import costmodel, scale
+from climio.bench import scale
+from climio.model import costmodel
+from climio.model.counts import QUANTITIES
 from climio.errors import ClimioError
 
 MODES = ("serial", "cdf2", "cdf5", "hdf5")
@@ -23,7 +25,7 @@ ROUND = costmodel.Machine(
 
 
 def counts(**given: list[int]) -> dict[str, np.ndarray]:
-    names = (*scale.QUANTITIES, "memory_runs")
+    names = (*QUANTITIES, "memory_runs")
     size = len(next(iter(given.values())))
     return {q: np.array(given.get(q, [0] * size), np.int64) for q in names}
 

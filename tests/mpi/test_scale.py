@@ -10,16 +10,17 @@ from conftest import assert_all
 from mpi4py import MPI
 
 from climio.bench import scale
+from climio.model.counts import Job, QUANTITIES, block_job, plan_cost, step_counts
 from climio.core import trace
 from climio.model.output import Field, ModelOutput
 from climio.model.route import Route, node_of
 from climio.model.strategy import Strategy
 
 STRATEGIES = ["direct", "root", "rows", "cols", "agg", "agg:2", "agg:3", "stripe"]
-COUNTED = [q for q in scale.QUANTITIES if q != "plan_bytes"]
+COUNTED = [q for q in QUANTITIES if q != "plan_bytes"]
 
 
-def traced(comm: MPI.Comm, job: scale.Job, strategy: Strategy, dtype: str) -> tuple[dict[str, int], Route]:
+def traced(comm: MPI.Comm, job: Job, strategy: Strategy, dtype: str) -> tuple[dict[str, int], Route]:
     """The counts the real route of this rank traces, and the route."""
     trace.reset()
     route = strategy.route(comm, job.share(comm.Get_rank()), job.levels, dtype)
@@ -36,7 +37,7 @@ def test_simulated_counts_equal_the_traced_ones(comm: MPI.Comm, kind: str) -> No
     size, rank = comm.Get_size(), comm.Get_rank()
     if kind == "cube" and 6 % size and size % 6:
         pytest.skip("a cubed sphere splits over a divisor or a multiple of 6 ranks")
-    job = scale.block_job("tiny", (3, 2), 2, size, 1, 1) if kind == "tiny" else scale.job(kind, size)
+    job = block_job("tiny", (3, 2), 2, size, 1, 1) if kind == "tiny" else scale.job(kind, size)
     assert job.nranks == size
     for text in STRATEGIES:
         if text.startswith("agg:") and int(text[4:]) > size or text in ("rows", "cols") and job.share(0).blocks is None:
@@ -45,11 +46,11 @@ def test_simulated_counts_equal_the_traced_ones(comm: MPI.Comm, kind: str) -> No
         assert strategy == Strategy.settle(text, "cdf5", node_of(comm), job.share(0), stripe_size=1 << 16)
         for itemsize, dtype in ((4, "f4"), (8, "f8")):
             real, route = traced(comm, job, strategy, dtype)
-            simulated = scale.step_counts(job, strategy, itemsize)
+            simulated = step_counts(job, strategy, itemsize)
             differ = {q: (real[q], int(simulated[q][rank])) for q in COUNTED if real[q] != simulated[q][rank]}
             assert_all(comm, not differ, f"{kind} {text} {dtype}: (traced, simulated) {differ}")
             if job.owner is None and route.plan is not None:  # the plan's memory, from its own planning
-                cost = scale.plan_cost(job, strategy, [rank], itemsize)
+                cost = plan_cost(job, strategy, [rank], itemsize)
                 assert_all(comm, cost[rank][0] == real["plan_bytes"],
                            f"{kind} {text}: plan bytes {real['plan_bytes']} real, {cost[rank][0]} worked out")
 
@@ -66,6 +67,6 @@ def test_a_model_output_step_traces_the_simulated_counts(comm: MPI.Comm, shared_
         out.write(0, {"O3": local, "NO2": local}, 0.0)
     real = trace.tracer().tallies["route"]
     strategy = Strategy.settle("agg", "cdf5", node_of(comm), job.share(0))
-    simulated = scale.step_counts(job, strategy)
+    simulated = step_counts(job, strategy)
     differ = {q: (real[q], int(simulated[q][rank])) for q in COUNTED if real[q] != simulated[q][rank]}
     assert_all(comm, not differ, f"(traced, simulated) {differ}")

@@ -44,7 +44,7 @@ from climio.model.strategy import parse_strategy
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-    from climio.bench.costmodel import Machine
+    from climio.model.costmodel import Machine
 
 DOMAINS = {"CA": (89, 134, 35, 146), "EUS": (279, 299, 35, 146), "CONUS": (459, 299, 35, 146)}  # NX NY NLAY NSPEC
 HALO = 2
@@ -411,7 +411,8 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
 def machine_costs(path: str | None) -> Machine | None:
     """The machine file the model's predictions use: ``path``, else this machine's from ``climio tune`` if there
     is one (None: no predictions)."""
-    from climio.bench import costmodel, tune
+    from climio.bench import tune
+    from climio.model import costmodel
 
     if path is None and not os.path.exists(tune.default_path()):
         return None
@@ -420,14 +421,14 @@ def machine_costs(path: str | None) -> Machine | None:
 
 def predicted(table: list[dict[str, Any]], costs: Machine, size: tuple[int, int, int, int], steps: int) -> None:
     """Add the cost model's I/O time to each measured row (``model_s``), for the same grid, strategy and mode."""
-    from climio.bench import costmodel, scale
+    from climio.model import costmodel, counts
 
     nx, ny, nlay, nspec = size
     for row in table:
         if "io_s" not in row or row["strategy"] == "sequential" or row.get("busy"):
             continue
         px, py = (int(n) for n in row["case"].split("x"))
-        job = scale.block_job(row["case"], (ny, nx), nlay, px, py, HALO)
+        job = counts.block_job(row["case"], (ny, nx), nlay, px, py, HALO)
         row["model_s"] = costmodel.predict(costs, job, split_gather(row["strategy"])[0], row["mode"], nspec, steps)
 
 

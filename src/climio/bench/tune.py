@@ -1,5 +1,5 @@
 """``climio tune``: this machine's per-operation costs, measured, as a machine file for the cost model
-(:mod:`climio.bench.costmodel`).
+(:mod:`climio.model.costmodel`).
 
 The driver starts itself on 2 ranks (``mpiexec``); the ranks measure, each figure the median of several runs:
 
@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.bench.costmodel import PER_MODE, Machine, save
+from climio.model.costmodel import PER_MODE, Machine, save
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:

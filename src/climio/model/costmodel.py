@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
-from climio.bench.scale import Job, filled_nodes, plan_cost, step_counts
+from climio.model.counts import Job, filled_nodes, plan_cost, step_counts
 from climio.errors import ClimioError
 from climio.model.strategy import Strategy
 
@@ -119,7 +119,7 @@ def save(machine: Machine, path: str) -> None:
 def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, mode: str, strategy: str
                ) -> dict[str, float]:
     """The seconds of each part of one step of ``fields`` records, from one record's per-rank ``counts``
-    (:func:`climio.bench.scale.step_counts`) of a strategy named ``strategy``."""
+    (:func:`climio.model.counts.step_counts`) of a strategy named ``strategy``."""
     machine.check_mode(mode)
     nranks = len(counts["bytes_written"])
     shared = machine.per_node(nranks) / machine.cores_per_node  # over 1: ranks take turns on a core
