@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +14,7 @@ from conftest import climio, one_error_line
 
 from climio.bench import scale
 from climio.model import costmodel
-from climio.model.counts import QUANTITIES
+from climio.model.counts import QUANTITIES, step_counts
 from climio.errors import ClimioError
 
 MODES = ("serial", "cdf2", "cdf5", "hdf5")
@@ -117,3 +119,70 @@ def test_tune_measures_this_machine(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]  # its probe files removed
     bad = climio("tune", "--dir", str(tmp_path / "none"))
     assert bad.returncode == 2 and "--dir: " in one_error_line(bad)
+
+
+def test_the_machine_a_job_is_priced_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shipped site by name, a file, $CLIMIO_MACHINE, this machine's tuned file, else the shipped node with
+    this machine's cores."""
+    monkeypatch.delenv("CLIMIO_MACHINE", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert {"node"} <= set(costmodel.site_names())
+    fallback = costmodel.find()
+    assert fallback.name == "node" and fallback.cores_per_node == os.cpu_count()
+    tuned = tmp_path / ".config" / "climio" / "machine.toml"
+    costmodel.save(ROUND, str(tuned))
+    assert costmodel.find() == ROUND
+    other = tmp_path / "other.toml"
+    costmodel.save(replace(ROUND, name="other"), str(other))
+    monkeypatch.setenv("CLIMIO_MACHINE", str(other))
+    assert costmodel.find().name == "other" and costmodel.find("node").name == "node"
+    for site in costmodel.site_names():  # every shipped site loads and prices every mode
+        machine = costmodel.find(site)
+        for mode in MODES:
+            machine.check_mode(mode)
+        assert machine.sources, site
+    with pytest.raises(ClimioError, match="nowhere.toml: cannot read the machine file"):
+        costmodel.find(str(tmp_path / "nowhere.toml"))
+
+
+def test_auto_ranks_the_strategies_that_apply() -> None:
+    """Candidates: those the mode and decomposition take, agg with 1, 2, 4, ... aggregators a node, stripe on a
+    striped file system; ranked by the sum of each shape's step parts."""
+    job = scale.job("CA", 16)  # 4x4 on 2 cores a node: 8 nodes
+    wide = replace(ROUND, nodes=8)
+    assert costmodel.candidates(wide, job, "cdf5") == ["direct", "root", "rows", "cols", "agg:8", "agg:16"]
+    assert costmodel.candidates(wide, job, "serial") == ["root"]
+    assert costmodel.candidates(replace(wide, osts=4), job, "hdf5")[-1] == "agg:16"  # no stripe in HDF5
+    assert costmodel.candidates(replace(wide, osts=4), job, "cdf2")[-1] == "stripe"
+    assert "rows" not in costmodel.candidates(wide, scale.job("mesh", 16), "cdf5")
+    flat = scale.job("CA", 16)
+    ranked = costmodel.ranking(wide, [(job, 3, 4), (replace(flat, levels=None), 2, 8)], "cdf5")
+    assert sorted(t for _, t in ranked) == sorted(costmodel.candidates(wide, job, "cdf5"))
+    for seconds, text in ranked:
+        expected = sum(sum(costmodel.step_parts(wide, step_counts(j, costmodel.settle(wide, j, text, "cdf5"), size),
+                                                n, "cdf5", text.partition(":")[0]).values())
+                       for j, n, size in [(job, 3, 4), (replace(flat, levels=None), 2, 8)])
+        assert seconds == pytest.approx(expected, rel=1e-12), text
+    assert [s for s, _ in ranked] == sorted(s for s, _ in ranked)
+    # a message costing a second: direct (4x4 blocks, each its own, no exchange) first; a request costing one: an
+    # aggregated strategy whose writers each make one request a record
+    assert costmodel.ranking(replace(wide, latency_s=1.0), [(job, 3, 4)], "cdf5")[0][1] == "direct"
+    dear = replace(wide, request_s=1.0, shared_request_s=1.0, run_s=1.0)
+    assert costmodel.ranking(dear, [(job, 3, 4)], "cdf5")[0][1] in ("root", "agg:8", "agg:16")
+
+
+def test_bench_scale_recommends(tmp_path: Path) -> None:
+    result = climio("bench", "scale", "--recommend", "--machine", "node", "--decompositions", "CA,mesh",
+                    "--ranks", "4,64", "--mode", "hdf5", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    rows = json.loads((tmp_path / "recommend.json").read_text())["rows"]
+    node = costmodel.find("node")
+    for kind, nranks in (("CA", 4), ("CA", 64), ("mesh", 4), ("mesh", 64)):
+        mine = [r for r in rows if r["kind"] == kind and r["ranks"] == nranks]
+        job = scale.job(kind, nranks)
+        expected = costmodel.ranking(node, [(job, scale.records(kind), 4)], "hdf5")
+        assert [(r["strategy"], r["place"]) for r in mine] == [(t, k) for k, (_, t) in enumerate(expected, 1)]
+        assert [r["step_s"] for r in mine] == pytest.approx([s for s, _ in expected], rel=1e-9)
+        assert f"| {job.label} | {nranks} | {scale.records(kind)} | 1 | {expected[0][1]} |" in result.stdout
+    bad = climio("bench", "scale", "--recommend", "--machine", "atlantis")
+    assert bad.returncode == 2 and "atlantis: cannot read the machine file" in one_error_line(bad)

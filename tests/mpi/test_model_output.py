@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import netCDF4
 import numpy as np
@@ -12,6 +13,9 @@ from mpi4py import MPI
 
 from climio.core.decomp import Decomposition, process_grid
 from climio.errors import ClimioError
+from climio.model import costmodel
+from climio.model.counts import Job
+from climio.model.decomposition import from_blocks
 from climio.model.output import STRATEGIES, Field, ModelOutput, applicable_modes
 
 NY, NX, NLEV, STEPS = 11, 13, 4, 2
@@ -153,3 +157,40 @@ def test_several_steps_in_one_write_records(comm: MPI.Comm, shared_dir: str, str
             ds.set_auto_mask(False)
             ok = all(np.array_equal(ds[f.name][s], truth(f.name, s)) for f in FIELDS for s in range(steps))
     assert_all(comm, ok, f"{strategy}: steps in one write_records")
+
+
+def test_auto_writes_with_the_cost_models_fastest(comm: MPI.Comm, shared_dir: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto`` writes with the strategy the cost model ranks first for this job on $CLIMIO_MACHINE: where a
+    message is dear, one without messages; where a writer's requests are, one that writes fewer of them."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    px, py = process_grid(size, NY, NX)
+    decomp = Decomposition.block2d((NY, NX), px, py, halo=1)
+    shares = tuple(from_blocks(decomp, r) for r in range(size))
+    jobs = [(Job("auto", size, (NY, NX), levels, shares), count, itemsize)
+            for (levels, itemsize), count in {(NLEV, 4): 1, (None, 4): 2}.items()]
+    node = costmodel.find("node")
+    machines = {"messages": replace(node, latency_s=1.0),
+                "requests": replace(node, request_s=1.0, shared_request_s=1.0, run_s=1.0)}
+    picked = {}
+    for dear, machine in machines.items():
+        site = os.path.join(shared_dir, f"{dear}.toml")
+        if rank == 0:
+            costmodel.save(machine, site)
+        comm.Barrier()
+        monkeypatch.setenv("CLIMIO_MACHINE", site)
+        best = costmodel.ranking(machine, jobs, "cdf5")[0][1]
+        path = os.path.join(shared_dir, f"auto-{dear}.nc")
+        with ModelOutput(path, decomp, FIELDS, comm, mode="cdf5", strategy="auto") as out:
+            for step in range(STEPS):
+                out.write(step, local_arrays(rank, px, py, step, halo=1), time=3600.0 * step)
+        assert_all(comm, out.strategy == costmodel.settle(machine, jobs[0][0], best, "cdf5"),
+                   f"{dear} dear: auto wrote with {out.strategy}, the model ranks {best} first")
+        picked[dear] = out.strategy.name
+        ok = True
+        if rank == 0:
+            with netCDF4.Dataset(path) as ds:
+                ds.set_auto_mask(False)
+                ok = all(np.array_equal(ds[f.name][s], truth(f.name, s)) for f in FIELDS for s in range(STEPS))
+        assert_all(comm, ok, f"auto, {dear} dear: the file's values")
+    assert_all(comm, picked["messages"] == "direct" and (size == 1 or picked["requests"] != "direct"), str(picked))

@@ -409,14 +409,13 @@ def main(comm: MPI.Comm, *, domain: str, grids: str, steps: int, strategies: Seq
 
 
 def machine_costs(path: str | None) -> Machine | None:
-    """The machine file the model's predictions use: ``path``, else this machine's from ``climio tune`` if there
-    is one (None: no predictions)."""
-    from climio.bench import tune
+    """The machine the model's predictions use: ``path`` (a file or a shipped site's name), else this machine's
+    from ``climio tune`` if there is one (None: no predictions)."""
     from climio.model import costmodel
 
-    if path is None and not os.path.exists(tune.default_path()):
+    if path is None and not os.path.exists(costmodel.tuned_path()):
         return None
-    return costmodel.load(path or tune.default_path())
+    return costmodel.find(path or costmodel.tuned_path())
 
 
 def predicted(table: list[dict[str, Any]], costs: Machine, size: tuple[int, int, int, int], steps: int) -> None:

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from climio.bench.inmcm import GROUPS as INM_GROUPS
 from climio.bench.inmcm import HALO as INM_HALO
 from climio.bench.inmcm import MODELS as INM_MODELS
 from climio.bench.inmcm import NSLEVS
@@ -34,7 +35,9 @@ from climio.bench.model import DOMAINS, HALO
 from climio.bench.runner import grouped, markdown_table, save_results
 from climio.core.decomp import process_grid
 from climio.errors import ClimioError
+from climio.model import costmodel
 from climio.model import decomposition as dec
+from climio.model.costmodel import Machine
 from climio.model.counts import QUANTITIES, Job, block_job, filled_nodes, plan_cost, step_counts
 from climio.model.strategy import Strategy, parse_strategy
 
@@ -191,12 +194,56 @@ def format_table(table: list[dict[str, Any]]) -> str:
         for r in table])
 
 
-def main(*, kinds: Sequence[str], strategies: Sequence[str], ranks: Sequence[int], weak: bool, cores_per_node: int,
-         stripe_count: int, stripe_size: int, out: str | None) -> None:
-    """``climio bench scale``: the table, the growth flags (weak scaling), and the rows to ``out``."""
+def records(kind: str) -> int:
+    """The records of one output step: a CMAQ domain's species, INMCM's daily fields on sigma levels, else ten."""
+    if kind in DOMAINS:
+        return DOMAINS[kind][3]
+    return next(g.fields for g in INM_GROUPS if g.levels == "s") if kind == "inm" else 10
+
+
+def recommend(kinds: Sequence[str], ranks: Sequence[int], machine: Machine, mode: str) -> list[dict[str, Any]]:
+    """Every strategy ``auto`` weighs, ranked by the cost model's step time on ``machine``, per decomposition
+    and rank count (the first is what ``auto`` picks)."""
+    rows = []
+    for kind in kinds:
+        for nranks in ranks:
+            made = job(kind, nranks)
+            order = costmodel.ranking(machine, [(made, records(kind), 4)], mode)
+            best = order[0][0]
+            rows += [{"decomposition": made.label, "kind": kind, "ranks": made.nranks, "place": place,
+                      "strategy": text, "records": records(kind), "step_s": seconds, "vs_best": seconds / best}
+                     for place, (seconds, text) in enumerate(order, 1)]
+    return rows
+
+
+def check_kinds(kinds: Sequence[str]) -> None:
     bad = [k for k in kinds if k not in KINDS]
     if bad:
         raise ClimioError(f"--decompositions: unknown '{bad[0]}': choose from {', '.join(KINDS)}")
+
+
+def main_recommend(*, kinds: Sequence[str], ranks: Sequence[int], machine: str | None, mode: str,
+                   out: str | None) -> None:
+    """``climio bench scale --recommend``: the strategies ranked by predicted step time, and the rows to ``out``."""
+    check_kinds(kinds)
+    costs = costmodel.find(machine)
+    print(f"climio bench scale --recommend: {mode} on machine '{costs.name}' ({costs.nodes} nodes of "
+          f"{costs.cores_per_node} cores{f', {costs.osts} storage targets' if costs.osts else ''}); one step of "
+          f"each decomposition's records, predicted", flush=True)
+    rows = recommend(kinds, ranks, costs, mode)
+    print(markdown_table([("decomposition", "l"), ("ranks", "r"), ("records", "r"), ("place", "r"), ("strategy", "l"),
+                          ("step s", "r"), ("x best", "r")],
+                         [[r["decomposition"], str(r["ranks"]), str(r["records"]), str(r["place"]), r["strategy"],
+                           f"{r['step_s']:.4g}", f"{r['vs_best']:.2f}"] for r in rows]))
+    if out:
+        save_results(out, "recommend", {"machine": costs.name, "mode": mode, "rows": rows},
+                     [r for r in rows if r["place"] == 1])
+
+
+def main(*, kinds: Sequence[str], strategies: Sequence[str], ranks: Sequence[int], weak: bool, cores_per_node: int,
+         stripe_count: int, stripe_size: int, out: str | None) -> None:
+    """``climio bench scale``: the table, the growth flags (weak scaling), and the rows to ``out``."""
+    check_kinds(kinds)
     for text in strategies:
         try:
             parse_strategy(text)

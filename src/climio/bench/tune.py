@@ -52,12 +52,6 @@ RUN_BYTES = 256  # a row of a block, written on its own
 PACKED = 128 << 20  # bytes packed to measure a copy's bandwidth
 
 
-def default_path() -> str:
-    """Where the model finds this machine's costs unless told: ``$CLIMIO_MACHINE`` or the user's config."""
-    return os.environ.get("CLIMIO_MACHINE") or os.path.join(os.path.expanduser("~"), ".config", "climio",
-                                                               "machine.toml")
-
-
 @contextmanager
 def probe(comm: MPI.Comm | None, directory: str, what: str) -> Iterator[str]:
     """A probe file's path in ``directory``, the same on every rank of ``comm`` (None: this process alone):

@@ -283,13 +283,23 @@ def add_scale(suites: Subcommands, common: argparse.ArgumentParser) -> None:
                     "default 128)")
     sc.add_argument("--stripe-count", type=int, default=64, help="the file's stripe count (default 64)")
     sc.add_argument("--stripe-size", type=int, default=1 << 20, help="the file's stripe size in bytes (default 1 MiB)")
-    sc.add_argument("--out", help="directory for scale.json and scale.csv")
+    sc.add_argument("--recommend", action="store_true", help="rank the strategies auto weighs by the cost model's "
+                    "predicted step time instead (on --machine's nodes, cores and stripes)")
+    sc.add_argument("--machine", metavar="NAME|FILE", help="with --recommend: a shipped site (kraken, edison, ...) or "
+                    "a machine file (default: $CLIMIO_MACHINE, else this machine's from climio tune)")
+    sc.add_argument("--mode", default="cdf5", choices=output_modes(), help="with --recommend: the storage mode (default "
+                    "cdf5)")
+    sc.add_argument("--out", help="directory for scale.json and scale.csv (recommend.json, recommend.csv)")
     sc.set_defaults(func=run_scale)
 
 
 def run_scale(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import scale
 
+    if args.recommend:
+        scale.main_recommend(kinds=args.decompositions.split(","), ranks=int_list(args.ranks, "--ranks"),
+                             machine=args.machine, mode=args.mode, out=args.out)
+        return
     scale.main(kinds=args.decompositions.split(","),
                strategies=args.strategies.split(","), ranks=int_list(args.ranks, "--ranks"), weak=args.weak,
                cores_per_node=args.cores_per_node, stripe_count=args.stripe_count, stripe_size=args.stripe_size,

@@ -24,5 +24,6 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import tune
+    from climio.model import costmodel
 
-    tune.main(comm, directory=args.dir, out=args.out or tune.default_path(), worker_json=args.worker_json)
+    tune.main(comm, directory=args.dir, out=args.out or costmodel.tuned_path(), worker_json=args.worker_json)

@@ -25,15 +25,24 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import MISSING, asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.model.counts import Job, filled_nodes, plan_cost, step_counts
 from climio.errors import ClimioError
-from climio.model.strategy import Strategy
+from climio.model.counts import Job, filled_nodes, plan_cost, step_counts
+from climio.model.strategy import Strategy, applicable_modes
 
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+    from climio.model.decomposition import GridDecomposition
+
+SITES = os.path.join(os.path.dirname(__file__), "sites")  # the site files climio ships, by name
+FALLBACK_SITE = "node"  # where this machine has not been measured: a small node's costs (its file says whose)
 CLASSIC = ("serial", "cdf2", "cdf5")  # modes whose files hold big-endian values: every rank packs its share
 PER_MODE = ("record_s", "step_s", "collectives", "record_collectives", "define_s", "file_s")
 
@@ -64,6 +73,12 @@ class Machine:
     record_collectives: Mapping[str, float]  # and a record
     define_s: Mapping[str, float]  # creating a file: cost per variable, by mode
     file_s: Mapping[str, float]  # creating and closing a file: the fixed cost, by mode
+    # a file system that stripes files over storage targets (Lustre, GPFS); 0 targets: it does not
+    osts: int = 0  # storage targets a file may be striped over
+    ost_Bps: float = 0.0  # what one storage target writes per second
+    stripe_count: int = 1  # a new file's stripes (the file system's default)
+    stripe_size: int = 1 << 20  # and their size in bytes
+    lock_s: float = 0.0  # a writer taking a storage target's extent lock from another writer
     sources: Mapping[str, str] = field(default_factory=dict)  # where each value comes from
 
     def per_node(self, nranks: int) -> int:
@@ -87,7 +102,8 @@ def load(path: str) -> Machine:
     except tomllib.TOMLDecodeError as err:
         raise ClimioError(f"{path}: not a TOML machine file: {err}") from err
     names = {f.name for f in fields(Machine)}
-    missing = sorted(n for n in names - set(values) if n != "sources")
+    optional = {f.name for f in fields(Machine) if f.default is not MISSING or f.default_factory is not MISSING}
+    missing = sorted(names - optional - set(values))
     unknown = sorted(set(values) - names)
     if missing or unknown:
         said = f"lacks {', '.join(missing)}" if missing else f"has unknown keys {', '.join(unknown)}"
@@ -166,6 +182,9 @@ def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: in
            stripe_size: int | None = None) -> Strategy:
     """``text`` resolved for ``job`` on ``machine`` (its ranks filling the nodes in turn)."""
     nodes = filled_nodes(job.nranks, machine.per_node(job.nranks))
+    if machine.osts:  # the file system's own striping unless told
+        stripe_count = stripe_count or min(machine.stripe_count, job.nranks)
+        stripe_size = stripe_size or machine.stripe_size
     return Strategy.settle(text, mode, nodes, job.share(0), stripe_count=stripe_count, stripe_size=stripe_size)
 
 
@@ -191,3 +210,83 @@ def plan_seconds(job: Job, strategy: Strategy, counts: Mapping[str, np.ndarray])
     """Seconds the busiest rank takes to build one route's plan, timed here (the rearranger's own planning)."""
     busiest = {int(np.argmax(counts["bytes_received"])), int(np.argmax(counts["messages_sent"]))}
     return max((seconds for _, seconds in plan_cost(job, strategy, sorted(busiest)).values()), default=0.0)
+
+
+def tuned_path() -> str:
+    """Where ``climio tune`` keeps this machine's costs: ``$CLIMIO_MACHINE`` or the user's config."""
+    return os.environ.get("CLIMIO_MACHINE") or os.path.join(os.path.expanduser("~"), ".config", "climio",
+                                                               "machine.toml")
+
+
+def site_names() -> list[str]:
+    """The site files climio ships (``kraken``, ``node``, ...)."""
+    return sorted(name[:-5] for name in os.listdir(SITES) if name.endswith(".toml"))
+
+
+def find(name: str | None = None) -> Machine:
+    """The machine a job is priced on: ``name`` (a shipped site or a machine file), else ``$CLIMIO_MACHINE``,
+    else this machine's file from ``climio tune``, else the shipped ``node``."""
+    text = name or os.environ.get("CLIMIO_MACHINE")
+    if text is None:
+        measured = tuned_path()
+        text = measured if os.path.exists(measured) else FALLBACK_SITE
+    if text == FALLBACK_SITE:  # a node like this one: its own cores
+        return replace(load(os.path.join(SITES, f"{text}.toml")), cores_per_node=os.cpu_count() or 1)
+    if text in site_names():
+        return load(os.path.join(SITES, f"{text}.toml"))
+    return load(text)
+
+
+def candidates(machine: Machine, job: Job, mode: str) -> list[str]:
+    """The strategies ``auto`` weighs for ``job`` in ``mode``: each that applies, and ``agg`` with 1, 2, 4, ...
+    aggregators a node up to a node's cores; ``stripe`` where the file system stripes files."""
+    per_node = machine.per_node(job.nranks)
+    nodes = -(-job.nranks // per_node)
+    share = job.share(0)
+    texts = ["direct", "root"] + (["rows", "cols"] if share.blocks is not None else [])
+    k = 1
+    while k <= per_node and k * nodes <= job.nranks:
+        texts.append(f"agg:{k * nodes}")
+        k *= 2
+    if machine.osts:
+        texts.append("stripe")
+    return [t for t in texts if mode in applicable_modes(t)]
+
+
+def ranking(machine: Machine, jobs: Sequence[tuple[Job, int, int]], mode: str) -> list[tuple[float, str]]:
+    """Each candidate strategy with the seconds of one output step, fastest first. ``jobs``: a step's records,
+    one ``(job, records, itemsize)`` per shape (the same ranks and shares, each with its levels)."""
+    if not jobs:
+        return []
+    machine.check_mode(mode)
+    out = []
+    for text in candidates(machine, jobs[0][0], mode):
+        seconds = 0.0
+        for job, records, itemsize in jobs:
+            strategy = settle(machine, job, text, mode)
+            counts = step_counts(job, strategy, itemsize)
+            seconds += sum(step_parts(machine, counts, records, mode, strategy.name).values())
+        out.append((seconds, text))
+    return sorted(out, key=lambda pair: pair[0])
+
+
+def auto(comm: MPI.Comm, share: GridDecomposition, mode: str, records: Sequence[tuple[int | None, np.dtype]],
+         machine: str | None = None) -> str:
+    """The strategy ``auto`` writes a step of ``records`` (each one's levels and type) with: the one the model
+    finds fastest for this job on ``machine`` (:func:`find`). Collective: rank 0 weighs every rank's share and
+    tells the others, so that all agree."""
+    shares = comm.gather(share, root=0)
+    answer: tuple[bool, str] = (True, "")
+    if shares is not None:
+        try:
+            costs = find(machine)
+            per_shape = Counter((levels, np.dtype(dtype).itemsize) for levels, dtype in records)
+            jobs = [(Job("auto", len(shares), share.grid, levels, tuple(shares)), count, itemsize)
+                    for (levels, itemsize), count in per_shape.items()]
+            answer = (True, ranking(costs, jobs, mode)[0][1])
+        except ClimioError as err:
+            answer = (False, str(err))
+    fine, text = comm.bcast(answer, root=0)
+    if not fine:
+        raise ClimioError(f"strategy auto: {text}", collective=True)
+    return text

@@ -58,12 +58,14 @@ class Job:
 
     def memory_runs(self) -> np.ndarray:
         """Each rank's runs of its share in its local array: a block's rows (a halo breaks each row off the
-        next), a mesh rank's cells (one run)."""
+        next), a list of points' one run (a mesh rank's cells)."""
         if self.owner is not None:
             return np.ones(self.nranks, np.int64)
         out = np.zeros(self.nranks, np.int64)
         for rank, share in enumerate(self.shares):
-            assert isinstance(share, dec.BlockDecomposition)
+            if not isinstance(share, dec.BlockDecomposition):
+                out[rank] = int(share.owned > 0)
+                continue
             count = (self.levels or 1, *share.box.count)
             out[rank] = math.prod(count[:-1]) if share.halo and share.box.size else \
                 (share.layout(self.levels).flat_runs()[0].size if share.box.size else 0)

@@ -38,6 +38,7 @@ from climio.core.ncio.compression import parse_cmp
 from climio.core.ncio.schema import fill_value as schema_fill_value
 from climio.core.rearrange import Description, descriptions
 from climio.errors import ClimioError, api_words
+from climio.model import costmodel
 from climio.model.decomposition import GridDecomposition, from_blocks
 from climio.model.gather import Gatherer
 from climio.model.route import Pool, Route, gather_together
@@ -177,6 +178,9 @@ class ModelOutput:
                  time_attrs: Mapping[str, object] | None = None, variables: Sequence[ncio.Variable] = (),
                  extra_dims: Mapping[str, int] | None = None) -> None:
         self.grid, self.comm, self.rank = as_grid(decomp, comm), comm, comm.Get_rank()
+        stepped = [f for f in fields if f.records] or list(fields)
+        if strategy == "auto" and stepped and mode in applicable_modes("auto"):  # the cost model's fastest
+            strategy = costmodel.auto(comm, self.grid, mode, [(f.levels, np.dtype(f.dtype)) for f in stepped])
         self.strategy = Strategy.choose(strategy, mode, comm, self.grid, hints=hints, stripe_count=stripe_count,
                                         stripe_size=stripe_size)
         if gather is not None and (self.strategy.name != "root" or self.grid.blocks is None):
