@@ -186,3 +186,38 @@ def test_bench_scale_recommends(tmp_path: Path) -> None:
         assert f"| {job.label} | {nranks} | {scale.records(kind)} | 1 | {expected[0][1]} |" in result.stdout
     bad = climio("bench", "scale", "--recommend", "--machine", "atlantis")
     assert bad.returncode == 2 and "atlantis: cannot read the machine file" in one_error_line(bad)
+
+
+def test_writers_sharing_storage_targets() -> None:
+    """A record of 4,096 bytes on stripes of 1,024 bytes over 2 targets (stripe i on target i mod 2)."""
+    from climio.core.decomp import Hyperslab
+
+    def slabs(*ranges: tuple[int, int]) -> list[Hyperslab]:
+        return [Hyperslab((a // 4,), ((b - a) // 4,)) for a, b in ranges]
+
+    # bytes [0, 1536) on stripes 0-1, [1536, 4096) on stripes 1-3: both writers on both targets; a third idle
+    assert list(costmodel.sharers([slabs((0, 1536)), slabs((1536, 4096)), []], (1024,), 4, 2, 1024)) == [2, 2, 0]
+    # stripe-aligned: each writer the stripes of one target
+    aligned = [slabs((0, 1024), (2048, 3072)), slabs((1024, 2048), (3072, 4096))]
+    assert list(costmodel.sharers(aligned, (1024,), 4, 2, 1024)) == [1, 1]
+    # a run over more stripes than targets touches every target
+    assert list(costmodel.sharers([slabs((0, 4096)), slabs((0, 4))], (1024,), 4, 3, 1024)) == [2, 2]
+
+
+def test_a_striped_file_system() -> None:
+    """On a file system of 4 targets of 1e8 B/s with 1 ms a contended lock: direct is MPI-IO's two-phase write
+    (one aggregator per stripe target), the step's bytes go to the targets they use, and writers sharing a
+    target pay its locks."""
+    lustre = replace(ROUND, nodes=8, osts=4, ost_Bps=1e8, stripe_count=2, stripe_size=1 << 20, lock_s=1e-3)
+    job = scale.job("CA", 16)
+    direct, striping = costmodel.file_counts(lustre, job, costmodel.settle(lustre, job, "direct", "cdf5"))
+    assert striping == (2, 1 << 20) and np.count_nonzero(direct["bytes_written"]) == 2  # the record spans 2 stripes
+    assert direct["sharers"].max() == 1 and direct["messages_received"].max() > 0
+    record = 89 * 134 * 35 * 4
+    assert direct["file_runs"].sum() == pytest.approx(job.source_runs()[0].size + 2, abs=2)  # every rank's rows
+    rows, _ = costmodel.file_counts(lustre, job, costmodel.settle(lustre, job, "rows", "cdf5"))
+    assert rows["sharers"].max() == 4  # 4 row writers, each on both targets
+    parts = costmodel.step_parts(lustre, rows, 10, "cdf5", "rows", striping)
+    plain = costmodel.step_parts(replace(lustre, lock_s=0.0), rows, 10, "cdf5", "rows", striping)
+    assert parts["write"] - plain["write"] == pytest.approx(10 * 3 * 1e-3)
+    assert plain["write"] >= 10 * record / (2 * 1e8)  # 10 records over the 2 targets of their stripes

@@ -1,6 +1,6 @@
 """The time of an output step from what it does and what each operation costs on a machine.
 
-What a step does is counted per rank by :mod:`climio.bench.scale` (messages, bytes moved, bytes and requests
+What a step does is counted per rank by :mod:`climio.model.counts` (messages, bytes moved, bytes and requests
 written, for one record). What each operation costs is a :class:`Machine`: measured on this machine by
 ``climio tune``, or given for a cluster in a site file (TOML, each value with its source). The model adds, for a
 step of ``fields`` records of one shape (``ModelOutput.write``: one exchange for the step, one write per record):
@@ -11,13 +11,18 @@ step of ``fields`` records of one shape (``ModelOutput.write``: one exchange for
   ``Alltoallw`` a step: messages are paid once, bytes and rows for every record);
 - write: the busiest writer's further requests x the cost of a request (a record's first is in its fixed cost),
   its further runs x the cost of a run (MPI-IO flattens and sorts them), and its bytes at one writer's
-  bandwidth; or every writer's bytes at the file system's bandwidth, if that takes longer;
+  bandwidth; or every writer's bytes at the file system's bandwidth, if that takes longer. On a file system
+  that stripes files over storage targets (``osts``): the step's stripes at the targets' bandwidth, a lock
+  hand-over per further writer on a target and record, and ``direct`` as MPI-IO's two-phase write
+  (:func:`file_counts`);
 - collectives: the mode's collective calls a step, each ``collective_s`` x log2 P;
 - the fixed cost of climio's write path per record (checks, bookkeeping, the library's call).
 
 A file adds its creation (a fixed cost and one per variable), its routes' plans, its records' buffers (made
 and touched in the first step) and its close, which drains the written bytes to disk at ``sync_Bps`` (where
 the file system keeps dirty pages: a disk, not tmpfs).
+
+``auto`` (:func:`auto`) writes with the strategy whose step :func:`ranking` finds fastest.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio.errors import ClimioError
-from climio.model.counts import Job, filled_nodes, plan_cost, step_counts
+from climio.core.decomp import Hyperslab
+from climio.model.counts import Job, filled_nodes, piece_runs, plan_cost, step_counts, writers
+from climio.model.route import spread
 from climio.model.strategy import Strategy, applicable_modes
 
 if TYPE_CHECKING:
@@ -132,10 +139,11 @@ def save(machine: Machine, path: str) -> None:
     write_atomically(path, "--out", dump, "")
 
 
-def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, mode: str, strategy: str
-               ) -> dict[str, float]:
+def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, mode: str, strategy: str,
+               striping: tuple[int, int] | None = None) -> dict[str, float]:
     """The seconds of each part of one step of ``fields`` records, from one record's per-rank ``counts``
-    (:func:`climio.model.counts.step_counts`) of a strategy named ``strategy``."""
+    (:func:`climio.model.counts.step_counts`, or :func:`file_counts` on a striped file system) of a strategy
+    named ``strategy``; ``striping``: the file's stripe count and size there."""
     machine.check_mode(mode)
     nranks = len(counts["bytes_written"])
     shared = machine.per_node(nranks) / machine.cores_per_node  # over 1: ranks take turns on a core
@@ -159,17 +167,24 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
     one_writer = float(np.max(fields * (np.maximum(calls - 1, 0) * request_s + runs * machine.run_s
                                         + counts["bytes_written"] / machine.write_Bps)))
     everyone = fields * float(counts["bytes_written"].sum()) / machine.servers_Bps
+    locks = 0.0
+    if machine.osts and striping is not None:  # the step's stripes on the targets they use; shared targets' locks
+        count, size = striping
+        step_bytes = fields * float(counts["bytes_written"].sum())
+        used = min(count, machine.osts, max(1, math.ceil(step_bytes / size)))
+        everyone = max(everyone, step_bytes / (used * machine.ost_Bps))
+        locks = fields * max(float(np.max(counts["sharers"])) - 1.0, 0.0) * machine.lock_s
     calls_a_step = machine.collectives[mode] + fields * machine.record_collectives[mode]
-    return {"pack": shared * pack, "exchange": exchange, "write": max(one_writer, everyone),
+    return {"pack": shared * pack, "exchange": exchange, "write": max(one_writer, everyone) + locks,
             "collectives": calls_a_step * machine.collective_s * max(1.0, math.log2(nranks)),
             "fixed": shared * (machine.step_s[mode] + fields * machine.record_s[mode])}
 
 
 def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, steps: int, mode: str, strategy: str,
-             plans_s: float = 0.0) -> float:
+             plans_s: float = 0.0, striping: tuple[int, int] | None = None) -> float:
     """Seconds to create a file of ``fields`` variables, build its routes (``plans_s``) and the records'
     buffers (where a rank lands records, or packs its own), write ``steps`` steps and close it."""
-    step = sum(step_parts(machine, counts, fields, mode, strategy).values())
+    step = sum(step_parts(machine, counts, fields, mode, strategy, striping).values())
     packed = counts["bytes_sent"] + counts["bytes_kept"]  # nothing where no rank exchanges: each writes its own
     made = counts["bytes_written"] * bool(packed.any()) + (packed if mode in CLASSIC else 0)
     buffers = fields * float(np.max(made)) / machine.touch_Bps
@@ -190,11 +205,58 @@ def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: in
 
 def predict(machine: Machine, job: Job, text: str, mode: str, fields: int, steps: int, *,
             stripe_count: int | None = None, stripe_size: int | None = None) -> float:
-    """Seconds for ``job``'s ranks to write a file of ``fields`` fields for ``steps`` steps through ``text``."""
+    """Seconds for ``job``'s ranks to write a file of ``fields`` fields for ``steps`` steps through ``text``
+    (``stripe_count`` and ``stripe_size``: the file's striping, where not the file system's default)."""
     strategy = settle(machine, job, text, mode, stripe_count=stripe_count, stripe_size=stripe_size)
-    counts = step_counts(job, strategy)
+    counts, striping = file_counts(machine, job, strategy, stripe_count=stripe_count, stripe_size=stripe_size)
     return run_time(machine, counts, fields, steps, mode, strategy.name, routes(job, strategy, fields) *
-                    plan_seconds(job, strategy, counts))
+                    plan_seconds(job, strategy, step_counts(job, strategy)), striping)
+
+
+def file_counts(machine: Machine, job: Job, strategy: Strategy, itemsize: int = 4, *, stripe_count: int | None = None,
+                stripe_size: int | None = None) -> tuple[dict[str, np.ndarray], tuple[int, int] | None]:
+    """One record's per-rank counts as the file system sees them, and the file's striping (None where the file
+    system does not stripe files). On a striped one, ``direct``'s collective write is MPI-IO's two-phase write:
+    one aggregator per stripe target, each writing the stripes of its target (as the Lustre drivers of ROMIO
+    and Cray MPI place them), counted as climio's ``stripe``; and each writer's ``sharers`` is the most
+    writers on any storage target it writes (1: its targets are its own)."""
+    if not machine.osts:
+        return step_counts(job, strategy, itemsize), None
+    if strategy.name == "stripe":
+        striping = (len(strategy.aggregators), int(strategy.stripe_size or machine.stripe_size))
+    else:
+        striping = (min(stripe_count or machine.stripe_count, machine.osts), stripe_size or machine.stripe_size)
+    original = strategy.name
+    if original == "direct":
+        nodes = filled_nodes(job.nranks, machine.per_node(job.nranks))
+        strategy = Strategy("stripe", tuple(spread(nodes, min(striping[0], job.nranks))), striping[1])
+    counts = step_counts(job, strategy, itemsize)
+    if original == "direct":  # each aggregator sorts and copies every rank's runs in its file domain
+        runs = float(job.source_runs()[0].size)
+        written = counts["bytes_written"]
+        counts["file_runs"] = counts["file_runs"] + np.round(runs * written / max(int(written.sum()), 1)).astype(np.int64)
+    counts["sharers"] = sharers(writers(job, strategy, itemsize), job.shape, itemsize, *striping)
+    return counts, striping
+
+
+def sharers(pieces: Sequence[Sequence[Hyperslab]], shape: tuple[int, ...], itemsize: int, count: int,
+            size: int) -> np.ndarray:
+    """For each rank, the most writers that write any one of the storage targets it writes, a record's bytes
+    lying from the file's first stripe on, stripe i on target i mod ``count``."""
+    runs = [(piece_runs(shape, p) * itemsize, r) for r, mine in enumerate(pieces) for p in mine if p.size]
+    out = np.zeros(len(pieces), np.int64)
+    if not runs:
+        return out
+    first = np.concatenate([r[:, 0] for r, _ in runs])
+    last = first + np.concatenate([r[:, 1] for r, _ in runs]) - 1
+    rank = np.concatenate([np.full(len(r), k, np.int64) for r, k in runs])
+    span = np.minimum(last // size - first // size + 1, count)  # a run over count stripes or more: every target
+    stripe = np.repeat(first // size, span) + (np.arange(span.sum()) - np.repeat(np.cumsum(span) - span, span))
+    pairs = np.unique(np.repeat(rank, span) * count + stripe % count)
+    writer, target = pairs // count, pairs % count
+    on_target = np.bincount(target, minlength=count)
+    np.maximum.at(out, writer, on_target[target])
+    return out
 
 
 def routes(job: Job, strategy: Strategy, fields: int, itemsize: int = 4) -> int:
@@ -264,8 +326,8 @@ def ranking(machine: Machine, jobs: Sequence[tuple[Job, int, int]], mode: str) -
         seconds = 0.0
         for job, records, itemsize in jobs:
             strategy = settle(machine, job, text, mode)
-            counts = step_counts(job, strategy, itemsize)
-            seconds += sum(step_parts(machine, counts, records, mode, strategy.name).values())
+            counts, striping = file_counts(machine, job, strategy, itemsize)
+            seconds += sum(step_parts(machine, counts, records, mode, strategy.name, striping).values())
         out.append((seconds, text))
     return sorted(out, key=lambda pair: pair[0])
 

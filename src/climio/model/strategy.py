@@ -12,7 +12,9 @@ agg:N      N aggregators spread over the nodes, each an equal contiguous range o
            record (``agg``: one per node)
 stripe     one aggregator per storage target: the record cut at the file's stripe
            boundaries, stripe i to aggregator i mod stripe_count (CDF-2/CDF-5 only)
-auto       root for ``serial``; otherwise agg with AUTO_PER_NODE aggregators per node
+auto       writing, the cost model's fastest (:func:`climio.model.costmodel.auto`, which ModelOutput
+           asks); reading, or with no records to price: root for ``serial``, otherwise agg with
+           AUTO_PER_NODE aggregators per node
 =========  ==============================================================================
 """
 
