@@ -6,12 +6,14 @@ The driver starts itself on 2 ranks (``mpiexec``); the ranks measure, each figur
 - ``copy_Bps``, ``row_s``: both ranks converting 128 MiB of float32 rows with a halo into big-endian (a classic
   file's pack), in rows of 1,024 and of 48 values: the bandwidth, and what each row adds (short rows are a small
   block's, whose every row is a run in memory: the pack and MPI's datatypes walk them one by one);
-- ``touch_Bps``: both ranks making new arrays of 128 MiB and touching every page (a file's first step makes
-  every record's buffers);
-- ``latency_s``, ``link_Bps``: ping-pong of 8 bytes and of 16 MiB between the two ranks;
+- ``touch_Bps``, ``huge_touch_Bps``: both ranks making new arrays of 1 MiB and of 8 MiB, 128 MiB in all, and
+  touching every page (a file's first step makes every record's buffers; the kernel may back the larger ones
+  with huge pages);
+- ``latency_s``: ping-pong of 8 bytes between the two ranks;
+- ``link_Bps``, ``message_row_s``: 12 MiB each way between the two ranks at once, rows of a block inside a
+  halo landing as rows of a record (subarray datatypes on both sides, as climio's exchanges send them), in
+  rows of 1,024 values (the bandwidth) and of 48 (what each row adds);
 - ``collective_s``: an 8-byte allreduce on the two ranks;
-- ``message_row_s``: what each row of 48 values inside a halo adds to a message, against the same bytes
-  contiguous (the exchange sends a block's rows through a subarray datatype);
 - ``write_Bps``: one process's ``pwrite`` of 4 KiB and of 16 MiB requests into a new file in ``--dir`` (the
   bandwidth from the difference); ``request_s``: 256-byte ``pwrite`` s with gaps between them, less their bytes
   (a block's rows, each a request of its own); ``servers_Bps``: both ranks writing 16 MiB requests into one file
@@ -21,7 +23,9 @@ The driver starts itself on 2 ranks (``mpiexec``); the ranks measure, each figur
 - per storage mode, through ``ModelOutput`` on the two ranks with records of 2 x 2 values: the cost of creating
   and closing a file of 1 and of 64 variables (``file_s``, ``define_s``), and of steps of 1 and of 64 records
   (a step's and a record's fixed costs, ``step_s`` and ``record_s``, and their collective calls,
-  ``collectives`` and ``record_collectives``, whose time the model counts apart).
+  ``collectives`` and ``record_collectives``, whose time the model counts apart); and ``record_Bps``: rank 0
+  alone writing steps of 16 records of 4 MiB through the mode's library (netCDF-C for ``serial``, HDF5 for
+  ``hdf5``, climio's own writes for the classic modes), less those fixed costs and the pack.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from climio.model.costmodel import PER_MODE, Machine, save
+from climio.model.costmodel import CLASSIC, PER_MODE, Machine, save
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -121,22 +125,31 @@ def ping_pong(comm: MPI.Comm, nbytes: int, rounds: int) -> float:
     return slowest(comm, run) / rounds
 
 
-def datatype_row_cost(comm: MPI.Comm, rows: int = 1 << 16, width: int = 48) -> float:
-    """Seconds each row of a subarray datatype adds to a message (MPI's datatype engine walks it row by row):
-    12 MiB of float32 rows of ``width`` values inside a halo of 2, against the same bytes contiguous, sent
-    between the two ranks both ways at once."""
+def strided_exchange(comm: MPI.Comm, width: int, nbytes: int = 12 << 20) -> float:
+    """Seconds of ``nbytes`` of float32 rows of ``width`` values going each way between the two ranks at once,
+    as climio's exchanges send them: rows of a block inside a halo of 2, landing as rows of a larger record
+    (subarray datatypes on both sides: MPI copies them through its buffers, not in one copy)."""
     from mpi4py import MPI
 
+    rows = nbytes // 4 // width
     block = np.zeros((rows, width + 4), np.float32)
-    flat, back = np.zeros(rows * width, np.float32), np.zeros(rows * width, np.float32)
-    sub = MPI.FLOAT.Create_subarray([rows, width + 4], [rows, width], [0, 2]).Commit()
+    record = np.zeros((rows, 2 * width), np.float32)
+    sent = MPI.FLOAT.Create_subarray([rows, width + 4], [rows, width], [0, 2]).Commit()
+    landed = MPI.FLOAT.Create_subarray([rows, 2 * width], [rows, width], [0, width]).Commit()
     peer = 1 - comm.Get_rank()
     try:
-        strided = slowest(comm, lambda: comm.Sendrecv([block, 1, sub], peer, recvbuf=back, source=peer))
-        plain = slowest(comm, lambda: comm.Sendrecv(flat, peer, recvbuf=back, source=peer))
+        return slowest(comm, lambda: comm.Sendrecv([block, 1, sent], peer, recvbuf=[record, 1, landed], source=peer))
     finally:
-        sub.Free()
-    return max(strided - plain, 0.0) / rows
+        sent.Free()
+        landed.Free()
+
+
+def exchange_rates(comm: MPI.Comm, nbytes: int = 12 << 20) -> tuple[float, float]:
+    """Bytes a second a rank sends and receives at once in an exchange of long rows (1,024 values), and the
+    seconds each further row adds (rows of 48 values, the same bytes)."""
+    long_rows, short_rows = strided_exchange(comm, 1024, nbytes), strided_exchange(comm, 48, nbytes)
+    rows = nbytes // 4 // 48 - nbytes // 4 // 1024
+    return nbytes / long_rows, max(short_rows - long_rows, 0.0) / rows
 
 
 def allreduce_time(comm: MPI.Comm, rounds: int = 1000) -> float:
@@ -169,12 +182,14 @@ def pwrite_time(directory: str, size: int, count: int, stride: int | None = None
     return statistics.median(times)
 
 
-def touch_rate(comm: MPI.Comm, nbytes: int = PACKED) -> float:
+def touch_rate(comm: MPI.Comm, nbytes: int = PACKED, each: int = 1 << 20) -> float:
     """Bytes a second each rank makes new arrays and touches their pages while the other does too (a file's
-    first step: every record's buffers are made)."""
+    first step: every record's buffers are made), in arrays of ``each`` bytes as records' are (a larger one
+    may be given huge pages, which fault 512 times less often)."""
     def run() -> None:
-        made = np.empty(nbytes, np.uint8)
-        made[::4096] = 0
+        made = [np.empty(each, np.uint8) for _ in range(nbytes // each)]
+        for array in made:
+            array[::4096] = 0
 
     return nbytes / slowest(comm, run)
 
@@ -270,6 +285,41 @@ def mode_costs(comm: MPI.Comm, directory: str, mode: str) -> dict[str, float]:
             "collectives": max(c_one - per_record, 0.0), "record_collectives": per_record}
 
 
+def library_time(comm: MPI.Comm, directory: str, mode: str, records: int = 16, side: int = 1024) -> float:
+    """Seconds of a step of ``records`` records of ``side`` x ``side`` float32 (4 MiB) written by rank 0 alone
+    through ``ModelOutput`` in ``mode`` (no exchange: netCDF-C's, HDF5's or climio's own write of them)."""
+    from mpi4py import MPI
+
+    from climio.model import decomposition as dec
+    from climio.model.output import Field, ModelOutput
+
+    alone = comm.Split(0 if comm.Get_rank() == 0 else MPI.UNDEFINED)
+    seconds = 0.0
+    with probe(comm, directory, f"library-{mode}.nc") as path:
+        if alone != MPI.COMM_NULL:
+            try:
+                share = dec.blocks((side, side), 1, 1, 0)
+                local = np.ones((side, side), np.float32)
+                out = ModelOutput(path, share, [Field(f"v{k}") for k in range(records)], alone, mode=mode,
+                                  strategy="root", overwrite=True)
+                try:
+                    fields = {f"v{k}": local for k in range(records)}
+                    out.write(0, fields, 0.0)  # buffers made
+                    step = [0]
+
+                    def run() -> None:
+                        step[0] += 1
+                        out.write(step[0], fields, float(step[0]))
+
+                    seconds = median_time(run)
+                finally:
+                    out.close()
+            finally:
+                alone.Free()
+        comm.Barrier()
+    return float(comm.bcast(seconds))
+
+
 def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
     """Every figure (collective on 2 ranks); the results on rank 0."""
     from mpi4py import MPI
@@ -279,10 +329,10 @@ def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
     small, large = 4096, 16 << 20
     figures["copy_Bps"], figures["row_s"] = copy_rates(comm)
     figures["touch_Bps"] = touch_rate(comm)
+    figures["huge_touch_Bps"] = touch_rate(comm, each=8 << 20)
     figures["latency_s"] = ping_pong(comm, 8, 1000)
-    figures["link_Bps"] = large / ping_pong(comm, large, 10)
+    figures["link_Bps"], figures["message_row_s"] = exchange_rates(comm)
     figures["collective_s"] = allreduce_time(comm)
-    figures["message_row_s"] = datatype_row_cost(comm)
     if rank == 0:
         t_small = pwrite_time(directory, small, 4096) / 4096
         t_large = pwrite_time(directory, large, 8) / 8
@@ -304,6 +354,11 @@ def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
     for costs in per_mode.values():  # the fixed costs without the collective calls the model counts apart
         costs["record_s"] = max(costs["record_s"] - costs["record_collectives"] * figures["collective_s"], 0.0)
         costs["step_s"] = max(costs["step_s"] - costs["collectives"] * figures["collective_s"], 0.0)
+    for mode, costs in per_mode.items():  # a mode's library with big records, less what the model counts apart
+        records, nbytes = 16, 16 * (4 << 20)
+        fixed = costs["step_s"] + records * costs["record_s"]
+        pack = nbytes / figures["copy_Bps"] if mode in CLASSIC else 0.0
+        costs["record_Bps"] = nbytes / max(library_time(comm, directory, mode, records) - fixed - pack, 1e-9)
     figures["modes"] = per_mode
     return figures
 
@@ -311,7 +366,7 @@ def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
 def machine(figures: dict[str, Any], name: str, cores: int) -> Machine:
     """The machine file's values from the measured figures."""
     modes = figures["modes"]
-    per_mode = {key: {m: modes[m][key] for m in modes} for key in PER_MODE}
+    per_mode = {key: {m: modes[m][key] for m in modes} for key in (*PER_MODE, "record_Bps")}
     plain = {k: v for k, v in figures.items() if k != "modes"}
     return Machine(name=name, nodes=1, cores_per_node=cores, **plain, **per_mode,
                    sources={"all": "measured by climio tune on 2 ranks"})

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 SITES = os.path.join(os.path.dirname(__file__), "sites")  # the site files climio ships, by name
 FALLBACK_SITE = "node"  # where this machine has not been measured: a small node's costs (its file says whose)
+HUGE_PAGE = 2 << 20  # arrays this large may be backed by transparent huge pages: one fault for 512 pages
 CLASSIC = ("serial", "cdf2", "cdf5")  # modes whose files hold big-endian values: every rank packs its share
 PER_MODE = ("record_s", "step_s", "collectives", "record_collectives", "define_s", "file_s")
 
@@ -63,7 +64,7 @@ class Machine:
     cores_per_node: int
     copy_Bps: float  # one core copying memory (into the file's byte order), every core at it
     row_s: float  # each run in memory a copy walks (a row of a block with a halo)
-    touch_Bps: float  # making new arrays and touching their pages (a file's first step makes its buffers)
+    touch_Bps: float  # making new arrays of a record's size and touching their pages (a file's first step's buffers)
     latency_s: float  # a message's start-up between two ranks
     link_Bps: float  # what one rank sends or receives per second
     message_row_s: float  # each row of a block a message's datatype walks
@@ -86,6 +87,9 @@ class Machine:
     stripe_count: int = 1  # a new file's stripes (the file system's default)
     stripe_size: int = 1 << 20  # and their size in bytes
     lock_s: float = 0.0  # a writer taking a storage target's extent lock from another writer
+    huge_touch_Bps: float = 0.0  # the same for arrays of HUGE_PAGE or more, where huge pages back them (0: as small)
+    record_Bps: Mapping[str, float] = field(default_factory=dict)  # one writer through a mode's library (netCDF-C,
+    # HDF5), its pack apart, by mode (none: write_Bps)
     sources: Mapping[str, str] = field(default_factory=dict)  # where each value comes from
 
     def per_node(self, nranks: int) -> int:
@@ -164,8 +168,9 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
     calls = counts["file_runs"] if own_writes else counts["requests"]
     runs = np.zeros_like(calls) if own_writes else np.maximum(counts["file_runs"] - counts["requests"], 0)
     request_s = machine.shared_request_s if np.count_nonzero(counts["bytes_written"]) > 1 else machine.request_s
+    bandwidth = machine.write_Bps if own_writes else min(machine.write_Bps, machine.record_Bps.get(mode, math.inf))
     one_writer = float(np.max(fields * (np.maximum(calls - 1, 0) * request_s + runs * machine.run_s
-                                        + counts["bytes_written"] / machine.write_Bps)))
+                                        + counts["bytes_written"] / bandwidth)))
     everyone = fields * float(counts["bytes_written"].sum()) / machine.servers_Bps
     locks = 0.0
     if machine.osts and striping is not None:  # the step's stripes on the targets they use; shared targets' locks
@@ -186,11 +191,19 @@ def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, st
     buffers (where a rank lands records, or packs its own), write ``steps`` steps and close it."""
     step = sum(step_parts(machine, counts, fields, mode, strategy, striping).values())
     packed = counts["bytes_sent"] + counts["bytes_kept"]  # nothing where no rank exchanges: each writes its own
-    made = counts["bytes_written"] * bool(packed.any()) + (packed if mode in CLASSIC else 0)
-    buffers = fields * float(np.max(made)) / machine.touch_Bps
+    landed = counts["bytes_written"] * bool(packed.any())
+    buffers = fields * float(np.max(touch_seconds(machine, landed)
+                                    + (touch_seconds(machine, packed) if mode in CLASSIC else 0.0)))
     written = steps * fields * float(counts["bytes_written"].sum())
     drain = written / machine.sync_Bps if machine.sync_Bps > 0 else 0.0
     return machine.file_s[mode] + fields * machine.define_s[mode] + plans_s + buffers + steps * step + drain
+
+
+def touch_seconds(machine: Machine, nbytes: np.ndarray) -> np.ndarray:
+    """Seconds to make and touch an array of ``nbytes`` (each rank's): huge pages back large ones, where the
+    machine has them."""
+    huge = machine.huge_touch_Bps or machine.touch_Bps
+    return nbytes / np.where(nbytes >= HUGE_PAGE, huge, machine.touch_Bps)
 
 
 def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: int | None = None,
