@@ -161,8 +161,8 @@ def test_several_steps_in_one_write_records(comm: MPI.Comm, shared_dir: str, str
 
 def test_auto_writes_with_the_cost_models_fastest(comm: MPI.Comm, shared_dir: str,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """``auto`` writes with the strategy the cost model ranks first for this job on $CLIMIO_MACHINE: where a
-    message is dear, one without messages; where a writer's requests are, one that writes fewer of them."""
+    """``auto`` writes with the strategy the cost model ranks first for this job on $CLIMIO_MACHINE: on several
+    ranks, where a message is dear, one without messages; where a writer's requests are, one with fewer."""
     rank, size = comm.Get_rank(), comm.Get_size()
     px, py = process_grid(size, NY, NX)
     decomp = Decomposition.block2d((NY, NX), px, py, halo=1)
@@ -193,4 +193,5 @@ def test_auto_writes_with_the_cost_models_fastest(comm: MPI.Comm, shared_dir: st
                 ds.set_auto_mask(False)
                 ok = all(np.array_equal(ds[f.name][s], truth(f.name, s)) for f in FIELDS for s in range(STEPS))
         assert_all(comm, ok, f"auto, {dear} dear: the file's values")
-    assert_all(comm, picked["messages"] == "direct" and (size == 1 or picked["requests"] != "direct"), str(picked))
+    # on one rank nothing is exchanged whatever the strategy: the model weighs the writes alone
+    assert_all(comm, size == 1 or (picked["messages"] == "direct" and picked["requests"] != "direct"), str(picked))
