@@ -20,6 +20,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -55,6 +56,20 @@ class Job:
             return self.shares[rank]
         assert self.owner is not None
         return dec.cells(self.owner, rank, nranks=self.nranks)
+
+    @cached_property
+    def sources(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`source_runs` in file order, ``(first, end, rank, bounds)`` with the sorted distinct ends of
+        the runs: worked out once a job, whatever the strategies weighed on it."""
+        first, length, rank = self.source_runs()
+        order = np.argsort(first, kind="stable")
+        first, end, rank = first[order], first[order] + length[order], rank[order]
+        return first, end, rank, np.unique(np.concatenate([first, end]))
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """:meth:`memory_runs`, worked out once."""
+        return self.memory_runs()
 
     def memory_runs(self) -> np.ndarray:
         """Each rank's runs of its share in its local array: a block's rows (a halo breaks each row off the
@@ -128,22 +143,23 @@ def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np
     new_run = np.ones(first.size, bool)
     new_run[1:] = (rank[1:] != rank[:-1]) | (first[1:] != end[:-1])
     out["file_runs"] = np.bincount(rank[new_run], minlength=size)
-    out["memory_runs"] = job.memory_runs()
+    out["memory_runs"] = job.rows
     if not needs_plan(job, pieces):
         return out
-    s_first, s_length, s_rank = job.source_runs()
-    bounds = np.unique(np.concatenate([s_first, s_first + s_length, d_first, d_first + d_length]))
+    s_first, s_end, s_rank, s_bounds = job.sources
+    # the writers' runs are in file order already (first, end, rank above): both sorted, a stable sort merges them
+    merged = np.sort(np.concatenate([s_bounds, np.unique(np.concatenate([first, end]))]), kind="stable")
+    bounds = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
     lo, length = bounds[:-1], np.diff(bounds)
 
-    def holder(first: np.ndarray, runs: np.ndarray, rank: np.ndarray) -> np.ndarray:
-        """The rank whose run holds each segment, -1 for none."""
-        order = np.argsort(first)
-        first, end, rank = first[order], first[order] + runs[order], rank[order]
+    def holder(first: np.ndarray, end: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """The rank whose run (sorted by ``first``) holds each segment, -1 for none."""
         k = np.searchsorted(first, lo, side="right") - 1
         inside = (k >= 0) & (lo < end[np.maximum(k, 0)])
         return np.where(inside, rank[np.maximum(k, 0)], -1)
 
-    sender, receiver = holder(s_first, s_length, s_rank), holder(d_first, d_length, d_rank)
+    by_first = np.argsort(first, kind="stable")  # a writer's runs in file order; across writers, sorted here
+    sender, receiver = holder(s_first, s_end, s_rank), holder(first[by_first], end[by_first], rank[by_first])
     moved = (sender >= 0) & (receiver >= 0)
     pair, amount = np.unique(sender[moved] * size + receiver[moved], return_inverse=True)
     weight = np.bincount(amount, weights=length[moved]).astype(np.int64) * itemsize
