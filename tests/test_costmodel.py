@@ -52,12 +52,12 @@ def test_two_ranks_gathered_on_the_first() -> None:
     hdf5 = costmodel.step_parts(ROUND, c, 10, "hdf5", "root")  # no pack: its buffers are the landing ones only
     assert costmodel.run_time(ROUND, c, 10, 4, "hdf5", "root") == pytest.approx(
         1e-2 + 10 * 1e-4 + 10 * 2e6 / 4e9 + 4 * sum(hdf5.values()) + written / 1e8)
-    # a mode's library at its own bandwidth (HDF5's copies), and buffers of 2 MiB or more on huge pages
+    # a mode's library at its own bandwidth (HDF5's copies), and buffers of 4 MiB or more on huge pages
     library = replace(ROUND, record_Bps={"hdf5": 1e8}, huge_touch_Bps=8e9)
     assert costmodel.step_parts(library, c, 10, "hdf5", "root")["write"] == pytest.approx(10 * 2e6 / 1e8)
     assert costmodel.step_parts(library, c, 10, "cdf5", "root")["write"] == pytest.approx(10 * 2e6 / 2e8)
-    assert list(costmodel.touch_seconds(library, np.array([2 << 20, (2 << 20) - 1]))) == pytest.approx(
-        [(2 << 20) / 8e9, ((2 << 20) - 1) / 4e9])
+    assert list(costmodel.touch_seconds(library, np.array([4 << 20, (4 << 20) - 1]))) == pytest.approx(
+        [(4 << 20) / 8e9, ((4 << 20) - 1) / 4e9])
 
 
 def test_writers_of_many_runs_and_the_servers_bound() -> None:

@@ -7,8 +7,8 @@ The driver starts itself on 2 ranks (``mpiexec``); the ranks measure, each figur
   file's pack), in rows of 1,024 and of 48 values: the bandwidth, and what each row adds (short rows are a small
   block's, whose every row is a run in memory: the pack and MPI's datatypes walk them one by one);
 - ``touch_Bps``, ``huge_touch_Bps``: both ranks making new arrays of 1 MiB and of 8 MiB, 128 MiB in all, and
-  touching every page (a file's first step makes every record's buffers; the kernel may back the larger ones
-  with huge pages);
+  touching every page (a file's first step makes every record's buffers; numpy asks for huge pages on arrays
+  of 4 MiB or more);
 - ``latency_s``: ping-pong of 8 bytes between the two ranks;
 - ``link_Bps``, ``message_row_s``: 12 MiB each way between the two ranks at once, rows of a block inside a
   halo landing as rows of a record (subarray datatypes on both sides, as climio's exchanges send them), in
@@ -184,8 +184,8 @@ def pwrite_time(directory: str, size: int, count: int, stride: int | None = None
 
 def touch_rate(comm: MPI.Comm, nbytes: int = PACKED, each: int = 1 << 20) -> float:
     """Bytes a second each rank makes new arrays and touches their pages while the other does too (a file's
-    first step: every record's buffers are made), in arrays of ``each`` bytes as records' are (a larger one
-    may be given huge pages, which fault 512 times less often)."""
+    first step: every record's buffers are made), in arrays of ``each`` bytes as records' are (numpy asks for
+    huge pages on one of 4 MiB or more, which fault 512 times less often where the kernel gives them)."""
     def run() -> None:
         made = [np.empty(each, np.uint8) for _ in range(nbytes // each)]
         for array in made:

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
 SITES = os.path.join(os.path.dirname(__file__), "sites")  # the site files climio ships, by name
 FALLBACK_SITE = "node"  # where this machine has not been measured: a small node's costs (its file says whose)
-HUGE_PAGE = 2 << 20  # arrays this large may be backed by transparent huge pages: one fault for 512 pages
+HUGE_ARRAY = 4 << 20  # numpy asks the kernel for huge pages on arrays this large: one fault for 512 pages
 CLASSIC = ("serial", "cdf2", "cdf5")  # modes whose files hold big-endian values: every rank packs its share
 PER_MODE = ("record_s", "step_s", "collectives", "record_collectives", "define_s", "file_s")
 
@@ -87,7 +87,7 @@ class Machine:
     stripe_count: int = 1  # a new file's stripes (the file system's default)
     stripe_size: int = 1 << 20  # and their size in bytes
     lock_s: float = 0.0  # a writer taking a storage target's extent lock from another writer
-    huge_touch_Bps: float = 0.0  # the same for arrays of HUGE_PAGE or more, where huge pages back them (0: as small)
+    huge_touch_Bps: float = 0.0  # the same for arrays of HUGE_ARRAY or more, on huge pages where given (0: as small)
     record_Bps: Mapping[str, float] = field(default_factory=dict)  # one writer through a mode's library (netCDF-C,
     # HDF5), its pack apart, by mode (none: write_Bps)
     sources: Mapping[str, str] = field(default_factory=dict)  # where each value comes from
@@ -200,10 +200,10 @@ def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, st
 
 
 def touch_seconds(machine: Machine, nbytes: np.ndarray) -> np.ndarray:
-    """Seconds to make and touch an array of ``nbytes`` (each rank's): huge pages back large ones, where the
-    machine has them."""
+    """Seconds to make and touch an array of ``nbytes`` (each rank's): numpy asks for huge pages on large ones,
+    which the kernel gives where transparent huge pages are ``madvise`` or ``always``."""
     huge = machine.huge_touch_Bps or machine.touch_Bps
-    return nbytes / np.where(nbytes >= HUGE_PAGE, huge, machine.touch_Bps)
+    return nbytes / np.where(nbytes >= HUGE_ARRAY, huge, machine.touch_Bps)
 
 
 def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: int | None = None,
