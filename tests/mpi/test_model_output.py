@@ -29,6 +29,16 @@ def truth(name: str, step: int) -> np.ndarray:
     return values.astype("i4" if name == "mask" else "f4")
 
 
+def holds_truth(comm: MPI.Comm, path: str, steps: int) -> bool:
+    """Whether the file at ``path`` holds every field's true values for ``steps`` steps (read on rank 0)."""
+    ok = True
+    if comm.Get_rank() == 0:
+        with netCDF4.Dataset(path) as ds:
+            ds.set_auto_mask(False)
+            ok = all(np.array_equal(ds[f.name][s], truth(f.name, s)) for f in FIELDS for s in range(steps))
+    return ok
+
+
 def local_arrays(rank: int, px: int, py: int, step: int, halo: int) -> dict[str, np.ndarray]:
     out = {}
     for f in FIELDS:
@@ -151,12 +161,7 @@ def test_several_steps_in_one_write_records(comm: MPI.Comm, shared_dir: str, str
         out.write_records(records[::-1])
         for step in range(steps):
             out.write_time(step, 3600.0 * step)
-    ok = True
-    if rank == 0:
-        with netCDF4.Dataset(path) as ds:
-            ds.set_auto_mask(False)
-            ok = all(np.array_equal(ds[f.name][s], truth(f.name, s)) for f in FIELDS for s in range(steps))
-    assert_all(comm, ok, f"{strategy}: steps in one write_records")
+    assert_all(comm, holds_truth(comm, path, steps), f"{strategy}: steps in one write_records")
 
 
 def test_auto_writes_with_the_cost_models_fastest(comm: MPI.Comm, shared_dir: str,
@@ -187,11 +192,6 @@ def test_auto_writes_with_the_cost_models_fastest(comm: MPI.Comm, shared_dir: st
         assert_all(comm, out.strategy == costmodel.settle(machine, jobs[0][0], best, "cdf5"),
                    f"{dear} dear: auto wrote with {out.strategy}, the model ranks {best} first")
         picked[dear] = out.strategy.name
-        ok = True
-        if rank == 0:
-            with netCDF4.Dataset(path) as ds:
-                ds.set_auto_mask(False)
-                ok = all(np.array_equal(ds[f.name][s], truth(f.name, s)) for f in FIELDS for s in range(STEPS))
-        assert_all(comm, ok, f"auto, {dear} dear: the file's values")
+        assert_all(comm, holds_truth(comm, path, STEPS), f"auto, {dear} dear: the file's values")
     # on one rank nothing is exchanged whatever the strategy: the model weighs the writes alone
     assert_all(comm, size == 1 or (picked["messages"] == "direct" and picked["requests"] != "direct"), str(picked))
