@@ -245,7 +245,7 @@ def file_counts(machine: Machine, job: Job, strategy: Strategy, itemsize: int = 
         strategy = Strategy("stripe", tuple(spread(nodes, min(striping[0], job.nranks))), striping[1])
     counts = step_counts(job, strategy, itemsize)
     if original == "direct":  # each aggregator sorts and copies every rank's runs in its file domain
-        runs = float(job.source_runs()[0].size)
+        runs = float(job.sources[0].size)
         written = counts["bytes_written"]
         counts["file_runs"] = counts["file_runs"] + np.round(runs * written / max(int(written.sum()), 1)).astype(np.int64)
     counts["sharers"] = sharers(writers(job, strategy, itemsize), job.shape, itemsize, *striping)
@@ -294,7 +294,7 @@ def tuned_path() -> str:
 
 
 def site_names() -> list[str]:
-    """The site files climio ships (``kraken``, ``node``, ...)."""
+    """The site files climio ships (``edison``, ``node``, ``perlmutter``)."""
     return sorted(name[:-5] for name in os.listdir(SITES) if name.endswith(".toml"))
 
 
