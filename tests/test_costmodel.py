@@ -144,6 +144,9 @@ def test_the_machine_a_job_is_priced_on(tmp_path: Path, monkeypatch: pytest.Monk
     costmodel.save(replace(ROUND, name="other"), str(other))
     monkeypatch.setenv("CLIMIO_MACHINE", str(other))
     assert costmodel.find().name == "other" and costmodel.find("node").name == "node"
+    assert costmodel.tuned_path() == str(other)
+    monkeypatch.setenv("CLIMIO_MACHINE", "edison")  # a shipped site: auto prices on it, climio tune writes the config
+    assert costmodel.find().name == "edison" and costmodel.tuned_path() == str(tuned)
     for site in costmodel.site_names():  # every shipped site loads and prices every mode
         machine = costmodel.find(site)
         for mode in MODES:

@@ -16,8 +16,8 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     tune = commands.add_parser("tune", parents=[common], help="measure this machine's copy, message, collective and "
                                "write costs for the cost model (seconds, on 2 ranks)")
     tune.add_argument("--dir", default=".", help="a directory on the file system the model's files go to (default .)")
-    tune.add_argument("--out", help="the machine file to write (default $CLIMIO_MACHINE, else "
-                      "~/.config/climio/machine.toml)")
+    tune.add_argument("--out", help="the machine file to write (default $CLIMIO_MACHINE unless it names a shipped "
+                      "site, else ~/.config/climio/machine.toml)")
     tune.add_argument("--worker-json", help=argparse.SUPPRESS)
     tune.set_defaults(func=run, auto_mpi_io="romio")  # as model output writes (its MPI-IO costs are measured)
 

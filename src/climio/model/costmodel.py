@@ -288,9 +288,12 @@ def plan_seconds(job: Job, strategy: Strategy, counts: Mapping[str, np.ndarray])
 
 
 def tuned_path() -> str:
-    """Where ``climio tune`` keeps this machine's costs: ``$CLIMIO_MACHINE`` or the user's config."""
-    return os.environ.get("CLIMIO_MACHINE") or os.path.join(os.path.expanduser("~"), ".config", "climio",
-                                                               "machine.toml")
+    """Where ``climio tune`` keeps this machine's costs: ``$CLIMIO_MACHINE`` (unless it names a shipped site) or
+    the user's config."""
+    given = os.environ.get("CLIMIO_MACHINE")
+    if given and given not in site_names():
+        return given
+    return os.path.join(os.path.expanduser("~"), ".config", "climio", "machine.toml")
 
 
 def site_names() -> list[str]:
