@@ -195,3 +195,7 @@ def test_auto_writes_with_the_cost_models_fastest(comm: MPI.Comm, shared_dir: st
         assert_all(comm, holds_truth(comm, path, STEPS), f"auto, {dear} dear: the file's values")
     # on one rank nothing is exchanged whatever the strategy: the model weighs the writes alone
     assert_all(comm, size == 1 or (picked["messages"] == "direct" and picked["requests"] != "direct"), str(picked))
+    monkeypatch.setenv("CLIMIO_MACHINE", os.path.join(shared_dir, "nowhere.toml"))  # every rank told, none waits
+    with pytest.raises(ClimioError, match=r"strategy auto: .*nowhere.toml: cannot read the machine file"):
+        ModelOutput(os.path.join(shared_dir, "auto-nowhere.nc"), decomp, FIELDS, comm, mode="cdf5", strategy="auto")
+    assert_all(comm, not os.path.exists(os.path.join(shared_dir, "auto-nowhere.nc")), "a file made without a strategy")

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from climio.errors import ClimioError
+from climio.core import mpi
 from climio.core.decomp import Hyperslab
 from climio.model.counts import Job, filled_nodes, piece_runs, plan_cost, step_counts, writers
 from climio.model.route import spread
@@ -354,17 +355,15 @@ def auto(comm: MPI.Comm, share: GridDecomposition, mode: str, records: Sequence[
     finds fastest for this job on ``machine`` (:func:`find`). Collective: rank 0 weighs every rank's share and
     tells the others, so that all agree."""
     shares = comm.gather(share, root=0)
-    answer: tuple[bool, str] = (True, "")
-    if shares is not None:
+
+    def fastest() -> str:
+        assert shares is not None
+        per_shape = Counter((levels, np.dtype(dtype).itemsize) for levels, dtype in records)
+        jobs = [(Job("auto", len(shares), share.grid, levels, tuple(shares)), count, itemsize)
+                for (levels, itemsize), count in per_shape.items()]
         try:
-            costs = find(machine)
-            per_shape = Counter((levels, np.dtype(dtype).itemsize) for levels, dtype in records)
-            jobs = [(Job("auto", len(shares), share.grid, levels, tuple(shares)), count, itemsize)
-                    for (levels, itemsize), count in per_shape.items()]
-            answer = (True, ranking(costs, jobs, mode)[0][1])
+            return ranking(find(machine), jobs, mode)[0][1]
         except ClimioError as err:
-            answer = (False, str(err))
-    fine, text = comm.bcast(answer, root=0)
-    if not fine:
-        raise ClimioError(f"strategy auto: {text}", collective=True)
-    return text
+            raise ClimioError(f"strategy auto: {err}") from None
+
+    return mpi.agree(comm, fastest)

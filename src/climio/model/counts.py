@@ -67,13 +67,9 @@ class Job:
         return first, end, rank, np.unique(np.concatenate([first, end]))
 
     @cached_property
-    def rows(self) -> np.ndarray:
-        """:meth:`memory_runs`, worked out once."""
-        return self.memory_runs()
-
     def memory_runs(self) -> np.ndarray:
         """Each rank's runs of its share in its local array: a block's rows (a halo breaks each row off the
-        next), a list of points' one run (a mesh rank's cells)."""
+        next), a list of points' one run (a mesh rank's cells); worked out once a job."""
         if self.owner is not None:
             return np.ones(self.nranks, np.int64)
         out = np.zeros(self.nranks, np.int64)
@@ -143,7 +139,7 @@ def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np
     new_run = np.ones(first.size, bool)
     new_run[1:] = (rank[1:] != rank[:-1]) | (first[1:] != end[:-1])
     out["file_runs"] = np.bincount(rank[new_run], minlength=size)
-    out["memory_runs"] = job.rows
+    out["memory_runs"] = job.memory_runs
     if not needs_plan(job, pieces):
         return out
     s_first, s_end, s_rank, s_bounds = job.sources
