@@ -37,7 +37,6 @@ from climio.core.decomp import process_grid
 from climio.errors import ClimioError
 from climio.model import costmodel
 from climio.model import decomposition as dec
-from climio.model.costmodel import Machine
 from climio.model.counts import QUANTITIES, Job, block_job, filled_nodes, plan_cost, step_counts
 from climio.model.strategy import Strategy, parse_strategy
 
@@ -201,7 +200,7 @@ def records(kind: str) -> int:
     return next(g.fields for g in INM_GROUPS if g.levels == "s") if kind == "inm" else 10
 
 
-def recommend(kinds: Sequence[str], ranks: Sequence[int], machine: Machine, mode: str) -> list[dict[str, Any]]:
+def recommend(kinds: Sequence[str], ranks: Sequence[int], machine: costmodel.Machine, mode: str) -> list[dict[str, Any]]:
     """Every strategy ``auto`` weighs, ranked by the cost model's step time on ``machine``, per decomposition
     and rank count (the first is what ``auto`` picks)."""
     rows = []

@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.errors import ClimioError
 from climio.core import mpi
 from climio.core.decomp import Hyperslab
+from climio.errors import ClimioError
 from climio.model.counts import Job, filled_nodes, piece_runs, plan_cost, step_counts, writers
 from climio.model.route import spread
 from climio.model.strategy import Strategy, applicable_modes
