@@ -213,13 +213,18 @@ class StoredWriter:
         with trace.phase("write", sum(view.nbytes for _, view in spans)):
             k = 0
             while k < len(spans):
-                offset, views, end = spans[k][0], [spans[k][1]], spans[k][0] + spans[k][1].nbytes
+                offset, view = spans[k]
+                end = offset + view.nbytes
                 k += 1
-                while k < len(spans) and spans[k][0] == end and len(views) < IOV_MAX:
-                    views.append(spans[k][1])
-                    end += spans[k][1].nbytes
-                    k += 1
                 try:
+                    if k == len(spans) or spans[k][0] != end:  # a run on its own (a column's row): one pwrite
+                        _pwrite_all(self._fd, view, offset)
+                        continue
+                    views = [view]
+                    while k < len(spans) and spans[k][0] == end and len(views) < IOV_MAX:
+                        views.append(spans[k][1])
+                        end += spans[k][1].nbytes
+                        k += 1
                     _pwritev(self._fd, views, offset)
                 except OSError as err:
                     return f"{where}: {os.strerror(err.errno).lower() if err.errno else err} (writing " \
@@ -259,6 +264,13 @@ class StoredWriter:
 def _stored(var: Variable) -> np.dtype:
     """The variable's type as a classic file stores it: big-endian."""
     return var.numpy_dtype.newbyteorder(">")
+
+
+def _pwrite_all(fd: int, view: memoryview, offset: int) -> None:
+    """``view`` to ``fd`` at ``offset`` (a short write is resumed): a lone run without pwritev's list."""
+    while view:
+        done = os.pwrite(fd, view, offset)
+        view, offset = view[done:], offset + done
 
 
 def _pwritev(fd: int, views: list[memoryview], offset: int) -> None:
