@@ -50,6 +50,8 @@ from climio.errors import ClimioError
 if TYPE_CHECKING:
     from mpi4py import MPI
 
+    from climio.model.output import ModelOutput
+
 REPS = 5
 MODES = ("serial", "cdf2", "cdf5", "hdf5")
 MANY = 64  # variables and records of the per-mode runs
@@ -242,6 +244,20 @@ def run_cost(comm: MPI.Comm, directory: str, runs: int = 4096, size: int = 64) -
     return max(comm.allreduce(many - one, op=MPI.MAX), 0.0) / (runs - 1)
 
 
+def later_steps(out: ModelOutput, local: np.ndarray, count: int) -> Callable[[], None]:
+    """After a first step of ``count`` records ``v0``, ``v1``, ... of ``local`` (it makes the routes and buffers),
+    a call that writes the next step."""
+    records = {f"v{k}": local for k in range(count)}
+    out.write(0, records, 0.0)
+    step = [0]
+
+    def run() -> None:
+        step[0] += 1
+        out.write(step[0], records, float(step[0]))
+
+    return run
+
+
 def mode_costs(comm: MPI.Comm, directory: str, mode: str) -> dict[str, float]:
     """Through ``ModelOutput`` with records of 2 x 2 values: a file's fixed cost and its cost per variable; a
     step's and a record's fixed costs and collective calls (from steps of 1 and of MANY records)."""
@@ -269,14 +285,7 @@ def mode_costs(comm: MPI.Comm, directory: str, mode: str) -> dict[str, float]:
         """Seconds and collective calls of a step of ``count`` records."""
         out = made(count, path)
         try:
-            records = {f"v{k}": local for k in range(count)}
-            out.write(0, records, 0.0)  # routes and buffers made
-            step = [0]
-
-            def run() -> None:
-                step[0] += 1
-                out.write(step[0], records, float(step[0]))
-
+            run = later_steps(out, local, count)
             comm.Barrier()
             before = collectives.calls()
             seconds = comm.allreduce(median_time(run), op=MPI.MAX)
@@ -313,15 +322,7 @@ def library_time(comm: MPI.Comm, directory: str, mode: str, records: int = 16, s
                 out = ModelOutput(path, share, [Field(f"v{k}") for k in range(records)], alone, mode=mode,
                                   strategy="root", overwrite=True)
                 try:
-                    fields = {f"v{k}": local for k in range(records)}
-                    out.write(0, fields, 0.0)  # buffers made
-                    step = [0]
-
-                    def run() -> None:
-                        step[0] += 1
-                        out.write(step[0], fields, float(step[0]))
-
-                    seconds = median_time(run)
+                    seconds = median_time(later_steps(out, local, records))
                 finally:
                     out.close()
             finally:
