@@ -223,8 +223,9 @@ def predict(machine: Machine, job: Job, text: str, mode: str, fields: int, steps
     (``stripe_count`` and ``stripe_size``: the file's striping, where not the file system's default)."""
     strategy = settle(machine, job, text, mode, stripe_count=stripe_count, stripe_size=stripe_size)
     counts, striping = file_counts(machine, job, strategy, stripe_count=stripe_count, stripe_size=stripe_size)
+    planned = counts if striping is None else step_counts(job, strategy)  # climio's own route, not MPI-IO's
     return run_time(machine, counts, fields, steps, mode, strategy.name, routes(job, strategy, fields) *
-                    plan_seconds(job, strategy, step_counts(job, strategy)), striping)
+                    plan_seconds(job, strategy, planned), striping)
 
 
 def file_counts(machine: Machine, job: Job, strategy: Strategy, itemsize: int = 4, *, stripe_count: int | None = None,
@@ -309,11 +310,10 @@ def find(name: str | None = None) -> Machine:
     if text is None:
         measured = tuned_path()
         text = measured if os.path.exists(measured) else FALLBACK_SITE
-    if text == FALLBACK_SITE:  # a node like this one: its own cores
-        return replace(load(os.path.join(SITES, f"{text}.toml")), cores_per_node=os.cpu_count() or 1)
-    if text in site_names():
-        return load(os.path.join(SITES, f"{text}.toml"))
-    return load(text)
+    if text not in site_names():
+        return load(text)
+    site = load(os.path.join(SITES, f"{text}.toml"))
+    return replace(site, cores_per_node=os.cpu_count() or 1) if text == FALLBACK_SITE else site  # a node like this
 
 
 def candidates(machine: Machine, job: Job, mode: str) -> list[str]:
