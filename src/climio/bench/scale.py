@@ -205,12 +205,13 @@ def recommend(kinds: Sequence[str], ranks: Sequence[int], machine: costmodel.Mac
     and rank count (the first is what ``auto`` picks)."""
     rows = []
     for kind in kinds:
+        count = records(kind)
         for nranks in ranks:
             made = job(kind, nranks)
-            order = costmodel.ranking(machine, [(made, records(kind), 4)], mode)
+            order = costmodel.ranking(machine, [(made, count, 4)], mode)
             best = order[0][0]
             rows += [{"decomposition": made.label, "kind": kind, "ranks": made.nranks, "place": place,
-                      "strategy": text, "records": records(kind), "step_s": seconds, "vs_best": seconds / best}
+                      "strategy": text, "records": count, "step_s": seconds, "vs_best": seconds / best}
                      for place, (seconds, text) in enumerate(order, 1)]
     return rows
 

@@ -285,7 +285,7 @@ def add_scale(suites: Subcommands, common: argparse.ArgumentParser) -> None:
     sc.add_argument("--stripe-size", type=int, default=1 << 20, help="the file's stripe size in bytes (default 1 MiB)")
     sc.add_argument("--recommend", action="store_true", help="rank the strategies auto weighs by the cost model's "
                     "predicted step time instead (on --machine's nodes, cores and stripes)")
-    sc.add_argument("--machine", metavar="NAME|FILE", help="with --recommend: a shipped site (kraken, edison, ...) or "
+    sc.add_argument("--machine", metavar="NAME|FILE", help="with --recommend: a shipped site (edison, perlmutter, node) or "
                     "a machine file (default: $CLIMIO_MACHINE, else this machine's from climio tune)")
     sc.add_argument("--mode", default="cdf5", choices=output_modes(), help="with --recommend: the storage mode (default "
                     "cdf5)")
