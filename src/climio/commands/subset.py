@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
 def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
-    sub = commands.add_parser("subset", parents=[common, compression_options()], help="cut variables, ranges and "
-                              "lat/lon boxes out of files on regular grids and unstructured meshes (geodesic, MPAS, "
+    sub = commands.add_parser("subset", parents=[common, compression_options()], help="cut variables, ranges, "
+                              "lat/lon boxes and stations' series out of files on regular grids and unstructured meshes (geodesic, MPAS, "
                               "UGRID)")
     sub.add_argument("files", nargs="+", metavar="FILE", help="IN [IN ...] OUT: input files, then the output file")
     sub.add_argument("-v", metavar="VAR[,VAR...]",
@@ -27,6 +27,13 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     where.add_argument("-b", metavar="NORTH,SOUTH,EAST,WEST", help="lat/lon box in degrees (west > east: crosses "
                        "the dateline)")
     where.add_argument("-X", metavar="LONMIN,LONMAX,LATMIN,LATMAX", help="the same box in NCO's order")
+    where.add_argument("--points", metavar="FILE", help="the series at stations (a CSV with name,lat,lon, a GeoJSON "
+                       "of points or a netCDF of stations): each from the cell whose centre is nearest, written as a "
+                       "CF timeSeries file")
+    sub.add_argument("--points-inside", action="store_true", help="with --points: the cell that contains each "
+                     "station, by the cells' bounds")
+    sub.add_argument("--strict", action="store_true", help="with --points: a station off the grid is an error "
+                     "(default: a warning, and its series is _FillValue)")
     sub.add_argument("--touching", action="store_true", help="with a box: keep every cell that overlaps it, by its "
                      "bounds (default: the cells whose centre is in it)")
     sub.add_argument("--mask", action="store_true", help="with a box on a curvilinear grid: set the data of the "
@@ -56,6 +63,7 @@ def run(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.core.ranges import parse_dim_range
     from climio.subset.job import Request, subset
     from climio.subset.options import parse_box
+    from climio.subset.stations import read_stations
 
     if len(args.files) < 2:
         raise ClimioError("subset needs at least one input file and the output file: climio subset IN [IN ...] OUT",
@@ -64,12 +72,17 @@ def run(args: argparse.Namespace, comm: MPI.Comm) -> None:
     if box is None and (args.touching or args.mask):
         raise ClimioError(f"{'--touching' if args.touching else '--mask'} applies to a box: give -b or -X",
                           collective=True)
+    if args.points is None and (args.points_inside or args.strict):
+        raise ClimioError(f"{'--points-inside' if args.points_inside else '--strict'} applies to stations: give "
+                          f"--points FILE", collective=True)
+    points = read_stations(args.points) if args.points else None
     request = Request(inputs=args.files[:-1], output=args.files[-1],
                       variables=[v for v in args.v.split(",") if v] if args.v else None,
                       ranges=[parse_dim_range(text) for text in args.d or []], box=box, join=args.join,
                       union=args.union, mode=args.mode, read=args.read, slack=args.read_slack,
                       overwrite=args.overwrite, hints=hints(args.hint), history=history(args.argv),
-                      compress=compression(args), touching=args.touching, mask=args.mask)
+                      compress=compression(args), touching=args.touching, mask=args.mask, points=points,
+                      points_inside=args.points_inside, strict=args.strict)
     summary = subset(request, comm)
     if comm.Get_rank() == 0:
         changed = ", ".join(f"{d} {a}->{b}" for d, (a, b) in summary.dims.items() if a != b) or "no dimension cut"

@@ -75,8 +75,9 @@ class Mesh:
     connectivity: tuple[Connectivity, ...]  # everything to renumber
     grid_vars: frozenset[str]  # topology and geometry, carried along with any -v
     sides: str | None = None  # MPAS nEdgesOnCell: closure columns per cell
-    # UGRID without face centres: the face -> node links and node coordinates that give the centres
-    centre_links: Connectivity | None = None
+    # the cell -> corner (node) links and the corners' coordinates: the cells' outlines, and their centres on a
+    # UGRID mesh without face centres
+    corner_links: Connectivity | None = None
     node_lat: str | None = None
     node_lon: str | None = None
     node_radians: bool = False
@@ -377,7 +378,7 @@ def _esmf(dims: Mapping[str, int], variables: Mapping[str, Variable]) -> Mesh | 
                 "rad" in _units(variables.get(centre or "")), (conn,), (conn,),
                 _mesh_vars(variables, (conn,), ESMF_GEOMETRY),
                 sides="numElementConn" if "numElementConn" in variables else None,
-                centre_links=conn if centre is None else None, node_lat="nodeCoords", node_lon="nodeCoords",
+                corner_links=conn, node_lat="nodeCoords", node_lon="nodeCoords",
                 node_radians="rad" in units, columns=True)
 
 
@@ -398,9 +399,14 @@ def _geodesic(dims: Mapping[str, int], variables: Mapping[str, Variable],
     elements = tuple(d for d in ("cells", "corners", "edges") if d in dims)
     lat, lon = ("grid_center_lat", "grid_center_lon")
     geometry = tuple(f"grid_{kind}_{axis}" for kind in ("center", "corner", "edge") for axis in ("lat", "lon"))
+    corners = next((c for c in conn if c.var == "cell_corners"), None)
+    corner_lat, corner_lon = ("grid_corner_lat", "grid_corner_lon") if corners is not None and \
+        {"grid_corner_lat", "grid_corner_lon"} <= set(variables) else (None, None)
     return Mesh("geodesic", "cells", elements, lat if lat in variables else None, lon if lon in variables else None,
                 "rad" in _units(variables.get(lat)) or not _units(variables.get(lat)), closure, conn,
-                _mesh_vars(variables, conn, geometry))
+                _mesh_vars(variables, conn, geometry), corner_links=corners if corner_lat else None,
+                node_lat=corner_lat, node_lon=corner_lon,
+                node_radians="rad" in _units(variables.get(corner_lat or "")) or not _units(variables.get(corner_lat or "")))
 
 
 MPAS_CONNECTIVITY = (("cellsOnCell", "nCells", "nCells"), ("edgesOnCell", "nCells", "nEdges"),
@@ -419,9 +425,14 @@ def _mpas(dims: Mapping[str, int], variables: Mapping[str, Variable], attrs: Map
     geometry = tuple(f"{axis}{kind}" for kind in ("Cell", "Vertex", "Edge") for axis in ("lat", "lon", "x", "y", "z"))
     geometry += ("indexToCellID", "indexToVertexID", "indexToEdgeID", "nEdgesOnCell", "nEdgesOnEdge")
     units = _units(variables.get("latCell"))
+    corners = next((c for c in conn if c.var == "verticesOnCell"), None)
+    cornered = corners is not None and {"latVertex", "lonVertex"} <= set(variables)
     return Mesh("mpas", "nCells", elements, "latCell" if "latCell" in variables else None,
                 "lonCell" if "lonCell" in variables else None, "deg" not in units, closure, conn,
-                _mesh_vars(variables, conn, geometry), sides="nEdgesOnCell" if "nEdgesOnCell" in variables else None)
+                _mesh_vars(variables, conn, geometry), sides="nEdgesOnCell" if "nEdgesOnCell" in variables else None,
+                corner_links=corners if cornered else None, node_lat="latVertex" if cornered else None,
+                node_lon="lonVertex" if cornered else None,
+                node_radians="deg" not in _units(variables.get("latVertex")))
 
 
 UGRID_KINDS = ("face", "edge", "node", "boundary")
@@ -537,10 +548,10 @@ def _ugrid(dims: Mapping[str, int], variables: Mapping[str, Variable],
     node_coords = named("node_coordinates")
     node_lat = next((n for n in node_coords if is_latitude(variables[n]) or "lat" in n.lower()), None)
     node_lon = next((n for n in node_coords if is_longitude(variables[n]) or "lon" in n.lower()), None)
-    centre_links = next((c for c in conn if c.source == face_dim and c.target == node_dim), None)
+    corner_links = next((c for c in conn if c.source == face_dim and c.target == node_dim), None)
     geometry = tuple(n for key in ("node_coordinates", "face_coordinates", "edge_coordinates") for n in named(key))
     elements = tuple(element_dim[k] for k in UGRID_KINDS if k in element_dim)
     return Mesh("ugrid", face_dim, elements, lat, lon, _radians(variables.get(lat or "")),
                 tuple(closure), tuple(conn), _mesh_vars(variables, tuple(conn), geometry + (topology.name,)),
-                centre_links=centre_links if lat is None or lon is None else None,
+                corner_links=corner_links,
                 node_lat=node_lat, node_lon=node_lon, node_radians=_radians(variables.get(node_lat or "")))

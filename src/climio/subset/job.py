@@ -27,9 +27,9 @@ from climio.core import collective, mpi, ncio, progress, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.datavars import data_variables
 from climio.core.ncio import Schema, Store, Variable
-from climio.core.ncio.schema import fill_value
+from climio.core.ncio.schema import AttrValue, fill_value
 from climio.errors import ClimioError
-from climio.subset import curvilinear, distribute, reader
+from climio.subset import curvilinear, distribute, reader, stations
 from climio.subset.grids import Connectivity, Curvilinear, Mesh, Points, Regular, Unsupported, detect, is_longitude
 from climio.core.inputs import Inputs, open_inputs
 from climio.core.ranges import DimRange
@@ -65,6 +65,9 @@ class Request:
     compress: ncio.Settings | None = None  # NCO's -L / --ppc for the output (netCDF-4)
     touching: bool = False  # a box keeps every cell that overlaps it (by its bounds), not only those centred in it
     mask: bool = False  # data in cells of a curvilinear box's rectangle outside the box become _FillValue
+    points: stations.Stations | None = None  # --points: the series at these stations, as a CF timeSeries file
+    points_inside: bool = False  # a station's cell is the one that contains it, not the one with the nearest centre
+    strict: bool = False  # a station off the grid is an error, not a warning and a filled series
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,7 @@ def subset(request: Request, comm: MPI.Comm) -> Summary:
     trace.count("selected", job.bytes_selected() if comm.Get_rank() == 0 else 0)
     nread = int(comm.allreduce(job.bytes_read, op=MPI.SUM))
     return Summary(request.output, job.mode, job.grid.family if job.grid else "none", comm.Get_size(),
-                   len(job.names), {d: (inputs.dims[d], s.count) for d, s in job.selections.items()},
+                   len(job.names), {d: (inputs.dims[d], s.count) for d, s in job.selections.items() if d in inputs.dims},
                    nread, job.bytes_selected(), MPI.Wtime() - started, tuple(job.notes))
 
 
@@ -132,6 +135,12 @@ class _Job:
         self.counts: list[int] | None = None  # a rectangular SCRIP grid's grid_dims after the cut
         self._rows_read: dict[tuple[str, int, bytes], np.ndarray] | None = None  # a mesh's rows, while selecting
         self.schema: Schema | None = None  # the output's, once write() has declared it
+        self.located: stations.Located | None = None  # --points: each station's cell
+        self.station_dim = "station"  # --points: the output's station dimension, its names' length, and the names
+        self.strlen_dim = "name_strlen"  # of the variables that describe the stations (role -> name)
+        self.station_names: dict[str, str] = {}
+        self.cell_dims: tuple[str, ...] = ()  # --points: the dimensions that index the grid's cells
+        self.aliases: dict[str, str] = {}  # and the dimensions of data beside a mesh file that are its cells
         self.bytes_read = 0
         compressing = request.compress is not None and request.compress.active
         self.mode = request.mode or ("hdf5" if compressing else  # compression needs netCDF-4
@@ -178,6 +187,10 @@ class _Job:
         box = self.request.box
         grid = self.grid
         self.notes: list[str] = []
+        if self.request.points is not None:
+            with trace.phase("select"):
+                self._select_points(ranges)
+            return
         if box is not None and grid is None:
             raise ClimioError(f"-b/-X: no latitude/longitude coordinates recognised in {self.request.inputs[0]}; "
                               f"select with -d instead", collective=True)
@@ -247,7 +260,8 @@ class _Job:
                                   f"'{dim}': cutting it would break them; cut another dimension or use -v",
                                   collective=True)
 
-    def _match_dims(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None) -> dict[str, str]:
+    def _match_dims(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
+                    stations_asked: bool = False) -> dict[str, str]:
         """Dimensions of other inputs that are the mesh's elements under another name (data beside a mesh file).
 
         A dimension matches when exactly one element dimension of the mesh has its length; with several
@@ -257,7 +271,7 @@ class _Job:
             return {}
         home = self._mesh_store(mesh)
         own = set(inputs.stores[home].schema.dims)
-        cutting = box is not None or any(d in mesh.elements for d in ranges)
+        cutting = stations_asked or box is not None or any(d in mesh.elements for d in ranges)
         aliases: dict[str, str] = {}
         for k, store in enumerate(inputs.stores):
             if k == home:
@@ -498,7 +512,7 @@ class _Job:
         if mesh.lat is not None and mesh.lon is not None:
             lat, lon = self._lat_lon(mesh, mesh.lat, mesh.lon, cells)
             return (np.degrees(lat), np.degrees(lon)) if mesh.radians else (lat, lon)
-        conn = mesh.centre_links
+        conn = mesh.corner_links
         if conn is None or mesh.node_lat is None or mesh.node_lon is None:
             raise ClimioError(f"-b/-X: the {mesh.family} mesh in {self._mesh_file(mesh)} has no cell-centre "
                               f"latitude/longitude variables (nor node latitude/longitude to compute them from)",
@@ -603,13 +617,196 @@ class _Job:
             self._rows_read[key] = data
         return data
 
+    # -- stations (--points) -----------------------------------------------------------------------
+    def _select_points(self, ranges: dict[str, DimRange]) -> None:
+        """Each station's cell, the variables that become series (those on the grid's cells, and those off the
+        grid as they are), and the output's station dimension."""
+        grid, points = self.grid, self.request.points
+        assert points is not None
+        if grid is None:
+            raise ClimioError(f"--points: no latitude/longitude coordinates recognised in {self._file_of(None)}",
+                              collective=True)
+        if isinstance(grid, Unsupported):
+            raise ClimioError(f"--points: {self._file_of(grid.var)} is {grid.what}, where stations cannot be placed; "
+                              f"{grid.advice}", collective=True)
+        if isinstance(grid, Regular) and (grid.lat is None or grid.lon is None):
+            lacks, name = ("longitude", grid.lat) if grid.lon is None else ("latitude", grid.lon)
+            raise ClimioError(f"--points: {self._file_of(name)} has no {lacks} coordinate, so stations cannot be "
+                              f"placed on its grid", collective=True)
+        self.cell_dims = dims = stations.cell_dims(grid)
+        grid_dims = set(dims) | set(grid.elements if isinstance(grid, Mesh) else ()) | \
+            set(grid.corner_dims if isinstance(grid, Curvilinear) else ())
+        for dim in ranges:
+            if dim not in self.inputs.dims:
+                continue
+            if dim in grid_dims:
+                raise ClimioError(f"-d {ranges[dim].text} and --points both select '{dim}': give one of them",
+                                  collective=True)
+        if isinstance(grid, Mesh):
+            self.aliases = {d: e for d, e in self._match_dims(grid, ranges, None, stations_asked=True).items()
+                            if e == grid.primary}
+            grid_dims |= set(self.aliases)
+        geometry = self._geometry(grid)
+        self.names = [n for n in self.names if n not in geometry and self._on_cells(n, dims, grid_dims)]
+        if not any(self._out_dims(self.inputs.variables[n]) != self.inputs.variables[n].dims for n in self.names):
+            chosen = f"of -v {','.join(self.request.variables)} " if self.request.variables else ""
+            raise ClimioError(f"--points: no variable {chosen}in {self._file_of(None)} lies on its grid's cells "
+                              f"({', '.join(dims)})", collective=True)
+        mappings = {str(self.inputs.variables[n].attrs.get("grid_mapping", "")) for n in self.names}
+        self.names = [n for n in self.names if n not in mappings]
+        self._rows_read = {}
+        try:
+            self.located = stations.locate(points, grid, dict(self.inputs.dims), self.comm, self._read_rows,
+                                           self._centres, self._corners, self.request.points_inside,
+                                           self._file_of(grid.lat if not isinstance(grid, Mesh) else grid.lat
+                                                         or grid.node_lat))
+        finally:
+            self._rows_read = None
+        self.station_dim = _free_name(("station", "stations", "nstation"), set(self.inputs.dims))
+        self.strlen_dim = _free_name(("name_strlen", "station_strlen"), set(self.inputs.dims))
+        self.station_names = {role: _free_name((role, f"station_{role}"), set(self.names))
+                              for role in ("station_name", "lat", "lon", "cell_lat", "cell_lon", "distance")}
+        self.used = list(dict.fromkeys(d for n in self.names for d in self._out_dims(self.inputs.variables[n])))
+        for dim in self.used:
+            if dim != self.station_dim:
+                self.selections[dim] = self._picked(dim, ranges.get(dim), None)
+        self.selections[self.station_dim] = Picked(self.station_dim, len(points))
+        self._report_off_grid(points)
+
+    def _report_off_grid(self, points: stations.Stations) -> None:
+        """Stations off the grid: one warning (rank 0) and their series filled, or with --strict an error."""
+        assert self.located is not None
+        off = [points.names[k] for k in np.flatnonzero(self.located.off)]
+        inside = self.request.points_inside
+        self.notes.append(f"{len(points)} stations, {'the cell holding each' if inside else 'nearest cells'}"
+                          + (f", {len(off)} off the grid" if off else ""))
+        if not off:
+            return
+        listed = ", ".join(off[:10]) + (f" and {len(off) - 10} more" if len(off) > 10 else "")
+        what = "in no cell of" if inside else "off the grid of"
+        if self.request.strict:
+            raise ClimioError(f"--points {points.path}: {len(off)} station(s) {what} {self._file_of(None)} "
+                              f"({listed}); leave them out, or drop --strict to have their series filled",
+                              collective=True)
+        if self.comm.Get_rank() == 0:
+            print(f"climio: warning: --points {points.path}: {len(off)} station(s) {what} {self._file_of(None)} "
+                  f"({listed}): their series are _FillValue", file=sys.stderr)
+
+    def _geometry(self, grid: Regular | Curvilinear | Points | Mesh) -> set[str]:
+        """The grid's own coordinates and topology: the output gives each station's cell centre instead."""
+        if isinstance(grid, Mesh):
+            return set(grid.grid_vars) | {n for n in (grid.lat, grid.lon) if n is not None}
+        names = {grid.lat, grid.lon, grid.lat_bounds, grid.lon_bounds}
+        if isinstance(grid, Points):
+            names.add(grid.count)
+        return {n for n in names if n is not None}
+
+    def _on_cells(self, name: str, dims: tuple[str, ...], grid_dims: set[str]) -> bool:
+        """Whether a variable goes to the output: it has all the cell dimensions side by side (a series at each
+        station), or none of the grid's dimensions (copied); a grid's axis or corners alone are left out."""
+        var_dims = tuple(self.aliases.get(d, d) for d in self.inputs.variables[name].dims)
+        touched = set(var_dims) & grid_dims
+        if not touched:
+            return True
+        if touched != set(dims):
+            return False
+        where = sorted(var_dims.index(d) for d in dims)
+        if where != list(range(where[0], where[0] + len(dims))):
+            raise ClimioError(f"--points: variable '{name}' in {self._file_of(name)} has the grid's dimensions "
+                              f"apart {var_dims}; leave it out with -v", collective=True)
+        return True
+
+    def _out_dims(self, var: Variable) -> tuple[str, ...]:
+        """A variable's dimensions in the output: with --points, its cell dimensions become the station's."""
+        cells = [k for k, d in enumerate(var.dims) if self.aliases.get(d, d) in self.cell_dims]
+        if not cells:
+            return var.dims
+        return (*var.dims[:cells[0]], self.station_dim, *var.dims[cells[0] + len(self.cell_dims):])
+
+    def _corners(self, mesh: Mesh, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The corners of the given cells of a mesh in degrees, (cells, n_max), in order around each cell; a
+        cell with fewer repeats its last corner."""
+        conn = mesh.corner_links
+        assert conn is not None and mesh.node_lat is not None and mesh.node_lon is not None
+        links = self._read_links(conn, cells)
+        among = None
+        if mesh.sides is not None and conn.source == mesh.primary:
+            sides = self._read_rows(mesh.sides, cells)
+            among = np.arange(links.shape[1])[None, :] < sides[:, None]
+        valid, index = self._entries(conn, links, among)
+        nodes, inverse = np.unique(index, return_inverse=True)
+        lat, lon = self._lat_lon(mesh, mesh.node_lat, mesh.node_lon, nodes)
+        if mesh.node_radians:
+            lat, lon = np.degrees(lat), np.degrees(lon)
+        corner_lat, corner_lon = np.full(links.shape, np.nan), np.full(links.shape, np.nan)
+        corner_lat[valid], corner_lon[valid] = lat[inverse], lon[inverse]
+        last = np.maximum.accumulate(np.where(valid, np.arange(links.shape[1])[None, :], 0), axis=1)
+        rows = np.arange(links.shape[0])[:, None]
+        return corner_lat[rows, last], corner_lon[rows, last]
+
+    def _station_variables(self) -> list[Variable]:
+        """Each station's name, place, cell centre and distance, and its cell's indices in the input."""
+        assert self.located is not None and self.request.points is not None
+        station, located, names = self.station_dim, self.located, self.station_names
+        fill = fill_value({}, np.dtype("f8"))
+        out = [Variable(names["station_name"], "S1", (station, self.strlen_dim),
+                        {"long_name": "station name", "cf_role": "timeseries_id"}),
+               Variable(names["lat"], "f8", (station,), {"standard_name": "latitude", "long_name": "station latitude",
+                                                         "units": "degrees_north"}),
+               Variable(names["lon"], "f8", (station,), {"standard_name": "longitude",
+                                                         "long_name": "station longitude", "units": "degrees_east"})]
+        how = "the cell that holds the station" if self.request.points_inside else "the cell nearest the station"
+        for role, axis, units in (("cell_lat", "latitude", "degrees_north"), ("cell_lon", "longitude", "degrees_east")):
+            out.append(Variable(names[role], "f8", (station,), {
+                "long_name": f"{axis} of the centre of {how}, whose series this is", "units": units,
+                "_FillValue": fill}))
+        out.append(Variable(names["distance"], "f8", (station,), {
+            "long_name": "great-circle distance from the station to its cell's centre", "units": "m",
+            "comment": f"on a sphere of radius {stations.EARTH_RADIUS_M:.0f} m", "_FillValue": fill}))
+        for dim in located.cells:
+            dtype = "i4" if self.inputs.dims[dim] < 2**31 else "i8"
+            out.append(Variable(f"{dim}_original_index", dtype, (station,), {
+                "long_name": f"index of the station's cell along '{dim}' in the input", "_FillValue": -1,
+                "comment": "0-based; -1: the station is off the grid"}))
+        return out
+
+    def _station_data(self) -> dict[str, np.ndarray]:
+        assert self.located is not None and self.request.points is not None
+        located, points, names = self.located, self.request.points, self.station_names
+        values = {names["lat"]: points.lat, names["lon"]: points.lon}
+        fill = fill_value({}, np.dtype("f8"))
+        for role, data in (("cell_lat", located.lat), ("cell_lon", located.lon), ("distance", located.distance)):
+            values[names[role]] = np.where(np.isnan(data), fill, data)
+        for dim, cells in located.cells.items():
+            values[f"{dim}_original_index"] = cells
+        return values
+
+    def _read_stations(self, var: Variable, axes: list[np.ndarray]) -> np.ndarray:
+        """A piece of a variable's series at stations: ``axes`` index its output dimensions, the station axis
+        holding station numbers; stations off the grid get the fill value."""
+        assert self.located is not None and self.schema is not None
+        located = self.located
+        at = self._out_dims(var).index(self.station_dim)
+        numbers = axes[at]
+        cells = np.stack([located.cells[self.aliases.get(d, d)][numbers] for d in var.dims[at:at + len(self.cell_dims)]],
+                         axis=1)
+        data, nread = reader.read_cells(self.inputs.read_runs, var.name, [*axes[:at], *axes[at + 1:]], at, cells,
+                                        var.numpy_dtype, self.request.slack, self.inputs.shape(var.name))
+        self.bytes_read += nread
+        off = located.off[numbers]
+        if off.any():
+            fill = np.asarray(self.schema.variable(var.name).attrs["_FillValue"], dtype=data.dtype)
+            data[(slice(None),) * at + (off,)] = fill
+        return data
+
     # -- the output ---------------------------------------------------------------------------
     def bytes_selected(self) -> int:
         assert self.schema is not None, "write() first"
         return sum(self._out_bytes(v) for v in self.schema.variables)
 
     def _out_bytes(self, var: Variable) -> int:
-        counts = [self._count(d) for d in var.dims]
+        assert self.schema is not None
+        counts = [self._count(d) if d in self.selections else int(self.schema.dims[d] or 0) for d in var.dims]
         return math.prod(counts) * var.numpy_dtype.itemsize
 
     def _count(self, dim: str) -> int:
@@ -627,9 +824,14 @@ class _Job:
         return out
 
     def _schema(self) -> Schema:
-        dims = {d: (None if d in self.inputs.unlimited else self._count(d)) for d in self.used}  # as ncks -a orders them
+        dims: dict[str, int | None] = {d: (None if d in self.inputs.unlimited else self._count(d))
+                                       for d in self.used}  # as ncks -a orders them
         variables = [self._output_variable(self.inputs.variables[n]) for n in self.names] + self._provenance()
         attrs = dict(self.inputs.attrs)
+        if self.located is not None and self.request.points is not None:
+            dims[self.strlen_dim] = max(1, *(len(n.encode()) for n in self.request.points.names))
+            variables += self._station_variables()
+            attrs["featureType"] = "timeSeries"
         history = self.request.history
         if self.masked:
             outside = "that do not overlap the box" if self.request.touching else "whose centre lies outside the box"
@@ -648,12 +850,28 @@ class _Job:
         if var.name in self.masked and "_FillValue" not in attrs:  # what --mask writes must read as missing
             marker = attrs.get("missing_value", fill_value({}, var.numpy_dtype))
             attrs["_FillValue"] = np.asarray(marker, dtype=var.numpy_dtype).ravel()[0]
+        dims = self._out_dims(var)
+        if dims != var.dims:
+            self._as_series(attrs, var.numpy_dtype)
         if not ncio.get_mode(self.mode).compressible:  # a classic output stores no filters
-            return Variable(var.name, var.numpy_dtype, var.dims, attrs)
+            return Variable(var.name, var.numpy_dtype, dims, attrs)
+        if dims != var.dims:  # netCDF-C chooses a series' chunks
+            return Variable(var.name, var.numpy_dtype, dims, attrs, None, var.compression)
         chunks = None if var.chunks is None else tuple(  # the input's chunks, no larger than the cut dimensions
             min(c, max(1, n)) if n is not None else c
             for c, n in zip(var.chunks, (None if d in self.inputs.unlimited else self._count(d) for d in var.dims)))
         return Variable(var.name, var.numpy_dtype, var.dims, attrs, chunks, var.compression)
+
+    def _as_series(self, attrs: dict[str, AttrValue], dtype: np.dtype) -> None:
+        """A variable's attributes as a series at stations: its coordinates are the stations' (CF's
+        timeSeries), no grid mapping; a fill value where some station is off the grid."""
+        assert self.located is not None
+        kept = set(self.names)
+        words = [w for w in str(attrs.get("coordinates", "")).split() if w in kept]
+        attrs["coordinates"] = " ".join([*words, *(self.station_names[r] for r in ("lat", "lon", "station_name"))])
+        attrs.pop("grid_mapping", None)
+        if self.located.off.any() and "_FillValue" not in attrs:
+            attrs["_FillValue"] = np.asarray(attrs.get("missing_value", fill_value({}, dtype)), dtype=dtype).ravel()[0]
 
     def _connectivity(self, name: str) -> Connectivity | None:
         if self.mesh is None:
@@ -665,7 +883,7 @@ class _Job:
         with ncio.create(self.request.output, schema, self.mode, self.comm, overwrite=self.request.overwrite,
                          hints=self.request.hints, compress=self.request.compress,
                          chosen=self.request.mode is not None) as out:
-            total = sum(math.prod(self._count(d) for d in self.inputs.variables[name].dims)
+            total = sum(math.prod(self._count(d) for d in self._out_dims(self.inputs.variables[name]))
                         * self.inputs.variables[name].numpy_dtype.itemsize for name in self.names)
             with progress.bar(total, "B", "subset", self.comm.Get_rank() == 0) as bar:
                 for name in self.names:
@@ -673,10 +891,16 @@ class _Job:
             for var in self._provenance():
                 start, indices = self.selections[var.dims[0]].share(self.comm)
                 out.write(var.name, indices, Hyperslab((start,), (len(indices),)))
+            if self.located is not None and self.request.points is not None:
+                out.write_many([(name, data, None) for name, data in self._station_data().items()])
+                names = np.array([list(n.encode()) + [0] * (schema.dims[self.strlen_dim] - len(n.encode()))
+                                  for n in self.request.points.names], dtype=np.uint8).view("S1")
+                out.write_text(self.station_names["station_name"], names)
 
     def _write_variable(self, out: Store, var: Variable, done: Callable[[float], object]) -> None:
         """Cut one variable and write it, a piece at a time; ``done`` learns each piece's share of its bytes."""
-        counts = [self._count(d) for d in var.dims]
+        dims = self._out_dims(var)
+        counts = [self._count(d) for d in dims]
         nbytes = math.prod(counts) * var.numpy_dtype.itemsize
         if var.is_text:
             self._write_text(out, var)
@@ -695,7 +919,7 @@ class _Job:
             return
         if 0 in counts:
             return
-        sels = [self.selections[d] for d in var.dims]
+        sels = [self.selections[d] for d in dims]
         kept_axes = [k for k, s in enumerate(sels) if isinstance(s, Kept)]
         if len(kept_axes) > 1:
             raise ClimioError(f"variable '{var.name}' spans two mesh element dimensions {var.dims}: not supported",
@@ -740,6 +964,8 @@ class _Job:
         out.write_text(var.name, data)
 
     def _read_piece(self, var: Variable, axes: list[np.ndarray], split: int, whole: bool) -> np.ndarray:
+        if self._out_dims(var) != var.dims:
+            return self._read_stations(var, axes)
         slack = math.inf if whole else self.request.slack
         data, nread = reader.read(self.inputs.read_runs, var.name, axes, var.numpy_dtype, slack,
                                   self.inputs.shape(var.name))
@@ -784,6 +1010,14 @@ class _Job:
             new = target.lookup(index)
         values[valid] = np.where(new >= 0, new + conn.start, conn.none)
         return values.reshape(data.shape).astype(data.dtype)
+
+
+def _free_name(choices: tuple[str, ...], taken: set[str]) -> str:
+    """The first of ``choices`` not taken, else the last with a number."""
+    for name in choices:
+        if name not in taken:
+            return name
+    return next(f"{choices[-1]}{k}" for k in range(2, len(taken) + 3) if f"{choices[-1]}{k}" not in taken)
 
 
 def _wrapped(picked: np.ndarray, size: int) -> np.ndarray:

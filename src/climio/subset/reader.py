@@ -79,6 +79,27 @@ def plan(axes: list[np.ndarray], slack: float, element_bytes: list[int] | None =
 ReadRuns = Callable[[str, list[Hyperslab]], list[np.ndarray]]
 
 
+def _reads(axes: list[np.ndarray], dtype: np.dtype, slack: float,
+           shape: tuple[int, ...] | None) -> list[tuple[Run, ...]]:
+    """The reads (one run per axis each) that cover the outer product ``axes`` selects."""
+    if any(len(a) == 0 for a in axes):
+        return []
+    spans = [math.prod(shape[k + 1:]) * np.dtype(dtype).itemsize for k in range(len(axes))] if shape else None
+    return list(itertools.product(*plan(axes, slack, spans)))
+
+
+def _slab(combo: tuple[Run, ...]) -> Hyperslab:
+    return Hyperslab(tuple(r.start for r in combo), tuple(r.count for r in combo))
+
+
+def _place(out: np.ndarray, combo: tuple[Run, ...], data: np.ndarray) -> None:
+    """Put one read's wanted elements where they belong in ``out``."""
+    for axis, r in enumerate(combo):
+        if r.pick is not None:
+            data = np.take(data, r.pick, axis=axis)
+    out[tuple(slice(r.at, r.at + r.size) for r in combo)] = data
+
+
 def read(read_runs: ReadRuns, name: str, axes: list[np.ndarray], dtype: np.dtype, slack: float,
          shape: tuple[int, ...] | None = None) -> tuple[np.ndarray, int]:
     """Read the elements ``axes`` select (outer product) into one array; also return the bytes read.
@@ -88,16 +109,49 @@ def read(read_runs: ReadRuns, name: str, axes: list[np.ndarray], dtype: np.dtype
     variable's in the file, lets gaps within a page be bridged.
     """
     out = np.empty(tuple(len(a) for a in axes), dtype=dtype)
-    spans = [math.prod(shape[k + 1:]) * np.dtype(dtype).itemsize for k in range(len(axes))] if shape else None
-    per_axis = plan(axes, slack, spans) if out.size else [[] for _ in axes]
-    combos = list(itertools.product(*per_axis)) if out.size else []
-    slabs = [Hyperslab(tuple(r.start for r in combo), tuple(r.count for r in combo)) for combo in combos]
+    combos = _reads(axes, dtype, slack, shape)
+    slabs = [_slab(combo) for combo in combos]
     nbytes = sum(s.size for s in slabs) * np.dtype(dtype).itemsize
     if len(combos) == 1 and all(r.pick is None for r in combos[0]):
         return read_runs(name, slabs)[0], nbytes  # one read of exactly what is wanted: no copy
     for combo, data in zip(combos, read_runs(name, slabs)):
-        for axis, r in enumerate(combo):
-            if r.pick is not None:
-                data = np.take(data, r.pick, axis=axis)
-        out[tuple(slice(r.at, r.at + r.size) for r in combo)] = data
+        _place(out, combo, data)
     return out, nbytes
+
+
+def read_cells(read_runs: ReadRuns, name: str, axes: list[np.ndarray], at: int, cells: np.ndarray,
+               dtype: np.dtype, slack: float, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+    """Read single cells of a grid, each with the outer product ``axes`` of the variable's other dimensions:
+    the series at stations.
+
+    The grid's ``h`` dimensions sit together at position ``at`` of the variable; ``cells`` is ``(n, h)``, each
+    row one cell's indices along them (a row with a negative index is not read; its place is left for the
+    caller to fill). The result is ``(*axes[:at] lengths, n, *axes[at:] lengths)``. Cells that share all but
+    their last index (a latitude row) are read together, their last indices as runs within ``slack``; all the
+    reads go to ``read_runs`` in one collective call."""
+    n, h = cells.shape
+    out = np.empty((*(len(a) for a in axes[:at]), n, *(len(a) for a in axes[at:])), dtype=dtype)
+    valid = np.flatnonzero(np.all(cells >= 0, axis=1))
+    if valid.size == 0 or out.size == 0:
+        read_runs(name, [])
+        return out, 0
+    rows, which = np.unique(cells[valid, :-1], axis=0, return_inverse=True)
+    which = np.asarray(which).ravel()
+    groups = []  # per row: its stations, the last indices read, where each station's cell is among them
+    combos: list[tuple[int, tuple[Run, ...]]] = []
+    for g, row in enumerate(rows):
+        members = valid[which == g]
+        last, place = np.unique(cells[members, -1], return_inverse=True)
+        groups.append((members, last, np.asarray(place).ravel()))
+        grid_axes = [np.array([i], dtype=np.int64) for i in row] + [last]
+        combos.extend((g, combo) for combo in _reads([*axes[:at], *grid_axes, *axes[at:]], dtype, slack, shape))
+    slabs = [_slab(combo) for _, combo in combos]
+    parts = [np.empty((*(len(a) for a in axes[:at]), *((1,) * (h - 1)), len(last), *(len(a) for a in axes[at:])),
+                      dtype=dtype) for _, last, _ in groups]
+    for (g, combo), data in zip(combos, read_runs(name, slabs)):
+        _place(parts[g], combo, data)
+    where = [slice(None)] * at
+    for (members, _, place), part in zip(groups, parts):
+        squeezed = part.reshape(*part.shape[:at], part.shape[at + h - 1], *part.shape[at + h:])
+        out[(*where, members)] = np.take(squeezed, place, axis=at)
+    return out, sum(s.size for s in slabs) * np.dtype(dtype).itemsize
