@@ -832,6 +832,7 @@ class _Job:
             dims[self.strlen_dim] = max(1, *(len(n.encode()) for n in self.request.points.names))
             variables += self._station_variables()
             attrs["featureType"] = "timeSeries"
+            attrs["Conventions"] = _with_dsg(str(attrs.get("Conventions", "")))
         history = self.request.history
         if self.masked:
             outside = "that do not overlap the box" if self.request.touching else "whose centre lies outside the box"
@@ -1010,6 +1011,18 @@ class _Job:
             new = target.lookup(index)
         values[valid] = np.where(new >= 0, new + conn.start, conn.none)
         return values.reshape(data.shape).astype(data.dtype)
+
+
+def _with_dsg(conventions: str) -> str:
+    """The ``Conventions`` attribute of a timeSeries file: discrete sampling geometries are CF 1.6 and later."""
+    words = conventions.replace(",", " ").split()
+    for k, word in enumerate(words):
+        version = word[3:].split(".") if word.upper().startswith("CF-") else []
+        if len(version) >= 2 and all(v.isdigit() for v in version[:2]):
+            if (int(version[0]), int(version[1])) < (1, 6):
+                words[k] = "CF-1.6"
+            return " ".join(words)
+    return " ".join([*words, "CF-1.6"])
 
 
 def _free_name(choices: tuple[str, ...], taken: set[str]) -> str:
