@@ -47,7 +47,7 @@ def add_rows_json(parser: argparse.ArgumentParser) -> None:
 def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     bench = commands.add_parser("bench", help="benchmarks")
     suites = bench.add_subparsers(dest="suite", required=True, metavar="SUITE")
-    for add_suite in (add_io, add_eva, add_model, add_restart, add_subset, add_open, add_startup, add_inmcm, add_scale):
+    for add_suite in (add_io, add_eva, add_model, add_restart, add_subset, add_open, add_points, add_startup, add_inmcm, add_scale):
         add_suite(suites, common)
 
 
@@ -231,6 +231,24 @@ def run_open(args: argparse.Namespace, comm: MPI.Comm) -> None:
 
     mfopen.main(comm, files=args.files, shape=int_list(args.shape, "--shape", 3), reps=args.reps,
                 directory=args.dir, out=args.out)
+
+
+def add_points(suites: Subcommands, common: argparse.ArgumentParser) -> None:
+    po = suites.add_parser("points", parents=[common], help="the series at many stations from many daily files: "
+                           "climio subset --points against xarray's open_mfdataset and sel(method='nearest')")
+    po.add_argument("--files", type=int, default=1000, help="daily files (default 1000)")
+    po.add_argument("--stations", type=int, default=200, help="stations, spread over the globe (default 200)")
+    po.add_argument("--shape", default="1,192,288", metavar="T,NLAT,NLON", help="each file's shape (default "
+                    "1,192,288: one day of a CMIP grid)")
+    add_run_options(po, files=SCRATCH_HELP, results="directory for points.json and points.csv")
+    po.set_defaults(func=run_points)
+
+
+def run_points(args: argparse.Namespace, comm: MPI.Comm) -> None:
+    from climio.bench import points
+
+    points.main(comm, files=args.files, count=args.stations, shape=int_list(args.shape, "--shape", 3),
+                reps=args.reps, directory=args.dir, out=args.out)
 
 
 def add_startup(suites: Subcommands, common: argparse.ArgumentParser) -> None:

@@ -678,7 +678,8 @@ class _Job:
         assert self.located is not None
         off = [points.names[k] for k in np.flatnonzero(self.located.off)]
         inside = self.request.points_inside
-        self.notes.append(f"{len(points)} stations, {'the cell holding each' if inside else 'nearest cells'}"
+        self.notes.append(f"{len(points)} station{'s' if len(points) != 1 else ''}, "
+                          f"{'the cell holding each' if inside else 'nearest cells'}"
                           + (f", {len(off)} off the grid" if off else ""))
         if not off:
             return
@@ -791,7 +792,7 @@ class _Job:
         cells = np.stack([located.cells[self.aliases.get(d, d)][numbers] for d in var.dims[at:at + len(self.cell_dims)]],
                          axis=1)
         data, nread = reader.read_cells(self.inputs.read_runs, var.name, [*axes[:at], *axes[at + 1:]], at, cells,
-                                        var.numpy_dtype, self.request.slack, self.inputs.shape(var.name))
+                                        var.numpy_dtype, self.request.slack)
         self.bytes_read += nread
         off = located.off[numbers]
         if off.any():

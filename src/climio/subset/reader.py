@@ -120,15 +120,16 @@ def read(read_runs: ReadRuns, name: str, axes: list[np.ndarray], dtype: np.dtype
 
 
 def read_cells(read_runs: ReadRuns, name: str, axes: list[np.ndarray], at: int, cells: np.ndarray,
-               dtype: np.dtype, slack: float, shape: tuple[int, ...]) -> tuple[np.ndarray, int]:
+               dtype: np.dtype, slack: float) -> tuple[np.ndarray, int]:
     """Read single cells of a grid, each with the outer product ``axes`` of the variable's other dimensions:
     the series at stations.
 
     The grid's ``h`` dimensions sit together at position ``at`` of the variable; ``cells`` is ``(n, h)``, each
     row one cell's indices along them (a row with a negative index is not read; its place is left for the
     caller to fill). The result is ``(*axes[:at] lengths, n, *axes[at:] lengths)``. Cells that share all but
-    their last index (a latitude row) are read together, their last indices as runs within ``slack``; all the
-    reads go to ``read_runs`` in one collective call."""
+    their last index (a latitude row) are read together, their last indices as runs within ``slack`` (never
+    through a page's gap: stations on one row are far apart); all the reads go to ``read_runs`` in one
+    collective call."""
     n, h = cells.shape
     out = np.empty((*(len(a) for a in axes[:at]), n, *(len(a) for a in axes[at:])), dtype=dtype)
     valid = np.flatnonzero(np.all(cells >= 0, axis=1))
@@ -144,7 +145,7 @@ def read_cells(read_runs: ReadRuns, name: str, axes: list[np.ndarray], at: int, 
         last, place = np.unique(cells[members, -1], return_inverse=True)
         groups.append((members, last, np.asarray(place).ravel()))
         grid_axes = [np.array([i], dtype=np.int64) for i in row] + [last]
-        combos.extend((g, combo) for combo in _reads([*axes[:at], *grid_axes, *axes[at:]], dtype, slack, shape))
+        combos.extend((g, combo) for combo in _reads([*axes[:at], *grid_axes, *axes[at:]], dtype, slack, None))
     slabs = [_slab(combo) for _, combo in combos]
     parts = [np.empty((*(len(a) for a in axes[:at]), *((1,) * (h - 1)), len(last), *(len(a) for a in axes[at:])),
                       dtype=dtype) for _, last, _ in groups]
