@@ -37,6 +37,7 @@ REAL = DATA / "real"
 CESM = REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc"
 EUR = REAL / "tas_EUR-11_MPI-M-MPI-ESM-LR_rcp85_r1i1p1_KNMI-RACMO22E_v1_mon_209101.nc"
 NAM = sorted(REAL.glob("pr_NAM-22_*.nc"))
+ECEARTH = sorted(REAL.glob("tas_Amon_EC-EARTH_*.nc"))  # three classic (CDF-1) files joined: cells gathered
 ICON = REAL / "tas_Amon_ICON-ESM-LR_historical_r1i1p1f1_gn_185001.nc"
 MPAS = DATA / "meshes" / "mesh.QU.1920km.151026.nc"
 GEOS = DATA / "synthetic" / "geos_c12.nc4"
@@ -86,6 +87,7 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         "cesm": ([CESM], "world", [], {"Oslo", "Honolulu", "Quito"}),
         "eur": ([EUR], "europe", [], {"Far away"}),
         "nam": (NAM, "nam", ["-d", "time,100,2999"], set()),
+        "ecearth": (ECEARTH, "world", [], {"Oslo"}),
         "icon": ([ICON], "world_json", [], set()),
         "icon_inside": ([ICON], "world", ["--points-inside"], set()),
         "mpas": ([MPAS], "world", ["-v", "areaCell,meshDensity"], set()),
@@ -184,7 +186,7 @@ def _read(path: Path) -> dict[str, np.ndarray]:
         return out
 
 
-DATA_VAR = {"cesm": "tas", "eur": "tas", "nam": "pr", "icon": "tas", "icon_inside": "tas", "mpas": "areaCell",
+DATA_VAR = {"cesm": "tas", "eur": "tas", "nam": "pr", "ecearth": "tas", "icon": "tas", "icon_inside": "tas", "mpas": "areaCell",
             "geos": "T", "ne30": "psi", "eur_again": "tas"}
 ALL = list(DATA_VAR)
 

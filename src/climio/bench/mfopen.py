@@ -38,8 +38,9 @@ FIRST_DAY = datetime.date(2000, 1, 1)
 WAYS = ("climio", "xarray", "xarray minimal")
 
 
-def write_files(directory: str, count: int, shape: tuple[int, ...]) -> list[str]:
-    """``count`` daily files of ``shape`` (steps, lat, lon), file k starting on day k with its own units."""
+def write_files(directory: str, count: int, shape: tuple[int, ...], file_format: str = "NETCDF4_CLASSIC") -> list[str]:
+    """``count`` daily files of ``shape`` (steps, lat, lon), file k starting on day k with its own units, in
+    netCDF4-python's ``file_format``."""
     import netCDF4
 
     steps, nlat, nlon = shape
@@ -50,7 +51,7 @@ def write_files(directory: str, count: int, shape: tuple[int, ...]) -> list[str]
     for k in range(count):
         day = FIRST_DAY + datetime.timedelta(days=k * steps)
         path = os.path.join(directory, f"tas_day_{day:%Y%m%d}.nc")
-        with netCDF4.Dataset(path, "w", format="NETCDF4_CLASSIC") as ds:
+        with netCDF4.Dataset(path, "w", format=file_format) as ds:
             ds.createDimension("time", None)
             ds.createDimension("lat", nlat)
             ds.createDimension("lon", nlon)

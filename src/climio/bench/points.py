@@ -1,7 +1,9 @@
 """``climio bench points``: the series at many stations from many daily files, climio against xarray.
 
 The files are ``climio bench open``'s (one day of a CMIP grid each, every file counting time from its own first
-day). Two ways take the whole series at ``--stations`` random stations (seeded), interleaved in each repetition:
+day), written once as netCDF-4 (HDF5, one chunk a day, as netCDF-C makes a record variable's) and once as CDF-5
+(contiguous). Two ways take the whole series at ``--stations`` random stations (seeded), interleaved in each
+repetition:
 
 * ``climio subset --points`` (in this process, through the command's own entry): each station's nearest cell
   by great-circle distance, every file read for those cells only, a CF timeSeries file written;
@@ -11,8 +13,10 @@ day). Two ways take the whole series at ``--stations`` random stations (seeded),
 
 xarray's nearest is per axis (nearest latitude, nearest longitude), climio's is on the sphere: they pick the
 same cell except near the middle between two latitudes; the series must be equal wherever the cells agree, and
-the stations where they do not are counted. The bytes climio read are its own count (the trace), against the
-bytes of the series selected. Medians of ``--reps``; the files are written once, before the timed runs.
+the stations where they do not are counted. The bytes climio asks the library for are its own count; in chunked
+files every tool's library reads whole chunks from disk, so climio asks for the box its stations span in each
+chunk (one call, not one per station), and in contiguous files only the cells. Medians of ``--reps``; the
+files are written before the timed runs.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 WAYS = ("climio subset --points", "xarray sel nearest")
+FORMATS = {"netcdf4": "NETCDF4_CLASSIC", "cdf5": "NETCDF3_64BIT_DATA"}
 
 
 def stations(count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -68,31 +73,39 @@ def _xarray(paths: list[str], lat: np.ndarray, lon: np.ndarray) -> tuple[np.ndar
         return values, cells, 0
 
 
-def main(comm: MPI.Comm, *, files: int, count: int, shape: tuple[int, ...], reps: int, directory: str,
-         out: str | None) -> None:
+def main(comm: MPI.Comm, *, files: int, count: int, shape: tuple[int, ...], formats: list[str], reps: int,
+         directory: str, out: str | None) -> None:
     importlib.import_module("xarray")  # imported before any clock
     require_plain_process(comm, "points")
     check_reps(reps)
     if files < 2 or count < 1 or min(shape) < 1:
         raise ClimioError(f"--files {files} --stations {count}: give at least 2 files and 1 station")
+    for name in formats:
+        if name not in FORMATS:
+            raise ClimioError(f"--formats {name}: choose among {', '.join(FORMATS)}")
     lat, lon = stations(count)
     rows: list[dict[str, Any]] = []
+    results: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, int]] = {}
     with scratch_directory(comm, "points", directory) as workdir:
-        print(f"bench points: writing {files} files of {shape[0]} x {shape[1]} x {shape[2]} ...", flush=True)
-        paths = write_files(workdir, files, shape)
         points_file = os.path.join(workdir, "stations.csv")
         with open(points_file, "w") as stream:
             stream.write("name,lat,lon\n" + "".join(f"s{k},{a!r},{o!r}\n" for k, (a, o) in enumerate(zip(lat, lon))))
+        paths = {}
+        for name in formats:
+            print(f"bench points: writing {files} {name} files of {shape[0]} x {shape[1]} x {shape[2]} ...",
+                  flush=True)
+            os.makedirs(os.path.join(workdir, name))
+            paths[name] = write_files(os.path.join(workdir, name), files, shape, FORMATS[name])
         output = os.path.join(workdir, "stations.nc")
-        results: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
         for rep in range(reps):
-            for way in WAYS:
-                started = time.perf_counter()
-                results[way] = _climio(paths, points_file, output, comm) if way == WAYS[0] else \
-                    _xarray(paths, lat, lon)
-                rows.append({"way": way, "rep": rep, "files": files, "stations": count,
-                             "seconds": time.perf_counter() - started, "bytes_read": results[way][2]})
-    report = _report(rows, results, files, count, shape)
+            for name in formats:
+                for way in WAYS:
+                    started = time.perf_counter()
+                    results[name, way] = _climio(paths[name], points_file, output, comm) if way == WAYS[0] else \
+                        _xarray(paths[name], lat, lon)
+                    rows.append({"format": name, "way": way, "rep": rep, "files": files, "stations": count,
+                                 "seconds": time.perf_counter() - started, "bytes_read": results[name, way][2]})
+    report = _report(rows, results, formats, files, count, shape)
     print(report["table"])
     for line in report["notes"]:
         print(line)
@@ -100,22 +113,29 @@ def main(comm: MPI.Comm, *, files: int, count: int, shape: tuple[int, ...], reps
         save_results(out, "points", report, rows)
 
 
-def _report(rows: list[dict[str, Any]], results: dict[str, tuple[np.ndarray, np.ndarray, int]], files: int,
-            count: int, shape: tuple[int, ...]) -> dict[str, Any]:
-    """Medians per way as multiples of climio's; the series compared where both ways took the same cell."""
-    ours, theirs = results[WAYS[0]], results[WAYS[1]]
-    same = np.all(ours[1] == theirs[1], axis=1)
-    if not np.array_equal(ours[0][:, same], theirs[0][:, same]):
-        raise ClimioError("bench points: climio and xarray read different series from the same cell")
-    medians = {way: median(group, "seconds") for (way,), group in grouped(rows, "way").items()}
+def _report(rows: list[dict[str, Any]], results: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, int]],
+            formats: list[str], files: int, count: int, shape: tuple[int, ...]) -> dict[str, Any]:
+    """Medians per format and way as multiples of climio's; the series compared where both took the same cell."""
+    medians = {key: median(group, "seconds") for key, group in grouped(rows, "format", "way").items()}
     selected = files * shape[0] * count * 4
-    read = max(r["bytes_read"] for r in rows if r["way"] == WAYS[0])
-    table = markdown_table([("way", "l"), ("seconds", "r"), ("x climio", "r")],
-                           [(way, f"{medians[way]:.2f}", f"{medians[way] / medians[WAYS[0]]:.1f}") for way in WAYS])
-    notes = [f"{files} files, {count} stations; the same cell for {int(same.sum())} stations, their series equal "
-             f"(xarray's nearest is per axis, climio's on the sphere); climio read {read} bytes for {selected} "
-             f"bytes of series ({read / selected:.2f}x, the grid's coordinates included)",
-             f"target: climio at least 5x faster ({medians[WAYS[1]] / medians[WAYS[0]]:.1f}x), at most 1.3x the "
-             f"bytes ({read / selected:.2f}x)"]
-    return {"files": files, "stations": count, "shape": list(shape), "medians_s": medians, "bytes_read": read,
-            "bytes_selected": selected, "same_cell": int(same.sum()), "table": table, "notes": notes}
+    table_rows, notes, summary = [], [], {}
+    for name in formats:
+        ours, theirs = results[name, WAYS[0]], results[name, WAYS[1]]
+        same = np.all(ours[1] == theirs[1], axis=1)
+        if not np.array_equal(ours[0][:, same], theirs[0][:, same]):
+            raise ClimioError(f"bench points: climio and xarray read different series from the same cell ({name})")
+        read = max(r["bytes_read"] for r in rows if r["way"] == WAYS[0] and r["format"] == name)
+        base = medians[name, WAYS[0]]
+        for way in WAYS:
+            extra = f"{read / selected:.2f}x" if way == WAYS[0] else ""
+            table_rows.append((name, way, f"{medians[name, way]:.2f}", f"{medians[name, way] / base:.1f}", extra))
+        notes.append(f"{name}: the same cell for {int(same.sum())} of {count} stations, their series equal; "
+                     f"climio asked for {read} bytes for {selected} bytes of series ({read / selected:.2f}x); "
+                     f"{medians[name, WAYS[1]] / base:.1f}x faster than xarray")
+        summary[name] = {"medians_s": {way: medians[name, way] for way in WAYS}, "bytes_read": read,
+                         "same_cell": int(same.sum())}
+    table = markdown_table([("format", "l"), ("way", "l"), ("seconds", "r"), ("x climio", "r"),
+                            ("bytes asked / series", "r")], table_rows)
+    notes.append("target: at least 5x faster than xarray, at most 1.3x the bytes of the series")
+    return {"files": files, "stations": count, "shape": list(shape), "bytes_selected": selected,
+            "formats": summary, "table": table, "notes": notes}

@@ -240,6 +240,8 @@ def add_points(suites: Subcommands, common: argparse.ArgumentParser) -> None:
     po.add_argument("--stations", type=int, default=200, help="stations, spread over the globe (default 200)")
     po.add_argument("--shape", default="1,192,288", metavar="T,NLAT,NLON", help="each file's shape (default "
                     "1,192,288: one day of a CMIP grid)")
+    po.add_argument("--formats", default="netcdf4,cdf5", help="the files' formats: netcdf4 (chunked), cdf5 "
+                    "(contiguous) (default both)")
     add_run_options(po, files=SCRATCH_HELP, results="directory for points.json and points.csv")
     po.set_defaults(func=run_points)
 
@@ -248,7 +250,7 @@ def run_points(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.bench import points
 
     points.main(comm, files=args.files, count=args.stations, shape=int_list(args.shape, "--shape", 3),
-                reps=args.reps, directory=args.dir, out=args.out)
+                formats=[f for f in args.formats.split(",") if f], reps=args.reps, directory=args.dir, out=args.out)
 
 
 def add_startup(suites: Subcommands, common: argparse.ArgumentParser) -> None:

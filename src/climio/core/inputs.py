@@ -71,6 +71,43 @@ class Inputs:
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.dims[d] for d in self.variables[name].dims)
 
+    def chunks(self, name: str) -> tuple[int, ...] | None:
+        """The chunks a variable is stored in (its first file's; None: contiguous), to plan small reads by."""
+        return self.stores[self.source[name]].chunking.get(name)
+
+    def _holding(self, name: str) -> list[Store]:
+        """The inputs that hold a variable: every one where it is joined, else its own."""
+        var = self.variables[name]
+        joined = self.join is not None and self.join in var.dims and len(self.stores) > 1
+        return list(self.stores) if joined else [self.stores[self.source[name]]]
+
+    def can_gather(self, name: str) -> bool:
+        """Whether :meth:`gather` reads a variable: every file that holds it can (``Store.can_gather``), and its
+        values need no rebasing."""
+        return name not in self.rebase and all(store.can_gather(name) for store in self._holding(name))
+
+    def gather(self, name: str, index: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Scattered elements of a variable across the joined files (``Store.gather``: one index array per
+        dimension, broadcast together), where :meth:`can_gather` (local)."""
+        stores = self._holding(name)
+        if len(stores) == 1:
+            return stores[0].gather(name, index)
+        var = self.variables[name]
+        axis = var.dims.index(str(self.join))
+        shape = np.broadcast_shapes(*(np.shape(i) for i in index))
+        flat = [np.broadcast_to(np.asarray(i, dtype=np.int64), shape).ravel() for i in index]
+        starts = np.cumsum([0, *(_length(store, str(self.join)) for store in stores)])
+        owner = np.searchsorted(starts, flat[axis], side="right") - 1
+        order = np.argsort(owner, kind="stable")
+        bounds = np.searchsorted(owner[order], np.arange(len(stores) + 1))
+        out = np.empty(order.size, dtype=var.numpy_dtype)
+        for k, store in enumerate(stores):
+            chosen = order[bounds[k]:bounds[k + 1]]
+            if chosen.size:
+                out[chosen] = store.gather(name, tuple(f[chosen] - (starts[k] if d == axis else 0)
+                                                       for d, f in enumerate(flat)))
+        return out.reshape(shape)
+
     def read_text(self, name: str) -> np.ndarray:
         """A char or string variable, whole; joined along the join dimension when it has it (no communication)."""
         var = self.variables[name]

@@ -99,7 +99,9 @@ def subset(request: Request, comm: MPI.Comm) -> Summary:
     started = MPI.Wtime()
     with trace.phase("job"):  # the job's time from a barrier, for benchmarks
         with trace.phase("open"):
-            inputs = open_inputs(request.inputs, comm, request.join, request.union)
+            # stations' cells are many small reads, which need no other rank: each reads on its own handle
+            inputs = open_inputs(request.inputs, comm, request.join, request.union,
+                                 read="independent" if request.points is not None else "parallel")
         if inputs.skipped and request.variables is None and comm.Get_rank() == 0:
             print(f"climio: warning: not copied (climio copies numeric, char and string variables of the root "
                   f"group): {'; '.join(inputs.skipped)}", file=sys.stderr)
@@ -745,6 +747,30 @@ class _Job:
         rows = np.arange(links.shape[0])[:, None]
         return corner_lat[rows, last], corner_lon[rows, last]
 
+    def _cell_groups(self, var: Variable, numbers: np.ndarray) -> list[reader.CellGroup]:
+        """How the cells of the given stations are read from a variable (by rows, or by its chunks)."""
+        at = self._out_dims(var).index(self.station_dim)
+        chunks = self.inputs.chunks(var.name)
+        return reader.group_cells(self._cells(var, numbers),
+                                  chunks[at:at + len(self.cell_dims)] if chunks is not None else None)
+
+    def _cells(self, var: Variable, numbers: np.ndarray) -> np.ndarray:
+        """The given stations' cells as indices along the variable's cell dimensions, in its order: (n, h)."""
+        assert self.located is not None
+        at = self._out_dims(var).index(self.station_dim)
+        dims = var.dims[at:at + len(self.cell_dims)]
+        return np.stack([self.located.cells[self.aliases.get(d, d)][numbers] for d in dims], axis=1)
+
+    def _read_bytes(self, var: Variable, axes: list[np.ndarray]) -> int:
+        """The bytes a rank reads for its share of a variable: its share itself, or the boxes its stations'
+        cells are read in."""
+        dims = self._out_dims(var)
+        if dims == var.dims:
+            return math.prod(len(a) for a in axes) * var.numpy_dtype.itemsize
+        at = dims.index(self.station_dim)
+        cells = sum(g.size for g in self._cell_groups(var, axes[at]))
+        return cells * math.prod(len(a) for k, a in enumerate(axes) if k != at) * var.numpy_dtype.itemsize
+
     def _station_variables(self) -> list[Variable]:
         """Each station's name, place, cell centre and distance, and its cell's indices in the input."""
         assert self.located is not None and self.request.points is not None
@@ -786,15 +812,14 @@ class _Job:
         """A piece of a variable's series at stations: ``axes`` index its output dimensions, the station axis
         holding station numbers; stations off the grid get the fill value."""
         assert self.located is not None and self.schema is not None
-        located = self.located
         at = self._out_dims(var).index(self.station_dim)
         numbers = axes[at]
-        cells = np.stack([located.cells[self.aliases.get(d, d)][numbers] for d in var.dims[at:at + len(self.cell_dims)]],
-                         axis=1)
-        data, nread = reader.read_cells(self.inputs.read_runs, var.name, [*axes[:at], *axes[at + 1:]], at, cells,
-                                        var.numpy_dtype, self.request.slack)
+        gather = self.inputs.gather if self.inputs.can_gather(var.name) else None
+        data, nread = reader.read_cells(self.inputs.read_runs, gather, var.name, [*axes[:at], *axes[at + 1:]], at,
+                                        self._cells(var, numbers), self._cell_groups(var, numbers), var.numpy_dtype,
+                                        self.request.slack)
         self.bytes_read += nread
-        off = located.off[numbers]
+        off = self.located.off[numbers]
         if off.any():
             fill = np.asarray(self.schema.variable(var.name).attrs["_FillValue"], dtype=data.dtype)
             data[(slice(None),) * at + (off,)] = fill
@@ -936,7 +961,7 @@ class _Job:
             kept = sels[split]
             assert isinstance(kept, Kept)
             axes[split] = np.arange(kept.lo, kept.lo + kept.nlocal)
-        local = math.prod(len(a) for a in axes) * var.numpy_dtype.itemsize
+        local = max(math.prod(len(a) for a in axes) * var.numpy_dtype.itemsize, self._read_bytes(var, axes))
         pieces = max(1, collective.most(self.comm, math.ceil(local / PIECE_BYTES)))
         if whole and split == 0:
             pieces = 1  # the pack-and-redistribute baseline moves whole blocks of rows

@@ -119,40 +119,100 @@ def read(read_runs: ReadRuns, name: str, axes: list[np.ndarray], dtype: np.dtype
     return out, nbytes
 
 
-def read_cells(read_runs: ReadRuns, name: str, axes: list[np.ndarray], at: int, cells: np.ndarray,
-               dtype: np.dtype, slack: float) -> tuple[np.ndarray, int]:
+@dataclass(frozen=True)
+class CellGroup:
+    """Cells read together: the outer product ``axes`` along the grid's dimensions covers them; ``members`` are
+    their positions in the list of cells asked for, ``place`` each one's flat position in that product."""
+
+    axes: tuple[np.ndarray, ...]
+    members: np.ndarray
+    place: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(a) for a in self.axes)
+
+
+def group_cells(cells: np.ndarray, chunks: tuple[int, ...] | None) -> list[CellGroup]:
+    """How to read single cells of a grid (``cells``: (n, h) indices along its h dimensions; rows with a
+    negative index are left out).
+
+    In contiguous storage, cells that share all but their last index (a latitude row) are read together, their
+    last indices as runs. In chunked storage the library reads whole chunks whatever is asked of them, so the
+    cells of one chunk (``chunks``: its sizes along the grid's dimensions) are read as their bounding box: one
+    call in place of one per cell, for the same bytes from disk."""
+    valid = np.flatnonzero(np.all(cells >= 0, axis=1))
+    if valid.size == 0:
+        return []
+    h = cells.shape[1]
+    keys = cells[valid] // np.asarray(chunks, dtype=np.int64) if chunks is not None else cells[valid, :-1]
+    _, which = np.unique(keys, axis=0, return_inverse=True)
+    which = np.asarray(which).ravel()
+    groups = []
+    for g in range(int(which.max()) + 1):
+        members = valid[which == g]
+        mine = cells[members]
+        if chunks is not None:
+            low = mine.min(axis=0)
+            axes = tuple(np.arange(low[d], mine[:, d].max() + 1, dtype=np.int64) for d in range(h))
+            place = np.ravel_multi_index(tuple((mine - low).T), tuple(len(a) for a in axes))
+        else:
+            last, place = np.unique(mine[:, -1], return_inverse=True)
+            axes = (*(np.array([i], dtype=np.int64) for i in mine[0, :-1]), last.astype(np.int64))
+        groups.append(CellGroup(axes, members, np.asarray(place).ravel()))
+    return groups
+
+
+GATHER_ELEMENTS = 2**22  # elements gathered at once, at most: each costs its offset (8 bytes) besides itself
+Gather = Callable[[str, tuple[np.ndarray, ...]], np.ndarray]
+
+
+def read_cells(read_runs: ReadRuns, gather: Gather | None, name: str, axes: list[np.ndarray], at: int,
+               cells: np.ndarray, groups: list[CellGroup], dtype: np.dtype, slack: float) -> tuple[np.ndarray, int]:
     """Read single cells of a grid, each with the outer product ``axes`` of the variable's other dimensions:
     the series at stations.
 
-    The grid's ``h`` dimensions sit together at position ``at`` of the variable; ``cells`` is ``(n, h)``, each
-    row one cell's indices along them (a row with a negative index is not read; its place is left for the
-    caller to fill). The result is ``(*axes[:at] lengths, n, *axes[at:] lengths)``. Cells that share all but
-    their last index (a latitude row) are read together, their last indices as runs within ``slack`` (never
-    through a page's gap: stations on one row are far apart); all the reads go to ``read_runs`` in one
-    collective call."""
+    The grid's dimensions sit together at position ``at`` of the variable; ``cells`` (n, h) are the cells' indices
+    along them and ``groups`` (:func:`group_cells`) cover all but those left out (a negative index), whose places
+    in the result (``(*axes[:at] lengths, n, *axes[at:] lengths)``) are left for the caller to fill. ``gather``,
+    given where the file reads scattered elements (a classic file), takes them one by one, no more than
+    :data:`GATHER_ELEMENTS` at once; otherwise the other axes are read as runs within ``slack`` (a run of the
+    grid's dimensions is what the group says). Either way ``read_runs`` is called once (collective)."""
+    before, after = [len(a) for a in axes[:at]], [len(a) for a in axes[at:]]
     n, h = cells.shape
-    out = np.empty((*(len(a) for a in axes[:at]), n, *(len(a) for a in axes[at:])), dtype=dtype)
+    out = np.empty((*before, n, *after), dtype=dtype)
     valid = np.flatnonzero(np.all(cells >= 0, axis=1))
-    if valid.size == 0 or out.size == 0:
+    if gather is None or not valid.size or valid.size * math.prod(before + after) > GATHER_ELEMENTS:
+        return _read_groups(read_runs, name, axes, at, groups, out, dtype, slack)
+    ndim = len(before) + 1 + len(after)
+
+    def spread(values: np.ndarray, axis: int) -> np.ndarray:
+        return values.reshape([-1 if k == axis else 1 for k in range(ndim)])
+
+    index = (*(spread(a, k) for k, a in enumerate(axes[:at])), *(spread(cells[valid, d], at) for d in range(h)),
+             *(spread(a, at + 1 + k) for k, a in enumerate(axes[at:])))
+    got = gather(name, index)
+    read_runs(name, [])
+    out[(slice(None),) * at + (valid,)] = got
+    return out, got.nbytes
+
+
+def _read_groups(read_runs: ReadRuns, name: str, axes: list[np.ndarray], at: int, groups: list[CellGroup],
+                 out: np.ndarray, dtype: np.dtype, slack: float) -> tuple[np.ndarray, int]:
+    """:func:`read_cells` by hyperslabs: each group's outer product with the other axes."""
+    before, after = [len(a) for a in axes[:at]], [len(a) for a in axes[at:]]
+    if out.size == 0 or not groups:
         read_runs(name, [])
         return out, 0
-    rows, which = np.unique(cells[valid, :-1], axis=0, return_inverse=True)
-    which = np.asarray(which).ravel()
-    groups = []  # per row: its stations, the last indices read, where each station's cell is among them
     combos: list[tuple[int, tuple[Run, ...]]] = []
-    for g, row in enumerate(rows):
-        members = valid[which == g]
-        last, place = np.unique(cells[members, -1], return_inverse=True)
-        groups.append((members, last, np.asarray(place).ravel()))
-        grid_axes = [np.array([i], dtype=np.int64) for i in row] + [last]
-        combos.extend((g, combo) for combo in _reads([*axes[:at], *grid_axes, *axes[at:]], dtype, slack, None))
+    for g, group in enumerate(groups):
+        combos.extend((g, combo) for combo in _reads([*axes[:at], *group.axes, *axes[at:]], dtype, slack, None))
     slabs = [_slab(combo) for _, combo in combos]
-    parts = [np.empty((*(len(a) for a in axes[:at]), *((1,) * (h - 1)), len(last), *(len(a) for a in axes[at:])),
-                      dtype=dtype) for _, last, _ in groups]
+    parts = [np.empty((*before, *(len(a) for a in group.axes), *after), dtype=dtype) for group in groups]
     for (g, combo), data in zip(combos, read_runs(name, slabs)):
         _place(parts[g], combo, data)
-    where = [slice(None)] * at
-    for (members, _, place), part in zip(groups, parts):
-        squeezed = part.reshape(*part.shape[:at], part.shape[at + h - 1], *part.shape[at + h:])
-        out[(*where, members)] = np.take(squeezed, place, axis=at)
+    where = (slice(None),) * at
+    for group, part in zip(groups, parts):
+        flat = part.reshape(*before, group.size, *after)
+        out[(*where, group.members)] = np.take(flat, group.place, axis=at)
     return out, sum(s.size for s in slabs) * np.dtype(dtype).itemsize

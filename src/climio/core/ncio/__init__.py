@@ -26,8 +26,8 @@ from climio.core import mpi, targets
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.classic import ClassicLayout, HeaderError
 from climio.core.ncio.compression import Compression, Settings
-from climio.core.ncio.modes import (FORMAT_READ_MODE, FORMAT_WRITE_MODE, MODES, Mode, available_modes, get_mode,
-                                   one_writer_note, writing_mode)
+from climio.core.ncio.modes import (FORMAT_READ_MODE, FORMAT_WRITE_MODE, FORMATS, MODES, Mode, available_modes,
+                                   get_mode, one_writer_note, writing_mode)
 from climio.core.ncio.schema import Schema, Variable, compressed
 from climio.core.ncio.space import check_new_file
 from climio.core.ncio.store import Store, check_output, check_schema_fits, reserve_output, skipped_of, text_of
@@ -120,13 +120,13 @@ def _classic_layout(path: str) -> ClassicLayout | None:
     return layout
 
 
-Inspected = tuple[str, ClassicLayout | None, dict[str, np.ndarray], list[str]]
+Inspected = tuple[str, ClassicLayout | None, dict[str, np.ndarray], list[str], dict[str, tuple[int, ...]]]
 
 
 def _inspect(path: str, keep: list[netCDF4.Dataset] | None = None) -> Inspected:
     """On one rank: check ``path`` is a readable netCDF file; return its format, its classic layout, its text
-    variables (whole) and what climio leaves out of it. ``keep``: where to leave the file's handle open, for a
-    store of this process alone to read through (else it is closed)."""
+    variables (whole), what climio leaves out of it, and the chunks of its chunked variables. ``keep``: where
+    to leave the file's handle open, for a store of this process alone to read through (else it is closed)."""
     import netCDF4
 
     check_input(path)
@@ -139,6 +139,8 @@ def _inspect(path: str, keep: list[netCDF4.Dataset] | None = None) -> Inspected:
     try:
         data_model = str(dataset.data_model)
         text, skipped = text_of(dataset), skipped_of(dataset)
+        chunking = {name: tuple(int(c) for c in chunks) for name, v in dataset.variables.items()
+                    if isinstance(chunks := v.chunking(), list)} if FORMATS[data_model].hdf5 else {}
         text_bytes = sum(v.nbytes for v in text.values())
         if text_bytes > TEXT_LIMIT:
             raise ClimioError(f"input file '{path}': its char/string variables hold {text_bytes / 2**20:.0f} MiB, "
@@ -151,7 +153,7 @@ def _inspect(path: str, keep: list[netCDF4.Dataset] | None = None) -> Inspected:
         dataset.close()
     else:
         keep.append(dataset)
-    return data_model, layout, text, skipped
+    return data_model, layout, text, skipped, chunking
 
 
 def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
@@ -175,7 +177,8 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
     comm = comm if comm is not None else mpi.world()
     kept: list[netCDF4.Dataset] = []
     alone = read == "independent" and comm.Get_size() == 1
-    data_model, layout, text, skipped = _inspect(path, kept) if alone else mpi.agree(comm, lambda: _inspect(path))
+    data_model, layout, text, skipped, chunking = _inspect(path, kept) if alone else \
+        mpi.agree(comm, lambda: _inspect(path))
     mode = MODES[FORMAT_READ_MODE[data_model]]
     if read == "root":
         store: Store = SerialStore.open(path, MODES["serial"], comm)
@@ -185,4 +188,5 @@ def open(path: str, comm: MPI.Comm | None = None, *, read: str = "parallel",
         mpi.check_mpi_io_path(path)
         store = ParallelStore.open(path, mode, comm, hints)
     store.data_model, store.layout, store.text, store.skipped = data_model, layout, text, skipped
+    store.chunking = chunking
     return store

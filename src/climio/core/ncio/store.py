@@ -10,6 +10,7 @@ never leaves a file that looks finished.
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 from abc import ABC, abstractmethod
@@ -331,6 +332,7 @@ class Store(ABC):
         self.layout: ClassicLayout | None = None  # a classic file's layout: an opened file's, a parallel writer's
         self.text: dict[str, np.ndarray] = {}  # a reader's char/string variables, whole; a writer's, to write at close
         self.skipped: list[str] = []  # what of an opened file climio leaves out (other types, groups)
+        self.chunking: dict[str, tuple[int, ...]] = {}  # an opened file's chunked variables: the chunks read in
 
     # -- what subclasses provide -------------------------------------------------
     @abstractmethod
@@ -391,6 +393,38 @@ class Store(ABC):
             if shape is None or len(shape) != len(fixed) or any(f not in (None, n) for f, n in zip(fixed, shape)):
                 raise ClimioError(f"{self.path}: variable '{name}': text of shape {shape} does not fit {var.dims}")
             self.text[name] = np.asarray(data, dtype=var.numpy_dtype)
+
+    def can_gather(self, name: str) -> bool:
+        """Whether :meth:`gather` reads ``name``: climio knows where its bytes lie (a classic file)."""
+        return self.layout is not None and name in self.layout.begins
+
+    def gather(self, name: str, index: tuple[np.ndarray, ...]) -> np.ndarray:
+        """Scattered elements of ``name`` (where :meth:`can_gather`): ``index`` holds one integer array per
+        dimension, broadcast together to the result's shape. Read from the file's own bytes, mapped into
+        memory: no library call per element. Local: no other rank takes part."""
+        assert self.layout is not None, "a classic file only"
+        self._check_open("read")
+        var = self._numeric(name)
+        shape = self.schema.fixed_shape(var, self.records)
+        itemsize = var.numpy_dtype.itemsize
+        offsets = np.asarray(self.layout.begins[name], dtype=np.int64)
+        for axis, (where, length, stride) in enumerate(zip(index, shape, self.layout.strides(name, shape, itemsize))):
+            where = np.asarray(where, dtype=np.int64)
+            if where.size and (where.min() < 0 or where.max() >= length):
+                raise ClimioError(f"{self.path}: variable '{name}': index {int(where.max())} along axis {axis} is "
+                                  f"outside its {length} elements")
+            offsets = offsets + where * stride
+        stored = var.numpy_dtype.newbyteorder(">")
+        out = np.empty(offsets.shape, dtype=var.numpy_dtype)
+        with trace.phase("read", out.nbytes), open(self.working_path, "rb") as f, \
+                mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            for residue in np.unique(offsets % itemsize):  # one view of the file per alignment of the elements
+                view = np.frombuffer(mapped, dtype=stored, count=(len(mapped) - residue) // itemsize,
+                                     offset=int(residue))
+                chosen = offsets % itemsize == residue
+                out[chosen] = view[(offsets[chosen] - residue) // itemsize]
+                del view  # the map closes only once no array looks into it
+        return out
 
     def read(self, name: str, slab: Hyperslab | None = None, *, as_stored: bool = False) -> np.ndarray:
         """Read ``slab`` of variable ``name`` (whole variable if None) on this rank (collective).
