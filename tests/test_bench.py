@@ -310,6 +310,22 @@ def test_bench_open(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # the files removed
 
 
+def test_bench_points(tmp_path: Path) -> None:
+    """Both ways take the series at the same stations from both formats; the contiguous files are read cell by
+    cell (exactly the series' bytes, the lat and lon read once to place the stations, and the time copied), the
+    chunked ones a box per chunk."""
+    result = climio("bench", "points", "--files", "6", "--stations", "5", "--shape", "2,6,8", "--reps", "1",
+                    "--dir", str(tmp_path), "--out", str(tmp_path / "r"))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((tmp_path / "r" / "points.json").read_text())
+    assert report["bytes_selected"] == 6 * 2 * 5 * 4
+    assert report["formats"]["cdf5"]["bytes_read"] == report["bytes_selected"] + 8 * (6 + 8) + 8 * 12
+    assert report["formats"]["netcdf4"]["bytes_read"] >= report["bytes_selected"]
+    assert all(f["same_cell"] == 5 for f in report["formats"].values())
+    assert "their series equal" in result.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]
+
+
 def test_bench_model_agreements_per_step_and_a_busy_core(tmp_path: Path) -> None:
     """40 fields a step on 4 ranks: every classic-format strategy (stripe too, whose fields each take the route
     of their own stripe phase, built without communication and moved in one exchange) and rank 0's netCDF-4 and
