@@ -30,14 +30,20 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     where.add_argument("--points", metavar="FILE", help="the series at stations (a CSV with name,lat,lon, a GeoJSON "
                        "of points or a netCDF of stations): each from the cell whose centre is nearest, written as a "
                        "CF timeSeries file")
+    where.add_argument("--region", metavar="FILE[:NAME]", help="the cells inside the polygons of a GeoJSON file or "
+                       "a shapefile (NAME: the feature so named, or KEY=VALUE: those whose property KEY is VALUE), cut "
+                       "as a box is")
+    sub.add_argument("--weights", action="store_true", help="with --region: write each kept cell's fraction of area "
+                     "inside the region, and its area there, named by the data's cell_measures")
     sub.add_argument("--points-inside", action="store_true", help="with --points: the cell that contains each "
                      "station, by the cells' bounds")
     sub.add_argument("--strict", action="store_true", help="with --points: a station off the grid is an error "
                      "(default: a warning, and its series is _FillValue)")
-    sub.add_argument("--touching", action="store_true", help="with a box: keep every cell that overlaps it, by its "
-                     "bounds (default: the cells whose centre is in it)")
-    sub.add_argument("--mask", action="store_true", help="with a box on a curvilinear grid: set the data of the "
-                     "cells of the cut rectangle that are outside the box to _FillValue")
+    sub.add_argument("--touching", action="store_true", help="with a box or a region: keep every cell that "
+                     "overlaps it, by its bounds (default: the cells whose centre is in it)")
+    sub.add_argument("--mask", action="store_true", help="with a box on a curvilinear grid, or a region on a "
+                     "regular or curvilinear one: set the data of the cells of the cut rectangle that are outside it "
+                     "to _FillValue")
     several = sub.add_mutually_exclusive_group()
     several.add_argument("--join", metavar="DIM", help="concatenate the inputs along DIM (default when they share "
                          "an unlimited dimension)")
@@ -63,26 +69,31 @@ def run(args: argparse.Namespace, comm: MPI.Comm) -> None:
     from climio.core.ranges import parse_dim_range
     from climio.subset.job import Request, subset
     from climio.subset.options import parse_box
+    from climio.subset.regions import read_region
     from climio.subset.stations import read_stations
 
     if len(args.files) < 2:
         raise ClimioError("subset needs at least one input file and the output file: climio subset IN [IN ...] OUT",
                           collective=True)
     box = parse_box(args.b, "-b") if args.b else parse_box(args.X, "-X") if args.X else None
-    if box is None and (args.touching or args.mask):
-        raise ClimioError(f"{'--touching' if args.touching else '--mask'} applies to a box: give -b or -X",
-                          collective=True)
+    if box is None and args.region is None and (args.touching or args.mask):
+        raise ClimioError(f"{'--touching' if args.touching else '--mask'} applies to a box or a region: give -b, -X "
+                          f"or --region", collective=True)
     if args.points is None and (args.points_inside or args.strict):
         raise ClimioError(f"{'--points-inside' if args.points_inside else '--strict'} applies to stations: give "
                           f"--points FILE", collective=True)
     points = read_stations(args.points) if args.points else None
+    region = read_region(args.region) if args.region else None
+    if region is None and args.weights:
+        raise ClimioError("--weights applies to a region: give --region FILE[:NAME]", collective=True)
     request = Request(inputs=args.files[:-1], output=args.files[-1],
                       variables=[v for v in args.v.split(",") if v] if args.v else None,
                       ranges=[parse_dim_range(text) for text in args.d or []], box=box, join=args.join,
                       union=args.union, mode=args.mode, read=args.read, slack=args.read_slack,
                       overwrite=args.overwrite, hints=hints(args.hint), history=history(args.argv),
                       compress=compression(args), touching=args.touching, mask=args.mask, points=points,
-                      points_inside=args.points_inside, strict=args.strict)
+                      points_inside=args.points_inside, strict=args.strict, region=region,
+                      weights=args.weights)
     summary = subset(request, comm)
     if comm.Get_rank() == 0:
         changed = ", ".join(f"{d} {a}->{b}" for d, (a, b) in summary.dims.items() if a != b) or "no dimension cut"

@@ -20,7 +20,7 @@ import numpy as np
 from climio.core.decomp import block_range
 from climio.errors import ClimioError
 from climio.subset.grids import Curvilinear
-from climio.subset.options import Box
+from climio.subset.options import Area
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -37,7 +37,7 @@ class Rectangle:
     inside: np.ndarray | None
 
 
-def select(grid: Curvilinear, box: Box, touching: bool, read_rows: ReadRows, sizes: dict[str, int],
+def select(grid: Curvilinear, box: Area, touching: bool, read_rows: ReadRows, sizes: dict[str, int],
            comm: MPI.Comm, where: str, want_inside: bool) -> Rectangle:
     """The rectangle of ``grid`` that ``box`` selects (collective). ``where`` names the file in errors."""
     from mpi4py import MPI
@@ -49,12 +49,12 @@ def select(grid: Curvilinear, box: Box, touching: bool, read_rows: ReadRows, siz
     with np.errstate(invalid="ignore"):
         inside = box.contains(lat, lon)
         if touching:
-            inside |= box.touches(*_corners(grid, read_rows, rows, where))
+            inside |= box.touches(*corners(grid, read_rows, rows, where))
     kept_rows = np.concatenate(comm.allgather(rows[inside.reshape(n, inside[0].size if n else 0).any(axis=1)]))
     if kept_rows.size == 0:
         how = "has any part in" if touching else "has its centre in"
-        raise ClimioError(f"the box selects nothing: no cell of {where} ({grid.lat}, {grid.lon}) {how} the box "
-                          f"{box.south:g}..{box.north:g}N, {box.west:g}..{box.east:g}E", collective=True)
+        raise ClimioError(f"{box.kind} selects nothing: no cell of {where} ({grid.lat}, {grid.lon}) {how} "
+                          f"{box.description}", collective=True)
     picks: dict[str, np.ndarray] = {}
     for axis, dim in enumerate(grid.dims[1:], start=1):
         others = tuple(a for a in range(inside.ndim) if a != axis)
@@ -92,7 +92,7 @@ def _degrees(grid: Curvilinear, values: np.ndarray) -> np.ndarray:
     return np.degrees(values) if grid.radians else values
 
 
-def _corners(grid: Curvilinear, read_rows: ReadRows, rows: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
+def corners(grid: Curvilinear, read_rows: ReadRows, rows: np.ndarray, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Each cell's corners, ``(*block, nv)``: CF bounds as stored, or from a staggered corner grid."""
     if grid.lat_bounds is None or grid.lon_bounds is None:
         raise no_bounds(where, f"{grid.lat}/{grid.lon}")

@@ -29,11 +29,12 @@ from climio.core.datavars import data_variables
 from climio.core.ncio import Schema, Store, Variable
 from climio.core.ncio.schema import AttrValue, fill_value
 from climio.errors import ClimioError
-from climio.subset import curvilinear, distribute, reader, stations
+from climio.subset import curvilinear, distribute, reader, regions, stations
 from climio.subset.grids import Connectivity, Curvilinear, Mesh, Points, Regular, Unsupported, detect, is_longitude
 from climio.core.inputs import Inputs, open_inputs
 from climio.core.ranges import DimRange
-from climio.subset.options import Box
+from climio.subset.options import Area, Box
+from climio.subset.regions import Region
 from climio.subset.selection import Kept, Picked, Selection
 
 if TYPE_CHECKING:
@@ -64,7 +65,9 @@ class Request:
     history: str = ""
     compress: ncio.Settings | None = None  # NCO's -L / --ppc for the output (netCDF-4)
     touching: bool = False  # a box keeps every cell that overlaps it (by its bounds), not only those centred in it
-    mask: bool = False  # data in cells of a curvilinear box's rectangle outside the box become _FillValue
+    mask: bool = False  # data in cells of a box's or region's rectangle outside it become _FillValue
+    region: Region | None = None  # --region: the cells of these polygons, cut as a box is
+    weights: bool = False  # --weights: each kept cell's fraction inside the region, and its area there
     points: stations.Stations | None = None  # --points: the series at these stations, as a CF timeSeries file
     points_inside: bool = False  # a station's cell is the one that contains it, not the one with the nearest centre
     strict: bool = False  # a station off the grid is an error, not a warning and a filled series
@@ -127,12 +130,13 @@ class _Job:
         self.grid = detect(inputs.dims, inputs.variables, inputs.attrs)
         self.names = self._choose_variables()
         self.used = list(dict.fromkeys(d for n in self.names for d in inputs.variables[n].dims))
-        cuts = {r.dim for r in request.ranges} | ({"box"} if request.box is not None else set())
+        cuts = {r.dim for r in request.ranges} | ({"box"} if request.box or request.region else set())
         meshed = isinstance(self.grid, Mesh) and set(self.grid.elements) & set(self.used)
         # a mesh is only renumbered when something cuts it: otherwise its variables are copied as they are
         self.mesh = self.grid if meshed and cuts & ({"box"} | set(self.grid.elements)) else None
         self.selections: dict[str, Selection] = {}
-        self.inside: curvilinear.Rectangle | None = None  # a curvilinear box's rectangle, when --mask asks for it
+        self.inside: curvilinear.Rectangle | None = None  # a box's or region's rectangle, when --mask asks for it
+        self.inside_dims: tuple[str, ...] = ()  # and the grid dimensions it spans
         self.masked: set[str] = set()  # the data variables --mask fills outside the box
         self.counts: list[int] | None = None  # a rectangular SCRIP grid's grid_dims after the cut
         self._rows_read: dict[tuple[str, int, bytes], np.ndarray] | None = None  # a mesh's rows, while selecting
@@ -141,6 +145,7 @@ class _Job:
         self.station_dim = "station"  # --points: the output's station dimension, its names' length, and the names
         self.strlen_dim = "name_strlen"  # of the variables that describe the stations (role -> name)
         self.station_names: dict[str, str] = {}
+        self.weight_names: dict[str, str] = {}  # --weights: "fraction" and "area" -> the variables' names
         self.cell_dims: tuple[str, ...] = ()  # --points: the dimensions that index the grid's cells
         self.aliases: dict[str, str] = {}  # and the dimensions of data beside a mesh file that are its cells
         self.bytes_read = 0
@@ -186,7 +191,8 @@ class _Job:
             if dim not in self.inputs.dims:
                 raise ClimioError(f"-d {ranges[dim].text}: no dimension '{dim}' in the inputs (they have: "
                                   f"{', '.join(self.inputs.dims)})", collective=True)
-        box = self.request.box
+        box: Area | None = self.request.box if self.request.box is not None else self.request.region
+        flag = "--region" if self.request.region is not None else "-b/-X"
         grid = self.grid
         self.notes: list[str] = []
         if self.request.points is not None:
@@ -194,15 +200,16 @@ class _Job:
                 self._select_points(ranges)
             return
         if box is not None and grid is None:
-            raise ClimioError(f"-b/-X: no latitude/longitude coordinates recognised in {self.request.inputs[0]}; "
+            raise ClimioError(f"{flag}: no latitude/longitude coordinates recognised in {self.request.inputs[0]}; "
                               f"select with -d instead", collective=True)
         if isinstance(grid, Unsupported):
-            self._refuse_unsupported(grid, ranges, box)
+            self._refuse_unsupported(grid, ranges, box, flag)
         if box is not None and isinstance(grid, Regular) and (grid.lat is None or grid.lon is None):
             have, lacks = ("latitude", "longitude") if grid.lon is None else ("longitude", "latitude")
             name = grid.lat or grid.lon
-            raise ClimioError(f"-b/-X: {self._file_of(name)} has a {have} '{name}' but no {lacks}, so a "
-                              f"latitude/longitude box does not apply; cut with -d {name},MIN.,MAX. instead",
+            raise ClimioError(f"{flag}: {self._file_of(name)} has a {have} '{name}' but no {lacks}, so a "
+                              f"latitude/longitude {box.kind[4:]} does not apply; cut with -d {name},MIN.,MAX. "
+                              f"instead",
                               collective=True)
         if self.request.touching and box is not None and not isinstance(grid, (Regular, Curvilinear, Points)):
             raise ClimioError(f"--touching: {self._file_of(None)} is on a {grid.family if grid else 'unknown'} grid, "
@@ -219,6 +226,8 @@ class _Job:
         with trace.phase("select"):
             if isinstance(grid, Curvilinear) and box is not None and set(grid.dims) & set(self.used):
                 self._select_rectangle(grid, ranges, box)
+            if isinstance(grid, Regular) and isinstance(box, Region) and {grid.lat, grid.lon} & set(self.used):
+                self._select_rectangle(self._plane(grid), ranges, box)
             for dim in self.used:
                 if dim in self.selections:
                     continue
@@ -227,34 +236,64 @@ class _Job:
                 self.selections[dim] = self._picked(dim, ranges.get(dim), box)
             if self.mesh is not None:
                 self._select_mesh(self.mesh, ranges, box, aliases)
+        if self.request.weights:
+            self._check_weights()
 
-    def _select_rectangle(self, grid: Curvilinear, ranges: dict[str, DimRange], box: Box) -> None:
-        """The index rectangle of a curvilinear grid that holds the box's cells; with --mask, which of its cells
-        are outside the box."""
+    def _select_rectangle(self, grid: Curvilinear, ranges: dict[str, DimRange], box: Area) -> None:
+        """The index rectangle of a curvilinear grid (or a regular one seen as such) that holds the box's or
+        region's cells; with --mask, which of its cells are outside it."""
         for dim in (*grid.dims, *grid.corner_dims):
             if dim in ranges:
                 raise ClimioError(f"-d {ranges[dim].text} and a box both select '{dim}' (a dimension of the "
                                   f"curvilinear grid of {grid.lat}): give one of them", collective=True)
-        rectangle = curvilinear.select(grid, box, self.request.touching, self._read_rows, dict(self.inputs.dims),
+        rows = self._plane_rows if isinstance(self.grid, Regular) else self._read_rows
+        rectangle = curvilinear.select(grid, box, self.request.touching, rows, dict(self.inputs.dims),
                                        self.comm, self._file_of(grid.lat), self.request.mask)
         for dim in (*grid.dims, *grid.corner_dims):  # in the grid's order, as the summary line lists them
             if dim in self.used:
                 self.selections[dim] = Picked(dim, self.inputs.dims[dim], rectangle.picks[dim])
         if self.request.mask:
-            self.inside = rectangle
+            self.inside, self.inside_dims = rectangle, grid.dims
             shapes = {n: (v.dims, v.attrs) for n, v in self.inputs.variables.items()}
             self.masked = {n for n in data_variables(shapes) if n in self.names
                            and set(grid.dims) <= set(self.inputs.variables[n].dims)}
+
+    def _plane(self, grid: Regular) -> Curvilinear:
+        """A regular grid seen as a curvilinear one over its two axes (a region is not a product of ranges)."""
+        lat, lon = str(grid.lat), str(grid.lon)
+        bounded = grid.lat_bounds is not None and grid.lon_bounds is not None
+        return Curvilinear(lat, lon, (lat, lon), grid.lat_bounds if bounded else None,
+                           grid.lon_bounds if bounded else None, radians=grid.radians)
+
+    def _plane_rows(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """Rows of a regular grid's 2-D latitude, longitude or (from the axes' bounds) cell corners, as a
+        curvilinear grid's would be read."""
+        grid = self.grid
+        assert isinstance(grid, Regular) and grid.lat is not None and grid.lon is not None
+        nlon = self.inputs.dims[grid.lon]
+        if name == grid.lat:
+            return np.repeat(self._read_rows(grid.lat, rows)[:, None], nlon, axis=1)
+        if name == grid.lon:
+            return np.repeat(self._read_rows(grid.lon, np.arange(nlon))[None, :], len(rows), axis=0)
+        lat_edges = self._read_rows(str(grid.lat_bounds), rows)  # corners: (south, west) (south, east) ...
+        lon_edges = self._read_rows(str(grid.lon_bounds), np.arange(nlon))
+        low, high = lat_edges.min(axis=1), lat_edges.max(axis=1)
+        if name == grid.lat_bounds:
+            return np.broadcast_to(np.stack([low, low, high, high], axis=-1)[:, None, :], (len(rows), nlon, 4))
+        west, east = lon_edges[:, 0], lon_edges[:, 1]
+        return np.broadcast_to(np.stack([west, east, east, west], axis=-1)[None, :, :], (len(rows), nlon, 4))
 
     def _file_of(self, var: str | None) -> str:
         """The input file that holds a variable (the first input when unknown)."""
         return self.request.inputs[self.inputs.source.get(var, 0) if var is not None else 0]
 
-    def _refuse_unsupported(self, grid: Unsupported, ranges: dict[str, DimRange], box: Box | None) -> None:
-        """A layout climio cannot cut by a box: refuse -b/-X by name, and -d on dimensions others index into."""
+    def _refuse_unsupported(self, grid: Unsupported, ranges: dict[str, DimRange], box: Area | None,
+                            flag: str) -> None:
+        """A layout climio cannot cut by a box: refuse -b/-X (--region) by name, and -d on dimensions others
+        index into."""
         where = self._file_of(grid.var)
         if box is not None:
-            raise ClimioError(f"{where} is {grid.what}: -b/-X is not supported on it; {grid.advice}",
+            raise ClimioError(f"{where} is {grid.what}: {flag} is not supported on it; {grid.advice}",
                               collective=True)
         for dim in ranges:
             if dim in grid.linked:
@@ -262,7 +301,7 @@ class _Job:
                                   f"'{dim}': cutting it would break them; cut another dimension or use -v",
                                   collective=True)
 
-    def _match_dims(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
+    def _match_dims(self, mesh: Mesh, ranges: dict[str, DimRange], box: Area | None,
                     stations_asked: bool = False) -> dict[str, str]:
         """Dimensions of other inputs that are the mesh's elements under another name (data beside a mesh file).
 
@@ -318,7 +357,7 @@ class _Job:
         self.bytes_read += values.nbytes
         return values
 
-    def _picked(self, dim: str, given: DimRange | None, box: Box | None) -> Picked:
+    def _picked(self, dim: str, given: DimRange | None, box: Area | None) -> Picked:
         size = self.inputs.dims[dim]
         grid = self.grid
         boxed = box is not None and ((isinstance(grid, Regular) and dim in (grid.lat, grid.lon))
@@ -337,7 +376,7 @@ class _Job:
                                                    calendar=None if calendar is None else str(calendar)))
         if isinstance(grid, Points) and box is not None:
             return self._picked_points(grid, box)
-        assert isinstance(grid, Regular) and box is not None and coord is not None
+        assert isinstance(grid, Regular) and isinstance(box, Box) and coord is not None
         degrees = np.degrees(coord) if grid.radians else coord.astype(np.float64)
         inside = box.contains_lat(degrees) if dim == grid.lat else box.contains_lon(degrees)
         if self.request.touching:
@@ -348,7 +387,7 @@ class _Job:
         if picked.size == 0:
             what = f"cell of '{dim}' (by its bounds) overlaps" if self.request.touching else f"'{dim}' value"
             raise ClimioError(f"the box selects nothing: no {what} of {self.request.inputs[0]} lies in "
-                              f"{_box_text(box)}", collective=True)
+                              f"{box.description}", collective=True)
         return Picked(dim, size, picked)
 
     def _touching_axis(self, grid: Regular, dim: str, box: Box) -> np.ndarray:
@@ -365,7 +404,7 @@ class _Job:
         first, second = edges[:, 0], edges[:, 1]  # eastward from the first bound to the second
         return box.overlaps_lon(first, first + np.mod(second - first, 360.0))
 
-    def _picked_points(self, grid: Points, box: Box) -> Picked:
+    def _picked_points(self, grid: Points, box: Area) -> Picked:
         """Elements whose 1-D auxiliary latitude/longitude lie in the box (inclusive), in input order, as
         ``ncks -X`` keeps them; each rank tests its block and every rank learns the whole list."""
         size = self.inputs.dims[grid.dim]
@@ -388,12 +427,12 @@ class _Job:
         picked = np.concatenate(self.comm.allgather(local)).astype(np.int64)
         if picked.size == 0:
             how = "overlaps" if touching else "lies in"
-            raise ClimioError(f"the box selects nothing: no {'cell' if touching else 'point'} of '{grid.dim}' in "
-                              f"{self._file_of(grid.lat)} ({grid.lat}, {grid.lon}) {how} {_box_text(box)}",
+            raise ClimioError(f"{box.kind} selects nothing: no {'cell' if touching else 'point'} of '{grid.dim}' in "
+                              f"{self._file_of(grid.lat)} ({grid.lat}, {grid.lon}) {how} {box.description}",
                               collective=True)
         return Picked(grid.dim, size, picked)
 
-    def _picked_rows(self, grid: Points, box: Box) -> Picked:
+    def _picked_rows(self, grid: Points, box: Area) -> Picked:
         """On a logically rectangular SCRIP grid, the cells of the index rectangle that holds the box's cells
         (:mod:`climio.subset.curvilinear` on its rows), in row order; ``grid_dims`` becomes the rectangle's."""
         assert grid.count is not None
@@ -415,7 +454,7 @@ class _Job:
         self.counts = [len(x), len(y)]
         return Picked(grid.dim, size, (y[:, None] * nx + x[None, :]).ravel())
 
-    def _select_mesh(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
+    def _select_mesh(self, mesh: Mesh, ranges: dict[str, DimRange], box: Area | None,
                      aliases: dict[str, str] | None = None) -> None:
         self._rows_read = {}
         try:
@@ -423,7 +462,7 @@ class _Job:
         finally:
             self._rows_read = None
 
-    def _select_mesh_elements(self, mesh: Mesh, ranges: dict[str, DimRange], box: Box | None,
+    def _select_mesh_elements(self, mesh: Mesh, ranges: dict[str, DimRange], box: Area | None,
                               aliases: dict[str, str] | None = None) -> None:
         comm = self.comm
         aliases = aliases or {}
@@ -451,7 +490,7 @@ class _Job:
             primary.mask &= np.isin(mine, ranges[mesh.primary].resolve(primary.size, None, False))
         primary.number()
         if primary.count == 0:
-            where = _box_text(box) if box is not None else f"-d {ranges[mesh.primary].text}"
+            where = box.description if box is not None else f"-d {ranges[mesh.primary].text}"
             raise ClimioError(f"{where} selects no cell of the {mesh.family} mesh in {self._mesh_file(mesh)}",
                               collective=True)
         self._check_links(mesh, primary.local_kept())
@@ -618,6 +657,78 @@ class _Job:
         if self._rows_read is not None:
             self._rows_read[key] = data
         return data
+
+    # -- a region's weights (--weights) -----------------------------------------------------------
+    def _weight_dims(self) -> tuple[str, ...]:
+        """The dimensions of the grid's cells, which the weights span."""
+        grid = self.grid
+        if isinstance(grid, Regular):
+            return (str(grid.lat), str(grid.lon))
+        if isinstance(grid, Curvilinear):
+            return grid.dims
+        return (grid.dim,) if isinstance(grid, Points) else (grid.primary,) if isinstance(grid, Mesh) else ()
+
+    def _check_weights(self) -> None:
+        """--weights needs a region and the cells' outlines; it names the variables it adds."""
+        grid, where = self.grid, self._file_of(None)
+        if self.request.region is None:
+            raise ClimioError("--weights applies to a region: give --region FILE[:NAME]", collective=True)
+        if isinstance(grid, Mesh):
+            bounded = grid.corner_links is not None and grid.node_lat is not None
+        else:
+            bounded = isinstance(grid, (Regular, Curvilinear, Points)) and grid.lat_bounds is not None \
+                and grid.lon_bounds is not None
+        if not bounded or not all(d in self.selections for d in self._weight_dims()):
+            raise ClimioError(f"--weights: {where} gives its cells no bounds (no CF 'bounds' attribute, no mesh "
+                              f"corners), so their part in the region is unknown; leave out --weights",
+                              collective=True)
+        taken = set(self.inputs.variables)
+        self.weight_names = {k: _free_name((f"region_{k}", f"region_{k}_weight"), taken) for k in ("fraction", "area")}
+
+    def _weight_variables(self) -> list[Variable]:
+        dims = self._weight_dims()
+        return [Variable(self.weight_names["fraction"], "f8", dims, {
+                    "long_name": f"fraction of the cell's area inside {self.request.region.description}",
+                    "units": "1", "comment": "exact intersection of the cell and the region as polygons in the "
+                    "longitude-latitude plane"}),
+                Variable(self.weight_names["area"], "f8", dims, {
+                    "standard_name": "cell_area", "units": "m2",
+                    "long_name": f"area of the cell inside {self.request.region.description}",
+                    "comment": f"the cell's area on a sphere of radius {regions.EARTH_RADIUS_M:.0f} m times "
+                    f"{self.weight_names['fraction']}: a region's mean is the sum of a field times this, over its "
+                    f"sum"})]
+
+    def _write_weights(self, out: Store) -> None:
+        """Each rank its block of the output's cells (along their first dimension): fraction and area."""
+        grid, region = self.grid, self.request.region
+        assert region is not None
+        dims = self._weight_dims()
+        start, mine = self.selections[dims[0]].share(self.comm)
+        rest = [self.selections[d].indices for d in dims[1:]]  # type: ignore[union-attr]
+        if isinstance(grid, Regular):
+            lat_c, lon_c = (self._plane_rows(str(name), mine)[:, rest[0]]
+                            for name in (grid.lat_bounds, grid.lon_bounds))
+            scale = np.degrees if grid.radians else np.asarray
+            lat_c, lon_c = scale(lat_c.astype(np.float64)), scale(lon_c.astype(np.float64))
+            areas = regions.rectangle_areas(np.stack([lat_c[:, 0, 0], lat_c[:, 0, 2]], axis=1),
+                                            np.stack([lon_c[0, :, 0], lon_c[0, :, 1]], axis=1)) if mine.size \
+                else np.zeros((0, len(rest[0])))
+        else:
+            if isinstance(grid, Curvilinear):
+                lat_c, lon_c = curvilinear.corners(grid, self._read_rows, mine, self._file_of(grid.lat))
+                lat_c, lon_c = (c[(slice(None), *np.ix_(*rest))] if rest else c for c in (lat_c, lon_c))
+            elif isinstance(grid, Points):
+                scale = np.degrees if grid.radians else np.asarray
+                lat_c, lon_c = (scale(self._read_rows(str(n), mine).astype(np.float64))
+                                for n in (grid.lat_bounds, grid.lon_bounds))
+            else:
+                assert isinstance(grid, Mesh)
+                lat_c, lon_c = self._corners(grid, mine)
+            areas = regions.polygon_areas(lat_c, lon_c)
+        fractions = region.fractions(lat_c, lon_c)
+        at = Hyperslab((start, *(0,) * len(rest)), fractions.shape)
+        out.write(self.weight_names["fraction"], fractions, at)
+        out.write(self.weight_names["area"], fractions * areas, at)
 
     # -- stations (--points) -----------------------------------------------------------------------
     def _select_points(self, ranges: dict[str, DimRange]) -> None:
@@ -858,10 +969,13 @@ class _Job:
             dims[self.strlen_dim] = max(1, *(len(n.encode()) for n in self.request.points.names))
             variables += self._station_variables()
             attrs["featureType"] = "timeSeries"
+        if self.weight_names:
+            variables += self._weight_variables()
             attrs["Conventions"] = _with_dsg(str(attrs.get("Conventions", "")))
         history = self.request.history
         if self.masked:
-            outside = "that do not overlap the box" if self.request.touching else "whose centre lies outside the box"
+            area = "the region" if self.request.region is not None else "the box"
+            outside = f"that do not overlap {area}" if self.request.touching else f"whose centre lies outside {area}"
             history += (": " if history else "") + f"{', '.join(sorted(self.masked))} set to _FillValue in the " \
                 f"cells of the index rectangle {outside} (--mask)"
         if history:
@@ -880,6 +994,8 @@ class _Job:
         dims = self._out_dims(var)
         if dims != var.dims:
             self._as_series(attrs, var.numpy_dtype)
+        if self.weight_names and set(self._weight_dims()) <= set(var.dims) and var.name in self._data_names:
+            attrs["cell_measures"] = f"area: {self.weight_names['area']}"
         if not ncio.get_mode(self.mode).compressible:  # a classic output stores no filters
             return Variable(var.name, var.numpy_dtype, dims, attrs)
         if dims != var.dims:  # netCDF-C chooses a series' chunks
@@ -900,6 +1016,11 @@ class _Job:
         if self.located.off.any() and "_FillValue" not in attrs:
             attrs["_FillValue"] = np.asarray(attrs.get("missing_value", fill_value({}, dtype)), dtype=dtype).ravel()[0]
 
+    @property
+    def _data_names(self) -> set[str]:
+        """The inputs' data variables (not coordinates, bounds or topology)."""
+        return set(data_variables({n: (v.dims, v.attrs) for n, v in self.inputs.variables.items()}))
+
     def _connectivity(self, name: str) -> Connectivity | None:
         if self.mesh is None:
             return None
@@ -918,6 +1039,8 @@ class _Job:
             for var in self._provenance():
                 start, indices = self.selections[var.dims[0]].share(self.comm)
                 out.write(var.name, indices, Hyperslab((start,), (len(indices),)))
+            if self.weight_names:
+                self._write_weights(out)
             if self.located is not None and self.request.points is not None:
                 out.write_many([(name, data, None) for name, data in self._station_data().items()])
                 names = np.array([list(n.encode()) + [0] * (schema.dims[self.strlen_dim] - len(n.encode()))
@@ -1008,8 +1131,8 @@ class _Job:
 
     def _outside_filled(self, var: Variable, data: np.ndarray, axes: list[np.ndarray]) -> np.ndarray:
         """A piece of a data variable with its cells outside the box set to its fill value (``--mask``)."""
-        assert self.inside is not None and self.inside.inside is not None and isinstance(self.grid, Curvilinear)
-        grid_dims = self.grid.dims
+        assert self.inside is not None and self.inside.inside is not None
+        grid_dims = self.inside_dims
         where = [var.dims.index(d) for d in grid_dims]
         positions = []
         for dim, axis in zip(grid_dims, where):  # input index -> position in the rectangle
@@ -1067,5 +1190,3 @@ def _wrapped(picked: np.ndarray, size: int) -> np.ndarray:
     return np.concatenate([picked[gap:], picked[:gap]])
 
 
-def _box_text(box: Box) -> str:
-    return f"the box {box.south:g}..{box.north:g}N, {box.west:g}..{box.east:g}E"

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from climio.errors import ClimioError
+from climio.subset.regions import Region
 
 
 
@@ -21,6 +22,12 @@ class Box:
     south: float
     west: float
     east: float
+
+    kind = "the box"
+
+    @property
+    def description(self) -> str:
+        return f"the box {self.south:g}..{self.north:g}N, {self.west:g}..{self.east:g}E"
 
     @property
     def width(self) -> float:
@@ -137,3 +144,6 @@ def parse_box(text: str, option: str) -> Box:
         if not -360.0 <= lon <= 360.0:
             raise ClimioError(f"{option} {text}: longitude {lon:g} is outside -360..360", collective=True)
     return Box(north, south, west, east)
+
+
+Area = Box | Region  # what -b/-X or --region cut: both tell which points and cells they hold

@@ -23,6 +23,7 @@ import numpy as np
 
 from climio.core.decomp import block_range
 from climio.errors import ClimioError
+from climio.subset import curvilinear
 from climio.subset.grids import Curvilinear, Mesh, Points, Regular
 
 if TYPE_CHECKING:
@@ -368,7 +369,7 @@ def locate(points: Stations, grid: Regular | Curvilinear | Points | Mesh, sizes:
     else:
         scale = np.degrees if grid.radians else np.asarray
         lat, lon = (scale(rows(name, block).astype(np.float64)).ravel() for name in (grid.lat, grid.lon))
-        outline = _outlines(grid, block, rows, scale) if bounded else None
+        outline = _outlines(grid, block, rows, where) if bounded else None
     search = Search(comm, index, lat, lon)
     xyz = points.xyz
     holder = None
@@ -423,17 +424,14 @@ def _refuse_inside(grid: Regular | Curvilinear | Points | Mesh, where: str) -> N
                       f"attribute); leave out --points-inside for the nearest cell", collective=True)
 
 
-def _outlines(grid: Curvilinear | Points, block: np.ndarray, rows: Rows,
-              scale: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _outlines(grid: Curvilinear | Points, block: np.ndarray, rows: Rows, where: str) -> tuple[np.ndarray, np.ndarray]:
     """The corners (cells, nv) in degrees of a block of rows: CF bounds, or a staggered corner grid (GEOS)."""
-    out = []
-    for name in (grid.lat_bounds, grid.lon_bounds):
-        values = scale(rows(str(name), block).astype(np.float64))
-        if isinstance(grid, Curvilinear) and grid.corner_dims:  # (faces, Y + 1, X + 1) -> (faces, Y, X, 4)
-            values = np.stack([values[..., :-1, :-1], values[..., :-1, 1:], values[..., 1:, 1:],
-                               values[..., 1:, :-1]], axis=-1)
-        out.append(values.reshape(-1, values.shape[-1]))
-    return out[0], out[1]
+    if isinstance(grid, Curvilinear):
+        lat, lon = curvilinear.corners(grid, rows, block, where)
+    else:
+        scale = np.degrees if grid.radians else np.asarray
+        lat, lon = (scale(rows(str(name), block).astype(np.float64)) for name in (grid.lat_bounds, grid.lon_bounds))
+    return lat.reshape(-1, lat.shape[-1]), lon.reshape(-1, lon.shape[-1])
 
 
 def _extent(centres: np.ndarray, edges: np.ndarray | None) -> tuple[float, float]:
