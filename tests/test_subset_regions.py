@@ -252,6 +252,25 @@ def test_regions_mask_equals_cdo_maskregion(runs: dict[str, Any], tmp_path: Path
     assert (~np.ma.getmaskarray(cdo)).sum() == (~np.ma.getmaskarray(out["o3"])).sum()  # nothing kept elsewhere
 
 
+def test_a_shapefile_gives_what_its_geojson_gives(runs: dict[str, Any], tmp_path: Path) -> None:
+    """The Ring (a polygon with a hole) written as a shapefile by pyshp: the same cut, mask and weights."""
+    import shapefile
+
+    with shapefile.Writer(str(tmp_path / "ring")) as writer:
+        writer.field("NAME", "C")
+        writer.poly([ring if k == 0 else ring[::-1] for k, ring in enumerate(REGIONS["Ring"])])
+        writer.record("Ring")
+    out = tmp_path / "ring.nc"
+    (result,) = run_table([["subset", "--mask", "--weights", "--region", f"{tmp_path / 'ring.shp'}:Ring", str(O3),
+                            str(out)]], None, tmp_path / "batch")
+    assert result.returncode == 0, result.stderr
+    ours, theirs = _read(out), _read(runs["outputs"][None]["o3_ring"])
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        np.testing.assert_array_equal(np.ma.getmaskarray(ours[name]), np.ma.getmaskarray(theirs[name]), name)
+        np.testing.assert_array_equal(ours[name], theirs[name], name)
+
+
 REFUSALS = {
     "weights_without_bounds": (["--weights", "--region", "{g}:Benelux", str(EUR)], "gives its cells no bounds"),
     "no_such_name": (["--region", "{g}:Atlantis", str(O3)], "no feature of"),
