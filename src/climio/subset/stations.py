@@ -67,6 +67,12 @@ def read_stations(path: str) -> Stations:
         names, lat, lon = _from_geojson(path)
     else:
         names, lat, lon = _from_csv(path)
+    return make_stations(path, names, lat, lon)
+
+
+def make_stations(path: str, names: list[str], lat: list[float], lon: list[float]) -> Stations:
+    """Stations from names and degrees, checked: some, with unique names, on the globe. ``path`` names where
+    they come from in messages."""
     if not names:
         raise ClimioError(f"--points {path}: no stations in the file", collective=True)
     seen: dict[str, int] = {}

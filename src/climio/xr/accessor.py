@@ -29,9 +29,13 @@ from climio.eva import api
 if TYPE_CHECKING:
     from mpi4py import MPI
 
+    from climio.subset.stations import Stations
+
 # subset's keywords by the command's flags, which the checks it shares with the command name (api_words)
 SUBSET_WORDS = {**ncio.API_WORDS, "-v": "variables", "-d": "range", "-b": "box", "-X": "lonlat",
-                "--touching": "touching=True", "--mask": "mask=True"}
+                "--touching": "touching=True", "--mask": "mask=True", "--points-inside": "inside=True",
+                "--strict": "strict=True", "--weights": "weights=True", "--points": "stations",
+                "--region": "region"}
 
 
 class _Climio:
@@ -54,7 +58,9 @@ class _Climio:
     def subset(self, *ranges: str, variables: Iterable[str] | None = None, box: str | None = None,
                lonlat: str | None = None, path: str | os.PathLike[str] | None = None, mode: str | None = None,
                comm: MPI.Comm | None = None, overwrite: bool = False, deflate: int | None = None,
-               ppc: Iterable[str] | None = None, touching: bool = False, mask: bool = False) -> xr.Dataset:
+               ppc: Iterable[str] | None = None, touching: bool = False, mask: bool = False,
+               region: str | None = None, weights: bool = False, stations: Stations | None = None,
+               inside: bool = False, strict: bool = False) -> xr.Dataset:
         """Cut the files this object was opened from as ``climio subset`` cuts them (collective over ``comm``).
 
         ``ranges`` are ``-d`` ranges (``"time,2005-06-01,2005-08-31"``, ``"lat,0.,90."``), ``variables`` is
@@ -62,7 +68,9 @@ class _Climio:
         ``box`` is ``-b NORTH,SOUTH,EAST,WEST`` and ``lonlat``
         ``-X LONMIN,LONMAX,LATMIN,LATMAX``; on a mesh, the cells in the box with their corners and edges,
         renumbered; on a curvilinear grid, the index rectangle that holds its cells (``touching`` and ``mask`` as
-        the command's ``--touching``, ``--mask``). The files are the object's sources (``engine="climio"``, :func:`climio.open_mfdataset`, or any
+        the command's ``--touching``, ``--mask``). ``region`` is ``--region FILE[:NAME]`` (with ``weights``,
+        ``touching`` and ``mask`` as the command's); ``stations`` the series at stations (:meth:`points`). The
+        files are the object's sources (``engine="climio"``, :func:`climio.open_mfdataset`, or any
         engine that opened one file), read from disk whatever was changed in memory since. With ``path`` the cut
         is written there (``mode``, ``deflate``, ``ppc`` as the command's ``--mode``, ``-L``, ``--ppc``) and
         opened lazily; without it, the cut is loaded into memory and no file is left."""
@@ -73,10 +81,15 @@ class _Climio:
         from climio.subset.job import subset as cut
         from climio.subset.options import parse_box
 
-        if box is not None and lonlat is not None:
-            raise ClimioError("subset: give box= or lonlat=, not both")
-        if (touching or mask) and box is None and lonlat is None:
-            raise ClimioError(f"subset: {'touching' if touching else 'mask'}= applies to a box: give box= or lonlat=")
+        from climio.subset.regions import read_region
+
+        if sum(x is not None for x in (box, lonlat, region, stations)) > 1:
+            raise ClimioError("subset: give one of box=, lonlat=, region= and stations")
+        if (touching or mask) and box is None and lonlat is None and region is None:
+            raise ClimioError(f"subset: {'touching' if touching else 'mask'}= applies to a box or a region: give "
+                              f"box=, lonlat= or region=")
+        if weights and region is None:
+            raise ClimioError("subset: weights= applies to a region: give region=")
         sources, join = _sources(self._obj)
         names = [str(v) for v in variables] if variables is not None else \
             None if isinstance(self._obj, xr.Dataset) else [str(self._obj.name)]
@@ -85,13 +98,18 @@ class _Climio:
         target = os.fspath(path) if path is not None else os.path.join(str(folder), "subset.nc")
         given = [*([f"-v {','.join(names)}"] if names else []), *(f"-d {r}" for r in ranges),
                  *([f"-b {box}"] if box else []), *([f"-X {lonlat}"] if lonlat else []),
-                 *(["--touching"] if touching else []), *(["--mask"] if mask else [])]
+                 *(["--touching"] if touching else []), *(["--mask"] if mask else []),
+                 *([f"--region {region}"] if region else []), *(["--weights"] if weights else []),
+                 *([f"--points {stations.path}"] if stations is not None else []),
+                 *(["--points-inside"] if inside else []), *(["--strict"] if strict else [])]
         request = Request(inputs=sources, output=target, variables=names,
                           ranges=[parse_dim_range(text) for text in ranges],
                           box=parse_box(box, "-b") if box else parse_box(lonlat, "-X") if lonlat else None,
                           join=join, mode=mode, overwrite=overwrite,
                           history=" ".join(["climio (xarray) subset", *given]),
-                          compress=settings(deflate, list(ppc) if ppc else None, None), touching=touching, mask=mask)
+                          compress=settings(deflate, list(ppc) if ppc else None, None), touching=touching, mask=mask,
+                          region=read_region(region) if region else None, weights=weights, points=stations,
+                          points_inside=inside, strict=strict)
         try:
             cut(request, comm)
             if folder is None:
@@ -108,6 +126,28 @@ class _Climio:
         finally:
             if folder is not None and comm.Get_rank() == 0:
                 shutil.rmtree(folder, ignore_errors=True)
+
+    def points(self, stations: str | os.PathLike[str] | Mapping[str, tuple[float, float]], *ranges: str,
+               **options: Any) -> xr.Dataset:
+        """The series at stations, as ``climio subset --points`` writes them (a CF timeSeries Dataset): each
+        station's nearest cell, or with ``inside=True`` the one that holds it (``strict=True``: a station off
+        the grid is an error). ``stations`` is a points file (CSV, GeoJSON, netCDF) or a mapping from names to
+        (latitude, longitude) in degrees; ``ranges`` and ``options`` as :meth:`subset`'s (``path=`` writes the
+        file and opens it lazily)."""
+        from climio.subset.stations import make_stations, read_stations
+
+        if isinstance(stations, Mapping):
+            names = [str(n) for n in stations]
+            given = make_stations("(a mapping)", names, [float(stations[n][0]) for n in stations],
+                                  [float(stations[n][1]) for n in stations])
+        else:
+            given = read_stations(os.fspath(stations))
+        return self.subset(*ranges, stations=given, **options)
+
+    def region(self, region: str, *ranges: str, **options: Any) -> xr.Dataset:
+        """The cells of a region, as ``climio subset --region`` cuts them: ``region`` is ``FILE[:NAME]`` (or
+        ``FILE:KEY=VALUE``); ``touching=``, ``mask=``, ``weights=`` and the rest as :meth:`subset`'s."""
+        return self.subset(*ranges, region=region, **options)
 
     @api_words(ncio.API_WORDS)
     def to_netcdf(self, path: str | os.PathLike[str], mode: str = "hdf5", comm: MPI.Comm | None = None, *,
