@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 from climio.commands.common import Paths, Subcommands, compression, compression_options, history, number_list
 from climio.errors import ClimioError
@@ -66,6 +67,14 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     eva.add_argument("--mode", help="output storage mode (default: the first input's format, as NCO keeps it)")
     eva.add_argument("--plot", metavar="MAP.png",
                      help="also draw maps of the longest return period's level and of the shape parameter (PNG)")
+    where = eva.add_mutually_exclusive_group()
+    where.add_argument("--points", metavar="FILE", help="fit the series at these stations only (a CSV with "
+                       "name,lat,lon, a GeoJSON of points or a netCDF of stations), each at its nearest cell as "
+                       "climio subset --points takes it; the stations' names go to the output")
+    where.add_argument("--region", metavar="FILE[:NAME]", help="fit the cells inside a region only (GeoJSON or "
+                       "shapefile), as climio subset --region --mask cuts it")
+    eva.add_argument("--points-inside", action="store_true", help="with --points: the cell that contains each "
+                     "station")
     eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT (and MAP.png) if it exists")
     eva.set_defaults(func=run, paths=written)
 
@@ -86,6 +95,32 @@ def observations_per_year(text: str | None) -> float | str | None:
         return float(text)
     except ValueError:
         return text
+
+
+def _at_stations_or_region(args: argparse.Namespace, out: str, comm: MPI.Comm, opts: Any) -> Any:
+    """eva on the stations' series or the region's cells: cut by ``climio subset`` into a scratch folder beside the
+    output (every rank sees it, as it sees the output), fitted there, the folder removed whatever happens."""
+    import shutil
+
+    from climio.core import mpi, registry
+    from climio.eva import job
+    from climio.subset.job import Request, subset
+    from climio.subset.regions import read_region
+    from climio.subset.stations import read_stations
+
+    points = read_stations(args.points) if args.points else None
+    region = read_region(args.region) if args.region else None
+    folder = mpi.agree(comm, lambda: registry.scratch_directory("climio-subset-", os.path.dirname(out) or "."))
+    try:
+        cut = os.path.join(folder, "cut.nc")
+        subset(Request(inputs=args.files[:-1], output=cut, variables=[args.var] if args.var else None,
+                       join=None, points=points, points_inside=args.points_inside, region=region,
+                       mask=region is not None), comm)
+        return job.run([cut], out, comm, opts, history(args.argv))
+    finally:
+        comm.Barrier()  # every rank is done reading the cut
+        if comm.Get_rank() == 0:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def run(args: argparse.Namespace, comm: MPI.Comm) -> None:
@@ -110,7 +145,12 @@ def run(args: argparse.Namespace, comm: MPI.Comm) -> None:
                        decluster=None if args.decluster is None else decluster.parse(args.decluster),
                        covariate=args.covariate, covariate_at=tuple(args.covariate_at or ()))
     out = args.files[-1]
-    summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))
+    if args.points_inside and args.points is None:
+        raise ClimioError("--points-inside applies to stations: give --points FILE", collective=True)
+    if args.points is None and args.region is None:
+        summary = job.run(args.files[:-1], out, comm, opts, history(args.argv))
+    else:
+        summary = _at_stations_or_region(args, out, comm, opts)
     if comm.Get_rank() == 0:
         statuses = ", ".join(f"{k} {v}" for k, v in summary.status_counts.items())
         files = f"{summary.files} files, " if summary.files > 1 else ""

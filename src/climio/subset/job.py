@@ -1012,6 +1012,8 @@ class _Job:
         kept = set(self.names)
         words = [w for w in str(attrs.get("coordinates", "")).split() if w in kept]
         attrs["coordinates"] = " ".join([*words, *(self.station_names[r] for r in ("lat", "lon", "station_name"))])
+        described = [self.station_names[r] for r in ("cell_lat", "cell_lon", "distance")]
+        attrs["ancillary_variables"] = " ".join([*described, *(f"{d}_original_index" for d in self.cell_dims)])
         attrs.pop("grid_mapping", None)
         if self.located.off.any() and "_FillValue" not in attrs:
             attrs["_FillValue"] = np.asarray(attrs.get("missing_value", fill_value({}, dtype)), dtype=dtype).ravel()[0]
