@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 EARTH_RADIUS_M = 6_371_000.0  # the mean radius; distances in the output are on this sphere
 TIE = 1e-9  # distances whose ratio is within this of 1 are equal: the lowest cell index wins
 CANDIDATES = 16  # the cells nearest a station that are tested for containing it
+SPACING_NEIGHBOURS = 8  # a cell's nearest centres looked at for its spacing
 UNBOUNDED_REACH = 1.5  # without cell bounds, a station this many spacings from the nearest centre is off the grid
 NAME_COLUMNS = ("name", "station", "station_name", "id", "site")
 LAT_COLUMNS = ("lat", "latitude")
@@ -310,15 +311,16 @@ class Search:
         return (np.fmax.reduce([a for a, _ in gathered]), np.fmax.reduce([b for _, b in gathered]))
 
     def spacing(self, cells: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        """Great-circle distance (m) from each given cell's centre to the nearest other centre."""
+        """Great-circle distance (m) from each given cell's centre to the nearest other centre (one at another
+        place: a grid that repeats a centre, as along a tripolar fold, is not spaced by it)."""
         chord = np.full(len(cells), np.inf)
-        if self.tree is not None and len(cells) and self.index.size > 1:
-            found_chord, found = self.tree.query(unit_vectors(lat, lon), k=2)
-            other = np.where(self.index[found[:, 0]] == cells, found_chord[:, 1], found_chord[:, 0])
-            chord = np.where(np.isfinite(lat), other, np.inf)
-        elif self.tree is not None and len(cells):
-            found_chord, found = self.tree.query(unit_vectors(lat, lon), k=1)
-            chord = np.where(self.index[np.atleast_1d(found)] == cells, np.inf, found_chord)
+        known = np.isfinite(lat) & np.isfinite(lon)
+        if self.tree is not None and known.any():
+            k = min(SPACING_NEIGHBOURS, self.index.size)
+            found_chord, found = self.tree.query(unit_vectors(lat[known], lon[known]), k=k)
+            found_chord, found = found_chord.reshape(-1, k), np.asarray(found).reshape(-1, k)
+            apart = (self.index[found] != cells[known, None]) & (found_chord > 0)
+            chord[known] = np.min(np.where(apart, found_chord, np.inf), axis=1)
         chord = _least(self.comm, chord)
         return np.where(np.isfinite(chord), 2 * EARTH_RADIUS_M * np.arcsin(np.minimum(chord / 2, 1.0)), np.inf)
 
