@@ -54,8 +54,6 @@ REFUSED = {
     "box-and-range": ((EUR, "-X", "0,10,40,50", "-d", "rlat,0,5"), ("-d rlat,0,5 and a box both select 'rlat'",)),
     "touching-nothing": ((REAL / "tas_day_CESM2-WACCM_historical_r1i1p1f1_gn_20000101-20091231.nc", "-X",
                           "100,200,10,20", "--touching"), ("no cell of 'lat' (by its bounds) overlaps",)),
-    "touching-on-a-mesh": ((DATA / "meshes" / "mesh.QU.1920km.151026.nc", "-X", "0,10,0,10", "--touching"),
-                           ("--touching:", "mpas grid, whose cells are chosen by their centre")),
 }
 GEOMETRY = {"eur": ("lat", "lon", None), "eur-bounds": ("lat", "lon", ("lat_vertices", "lon_vertices")),
             "nam": ("lat", "lon", None),

@@ -13,6 +13,8 @@ Four regions (tests write them as GeoJSON): a box over the Benelux, one across t
   from its bounds as a polygon, intersected with the region and its shifted copies, over the cell's area) to
   1e-9, and ``region_area`` is the fraction times the cell's area on the sphere; a cell whose corners are all
   inside has fraction 1;
+* ``--touching`` on the MPAS mesh (a region, and a box): the cells whose outline from their corner nodes
+  overlaps, by centre or by a positive intersection computed here;
 * CDO's ``maskregion`` masks the same cells of the regular grid for the Benelux box;
 * 2 and 3 ranks write the same file as 1.
 """
@@ -51,6 +53,7 @@ REGIONS = {
     "Dateline": [[[170, -20], [190, -20], [190, 20], [170, 20], [170, -20]]],
     "Ring": [[[-20, 30], [40, 30], [40, 70], [-20, 70], [-20, 30]], [[0, 40], [20, 40], [20, 60], [0, 60], [0, 40]]],
     "Arctic": [[[-180, 66.5], [180, 66.5], [180, 90], [-180, 90], [-180, 66.5]]],
+    "MJO": [[[90, -20], [160, -20], [160, 20], [90, 20], [90, -20]]],  # -b 20,-20,160,90 as a polygon
 }
 CASES = {  # name -> (input, region, options)
     "o3_benelux": (O3, "Benelux", ["--mask", "--weights"]),
@@ -62,6 +65,8 @@ CASES = {  # name -> (input, region, options)
     "geos_arctic": (GEOS, "Arctic", ["--weights"]),
     "icon_dateline": (ICON, "Dateline", ["--weights"]),
     "mpas_arctic": (MPAS, "Arctic", ["--weights"]),
+    "mpas_arctic_touching": (MPAS, "Arctic", ["--touching"]),
+    "mpas_box_touching": (MPAS, None, ["--touching", "-b", "20,-20,160,90"]),
 }
 
 
@@ -82,8 +87,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         folder = base / f"n{nranks or 1}"
         folder.mkdir()
         outputs[nranks] = {case: folder / f"{case}.nc" for case in CASES}
-        argv = [["subset", *options, "--region", f"{path}:{region}", str(source), str(outputs[nranks][case])]
-                for case, (source, region, options) in CASES.items()]
+        argv = [["subset", *options, *(["--region", f"{path}:{region}"] if region else []), str(source),
+                 str(outputs[nranks][case])] for case, (source, region, options) in CASES.items()]
         results[nranks] = dict(zip(CASES, run_table(argv, nranks, base / f"batch{nranks or 1}", timeout=120)))
     return {"outputs": outputs, "results": results, "geojson": path}
 
@@ -233,6 +238,28 @@ def test_regions_on_icon_and_mpas(runs: dict[str, Any]) -> None:
         elif abs(lat[cell]) < 89:  # a cell across the cap's edge, not around the pole
             expected = _fractions(v_lat[corners][None], v_lon[corners][None], "Arctic")[0]
             assert mpas["region_fraction"][k] == pytest.approx(expected, abs=1e-9)
+
+
+@pytest.mark.parametrize("case", ["mpas_arctic_touching", "mpas_box_touching"])
+def test_touching_on_a_mesh_keeps_every_cell_that_overlaps(runs: dict[str, Any], case: str) -> None:
+    """With --touching a mesh keeps the cells whose outline (from verticesOnCell) shares area with the region or
+    box: by centre, or by a positive intersection computed here; the pole's cell is in the cap by its centre."""
+    out = _read(runs["outputs"][None][case])
+    with netCDF4.Dataset(MPAS) as ds:
+        lat, lon = np.degrees(ds["latCell"][:]), np.degrees(ds["lonCell"][:])
+        vertices, sides = ds["verticesOnCell"][:], ds["nEdgesOnCell"][:]
+        v_lat, v_lon = np.degrees(ds["latVertex"][:]), np.degrees(ds["lonVertex"][:])
+    region = "Arctic" if case == "mpas_arctic_touching" else "MJO"
+    kept = []
+    for cell in range(len(lat)):
+        corners = vertices[cell, :sides[cell]] - 1
+        overlap = abs(lat[cell]) < 89 and _fractions(v_lat[corners][None], v_lon[corners][None], region)[0] > 0
+        if overlap or _centres_inside(lat[cell:cell + 1], lon[cell:cell + 1], region)[0]:
+            kept.append(cell)
+    np.testing.assert_array_equal(out["nCells_original_index"], kept)
+    by_centre = _read(runs["outputs"][None]["mpas_arctic"])["nCells_original_index"]
+    if case == "mpas_arctic_touching":
+        assert set(by_centre) < set(kept)
 
 
 def test_regions_mask_equals_cdo_maskregion(runs: dict[str, Any], tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ geometries, 3-D and 1-D UGRID meshes, and grids whose 1-D axes are their own rat
 with no 2-D latitude/longitude to read instead (a projection's ``projection_x_coordinate`` alone).
 ``-b``/``-X`` is refused on them by name; ``-v`` and ``-d`` still work.
 
-On a mesh a cell (face) is kept when its centre is inside the box; the ``closure``
+On a mesh a cell (face) is kept when its centre is inside the box (with ``--touching``, when its outline
+from its corner nodes shares some area with it); the ``closure``
 connectivities then keep every corner and edge of the kept cells (and, on UGRID, every node of
 a kept edge).
 """

@@ -211,9 +211,12 @@ class _Job:
                               f"latitude/longitude {box.kind[4:]} does not apply; cut with -d {name},MIN.,MAX. "
                               f"instead",
                               collective=True)
-        if self.request.touching and box is not None and not isinstance(grid, (Regular, Curvilinear, Points)):
-            raise ClimioError(f"--touching: {self._file_of(None)} is on a {grid.family if grid else 'unknown'} grid, "
-                              f"whose cells are chosen by their centre; leave out --touching", collective=True)
+        outlined = isinstance(grid, (Regular, Curvilinear, Points)) or (
+            isinstance(grid, Mesh) and grid.corner_links is not None and grid.node_lat is not None)
+        if self.request.touching and box is not None and not outlined:
+            raise ClimioError(f"--touching: {self._file_of(None)} is on a {grid.family if grid else 'unknown'} grid "
+                              f"without cell corners, whose cells are chosen by their centre; leave out --touching",
+                              collective=True)
         aliases: dict[str, str] = {}
         if isinstance(grid, Mesh):
             aliases = self._match_dims(grid, ranges, box)
@@ -485,7 +488,10 @@ class _Job:
         if box is not None:
             lat, lon = self._centres(mesh, mine)
             with np.errstate(invalid="ignore"):
-                primary.mask &= box.contains(lat, lon)
+                inside = box.contains(lat, lon)
+                if self.request.touching:  # or whose outline, from its corners, shares some area with it
+                    inside |= box.touches(*self._corners(mesh, mine))
+                primary.mask &= inside
         if mesh.primary in ranges:
             primary.mask &= np.isin(mine, ranges[mesh.primary].resolve(primary.size, None, False))
         primary.number()
