@@ -97,6 +97,9 @@ install_climio() {
     # cfunits comes only as a (pure Python) source package: built with the venv's setuptools.
     "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-build-isolation -c "$lock" \
         pytest pytest-timeout pytest-xdist cfchecker cfunits future
+    # the tests' reference for region masks (regionmask, with geopandas and rasterio's GDAL): wheels only
+    "$venv/bin/python" -m pip --disable-pip-version-check -q install --only-binary :all: -c "$lock" \
+        regionmask geopandas rasterio pyogrio
 }
 
 # The C API and Fortran module (libclimio, climio.h, climio_io.mod, climio.pc) in $venv/lib and

@@ -5,7 +5,7 @@ Four regions (tests write them as GeoJSON): a box over the Benelux, one across t
 (helpers/climio_batch.py). For each output:
 
 * the cells kept are those whose centre lies in the region by shapely's own test of every input cell (the region
-  and its copies 360 degrees east and west), cropped as a box is: on regular and curvilinear grids the rows and
+  and its copies 360 degrees east and west; the same cells as regionmask's mask), cropped as a box is: on regular and curvilinear grids the rows and
   columns from the first to the last such cell (around the seam on a global grid), on ICON's cells and MPAS's
   mesh exactly those cells;
 * ``--mask``: a cell's data is _FillValue exactly where its centre is outside the region;
@@ -260,6 +260,28 @@ def test_touching_on_a_mesh_keeps_every_cell_that_overlaps(runs: dict[str, Any],
     by_centre = _read(runs["outputs"][None]["mpas_arctic"])["nCells_original_index"]
     if case == "mpas_arctic_touching":
         assert set(by_centre) < set(kept)
+
+
+@pytest.mark.parametrize("case", ["o3_benelux", "o3_dateline", "o3_ring", "eur_benelux", "tos_ring"])
+def test_cells_in_a_region_are_regionmasks(runs: dict[str, Any], case: str) -> None:
+    """regionmask's mask (cell centres in the region) of every input cell is the one the tests here check
+    against; with --mask, the output keeps exactly regionmask's cells (where the input has data)."""
+    import regionmask
+
+    source, region, options = CASES[case]
+    polygon = shapely.Polygon(REGIONS[region][0], REGIONS[region][1:])
+    names = {"o3": ("lat", "lon", "o3"), "eur": ("lat", "lon", "tas"), "tos": ("latitude", "longitude", "tos")}
+    lat_name, lon_name, var = names[case.split("_")[0]]
+    with netCDF4.Dataset(source) as ds:
+        lat, lon, data = ds[lat_name][:], ds[lon_name][:], ds[var][:]
+    theirs = np.isfinite(regionmask.Regions([polygon]).mask(lon, lat).values)
+    lat2, lon2 = np.meshgrid(lat, lon, indexing="ij") if lat.ndim == 1 else (lat, lon)
+    np.testing.assert_array_equal(_centres_inside(lat2, lon2, region), theirs)
+    assert theirs.sum() > 0
+    if "--mask" in options:
+        first = ~np.ma.getmaskarray(data).reshape(-1, *data.shape[-2:])[0]
+        out = _read(runs["outputs"][None][case])[var]
+        assert (~np.ma.getmaskarray(out).reshape(-1, *out.shape[-2:])[0]).sum() == (theirs & first).sum()
 
 
 def test_regions_mask_equals_cdo_maskregion(runs: dict[str, Any], tmp_path: Path) -> None:
