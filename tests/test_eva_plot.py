@@ -340,6 +340,30 @@ def test_regular_grid_icon_and_curvilinear() -> None:
                                                                     "latitude")
 
 
+def test_stations_are_drawn_whole(tmp_path: Path) -> None:
+    """A stations file (climio subset --points: centres, no bounds) maps as points, its extent a margin wider than
+    the stations' span so that the outer ones are drawn whole, and within the globe."""
+    from climio.subset.job import Request, subset
+    from climio.subset.stations import make_stations
+    from mpi4py import MPI
+
+    path = str(tmp_path / "stations.nc")
+    lat, lon = [-33.92, 1.35, 52.1, -10.0], [18.42, 103.82, 5.18, 250.0]
+    subset(Request(inputs=real("tas_day_CESM2-WACCM_*.nc"), output=path, variables=["tas"],
+                   points=make_stations("test", ["a", "b", "c", "d"], lat, lon)), MPI.COMM_WORLD)
+    where = map_of([path], "tas")
+    assert (where.kind, where.x.name, where.x.bounds, where.y.name) == ("points", "lon", None, "lat")
+    with netCDF4.Dataset(path) as ds:
+        values = {name: ds[name][:] for name in ("lon", "lat")}
+    cells = maps.cells_of(where, values, (4,))
+    x0, x1, y0, y1 = cells.extent
+    east = np.sort(np.mod(lon, 360.0))
+    span = 360.0 - np.max(np.diff(np.append(east, east[0] + 360.0)))  # the shortest arc that holds them all
+    assert x1 - x0 == pytest.approx(span + 2 * max(0.05 * span, 1.0))
+    margin = 0.05 * (max(lat) - min(lat))
+    assert (y0, y1) == pytest.approx((min(lat) - margin, max(lat) + margin))
+
+
 def test_a_plain_grid_is_labelled_by_its_coordinates(tmp_path: Path) -> None:
     """No latitude/longitude: the map is drawn on the grid's own coordinates (or indices), plain, no coastlines."""
     path = tmp_path / "grid.nc"

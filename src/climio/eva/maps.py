@@ -221,7 +221,18 @@ def cells_of(where: Map, values: Mapping[str, np.ndarray], shape: tuple[int, ...
     projection = ccrs.PlateCarree(central_longitude=centre)
     if where.kind == "curvilinear":
         return CurvilinearCells(lon, lat, extent, projection)
+    if lon_bounds is None or lat_bounds is None:  # centres alone (stations): a margin keeps the outer ones whole
+        extent = _padded(extent)
     return PointCells(lon, lat, extent, projection, GEODETIC)
+
+
+def _padded(extent: Extent) -> Extent:
+    """An extent of points widened by a twentieth of its span each way (at least a degree), within the globe."""
+    x0, x1, y0, y1 = extent
+    dx, dy = max(0.05 * (x1 - x0), 1.0), max(0.05 * (y1 - y0), 1.0)
+    half = min(0.5 * (x1 - x0) + dx, 180.0)
+    middle = 0.5 * (x0 + x1)
+    return middle - half, middle + half, max(y0 - dy, -90.0), min(y1 + dy, 90.0)
 
 
 def _grid(x: Edges, y: Edges, transposed: bool, projection: ccrs.Projection | None) -> Cells:
