@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from climio.core import mpi
 from climio.core.targets import Target, check as check_targets
@@ -49,6 +49,18 @@ def compression_options() -> argparse.ArgumentParser:
                          help="quantization algorithm for --ppc: GranularBR (default, as NCO 5), BitGroom, "
                               "BitRound (NSD is then significant bits)")
     return options
+
+
+def place_options(parser: argparse.ArgumentParser, where: Any, *, points: str, region: str) -> None:
+    """``--points FILE`` and ``--region FILE[:NAME]`` (one of them: ``where`` is the command's exclusive group of
+    places) and ``--points-inside``: where subset cuts and eva fits; ``points`` and ``region`` say what each
+    does in that command."""
+    where.add_argument("--points", metavar="FILE", help=f"{points} (stations: a CSV with name,lat,lon, a GeoJSON of "
+                       f"points or a netCDF of stations)")
+    where.add_argument("--region", metavar="FILE[:NAME]", help=f"{region} (polygons of a GeoJSON file or a "
+                       f"shapefile; NAME: the feature so named, or KEY=VALUE: those whose property KEY is VALUE)")
+    parser.add_argument("--points-inside", action="store_true", help="with --points: the cell that contains each "
+                        "station, by the cells' bounds (default: the one whose centre is nearest)")
 
 
 def compression(args: argparse.Namespace) -> Settings:

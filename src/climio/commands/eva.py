@@ -6,7 +6,8 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
-from climio.commands.common import Paths, Subcommands, compression, compression_options, history, number_list
+from climio.commands.common import (Paths, Subcommands, compression, compression_options, history, number_list,
+                                   place_options)
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -67,14 +68,9 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     eva.add_argument("--mode", help="output storage mode (default: the first input's format, as NCO keeps it)")
     eva.add_argument("--plot", metavar="MAP.png",
                      help="also draw maps of the longest return period's level and of the shape parameter (PNG)")
-    where = eva.add_mutually_exclusive_group()
-    where.add_argument("--points", metavar="FILE", help="fit the series at these stations only (a CSV with "
-                       "name,lat,lon, a GeoJSON of points or a netCDF of stations), each at its nearest cell as "
-                       "climio subset --points takes it; the stations' names go to the output")
-    where.add_argument("--region", metavar="FILE[:NAME]", help="fit the cells inside a region only (GeoJSON or "
-                       "shapefile), as climio subset --region --mask cuts it")
-    eva.add_argument("--points-inside", action="store_true", help="with --points: the cell that contains each "
-                     "station")
+    place_options(eva, eva.add_mutually_exclusive_group(), points="fit the series at these stations only, each "
+                  "at its cell as climio subset --points takes it; their names go to the output",
+                  region="fit the cells inside a region only, as climio subset --region --mask cuts it")
     eva.add_argument("--overwrite", "-O", action="store_true", help="replace OUT (and MAP.png) if it exists")
     eva.set_defaults(func=run, paths=written)
 

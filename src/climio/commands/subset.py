@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from climio.commands.common import Paths, Subcommands, compression, compression_options, hints, history, megabytes
+from climio.commands.common import (Paths, Subcommands, compression, compression_options, hints, history, megabytes,
+                                   place_options)
 from climio.core.ncio.modes import MODES
 from climio.core.targets import Target
 from climio.errors import ClimioError
@@ -27,16 +28,10 @@ def register(commands: Subcommands, common: argparse.ArgumentParser) -> None:
     where.add_argument("-b", metavar="NORTH,SOUTH,EAST,WEST", help="lat/lon box in degrees (west > east: crosses "
                        "the dateline)")
     where.add_argument("-X", metavar="LONMIN,LONMAX,LATMIN,LATMAX", help="the same box in NCO's order")
-    where.add_argument("--points", metavar="FILE", help="the series at stations (a CSV with name,lat,lon, a GeoJSON "
-                       "of points or a netCDF of stations): each from the cell whose centre is nearest, written as a "
-                       "CF timeSeries file")
-    where.add_argument("--region", metavar="FILE[:NAME]", help="the cells inside the polygons of a GeoJSON file or "
-                       "a shapefile (NAME: the feature so named, or KEY=VALUE: those whose property KEY is VALUE), cut "
-                       "as a box is")
+    place_options(sub, where, points="the series at stations, each from its cell, written as a CF timeSeries file",
+                  region="the cells inside a region, cut as a box is")
     sub.add_argument("--weights", action="store_true", help="with --region: write each kept cell's fraction of area "
                      "inside the region, and its area there, named by the data's cell_measures")
-    sub.add_argument("--points-inside", action="store_true", help="with --points: the cell that contains each "
-                     "station, by the cells' bounds")
     sub.add_argument("--strict", action="store_true", help="with --points: a station off the grid is an error "
                      "(default: a warning, and its series is _FillValue)")
     sub.add_argument("--touching", action="store_true", help="with a box or a region: keep every cell that "
