@@ -1,7 +1,8 @@
 """climio subset --region on the shipped files, at 1, 2 and 3 ranks, against references worked out here.
 
 Four regions (tests write them as GeoJSON): a box over the Benelux, one across the dateline (longitudes 170 to
-190), a ring with a hole, and the Arctic cap drawn along the pole. Each case runs in one table per rank count
+190), a ring with a hole, and the Arctic cap drawn along the pole; the last three on every grid kind (regular,
+curvilinear tripolar, GEOS cube, MPAS mesh; ICON's cells across the dateline). Each case runs in one table per rank count
 (helpers/climio_batch.py). For each output:
 
 * the cells kept are those whose centre lies in the region by shapely's own test of every input cell (the region
@@ -62,9 +63,15 @@ CASES = {  # name -> (input, region, options)
     "o3_arctic": (O3, "Arctic", ["--touching", "--weights"]),
     "eur_benelux": (EUR, "Benelux", ["--mask"]),
     "tos_ring": (TOS, "Ring", ["--mask", "--weights"]),
+    "tos_dateline": (TOS, "Dateline", ["--weights"]),
+    "tos_arctic": (TOS, "Arctic", ["--mask"]),
     "geos_arctic": (GEOS, "Arctic", ["--weights"]),
+    "geos_dateline": (GEOS, "Dateline", ["--weights"]),
+    "geos_ring": (GEOS, "Ring", ["--weights"]),
     "icon_dateline": (ICON, "Dateline", ["--weights"]),
     "mpas_arctic": (MPAS, "Arctic", ["--weights"]),
+    "mpas_dateline": (MPAS, "Dateline", ["--weights"]),
+    "mpas_ring": (MPAS, "Ring", ["--weights"]),
     "mpas_arctic_touching": (MPAS, "Arctic", ["--touching"]),
     "mpas_box_touching": (MPAS, None, ["--touching", "-b", "20,-20,160,90"]),
 }
@@ -178,20 +185,21 @@ def test_regions_on_a_regular_grid(runs: dict[str, Any], case: str) -> None:
     assert np.isfinite(mean) and out["o3"][0, 0].min() <= mean <= out["o3"][0, 0].max()
 
 
-@pytest.mark.parametrize("case", ["eur_benelux", "tos_ring", "geos_arctic"])
+@pytest.mark.parametrize("case", ["eur_benelux", "tos_ring", "tos_dateline", "tos_arctic", "geos_arctic",
+                                  "geos_dateline", "geos_ring"])
 def test_regions_on_curvilinear_grids(runs: dict[str, Any], case: str) -> None:
     source, region, options = CASES[case]
     out = _read(runs["outputs"][None][case])
-    names = {"eur_benelux": ("lat", "lon", "tas"), "tos_ring": ("latitude", "longitude", "tos"),
-             "geos_arctic": ("lats", "lons", "T")}[case]
+    names = {"eur": ("lat", "lon", "tas"), "tos": ("latitude", "longitude", "tos"),
+             "geos": ("lats", "lons", "T")}[case.split("_")[0]]
     with netCDF4.Dataset(source) as ds:
         lat, lon, data = (ds[n][:] for n in names)
     inside = _centres_inside(lat, lon, region)
     grid_axes = tuple(range(lat.ndim))
     kept = [np.flatnonzero(inside.any(axis=tuple(a for a in grid_axes if a != axis))) for axis in grid_axes]
-    if case == "geos_arctic":  # the faces that hold kept cells, one rectangle of rows and columns for them all
+    if case.startswith("geos"):  # the faces that hold kept cells, one rectangle of rows and columns for them all
         picks = [kept[0]] + [np.arange(k.min(), k.max() + 1) for k in kept[1:]]
-    elif case == "tos_ring":  # a global ocean grid: its columns close around the seam
+    elif case.startswith("tos"):  # a global ocean grid: its columns close around the seam
         picks = [np.arange(kept[0].min(), kept[0].max() + 1), _arc(kept[1], lat.shape[1])]
     else:
         picks = [np.arange(k.min(), k.max() + 1) for k in kept]
@@ -203,7 +211,7 @@ def test_regions_on_curvilinear_grids(runs: dict[str, Any], case: str) -> None:
         np.testing.assert_array_equal(np.ma.getmaskarray(values)[0], ~inside[box] | np.ma.getmaskarray(data[0][box]))
     if "--weights" in options:
         with netCDF4.Dataset(source) as ds:
-            if case == "geos_arctic":
+            if case.startswith("geos"):
                 c_lat, c_lon = ds["corner_lats"][:], ds["corner_lons"][:]
                 c_lat, c_lon = (np.stack([c[:, :-1, :-1], c[:, :-1, 1:], c[:, 1:, 1:], c[:, 1:, :-1]], axis=-1)
                                 for c in (c_lat, c_lon))
@@ -224,20 +232,21 @@ def test_regions_on_icon_and_mpas(runs: dict[str, Any]) -> None:
     np.testing.assert_array_equal(icon["latitude"], lat[kept])
     np.testing.assert_allclose(icon["region_fraction"], _fractions(b_lat[kept], b_lon[kept], "Dateline"),
                                rtol=0, atol=1e-9)
-    mpas = _read(runs["outputs"][None]["mpas_arctic"])
     with netCDF4.Dataset(MPAS) as ds:
         lat, lon = np.degrees(ds["latCell"][:]), np.degrees(ds["lonCell"][:])
         vertices, sides = ds["verticesOnCell"][:], ds["nEdgesOnCell"][:]
         v_lat, v_lon = np.degrees(ds["latVertex"][:]), np.degrees(ds["lonVertex"][:])
-    kept = np.flatnonzero(_centres_inside(lat, lon, "Arctic"))
-    np.testing.assert_array_equal(mpas["nCells_original_index"], kept)
-    for k, cell in enumerate(kept):
-        corners = vertices[cell, :sides[cell]] - 1
-        if np.all(v_lat[corners] >= 66.5):
-            assert mpas["region_fraction"][k] == pytest.approx(1.0, abs=1e-12)
-        elif abs(lat[cell]) < 89:  # a cell across the cap's edge, not around the pole
-            expected = _fractions(v_lat[corners][None], v_lon[corners][None], "Arctic")[0]
-            assert mpas["region_fraction"][k] == pytest.approx(expected, abs=1e-9)
+    for region in ("Arctic", "Dateline", "Ring"):
+        mpas = _read(runs["outputs"][None][f"mpas_{region.lower()}"])
+        kept = np.flatnonzero(_centres_inside(lat, lon, region))
+        np.testing.assert_array_equal(mpas["nCells_original_index"], kept)
+        for k, cell in enumerate(kept):
+            corners = vertices[cell, :sides[cell]] - 1
+            if abs(lat[cell]) > 89:  # the cell around the pole: inside the cap, whole
+                assert mpas["region_fraction"][k] == pytest.approx(1.0, abs=1e-12)
+            else:
+                expected = _fractions(v_lat[corners][None], v_lon[corners][None], region)[0]
+                assert mpas["region_fraction"][k] == pytest.approx(expected, abs=1e-9), (region, cell)
 
 
 @pytest.mark.parametrize("case", ["mpas_arctic_touching", "mpas_box_touching"])

@@ -23,6 +23,7 @@ from climio.errors import ClimioError
 
 NAME_PROPERTIES = ("name", "NAME", "name_en", "NAME_EN", "ADMIN", "admin", "id")
 SHIFTS = (0.0, -360.0, 360.0)
+SLIVER = 1e-12  # fractions of a cell's area this close to 0 or 1 are the overlay's rounding
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ class Region:
             part[near] = shapely.area(shapely.intersection(moved[near], region))
             out[valid] += part
         out[valid] /= area[valid]
-        return np.clip(out, 0.0, 1.0)
+        # a cell only along the region's edge meets it in a sliver of rounding: none of it is inside
+        return np.where(out < SLIVER, 0.0, np.where(out > 1.0 - SLIVER, 1.0, out))
 
 
 def _into(lon: np.ndarray, shape: Any) -> np.ndarray:
@@ -90,17 +92,19 @@ def _polygons(lat: np.ndarray, lon: np.ndarray, shape: Any) -> np.ndarray:
 
     Each cell's corners are unwrapped step by step (no step over 180 degrees) and the cell moved into the 360
     degrees from the region's west. A corner at a pole becomes the stretch of the pole between its neighbours'
-    longitudes; a cell around a pole (its steps wind through 360 degrees) is closed along the pole."""
+    longitudes; a cell around a pole (its steps wind through 360 degrees) is closed along the pole. A cell's
+    polygon depends on its corners alone, so that every rank count gives the same fractions."""
     import shapely
 
     flat_lat = lat.reshape(-1, lat.shape[-1])
     flat_lon = lon.reshape(-1, lon.shape[-1])
+    # every corner doubled, a polar one at its two neighbours' longitudes (the others twice, the repeat removed
+    # below: each cell is built the same whatever cells come with it)
     pole = np.abs(flat_lat) >= 90.0 - 1e-9
-    if pole.any():  # each polar corner doubled, at its neighbours' longitudes
-        before, after = np.roll(flat_lon, 1, axis=1), np.roll(flat_lon, -1, axis=1)
-        flat_lon = np.stack([np.where(pole, before, flat_lon), np.where(pole, after, flat_lon)], axis=-1)
-        flat_lon = flat_lon.reshape(len(flat_lat), -1)
-        flat_lat = np.repeat(flat_lat, 2, axis=1)
+    before, after = np.roll(flat_lon, 1, axis=1), np.roll(flat_lon, -1, axis=1)
+    doubled = (len(flat_lat), 2 * flat_lat.shape[1])
+    flat_lon = np.stack([np.where(pole, before, flat_lon), np.where(pole, after, flat_lon)], axis=-1).reshape(doubled)
+    flat_lat = np.repeat(flat_lat, 2, axis=1)
     steps = np.mod(np.diff(flat_lon, axis=1) + 180.0, 360.0) - 180.0
     x = _into(flat_lon[:, :1], shape) + np.concatenate([np.zeros((len(steps), 1)), np.cumsum(steps, axis=1)], axis=1)
     closing = np.mod(flat_lon[:, :1] - flat_lon[:, -1:] + 180.0, 360.0) - 180.0
@@ -111,12 +115,12 @@ def _polygons(lat: np.ndarray, lon: np.ndarray, shape: Any) -> np.ndarray:
     valid = np.all(np.isfinite(coords), axis=(1, 2))
     plain = valid & ~around
     if plain.any():
-        polygons[plain] = shapely.make_valid(shapely.polygons(coords[plain]))
+        polygons[plain] = shapely.make_valid(shapely.remove_repeated_points(shapely.polygons(coords[plain])))
     for k in np.flatnonzero(valid & around):  # close along the pole the cell winds around
         cap = 90.0 if flat_lat[k].mean() > 0 else -90.0
         x0, end = x[k, 0], x[k, 0] + winding[k]
         ring = np.vstack([coords[k], [[end, flat_lat[k, 0]], [end, cap], [x0, cap]]])
-        polygons[k] = shapely.make_valid(shapely.Polygon(ring))
+        polygons[k] = shapely.make_valid(shapely.remove_repeated_points(shapely.Polygon(ring)))
     return polygons.reshape(lat.shape[:-1])
 
 
