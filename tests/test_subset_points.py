@@ -186,8 +186,8 @@ def _read(path: Path) -> dict[str, np.ndarray]:
         return out
 
 
-DATA_VAR = {"cesm": "tas", "eur": "tas", "nam": "pr", "ecearth": "tas", "icon": "tas", "icon_inside": "tas", "mpas": "areaCell",
-            "geos": "T", "ne30": "psi", "eur_again": "tas"}
+DATA_VAR = {"cesm": "tas", "eur": "tas", "nam": "pr", "ecearth": "tas", "icon": "tas", "icon_inside": "tas",
+            "mpas": "areaCell", "geos": "T", "ne30": "psi", "eur_again": "tas"}
 ALL = list(DATA_VAR)
 
 

@@ -2,13 +2,13 @@
 
 Four regions (tests write them as GeoJSON): a box over the Benelux, one across the dateline (longitudes 170 to
 190), a ring with a hole, and the Arctic cap drawn along the pole; the last three on every grid kind (regular,
-curvilinear tripolar, GEOS cube, MPAS mesh; ICON's cells across the dateline). Each case runs in one table per rank count
-(helpers/climio_batch.py). For each output:
+curvilinear tripolar, GEOS cube, MPAS mesh; ICON's cells across the dateline). Each case runs in one table per
+rank count (helpers/climio_batch.py). For each output:
 
-* the cells kept are those whose centre lies in the region by shapely's own test of every input cell (the region
-  and its copies 360 degrees east and west; the same cells as regionmask's mask), cropped as a box is: on regular and curvilinear grids the rows and
-  columns from the first to the last such cell (around the seam on a global grid), on ICON's cells and MPAS's
-  mesh exactly those cells;
+* the cells kept are those whose centre lies in the region by shapely's own test of every input cell (the
+  region and its copies 360 degrees east and west; the same cells as regionmask's mask), cropped as a box is:
+  on regular and curvilinear grids the rows and columns from the first to the last such cell (around the seam
+  on a global grid), on ICON's cells and MPAS's mesh exactly those cells;
 * ``--mask``: a cell's data is _FillValue exactly where its centre is outside the region;
 * ``--weights``: each cell's fraction inside the region equals an intersection computed here (the cell's outline
   from its bounds as a polygon, intersected with the region and its shifted copies, over the cell's area) to

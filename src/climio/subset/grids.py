@@ -145,6 +145,16 @@ class Curvilinear:
 
 
 Grid = Mesh | Regular | Points | Curvilinear | Unsupported
+EARTH_RADIUS_M = 6_371_000.0  # the mean radius: the sphere of the distances and areas climio writes
+
+
+def has_outlines(grid: Grid | None) -> bool:
+    """Whether the grid gives its cells' outlines: CF bounds of its latitude and longitude (a GEOS corner grid),
+    or on a mesh a cell -> node connectivity and the nodes' latitude and longitude."""
+    if isinstance(grid, Mesh):
+        return grid.corner_links is not None and grid.node_lat is not None and grid.node_lon is not None
+    return isinstance(grid, (Regular, Curvilinear, Points)) and grid.lat_bounds is not None \
+        and grid.lon_bounds is not None
 
 
 def _units(var: Variable | None) -> str:
@@ -403,11 +413,11 @@ def _geodesic(dims: Mapping[str, int], variables: Mapping[str, Variable],
     corners = next((c for c in conn if c.var == "cell_corners"), None)
     corner_lat, corner_lon = ("grid_corner_lat", "grid_corner_lon") if corners is not None and \
         {"grid_corner_lat", "grid_corner_lon"} <= set(variables) else (None, None)
+    corner_units = _units(variables.get(corner_lat or ""))
     return Mesh("geodesic", "cells", elements, lat if lat in variables else None, lon if lon in variables else None,
                 "rad" in _units(variables.get(lat)) or not _units(variables.get(lat)), closure, conn,
                 _mesh_vars(variables, conn, geometry), corner_links=corners if corner_lat else None,
-                node_lat=corner_lat, node_lon=corner_lon,
-                node_radians="rad" in _units(variables.get(corner_lat or "")) or not _units(variables.get(corner_lat or "")))
+                node_lat=corner_lat, node_lon=corner_lon, node_radians="rad" in corner_units or not corner_units)
 
 
 MPAS_CONNECTIVITY = (("cellsOnCell", "nCells", "nCells"), ("edgesOnCell", "nCells", "nEdges"),

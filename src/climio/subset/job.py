@@ -30,7 +30,8 @@ from climio.core.ncio import Schema, Store, Variable
 from climio.core.ncio.schema import AttrValue, fill_value
 from climio.errors import ClimioError
 from climio.subset import curvilinear, distribute, reader, regions, stations
-from climio.subset.grids import Connectivity, Curvilinear, Mesh, Points, Regular, Unsupported, detect, is_longitude
+from climio.subset.grids import (EARTH_RADIUS_M, Connectivity, Curvilinear, Mesh, Points, Regular, Unsupported, detect,
+                                 has_outlines, is_longitude)
 from climio.core.inputs import Inputs, open_inputs
 from climio.core.ranges import DimRange
 from climio.subset.options import Area, Box
@@ -116,7 +117,8 @@ def subset(request: Request, comm: MPI.Comm) -> Summary:
     trace.count("selected", job.bytes_selected() if comm.Get_rank() == 0 else 0)
     nread = int(comm.allreduce(job.bytes_read, op=MPI.SUM))
     return Summary(request.output, job.mode, job.grid.family if job.grid else "none", comm.Get_size(),
-                   len(job.names), {d: (inputs.dims[d], s.count) for d, s in job.selections.items() if d in inputs.dims},
+                   len(job.names),
+                   {d: (inputs.dims[d], s.count) for d, s in job.selections.items() if d in inputs.dims},
                    nread, job.bytes_selected(), MPI.Wtime() - started, tuple(job.notes))
 
 
@@ -211,8 +213,7 @@ class _Job:
                               f"latitude/longitude {box.kind[4:]} does not apply; cut with -d {name},MIN.,MAX. "
                               f"instead",
                               collective=True)
-        outlined = isinstance(grid, (Regular, Curvilinear, Points)) or (
-            isinstance(grid, Mesh) and grid.corner_links is not None and grid.node_lat is not None)
+        outlined = isinstance(grid, (Regular, Curvilinear, Points)) or (isinstance(grid, Mesh) and has_outlines(grid))
         if self.request.touching and box is not None and not outlined:
             raise ClimioError(f"--touching: {self._file_of(None)} is on a {grid.family if grid else 'unknown'} grid "
                               f"without cell corners, whose cells are chosen by their centre; leave out --touching",
@@ -679,17 +680,13 @@ class _Job:
         grid, where = self.grid, self._file_of(None)
         if self.request.region is None:
             raise ClimioError("--weights applies to a region: give --region FILE[:NAME]", collective=True)
-        if isinstance(grid, Mesh):
-            bounded = grid.corner_links is not None and grid.node_lat is not None
-        else:
-            bounded = isinstance(grid, (Regular, Curvilinear, Points)) and grid.lat_bounds is not None \
-                and grid.lon_bounds is not None
-        if not bounded or not all(d in self.selections for d in self._weight_dims()):
+        if not has_outlines(grid) or not all(d in self.selections for d in self._weight_dims()):
             raise ClimioError(f"--weights: {where} gives its cells no bounds (no CF 'bounds' attribute, no mesh "
                               f"corners), so their part in the region is unknown; leave out --weights",
                               collective=True)
         taken = set(self.inputs.variables)
-        self.weight_names = {k: _free_name((f"region_{k}", f"region_{k}_weight"), taken) for k in ("fraction", "area")}
+        self.weight_names = {k: _free_name((f"region_{k}", f"region_{k}_weight"), taken)
+                             for k in ("fraction", "area")}
 
     def _weight_variables(self) -> list[Variable]:
         dims = self._weight_dims()
@@ -700,7 +697,7 @@ class _Job:
                 Variable(self.weight_names["area"], "f8", dims, {
                     "standard_name": "cell_area", "units": "m2",
                     "long_name": f"area of the cell inside {self.request.region.description}",
-                    "comment": f"the cell's area on a sphere of radius {regions.EARTH_RADIUS_M:.0f} m times "
+                    "comment": f"the cell's area on a sphere of radius {EARTH_RADIUS_M:.0f} m times "
                     f"{self.weight_names['fraction']}: a region's mean is the sum of a field times this, over its "
                     f"sum"})]
 
@@ -906,7 +903,7 @@ class _Job:
                 "_FillValue": fill}))
         out.append(Variable(names["distance"], "f8", (station,), {
             "long_name": "great-circle distance from the station to its cell's centre", "units": "m",
-            "comment": f"on a sphere of radius {stations.EARTH_RADIUS_M:.0f} m", "_FillValue": fill}))
+            "comment": f"on a sphere of radius {EARTH_RADIUS_M:.0f} m", "_FillValue": fill}))
         for dim in located.cells:
             dtype = "i4" if self.inputs.dims[dim] < 2**31 else "i8"
             out.append(Variable(f"{dim}_original_index", dtype, (station,), {

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from climio.errors import ClimioError
+from climio.subset.grids import EARTH_RADIUS_M
 
 NAME_PROPERTIES = ("name", "NAME", "name_en", "NAME_EN", "ADMIN", "admin", "id")
 SHIFTS = (0.0, -360.0, 360.0)
@@ -192,9 +193,6 @@ def _shapefile(path: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
                     in zip(reader.iterRecords(), reader.iterShapes()) if shape.shapeType != shapefile.NULL]
     except (OSError, shapefile.ShapefileException) as err:
         raise ClimioError(f"--region {path}: not a readable shapefile ({err})", collective=True) from None
-
-
-EARTH_RADIUS_M = 6_371_000.0  # areas are on this sphere
 
 
 def rectangle_areas(lat_edges: np.ndarray, lon_edges: np.ndarray) -> np.ndarray:

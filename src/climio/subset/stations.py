@@ -24,12 +24,11 @@ import numpy as np
 from climio.core.decomp import block_range
 from climio.errors import ClimioError
 from climio.subset import curvilinear
-from climio.subset.grids import Curvilinear, Mesh, Points, Regular
+from climio.subset.grids import EARTH_RADIUS_M, Curvilinear, Mesh, Points, Regular, has_outlines
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
-EARTH_RADIUS_M = 6_371_000.0  # the mean radius; distances in the output are on this sphere
 TIE = 1e-9  # distances whose ratio is within this of 1 are equal: the lowest cell index wins
 CANDIDATES = 16  # the cells nearest a station that are tested for containing it
 SPACING_NEIGHBOURS = 8  # a cell's nearest centres looked at for its spacing
@@ -368,7 +367,7 @@ def locate(points: Stations, grid: Regular | Curvilinear | Points | Mesh, sizes:
     block = np.arange(lo, lo + n, dtype=np.int64)
     inner = math.prod(sizes[d] for d in dims[1:])
     index = (block[:, None] * inner + np.arange(inner)[None, :]).ravel()
-    bounded = _has_bounds(grid)
+    bounded = has_outlines(grid)
     if inside and not bounded:
         _refuse_inside(grid, where)
     if isinstance(grid, Mesh):
@@ -415,12 +414,6 @@ def cell_dims(grid: Regular | Curvilinear | Points | Mesh) -> tuple[str, ...]:
     if isinstance(grid, Curvilinear):
         return grid.dims
     return (grid.dim,) if isinstance(grid, Points) else (grid.primary,)
-
-
-def _has_bounds(grid: Curvilinear | Points | Mesh) -> bool:
-    if isinstance(grid, Mesh):
-        return grid.corner_links is not None and grid.node_lat is not None and grid.node_lon is not None
-    return grid.lat_bounds is not None and grid.lon_bounds is not None
 
 
 def _refuse_inside(grid: Regular | Curvilinear | Points | Mesh, where: str) -> None:
