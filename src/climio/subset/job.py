@@ -861,12 +861,11 @@ class _Job:
         rows = np.arange(links.shape[0])[:, None]
         return corner_lat[rows, last], corner_lon[rows, last]
 
-    def _cell_groups(self, var: Variable, numbers: np.ndarray) -> list[reader.CellGroup]:
-        """How the cells of the given stations are read from a variable (by rows, or by its chunks)."""
+    def _cell_chunks(self, var: Variable) -> tuple[int, ...] | None:
+        """The variable's storage chunks along its cell dimensions (None: contiguous)."""
         at = self._out_dims(var).index(self.station_dim)
         chunks = self.inputs.chunks(var.name)
-        return reader.group_cells(self._cells(var, numbers),
-                                  chunks[at:at + len(self.cell_dims)] if chunks is not None else None)
+        return chunks[at:at + len(self.cell_dims)] if chunks is not None else None
 
     def _cells(self, var: Variable, numbers: np.ndarray) -> np.ndarray:
         """The given stations' cells as indices along the variable's cell dimensions, in its order: (n, h)."""
@@ -882,7 +881,7 @@ class _Job:
         if dims == var.dims:
             return math.prod(len(a) for a in axes) * var.numpy_dtype.itemsize
         at = dims.index(self.station_dim)
-        cells = sum(g.size for g in self._cell_groups(var, axes[at]))
+        cells = sum(g.size for g in reader.group_cells(self._cells(var, axes[at]), self._cell_chunks(var)))
         return cells * math.prod(len(a) for k, a in enumerate(axes) if k != at) * var.numpy_dtype.itemsize
 
     def _station_variables(self) -> list[Variable]:
@@ -930,7 +929,7 @@ class _Job:
         numbers = axes[at]
         gather = self.inputs.gather if self.inputs.can_gather(var.name) else None
         data, nread = reader.read_cells(self.inputs.read_runs, gather, var.name, [*axes[:at], *axes[at + 1:]], at,
-                                        self._cells(var, numbers), self._cell_groups(var, numbers), var.numpy_dtype,
+                                        self._cells(var, numbers), self._cell_chunks(var), var.numpy_dtype,
                                         self.request.slack)
         self.bytes_read += nread
         off = self.located.off[numbers]

@@ -168,22 +168,24 @@ Gather = Callable[[str, tuple[np.ndarray, ...]], np.ndarray]
 
 
 def read_cells(read_runs: ReadRuns, gather: Gather | None, name: str, axes: list[np.ndarray], at: int,
-               cells: np.ndarray, groups: list[CellGroup], dtype: np.dtype, slack: float) -> tuple[np.ndarray, int]:
+               cells: np.ndarray, chunks: tuple[int, ...] | None, dtype: np.dtype,
+               slack: float) -> tuple[np.ndarray, int]:
     """Read single cells of a grid, each with the outer product ``axes`` of the variable's other dimensions:
     the series at stations.
 
     The grid's dimensions sit together at position ``at`` of the variable; ``cells`` (n, h) are the cells' indices
-    along them and ``groups`` (:func:`group_cells`) cover all but those left out (a negative index), whose places
-    in the result (``(*axes[:at] lengths, n, *axes[at:] lengths)``) are left for the caller to fill. ``gather``,
-    given where the file reads scattered elements (a classic file), takes them one by one, no more than
-    :data:`GATHER_ELEMENTS` at once; otherwise the other axes are read as runs within ``slack`` (a run of the
-    grid's dimensions is what the group says). Either way ``read_runs`` is called once (collective)."""
+    along them, those with a negative index left out: their places in the result (``(*axes[:at] lengths, n,
+    *axes[at:] lengths)``) are left for the caller to fill. ``gather``, given where the file reads scattered
+    elements (a classic file), takes them one by one, no more than :data:`GATHER_ELEMENTS` at once; otherwise
+    the cells are read in the groups :func:`group_cells` makes of them (``chunks``: the storage's along the
+    grid's dimensions), the other axes as runs within ``slack``. Either way ``read_runs`` is called once
+    (collective)."""
     before, after = [len(a) for a in axes[:at]], [len(a) for a in axes[at:]]
     n, h = cells.shape
     out = np.empty((*before, n, *after), dtype=dtype)
     valid = np.flatnonzero(np.all(cells >= 0, axis=1))
     if gather is None or not valid.size or valid.size * math.prod(before + after) > GATHER_ELEMENTS:
-        return _read_groups(read_runs, name, axes, at, groups, out, dtype, slack)
+        return _read_groups(read_runs, name, axes, at, group_cells(cells, chunks), out, dtype, slack)
     ndim = len(before) + 1 + len(after)
 
     def spread(values: np.ndarray, axis: int) -> np.ndarray:
