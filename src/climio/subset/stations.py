@@ -242,8 +242,8 @@ def contains(station_xyz: np.ndarray, corner_lat: np.ndarray, corner_lon: np.nda
 
 
 class Search:
-    """This rank's block of a grid's cells (global flat indices and centres), searched for stations' cells; every
-    method is collective and gives every rank the same answer."""
+    """This rank's block of a grid's cells (global flat indices, ascending, and centres), searched for stations'
+    cells; every method is collective and gives every rank the same answer."""
 
     def __init__(self, comm: MPI.Comm, index: np.ndarray, lat: np.ndarray, lon: np.ndarray) -> None:
         from scipy.spatial import cKDTree
@@ -295,15 +295,9 @@ class Search:
 
     def centres(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Latitude and longitude of the given cells (NaN for -1), from whichever rank holds each."""
-        where = np.searchsorted(self.index, cells) if _ascending(self.index) else None
         lat, lon = np.full(len(cells), np.nan), np.full(len(cells), np.nan)
         if self.index.size:
-            if where is None:
-                order = np.argsort(self.index)
-                pos = np.clip(np.searchsorted(self.index[order], cells), 0, self.index.size - 1)
-                pos = order[pos]
-            else:
-                pos = np.clip(where, 0, self.index.size - 1)
+            pos = np.clip(np.searchsorted(self.index, cells), 0, self.index.size - 1)  # the index ascends
             mine = self.index[pos] == cells
             lat[mine], lon[mine] = self.lat[pos[mine]], self.lon[pos[mine]]
         gathered = self.comm.allgather((lat, lon))
@@ -332,10 +326,6 @@ def _least(comm: MPI.Comm, values: np.ndarray) -> np.ndarray:
     out = np.empty_like(values)
     comm.Allreduce(values, out, op=MPI.MIN)
     return out
-
-
-def _ascending(index: np.ndarray) -> bool:
-    return bool(index.size < 2 or np.all(np.diff(index) > 0))
 
 
 @dataclass(frozen=True)
