@@ -75,7 +75,7 @@ def test_bench_eva_cold(tmp_path: Path) -> None:
 def test_bench_model(tmp_path: Path) -> None:
     """Every strategy and mode measured, and each beside the cost model's time on a given machine file."""
     from climio.model import costmodel
-    from climio.model.counts import block_job, needs_plan, step_counts, writers
+    from climio.model.counts import block_job, needs_plan, writers
     from climio.bench.model import HALO
 
     out, machine = tmp_path / "r", tmp_path / "machine.toml"
@@ -99,7 +99,7 @@ def test_bench_model(tmp_path: Path) -> None:
         px, py = (int(n) for n in row["case"].split("x"))
         job = block_job(row["case"], (12, 20), 3, px, py, HALO)
         strategy = costmodel.settle(costs, job, row["strategy"].partition(":p2p")[0], row["mode"])
-        counts = step_counts(job, strategy)
+        counts, _ = costmodel.file_counts(costs, job, strategy, row["mode"])
         unplanned = costmodel.run_time(costs, counts, 4, 2, row["mode"], strategy.name)
         # every term but the plans' build time, which is timed anew on a loaded machine (a millisecond or a few)
         assert 0.0 <= row["model_s"] - unplanned < 0.05, row

@@ -14,7 +14,7 @@ from conftest import climio, one_error_line
 
 from climio.bench import scale
 from climio.model import costmodel
-from climio.model.counts import QUANTITIES, step_counts
+from climio.model.counts import QUANTITIES, block_job, step_counts
 from climio.errors import ClimioError
 
 MODES = ("serial", "cdf2", "cdf5", "hdf5")
@@ -27,7 +27,7 @@ ROUND = costmodel.Machine(
 
 
 def counts(**given: list[int]) -> dict[str, np.ndarray]:
-    names = (*QUANTITIES, "memory_runs")
+    names = (*QUANTITIES, "memory_runs", "bytes_landed")
     size = len(next(iter(given.values())))
     return {q: np.array(given.get(q, [0] * size), np.int64) for q in names}
 
@@ -37,7 +37,7 @@ def test_two_ranks_gathered_on_the_first() -> None:
     request of one run; 10 records a step, cdf5."""
     c = counts(messages_sent=[0, 1], messages_received=[1, 0], bytes_sent=[0, 10**6], bytes_received=[10**6, 0],
                bytes_kept=[10**6, 0], bytes_written=[2 * 10**6, 0], requests=[1, 0], file_runs=[1, 0],
-               memory_runs=[100, 100])
+               memory_runs=[100, 100], bytes_landed=[2 * 10**6, 0])
     parts = costmodel.step_parts(ROUND, c, 10, "cdf5", "root")
     assert parts["pack"] == pytest.approx(10 * (1e6 / 1e9 + 100 * 1e-8))
     # rank 0: 1 message, 1 MB received at 5e8, 1 MB kept at copy speed, its 100 rows walked by MPI's datatypes
@@ -170,14 +170,17 @@ def test_auto_ranks_the_strategies_that_apply() -> None:
     ranked = costmodel.ranking(wide, [(job, 3, 4), (replace(flat, levels=None), 2, 8)], "cdf5")
     assert sorted(t for _, t in ranked) == sorted(costmodel.candidates(wide, job, "cdf5"))
     for seconds, text in ranked:
-        expected = sum(sum(costmodel.step_parts(wide, step_counts(j, costmodel.settle(wide, j, text, "cdf5"), size),
-                                                n, "cdf5", text.partition(":")[0]).values())
-                       for j, n, size in [(job, 3, 4), (replace(flat, levels=None), 2, 8)])
+        expected = 0.0
+        for j, n, size in [(job, 3, 4), (replace(flat, levels=None), 2, 8)]:
+            c, _ = costmodel.file_counts(wide, j, costmodel.settle(wide, j, text, "cdf5"), "cdf5", size)
+            expected += sum(costmodel.step_parts(wide, c, n, "cdf5", text.partition(":")[0]).values())
         assert seconds == pytest.approx(expected, rel=1e-12), text
     assert [s for s, _ in ranked] == sorted(s for s, _ in ranked)
-    # a message costing a second: direct (4x4 blocks, each its own, no exchange) first; a request costing one: an
-    # aggregated strategy whose writers each make one request a record
-    assert costmodel.ranking(replace(wide, latency_s=1.0), [(job, 3, 4)], "cdf5")[0][1] == "direct"
+    # a message costing a second: direct first where each rank writes its own block (bands of whole rows of a
+    # 2-D field, each contiguous in the file: no two-phase write); a request costing one: an aggregated
+    # strategy whose writers each make one request a record
+    bands = block_job("bands", (134, 89), None, 1, 16, 2)
+    assert costmodel.ranking(replace(wide, latency_s=1.0), [(bands, 3, 4)], "cdf5")[0][1] == "direct"
     dear = replace(wide, request_s=1.0, shared_request_s=1.0, run_s=1.0)
     assert costmodel.ranking(dear, [(job, 3, 4)], "cdf5")[0][1] in ("root", "agg:8", "agg:16")
 
@@ -221,14 +224,48 @@ def test_a_striped_file_system() -> None:
     target pay its locks."""
     lustre = replace(ROUND, nodes=8, osts=4, ost_Bps=1e8, stripe_count=2, stripe_size=1 << 20, lock_s=1e-3)
     job = scale.job("CA", 16)
-    direct, striping = costmodel.file_counts(lustre, job, costmodel.settle(lustre, job, "direct", "cdf5"))
+    direct, striping = costmodel.file_counts(lustre, job, costmodel.settle(lustre, job, "direct", "cdf5"), "cdf5")
     assert striping == (2, 1 << 20) and np.count_nonzero(direct["bytes_written"]) == 2  # the record spans 2 stripes
     assert direct["sharers"].max() == 1 and direct["messages_received"].max() > 0
     record = 89 * 134 * 35 * 4
     assert direct["file_runs"].sum() == pytest.approx(job.source_runs()[0].size + 2, abs=2)  # every rank's rows
-    rows, _ = costmodel.file_counts(lustre, job, costmodel.settle(lustre, job, "rows", "cdf5"))
+    rows, _ = costmodel.file_counts(lustre, job, costmodel.settle(lustre, job, "rows", "cdf5"), "cdf5")
     assert rows["sharers"].max() == 4  # 4 row writers, each on both targets
     parts = costmodel.step_parts(lustre, rows, 10, "cdf5", "rows", striping)
     plain = costmodel.step_parts(replace(lustre, lock_s=0.0), rows, 10, "cdf5", "rows", striping)
     assert parts["write"] - plain["write"] == pytest.approx(10 * 3 * 1e-3)
     assert plain["write"] >= 10 * record / (2 * 1e8)  # 10 records over the 2 targets of their stripes
+
+
+def test_interleaved_writers_take_mpiio_two_phase_write() -> None:
+    """4 x 4 points, 2 levels, on one node (ROMIO: one aggregator, rank 0). Two column blocks interleave in the
+    file: direct's collective write sends rank 1's 16 values to rank 0, which writes the record and sorts both
+    ranks' 8 rows each; two bands of whole rows of a 2-D field do not interleave: each rank writes its own."""
+    columns = block_job("columns", (4, 4), 2, 2, 1, 0)
+    for mode in ("cdf5", "hdf5"):
+        c, striping = costmodel.file_counts(ROUND, columns, costmodel.settle(ROUND, columns, "direct", mode), mode)
+        assert striping is None
+        assert list(c["messages_sent"]) == [0, 1] and list(c["messages_received"]) == [1, 0]
+        assert list(c["bytes_sent"]) == [0, 64] and list(c["bytes_received"]) == [64, 0]
+        assert list(c["bytes_kept"]) == [64, 0] and list(c["bytes_written"]) == [128, 0]
+        assert list(c["requests"]) == [1, 0] and list(c["file_runs"]) == [1 + 16, 0]
+        assert list(c["bytes_landed"]) == [0, 0]  # MPI-IO's buffers, not climio's
+        write = costmodel.step_parts(ROUND, c, 1, mode, "direct")["write"]
+        assert write == pytest.approx(16 * 1e-6 + 128 / 2e8)
+    bands = block_job("bands", (4, 4), None, 1, 2, 0)
+    c, _ = costmodel.file_counts(ROUND, bands, costmodel.settle(ROUND, bands, "direct", "cdf5"), "cdf5")
+    assert not c["messages_sent"].any() and list(c["bytes_written"]) == [32, 32] and list(c["file_runs"]) == [1, 1]
+    # rows in hdf5 on 2 x 2 blocks: climio brings each band to its first rank (0 and 2), then MPI-IO brings band
+    # 2's 64 bytes to rank 0, which writes the record: the bands interleave (each spans both levels)
+    square = block_job("square", (4, 4), 2, 2, 2, 0)
+    rows = costmodel.settle(ROUND, square, "rows", "hdf5")
+    own = step_counts(square, rows)
+    c, _ = costmodel.file_counts(ROUND, square, rows, "hdf5")
+    assert list(own["bytes_written"]) == [64, 0, 64, 0]
+    assert list(c["bytes_received"] - own["bytes_received"]) == [64, 0, 0, 0]
+    assert list(c["bytes_sent"] - own["bytes_sent"]) == [0, 0, 64, 0]
+    assert list(c["bytes_written"]) == [128, 0, 0, 0] and list(c["bytes_landed"]) == [64, 0, 64, 0]
+    assert list(c["file_runs"]) == [1 + 2 * 2, 0, 0, 0]  # each band one run a level (its rows are whole)
+    # in cdf5 the band writers write their own runs: no second phase
+    assert costmodel.file_counts(ROUND, square, costmodel.settle(ROUND, square, "rows", "cdf5"), "cdf5")[0][
+        "bytes_written"].tolist() == [64, 0, 64, 0]

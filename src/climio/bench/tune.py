@@ -19,7 +19,8 @@ The driver starts itself on 2 ranks (``mpiexec``); the ranks measure, each figur
   (a block's rows, each a request of its own); ``servers_Bps``: both ranks writing 16 MiB requests into one file
   at once;
 - ``run_s``: an MPI-IO collective write of 4,096 runs of 64 bytes from each rank, interleaved with the other's,
-  against one run of the same bytes each;
+  against one run of the same bytes each: what each run adds on the node's one aggregator (ROMIO's default),
+  which sorts and copies both ranks' runs;
 - ``sync_Bps``: 256 MiB written then ``fsync`` (0 where it costs nothing: tmpfs);
 - per storage mode, through ``ModelOutput`` on the two ranks with records of 2 x 2 values: the cost of creating
   and closing a file of 1 and of 64 variables (``file_s``, ``define_s``), and of steps of 1 and of 64 records
@@ -219,9 +220,9 @@ def sync_rate(directory: str, nbytes: int = 256 << 20) -> float:
 
 
 def run_cost(comm: MPI.Comm, directory: str, runs: int = 4096, size: int = 64) -> float:
-    """Seconds each further noncontiguous run adds to an MPI-IO collective write: both ranks write ``runs`` runs,
-    each rank's between the other's (as ``direct``'s blocks' rows lie in the file), against each one run of the
-    same bytes."""
+    """Seconds each further noncontiguous run adds to an MPI-IO collective write on its aggregator: both ranks
+    write ``runs`` runs, each rank's between the other's (as ``direct``'s blocks' rows lie in the file), against
+    each one run of the same bytes; the node's one aggregator (ROMIO's default) takes every rank's runs."""
     from mpi4py import MPI
 
     rank = comm.Get_rank()
@@ -241,7 +242,7 @@ def run_cost(comm: MPI.Comm, directory: str, runs: int = 4096, size: int = 64) -
         finally:
             handle.Close()
             strided.Free()
-    return max(comm.allreduce(many - one, op=MPI.MAX), 0.0) / (runs - 1)
+    return max(comm.allreduce(many - one, op=MPI.MAX), 0.0) / (comm.Get_size() * runs - 1)
 
 
 def later_steps(out: ModelOutput, local: np.ndarray, count: int) -> Callable[[], None]:

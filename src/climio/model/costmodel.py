@@ -11,10 +11,11 @@ step of ``fields`` records of one shape (``ModelOutput.write``: one exchange for
   ``Alltoallw`` a step: messages are paid once, bytes and rows for every record);
 - write: the busiest writer's further requests x the cost of a request (a record's first is in its fixed cost),
   its further runs x the cost of a run (MPI-IO flattens and sorts them), and its bytes at one writer's
-  bandwidth; or every writer's bytes at the file system's bandwidth, if that takes longer. On a file system
-  that stripes files over storage targets (``osts``): the step's stripes at the targets' bandwidth, a lock
-  hand-over per further writer on a target and record, and ``direct`` as MPI-IO's two-phase write
-  (:func:`file_counts`);
+  bandwidth; or every writer's bytes at the file system's bandwidth, if that takes longer. Writers whose pieces
+  interleave and who write through MPI-IO's collective calls (``direct``; every strategy in parallel HDF5) are
+  MPI-IO's two-phase write: their runs sent to its aggregators, which write (:func:`file_counts`). On a file
+  system that stripes files over storage targets (``osts``): the step's stripes at the targets' bandwidth, a
+  lock hand-over per further writer on a target and record;
 - collectives: the mode's collective calls a step, each ``collective_s`` x log2 P;
 - the fixed cost of climio's write path per record (checks, bookkeeping, the library's call).
 
@@ -40,7 +41,7 @@ import numpy as np
 from climio.core import mpi
 from climio.core.decomp import Hyperslab
 from climio.errors import ClimioError
-from climio.model.counts import Job, filled_nodes, piece_runs, plan_cost, step_counts, writers
+from climio.model.counts import Job, exchange, filled_nodes, piece_runs, plan_cost, step_counts, writers, written
 from climio.model.route import spread
 from climio.model.strategy import Strategy, applicable_modes
 
@@ -74,7 +75,7 @@ class Machine:
     servers_Bps: float  # every writer together (the storage targets' sum)
     request_s: float  # a write request's fixed cost (library, MPI-IO, system call)
     shared_request_s: float  # the same while another writer writes small requests into the file
-    run_s: float  # each further noncontiguous run of a request
+    run_s: float  # each further noncontiguous run a writer sorts (an MPI-IO aggregator: all runs in its range)
     sync_Bps: float  # fsync's drain of written bytes to the disk; 0: nothing to drain (tmpfs)
     record_s: Mapping[str, float]  # climio's fixed cost per record written (its first request included), by mode
     step_s: Mapping[str, float]  # and per step
@@ -192,7 +193,7 @@ def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, st
     buffers (where a rank lands records, or packs its own), write ``steps`` steps and close it."""
     step = sum(step_parts(machine, counts, fields, mode, strategy, striping).values())
     packed = counts["bytes_sent"] + counts["bytes_kept"]  # nothing where no rank exchanges: each writes its own
-    landed = counts["bytes_written"] * bool(packed.any())
+    landed = counts["bytes_landed"]  # climio's routes' buffers (MPI-IO's aggregators reuse theirs)
     buffers = fields * float(np.max(touch_seconds(machine, landed)
                                     + (touch_seconds(machine, packed) if mode in CLASSIC else 0.0)))
     written = steps * fields * float(counts["bytes_written"].sum())
@@ -222,36 +223,84 @@ def predict(machine: Machine, job: Job, text: str, mode: str, fields: int, steps
     """Seconds for ``job``'s ranks to write a file of ``fields`` fields for ``steps`` steps through ``text``
     (``stripe_count`` and ``stripe_size``: the file's striping, where not the file system's default)."""
     strategy = settle(machine, job, text, mode, stripe_count=stripe_count, stripe_size=stripe_size)
-    counts, striping = file_counts(machine, job, strategy, stripe_count=stripe_count, stripe_size=stripe_size)
-    planned = counts if striping is None else step_counts(job, strategy)  # climio's own route, not MPI-IO's
+    counts, striping = file_counts(machine, job, strategy, mode, stripe_count=stripe_count, stripe_size=stripe_size)
+    planned = step_counts(job, strategy)  # climio's own route, not MPI-IO's
     return run_time(machine, counts, fields, steps, mode, strategy.name, routes(job, strategy, fields) *
                     plan_seconds(job, strategy, planned), striping)
 
 
-def file_counts(machine: Machine, job: Job, strategy: Strategy, itemsize: int = 4, *, stripe_count: int | None = None,
-                stripe_size: int | None = None) -> tuple[dict[str, np.ndarray], tuple[int, int] | None]:
-    """One record's per-rank counts as the file system sees them, and the file's striping (None where the file
-    system does not stripe files). On a striped one, ``direct``'s collective write is MPI-IO's two-phase write:
-    one aggregator per stripe target, each writing the stripes of its target (as the Lustre drivers of ROMIO
-    and Cray MPI place them), counted as climio's ``stripe``; and each writer's ``sharers`` is the most
-    writers on any storage target it writes (1: its targets are its own)."""
-    if not machine.osts:
-        return step_counts(job, strategy, itemsize), None
-    if strategy.name == "stripe":
-        striping = (len(strategy.aggregators), int(strategy.stripe_size or machine.stripe_size))
-    else:
-        striping = (min(stripe_count or machine.stripe_count, machine.osts), stripe_size or machine.stripe_size)
-    original = strategy.name
-    if original == "direct":
-        nodes = filled_nodes(job.nranks, machine.per_node(job.nranks))
-        strategy = Strategy("stripe", tuple(spread(nodes, min(striping[0], job.nranks))), striping[1])
+def file_counts(machine: Machine, job: Job, strategy: Strategy, mode: str, itemsize: int = 4, *,
+                stripe_count: int | None = None, stripe_size: int | None = None
+                ) -> tuple[dict[str, np.ndarray], tuple[int, int] | None]:
+    """One record's per-rank counts as the file system sees them in ``mode``, and the file's striping (None
+    where the file system does not stripe files). Writers whose pieces interleave in the file and who write
+    through MPI-IO's collective calls (parallel HDF5; ``direct`` in the classic modes) are written by MPI-IO's
+    two-phase write (:func:`two_phase`, :func:`collective_buffering`). On a striped file system each writer's
+    ``sharers`` is the most writers on any storage target it writes (1: its targets are its own)."""
+    striping = None
+    if machine.osts:
+        if strategy.name == "stripe":
+            striping = (len(strategy.aggregators), int(strategy.stripe_size or machine.stripe_size))
+        else:
+            striping = (min(stripe_count or machine.stripe_count, machine.osts), stripe_size or machine.stripe_size)
     counts = step_counts(job, strategy, itemsize)
-    if original == "direct":  # each aggregator sorts and copies every rank's runs in its file domain
-        runs = float(job.sources[0].size)
-        written = counts["bytes_written"]
-        counts["file_runs"] = counts["file_runs"] + np.round(runs * written / max(int(written.sum()), 1)).astype(np.int64)
-    counts["sharers"] = sharers(writers(job, strategy, itemsize), job.shape, itemsize, *striping)
+    if through_mpiio(mode, strategy.name):
+        _, runs = written(job.shape, writers(job, strategy, itemsize), itemsize)
+        if interleaved(runs, job.nranks):
+            strategy = two_phase(machine, job, striping)
+            counts = collective_buffering(job, counts, runs, strategy, itemsize)
+    if striping is not None:
+        counts["sharers"] = sharers(writers(job, strategy, itemsize), job.shape, itemsize, *striping)
     return counts, striping
+
+
+def through_mpiio(mode: str, strategy: str) -> bool:
+    """Whether a strategy's writers write through MPI-IO's collective calls in ``mode``: parallel HDF5 always;
+    in the classic modes ``direct`` only (the aggregated strategies' writers write their runs themselves);
+    ``serial``'s netCDF-C never."""
+    return mode == "hdf5" or (mode in CLASSIC and mode != "serial" and strategy == "direct")
+
+
+def interleaved(runs: tuple[np.ndarray, np.ndarray, np.ndarray], nranks: int) -> bool:
+    """Whether the writers' ``runs`` (``(first, end, rank)``) interleave in the file, a writer's first byte
+    before the last of the writer before it: ROMIO then writes them in two phases (otherwise each its own)."""
+    first, end, rank = runs
+    lo = np.full(nranks, np.iinfo(np.int64).max)
+    hi = np.full(nranks, -1)
+    np.minimum.at(lo, rank, first)
+    np.maximum.at(hi, rank, end)
+    holding = hi >= 0
+    return bool(np.any(lo[holding][1:] < hi[holding][:-1]))
+
+
+def collective_buffering(job: Job, counts: Mapping[str, np.ndarray], runs: tuple[np.ndarray, np.ndarray, np.ndarray],
+                         aggregators: Strategy, itemsize: int) -> dict[str, np.ndarray]:
+    """``counts`` (climio's own route) with MPI-IO's two phases after it: the writers' ``runs`` sent to the
+    ``aggregators``' ranges, which the aggregators write, each sorting and copying every writer's runs in its
+    range."""
+    final, aggregated = written(job.shape, writers(job, aggregators, itemsize), itemsize)
+    first, end, rank = runs
+    order = np.argsort(first, kind="stable")
+    sources = (first[order], end[order], rank[order], np.unique(np.concatenate([first, end])))
+    moved = exchange(sources, aggregated, job.nranks, itemsize)
+    out = dict(counts)
+    for name, value in moved.items():
+        out[name] = counts[name] + value
+    share = final["bytes_written"] / max(int(final["bytes_written"].sum()), 1)
+    out["requests"], out["bytes_written"] = final["requests"], final["bytes_written"]
+    out["file_runs"] = final["file_runs"] + np.round(first.size * share).astype(np.int64)
+    return out
+
+
+def two_phase(machine: Machine, job: Job, striping: tuple[int, int] | None) -> Strategy:
+    """MPI-IO's collective buffering as climio's strategy of the same shape: ROMIO's aggregators (one per node,
+    its default ``cb_nodes``) each write an equal contiguous range of the record after receiving the ranks'
+    data in it (``agg``); on a striped file system, one aggregator per stripe target, each the stripes of its
+    target (as the Lustre drivers of ROMIO and Cray MPI place them: ``stripe``)."""
+    nodes = filled_nodes(job.nranks, machine.per_node(job.nranks))
+    if striping is None:
+        return Strategy("agg", tuple(spread(nodes, len(set(nodes)))))
+    return Strategy("stripe", tuple(spread(nodes, min(striping[0], job.nranks))), striping[1])
 
 
 def sharers(pieces: Sequence[Sequence[Hyperslab]], shape: tuple[int, ...], itemsize: int, count: int,
@@ -343,7 +392,7 @@ def ranking(machine: Machine, jobs: Sequence[tuple[Job, int, int]], mode: str) -
         seconds = 0.0
         for job, records, itemsize in jobs:
             strategy = settle(machine, job, text, mode)
-            counts, striping = file_counts(machine, job, strategy, itemsize)
+            counts, striping = file_counts(machine, job, strategy, mode, itemsize)
             seconds += sum(step_parts(machine, counts, records, mode, strategy.name, striping).values())
         out.append((seconds, text))
     return sorted(out, key=lambda pair: pair[0])

@@ -124,14 +124,31 @@ def writers(job: Job, strategy: Strategy, itemsize: int) -> list[list[Hyperslab]
 
 def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np.ndarray]:
     """Each rank's :meth:`~climio.model.route.Route.counts` for one record (``plan_bytes`` left at 0: see
-    :func:`plan_cost`), from one sweep over every rank's and every writer's runs."""
-    size, shape = job.nranks, job.shape
+    :func:`plan_cost`), from one sweep over every rank's and every writer's runs; and ``bytes_landed``, the
+    bytes each writer's records take in climio's buffers (none where every rank writes its own block)."""
+    size = job.nranks
     pieces = writers(job, strategy, itemsize)
+    out, runs = written(job.shape, pieces, itemsize)
+    out["memory_runs"] = job.memory_runs
+    out["bytes_landed"] = np.zeros(size, np.int64)
+    if not needs_plan(job, pieces):
+        return out
+    out.update(exchange(job.sources, runs, size, itemsize))
+    out["bytes_landed"] = out["bytes_written"]
+    return out
+
+
+def written(shape: tuple[int, ...], pieces: list[list[Hyperslab]], itemsize: int
+            ) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """What each writer of ``pieces`` (one list a rank) writes of a record: its requests, bytes and runs in the
+    file, every other count 0; and the writers' runs ``(first, end, rank)`` in element offsets, in the order of
+    rank then file."""
+    size = len(pieces)
     out = {q: np.zeros(size, np.int64) for q in QUANTITIES}
     d_runs = [(piece_runs(shape, p), r) for r, mine in enumerate(pieces) for p in mine if p.size]
-    d_first = np.concatenate([d[:, 0] for d, _ in d_runs])
-    d_length = np.concatenate([d[:, 1] for d, _ in d_runs])
-    d_rank = np.concatenate([np.full(len(d), r, np.int64) for d, r in d_runs])
+    d_first = np.concatenate([d[:, 0] for d, _ in d_runs]) if d_runs else np.zeros(0, np.int64)
+    d_length = np.concatenate([d[:, 1] for d, _ in d_runs]) if d_runs else np.zeros(0, np.int64)
+    d_rank = np.concatenate([np.full(len(d), r, np.int64) for d, r in d_runs]) if d_runs else np.zeros(0, np.int64)
     out["requests"] = np.bincount([r for _, r in d_runs], minlength=size)
     out["bytes_written"] = np.bincount(d_rank, weights=d_length, minlength=size).astype(np.int64) * itemsize
     order = np.lexsort((d_first, d_rank))  # a writer's runs in file order: a new one where the last does not go on
@@ -139,11 +156,17 @@ def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np
     new_run = np.ones(first.size, bool)
     new_run[1:] = (rank[1:] != rank[:-1]) | (first[1:] != end[:-1])
     out["file_runs"] = np.bincount(rank[new_run], minlength=size)
-    out["memory_runs"] = job.memory_runs
-    if not needs_plan(job, pieces):
-        return out
-    s_first, s_end, s_rank, s_bounds = job.sources
-    # the writers' runs are in file order already (first, end, rank above): both sorted, a stable sort merges them
+    return out, (first, end, rank)
+
+
+def exchange(sources: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], runs: tuple[np.ndarray, ...],
+             size: int, itemsize: int) -> dict[str, np.ndarray]:
+    """The messages and bytes that bring the ``sources`` (``(first, end, rank, bounds)``: runs sorted by first,
+    and the sorted distinct ends of them all, as :attr:`Job.sources`) to the writers' ``runs`` (``(first, end,
+    rank)``, each writer's in file order): sent, received, and kept where a rank writes its own."""
+    s_first, s_end, s_rank, s_bounds = sources
+    first, end, rank = runs
+    # the writers' runs are in file order already: both sorted, a stable sort merges them
     merged = np.sort(np.concatenate([s_bounds, np.unique(np.concatenate([first, end]))]), kind="stable")
     bounds = merged[np.concatenate([[True], merged[1:] != merged[:-1]])]
     lo, length = bounds[:-1], np.diff(bounds)
@@ -161,12 +184,11 @@ def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np
     weight = np.bincount(amount, weights=length[moved]).astype(np.int64) * itemsize
     source, dest = pair // size, pair % size
     other = source != dest
-    out["messages_sent"] = np.bincount(source[other], minlength=size)
-    out["messages_received"] = np.bincount(dest[other], minlength=size)
-    out["bytes_sent"] = np.bincount(source[other], weights=weight[other], minlength=size).astype(np.int64)
-    out["bytes_received"] = np.bincount(dest[other], weights=weight[other], minlength=size).astype(np.int64)
-    out["bytes_kept"] = np.bincount(source[~other], weights=weight[~other], minlength=size).astype(np.int64)
-    return out
+    return {"messages_sent": np.bincount(source[other], minlength=size),
+            "messages_received": np.bincount(dest[other], minlength=size),
+            "bytes_sent": np.bincount(source[other], weights=weight[other], minlength=size).astype(np.int64),
+            "bytes_received": np.bincount(dest[other], weights=weight[other], minlength=size).astype(np.int64),
+            "bytes_kept": np.bincount(source[~other], weights=weight[~other], minlength=size).astype(np.int64)}
 
 
 def piece_runs(shape: tuple[int, ...], piece: Hyperslab) -> np.ndarray:
