@@ -252,6 +252,11 @@ def test_interleaved_writers_take_mpiio_two_phase_write() -> None:
         assert list(c["bytes_landed"]) == [0, 0]  # MPI-IO's buffers, not climio's
         write = costmodel.step_parts(ROUND, c, 1, mode, "direct")["write"]
         assert write == pytest.approx(16 * 1e-6 + 128 / 2e8)
+        # no route: in cdf5 each rank packs a step's 3 records of its 64 bytes into one buffer, nothing landed
+        step = sum(costmodel.step_parts(ROUND, c, 3, mode, "direct").values())
+        buffers = 3 * 64 / 4e9 if mode == "cdf5" else 0.0
+        assert costmodel.run_time(ROUND, c, 3, 1, mode, "direct") == pytest.approx(
+            1e-2 + 3 * 1e-4 + buffers + step + 3 * 128 / 1e8)
     bands = block_job("bands", (4, 4), None, 1, 2, 0)
     c, _ = costmodel.file_counts(ROUND, bands, costmodel.settle(ROUND, bands, "direct", "cdf5"), "cdf5")
     assert not c["messages_sent"].any() and list(c["bytes_written"]) == [32, 32] and list(c["file_runs"]) == [1, 1]

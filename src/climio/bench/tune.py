@@ -18,9 +18,9 @@ The driver starts itself on 2 ranks (``mpiexec``); the ranks measure, each figur
   bandwidth from the difference); ``request_s``: 256-byte ``pwrite`` s with gaps between them, less their bytes
   (a block's rows, each a request of its own); ``servers_Bps``: both ranks writing 16 MiB requests into one file
   at once;
-- ``run_s``: an MPI-IO collective write of 4,096 runs of 64 bytes from each rank, interleaved with the other's,
-  against one run of the same bytes each: what each run adds on the node's one aggregator (ROMIO's default),
-  which sorts and copies both ranks' runs;
+- ``run_s``: ``direct`` steps through ``ModelOutput`` of 4,096 runs of 48 values from each rank, interleaved
+  with the other's, against one run of the same bytes each: what each run adds on the node's one MPI-IO
+  aggregator (ROMIO's default), which sorts and copies both ranks' runs, with climio's own listing of them;
 - ``sync_Bps``: 256 MiB written then ``fsync`` (0 where it costs nothing: tmpfs);
 - per storage mode, through ``ModelOutput`` on the two ranks with records of 2 x 2 values: the cost of creating
   and closing a file of 1 and of 64 variables (``file_s``, ``define_s``), and of steps of 1 and of 64 records
@@ -173,13 +173,13 @@ def allreduce_time(comm: MPI.Comm, rounds: int = 1000) -> float:
 def pwrite_time(directory: str, size: int, count: int, stride: int | None = None, path: str | None = None,
                 first: int = 0) -> float:
     """Seconds for one process to write ``count`` requests of ``size`` bytes, ``stride`` apart (default: one after
-    the other), into a new file (pages the file system must allocate, as a model's output is; no fsync), or into
-    ``path`` from request ``first`` on (another process writes the other requests at the same time). Making and
-    removing the file are not timed."""
+    the other), into a new file (pages the file system must allocate, as a model's output is; no fsync): the
+    median of several files; or once into the new file ``path`` from request ``first`` on (another process
+    writes the other requests at the same time). Making and removing the file are not timed."""
     data = np.ones(size, np.uint8)
     step = stride or size
     times = []
-    for _ in range(REPS):
+    for _ in range(REPS if path is None else 1):
         with probe(None, directory, "writes") if path is None else nullcontext(path) as target:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT, 0o600)
             try:
@@ -189,6 +189,21 @@ def pwrite_time(directory: str, size: int, count: int, stride: int | None = None
                 times.append(time.perf_counter() - start)
             finally:
                 os.close(fd)
+    return statistics.median(times)
+
+
+def shared_write_time(comm: MPI.Comm, directory: str, size: int, count: int, stride: int | None = None,
+                      first: int = 0) -> float:
+    """:func:`pwrite_time` on every rank at once into one new file (a new one each time: overwriting pages a
+    file already has is faster than making them), the slowest rank's, the median of several files."""
+    from mpi4py import MPI
+
+    times = []
+    for _ in range(REPS):
+        with probe(comm, directory, "shared") as shared:
+            comm.Barrier()
+            mine = pwrite_time(directory, size, count, stride, path=shared, first=first)
+            times.append(comm.allreduce(mine, op=MPI.MAX))
     return statistics.median(times)
 
 
@@ -219,30 +234,37 @@ def sync_rate(directory: str, nbytes: int = 256 << 20) -> float:
     return nbytes / seconds if seconds > 0.01 else 0.0
 
 
-def run_cost(comm: MPI.Comm, directory: str, runs: int = 4096, size: int = 64) -> float:
-    """Seconds each further noncontiguous run adds to an MPI-IO collective write on its aggregator: both ranks
-    write ``runs`` runs, each rank's between the other's (as ``direct``'s blocks' rows lie in the file), against
-    each one run of the same bytes; the node's one aggregator (ROMIO's default) takes every rank's runs."""
+def run_cost(comm: MPI.Comm, directory: str, link_Bps: float, levels: int = 64, rows: int = 64, width: int = 48,
+             records: int = 4) -> float:
+    """Seconds each run adds on the node's one MPI-IO aggregator (ROMIO's default) to climio's ``direct`` write:
+    steps of ``records`` records of ``levels`` x ``rows`` x (2 x ``width``) float32 in two column blocks (each
+    rank ``levels`` x ``rows`` runs between the other's, which the aggregator sorts, both ranks' alike) against
+    the same bytes as two bands of rows of a 2-D field (each rank's one run: no two-phase write), less the half
+    of the bytes the two-phase write moves to the aggregator (the model's exchange counts them)."""
     from mpi4py import MPI
 
-    rank = comm.Get_rank()
-    data = np.ones(runs * size, np.uint8)
-    strided = MPI.BYTE.Create_vector(runs, size, comm.Get_size() * size).Commit()
-    with probe(comm, directory, "runs") as path:
-        handle = MPI.File.Open(comm, path, MPI.MODE_CREATE | MPI.MODE_WRONLY)
-        try:
-            def write(filetype: MPI.Datatype, displacement: int) -> Callable[[], None]:
-                def run() -> None:
-                    handle.Set_view(displacement, MPI.BYTE, filetype)
-                    handle.Write_at_all(0, data)
-                return run
+    from climio.model import decomposition as dec
+    from climio.model.output import Field, ModelOutput
 
-            many = median_time(write(strided, rank * size))
-            one = median_time(write(MPI.BYTE, rank * runs * size))
+    size, rank = comm.Get_size(), comm.Get_rank()
+    columns = dec.blocks((rows, size * width), size, 1, rank)
+    bands = dec.blocks((levels * rows, size * width), 1, size, rank)
+
+    def step_time(share: dec.GridDecomposition, field_levels: int | None, path: str) -> float:
+        out = ModelOutput(path, share, [Field(f"v{k}", field_levels) for k in range(records)], comm, mode="cdf5",
+                          strategy="direct", overwrite=True)
+        try:
+            run = later_steps(out, np.ones(share.local_shape(field_levels), np.float32), records)
+            comm.Barrier()
+            return float(comm.allreduce(median_time(run), op=MPI.MAX))
         finally:
-            handle.Close()
-            strided.Free()
-    return max(comm.allreduce(many - one, op=MPI.MAX), 0.0) / (comm.Get_size() * runs - 1)
+            out.close()
+
+    with probe(comm, directory, "runs.nc") as path:
+        many = step_time(columns, levels, path)
+        one = step_time(bands, None, path)
+    moved = records * levels * rows * width * 4 * (size - 1)
+    return max(many - one - moved / link_Bps, 0.0) / (records * (size * levels * rows - 1))
 
 
 def later_steps(out: ModelOutput, local: np.ndarray, count: int) -> Callable[[], None]:
@@ -334,8 +356,6 @@ def library_time(comm: MPI.Comm, directory: str, mode: str, records: int = 16, s
 
 def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
     """Every figure (collective on 2 ranks); the results on rank 0."""
-    from mpi4py import MPI
-
     rank = comm.Get_rank()
     figures: dict[str, Any] = {}
     small, large = 4096, 16 << 20
@@ -352,16 +372,13 @@ def measure(comm: MPI.Comm, directory: str) -> dict[str, Any]:
         t_run = pwrite_time(directory, RUN_BYTES, 4096, stride=2 * RUN_BYTES) / 4096
         figures["request_s"] = max(t_run - RUN_BYTES / figures["write_Bps"], 0.0)
         figures["sync_Bps"] = sync_rate(directory)
-    with probe(comm, directory, "shared") as shared:  # both ranks into one file, as a strategy's writers write
-        comm.Barrier()
-        both = comm.allreduce(pwrite_time(directory, large, 8, path=shared, first=8 * rank), op=MPI.MAX)
+    # both ranks into one new file, as a strategy's writers write: large requests one after the other, and small
+    # runs interleaved
+    both = shared_write_time(comm, directory, large, 8, first=8 * rank)
     figures["servers_Bps"] = comm.Get_size() * 8 * large / both
-    with probe(comm, directory, "runs") as shared:  # both ranks' small runs into one file, interleaved
-        comm.Barrier()
-        runs = comm.allreduce(pwrite_time(directory, RUN_BYTES, 4096, stride=2 * RUN_BYTES, path=shared,
-                                          first=4096 * rank), op=MPI.MAX)
+    runs = shared_write_time(comm, directory, RUN_BYTES, 4096, stride=2 * RUN_BYTES, first=4096 * rank)
     figures["shared_request_s"] = max(runs / 4096 - RUN_BYTES * comm.Get_size() / figures["servers_Bps"], 0.0)
-    figures["run_s"] = run_cost(comm, directory)
+    figures["run_s"] = run_cost(comm, directory, figures["link_Bps"])
     per_mode = {mode: mode_costs(comm, directory, mode) for mode in MODES}
     for costs in per_mode.values():  # the fixed costs without the collective calls the model counts apart
         costs["record_s"] = max(costs["record_s"] - costs["record_collectives"] * figures["collective_s"], 0.0)

@@ -40,6 +40,7 @@ import numpy as np
 
 from climio.core import mpi
 from climio.core.decomp import Hyperslab
+from climio.core.ncio.stored import PACK_BYTES
 from climio.errors import ClimioError
 from climio.model.counts import Job, exchange, filled_nodes, piece_runs, plan_cost, step_counts, writers, written
 from climio.model.route import spread
@@ -154,9 +155,7 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
     nranks = len(counts["bytes_written"])
     shared = machine.per_node(nranks) / machine.cores_per_node  # over 1: ranks take turns on a core
     shared = max(shared, 1.0)
-    owned = counts["bytes_sent"] + counts["bytes_kept"]
-    if not counts["bytes_kept"].any() and not counts["bytes_sent"].any():  # no exchange: each rank its own block
-        owned = counts["bytes_written"]
+    owned = owned_bytes(counts)
     walk = counts["memory_runs"] * machine.row_s  # a rank's rows, walked by each copy of its share
     pack = fields * float(np.max(owned / machine.copy_Bps + walk)) if mode in CLASSIC else 0.0
     moved = counts["bytes_sent"] + counts["bytes_kept"] > 0
@@ -192,13 +191,23 @@ def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, st
     """Seconds to create a file of ``fields`` variables, build its routes (``plans_s``) and the records'
     buffers (where a rank lands records, or packs its own), write ``steps`` steps and close it."""
     step = sum(step_parts(machine, counts, fields, mode, strategy, striping).values())
-    packed = counts["bytes_sent"] + counts["bytes_kept"]  # nothing where no rank exchanges: each writes its own
-    landed = counts["bytes_landed"]  # climio's routes' buffers (MPI-IO's aggregators reuse theirs)
-    buffers = fields * float(np.max(touch_seconds(machine, landed)
-                                    + (touch_seconds(machine, packed) if mode in CLASSIC else 0.0)))
+    # climio's routes pack each record's share into a buffer of its own, and land each record in another (the
+    # aggregators of MPI-IO's two-phase write reuse theirs); direct has no route: the writer packs a call's records
+    # (a step's) into one buffer of PACK_BYTES at most, reused
+    packed = fields * touch_seconds(machine, counts["bytes_sent"] + counts["bytes_kept"])
+    if strategy == "direct":
+        packed = touch_seconds(machine, np.minimum(fields * owned_bytes(counts), PACK_BYTES))
+    landed = fields * touch_seconds(machine, counts["bytes_landed"])
+    buffers = float(np.max(landed + (packed if mode in CLASSIC else 0.0)))
     written = steps * fields * float(counts["bytes_written"].sum())
     drain = written / machine.sync_Bps if machine.sync_Bps > 0 else 0.0
     return machine.file_s[mode] + fields * machine.define_s[mode] + plans_s + buffers + steps * step + drain
+
+
+def owned_bytes(counts: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Each rank's bytes of its own share: what it sends and keeps, or where nobody exchanges, what it writes."""
+    moved = counts["bytes_sent"] + counts["bytes_kept"]
+    return moved if moved.any() else counts["bytes_written"]
 
 
 def touch_seconds(machine: Machine, nbytes: np.ndarray) -> np.ndarray:

@@ -124,7 +124,7 @@ class StoredWriter:
         if self.independent:  # pwrite says what failed: no reservation needed (tmpfs zeroes what it reserves)
             failure = ""
             for part in parts:
-                failure = failure or self._pwrite(self._spans(part), where)
+                failure = failure or self._pwrite(*self._spans(part), where)
             mpi.raise_fault(self.comm, failure)
         else:  # MPI-IO may report a failed write on stderr only (space.py): the space first
             failure = self._reserver.claim(_hulls([self._span(var, slab) for var, slab, _ in pieces]), where)
@@ -148,21 +148,27 @@ class StoredWriter:
             raise IOFault(next(f for f in self.comm.allgather(failure) if f), collective=True)
         return int(flags[1])
 
-    def _spans(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> list[tuple[int, memoryview]]:
-        """The pieces' bytes in the file's order, as ``(file offset, bytes)`` sorted by offset: a C-contiguous
-        piece already in the file's byte order (the rearranger's buffers of a classic file) is written from where
-        it is; the others are packed first."""
+    def _spans(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> tuple[list[memoryview], np.ndarray]:
+        """The pieces' bytes in the file's order: the buffers they lie in, and their runs ``(file offset, buffer,
+        offset in it, bytes)`` sorted by file offset (arrays, not a Python object a run: a column band's writer
+        has hundreds of thousands). A C-contiguous piece already in the file's byte order (the rearranger's
+        buffers of a classic file) is written from where it is; the others are packed first."""
         ready = [p for p in pieces if p[2].dtype == _stored(p[0]) and p[2].flags.c_contiguous]
         written = {id(p) for p in ready}
-        spans = []
+        views: list[memoryview] = []
+        parts = []
         for var, slab, data in ready:
             offsets, length = self._runs(var, slab)
-            view = memoryview(data.reshape(-1).view(np.uint8))
-            spans += [(int(offset), view[k * length:(k + 1) * length]) for k, offset in enumerate(offsets.tolist())]
+            parts.append(np.stack([offsets, np.full(offsets.size, len(views), np.int64),
+                                   np.arange(offsets.size, dtype=np.int64) * length,
+                                   np.full(offsets.size, length, np.int64)], axis=1))
+            views.append(memoryview(data.reshape(-1).view(np.uint8)))
         buffer, runs = self._packed([p for p in pieces if id(p) not in written])
-        packed = memoryview(buffer)
-        spans += [(offset, packed[at:at + length]) for offset, at, length in runs.tolist()]
-        return sorted(spans, key=lambda span: span[0])
+        if len(runs):
+            parts.append(np.column_stack([runs[:, 0], np.full(len(runs), len(views), np.int64), runs[:, 1:]]))
+            views.append(memoryview(buffer))
+        table = np.concatenate(parts) if parts else np.zeros((0, 4), np.int64)
+        return views, table[np.argsort(table[:, 0], kind="stable")]
 
     def _packed(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         """The pieces in one buffer of the file's byte order, and their ``(file offset, buffer offset, bytes)``
@@ -207,25 +213,25 @@ class StoredWriter:
             offsets = (offsets[:, None] + steps[None, :]).ravel()
         return offsets, run
 
-    def _pwrite(self, spans: list[tuple[int, memoryview]], where: str) -> str:
-        """This rank's spans straight to the file, those that follow each other in one ``pwritev``; a failure's
-        line, or ''."""
-        with trace.phase("write", sum(view.nbytes for _, view in spans)):
+    def _pwrite(self, views: list[memoryview], runs: np.ndarray, where: str) -> str:
+        """This rank's runs (:meth:`_spans`) straight to the file, those that follow each other in one
+        ``pwritev``; a failure's line, or ''."""
+        offsets, which, starts, lengths = (runs[:, k].tolist() for k in range(4))
+        with trace.phase("write", sum(lengths)):
             k = 0
-            while k < len(spans):
-                offset, view = spans[k]
-                end = offset + view.nbytes
+            while k < len(offsets):
+                first, offset = k, offsets[k]
+                end = offset + lengths[k]
                 k += 1
+                while k < len(offsets) and offsets[k] == end and k - first < IOV_MAX:
+                    end += lengths[k]
+                    k += 1
                 try:
-                    if k == len(spans) or spans[k][0] != end:  # a run on its own (a column's row): one pwrite
-                        _pwrite_all(self._fd, view, offset)
-                        continue
-                    views = [view]
-                    while k < len(spans) and spans[k][0] == end and len(views) < IOV_MAX:
-                        views.append(spans[k][1])
-                        end += spans[k][1].nbytes
-                        k += 1
-                    _pwritev(self._fd, views, offset)
+                    if k - first == 1:  # a run on its own (a column's row): one pwrite
+                        _pwrite_all(self._fd, views[which[first]][starts[first]:starts[first] + lengths[first]], offset)
+                    else:
+                        _pwritev(self._fd, [views[which[j]][starts[j]:starts[j] + lengths[j]] for j in range(first, k)],
+                                 offset)
                 except OSError as err:
                     return f"{where}: {os.strerror(err.errno).lower() if err.errno else err} (writing " \
                            f"{end - offset} bytes at offset {offset})"
