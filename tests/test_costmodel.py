@@ -271,6 +271,39 @@ def test_interleaved_writers_take_mpiio_two_phase_write() -> None:
     assert list(c["bytes_sent"] - own["bytes_sent"]) == [0, 0, 64, 0]
     assert list(c["bytes_written"]) == [128, 0, 0, 0] and list(c["bytes_landed"]) == [64, 0, 64, 0]
     assert list(c["file_runs"]) == [1 + 2 * 2, 0, 0, 0]  # each band one run a level (its rows are whole)
-    # in cdf5 the band writers write their own runs: no second phase
-    assert costmodel.file_counts(ROUND, square, costmodel.settle(ROUND, square, "rows", "cdf5"), "cdf5")[0][
-        "bytes_written"].tolist() == [64, 0, 64, 0]
+    # in cdf5 the band writers write their own runs: no second phase, unless they write through MPI-IO's
+    # collective calls as PnetCDF's do
+    rows = costmodel.settle(ROUND, square, "rows", "cdf5")
+    assert costmodel.file_counts(ROUND, square, rows, "cdf5")[0]["bytes_written"].tolist() == [64, 0, 64, 0]
+    assert costmodel.file_counts(ROUND, square, rows, "cdf5", collective=True)[0]["bytes_written"].tolist() == [
+        128, 0, 0, 0]
+
+
+def test_bench_scale_papers(tmp_path: Path) -> None:
+    """Seed 003's figures against the model: each row is Eq. 1 of the predicted times of climio's counterparts on
+    the edison site, beside the value the paper's text states; the fit finds the site's fitted cost a run."""
+    from climio.bench import papers
+    from climio.bench.model import DOMAINS, HALO
+
+    result = climio("bench", "scale", "--papers", "--fit", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    fitted = float(result.stdout.split("fitted on CA: run_s ")[1].split()[0])
+    edison = costmodel.find("edison")
+    assert fitted == pytest.approx(edison.run_s, abs=1e-8)  # the plans' times, measured anew, move it a little
+    rows = json.loads((tmp_path / "papers.json").read_text())["rows"]
+    assert [(r["domain"], r["grid"], r["paper"]) for r in rows][:2] == [("CA", "4x4", 40), ("CA", "16x16", -25)]
+    assert len(rows) == len(papers.FIGURES)
+    machine = replace(edison, run_s=fitted)
+    for row, fig in zip(rows, papers.FIGURES):
+        nx, ny, layers, species = DOMAINS[fig.domain]
+        px, py = (int(n) for n in fig.grid.split("x"))
+        job = block_job(fig.grid, (ny, nx), layers, px, py, HALO)
+        count, size = papers.BEST_STRIPES[fig.domain]
+        seconds = {name: costmodel.predict(machine, job, strategy, mode, species, 3, stripe_count=count,
+                                           stripe_size=size, collective=collective)
+                   for name, (strategy, mode, collective) in papers.SCHEMES.items()}
+        expected = 100 * (seconds[fig.slower] - seconds[fig.faster]) / seconds[fig.slower]
+        assert row["model"] == pytest.approx(expected, abs=1.0), row
+        assert row["error"] == (None if fig.percent is None else pytest.approx(row["model"] - fig.percent))
+        assert row["fitted_on"] == (fig.domain == "CA")
+        assert f"| {fig.domain} | {fig.grid} | {fig.faster} vs {fig.slower} |" in result.stdout

@@ -305,17 +305,26 @@ def add_scale(suites: Subcommands, common: argparse.ArgumentParser) -> None:
     sc.add_argument("--stripe-size", type=int, default=1 << 20, help="the file's stripe size in bytes (default 1 MiB)")
     sc.add_argument("--recommend", action="store_true", help="rank the strategies auto weighs by the cost model's "
                     "predicted step time instead (on --machine's nodes, cores and stripes)")
-    sc.add_argument("--machine", metavar="NAME|FILE", help="with --recommend: a shipped site (edison, perlmutter, node) or "
-                    "a machine file (default: $CLIMIO_MACHINE, else this machine's from climio tune)")
+    sc.add_argument("--papers", action="store_true", help="the cost model against the figures of Wong et al. (2014) "
+                    "instead (on --machine, default edison)")
+    sc.add_argument("--fit", action="store_true", help="with --papers: fit the cost of a run on an MPI-IO aggregator, "
+                    "which no source gives, on CA's figures first")
+    sc.add_argument("--machine", metavar="NAME|FILE", help="with --recommend or --papers: a shipped site (edison, "
+                    "perlmutter, node) or a machine file (default: $CLIMIO_MACHINE, else this machine's from climio "
+                    "tune)")
     sc.add_argument("--mode", default="cdf5", choices=output_modes(), help="with --recommend: the storage mode (default "
                     "cdf5)")
-    sc.add_argument("--out", help="directory for scale.json and scale.csv (recommend.json, recommend.csv)")
+    sc.add_argument("--out", help="directory for scale.json and scale.csv (recommend.json, recommend.csv; "
+                    "papers.json, papers.csv)")
     sc.set_defaults(func=run_scale)
 
 
 def run_scale(args: argparse.Namespace, comm: MPI.Comm) -> None:
-    from climio.bench import scale
+    from climio.bench import papers, scale
 
+    if args.papers:
+        papers.main(machine=args.machine, refit=args.fit, out=args.out)
+        return
     if args.recommend:
         scale.main_recommend(kinds=args.decompositions.split(","), ranks=int_list(args.ranks, "--ranks"),
                              machine=args.machine, mode=args.mode, out=args.out)

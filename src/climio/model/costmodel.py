@@ -147,7 +147,7 @@ def save(machine: Machine, path: str) -> None:
 
 
 def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, mode: str, strategy: str,
-               striping: tuple[int, int] | None = None) -> dict[str, float]:
+               striping: tuple[int, int] | None = None, collective: bool | None = None) -> dict[str, float]:
     """The seconds of each part of one step of ``fields`` records, from one record's per-rank ``counts``
     (:func:`climio.model.counts.step_counts`, or :func:`file_counts` on a striped file system) of a strategy
     named ``strategy``; ``striping``: the file's stripe count and size there."""
@@ -165,7 +165,7 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
                                         + np.where(moved, counts["memory_runs"] * machine.message_row_s, 0.0))))
     # classic files written by aggregators: each of a writer's runs is a pwrite of its own; otherwise its
     # requests go to MPI-IO, whose two-phase write takes the runs together
-    own_writes = mode in ("cdf2", "cdf5") and strategy != "direct"
+    own_writes = mode in ("cdf2", "cdf5") and not through_mpiio(mode, strategy, collective)
     calls = counts["file_runs"] if own_writes else counts["requests"]
     runs = np.zeros_like(calls) if own_writes else np.maximum(counts["file_runs"] - counts["requests"], 0)
     request_s = machine.shared_request_s if np.count_nonzero(counts["bytes_written"]) > 1 else machine.request_s
@@ -187,10 +187,10 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
 
 
 def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, steps: int, mode: str, strategy: str,
-             plans_s: float = 0.0, striping: tuple[int, int] | None = None) -> float:
+             plans_s: float = 0.0, striping: tuple[int, int] | None = None, collective: bool | None = None) -> float:
     """Seconds to create a file of ``fields`` variables, build its routes (``plans_s``) and the records'
     buffers (where a rank lands records, or packs its own), write ``steps`` steps and close it."""
-    step = sum(step_parts(machine, counts, fields, mode, strategy, striping).values())
+    step = sum(step_parts(machine, counts, fields, mode, strategy, striping, collective).values())
     # climio's routes pack each record's share into a buffer of its own, and land each record in another (the
     # aggregators of MPI-IO's two-phase write reuse theirs); direct has no route: the writer packs a call's records
     # (a step's) into one buffer of PACK_BYTES at most, reused
@@ -227,19 +227,46 @@ def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: in
     return Strategy.settle(text, mode, nodes, job.share(0), stripe_count=stripe_count, stripe_size=stripe_size)
 
 
-def predict(machine: Machine, job: Job, text: str, mode: str, fields: int, steps: int, *,
-            stripe_count: int | None = None, stripe_size: int | None = None) -> float:
-    """Seconds for ``job``'s ranks to write a file of ``fields`` fields for ``steps`` steps through ``text``
-    (``stripe_count`` and ``stripe_size``: the file's striping, where not the file system's default)."""
+@dataclass(frozen=True)
+class Counted:
+    """What :func:`predict` prices, worked out once for any costs of the same machine's shape (its nodes and
+    storage targets): a strategy's counts as the file system sees them, the file's striping, and the seconds
+    its routes' plans take to build."""
+
+    strategy: str
+    counts: dict[str, np.ndarray]
+    striping: tuple[int, int] | None
+    plans_s: float
+    collective: bool | None
+
+    def seconds(self, machine: Machine, mode: str, fields: int, steps: int) -> float:
+        return run_time(machine, self.counts, fields, steps, mode, self.strategy, self.plans_s, self.striping,
+                        self.collective)
+
+
+def count(machine: Machine, job: Job, text: str, mode: str, fields: int, *, stripe_count: int | None = None,
+          stripe_size: int | None = None, collective: bool | None = None) -> Counted:
+    """:func:`predict`'s counts and plans (``stripe_count`` and ``stripe_size``: the file's striping, where not
+    the file system's default; ``collective``: see :func:`through_mpiio`)."""
     strategy = settle(machine, job, text, mode, stripe_count=stripe_count, stripe_size=stripe_size)
-    counts, striping = file_counts(machine, job, strategy, mode, stripe_count=stripe_count, stripe_size=stripe_size)
+    counts, striping = file_counts(machine, job, strategy, mode, stripe_count=stripe_count, stripe_size=stripe_size,
+                                   collective=collective)
     planned = step_counts(job, strategy)  # climio's own route, not MPI-IO's
-    return run_time(machine, counts, fields, steps, mode, strategy.name, routes(job, strategy, fields) *
-                    plan_seconds(job, strategy, planned), striping)
+    return Counted(strategy.name, counts, striping, routes(job, strategy, fields) *
+                   plan_seconds(job, strategy, planned), collective)
+
+
+def predict(machine: Machine, job: Job, text: str, mode: str, fields: int, steps: int, *,
+            stripe_count: int | None = None, stripe_size: int | None = None, collective: bool | None = None) -> float:
+    """Seconds for ``job``'s ranks to write a file of ``fields`` fields for ``steps`` steps through ``text``
+    (the options: :func:`count`'s)."""
+    counted = count(machine, job, text, mode, fields, stripe_count=stripe_count, stripe_size=stripe_size,
+                    collective=collective)
+    return counted.seconds(machine, mode, fields, steps)
 
 
 def file_counts(machine: Machine, job: Job, strategy: Strategy, mode: str, itemsize: int = 4, *,
-                stripe_count: int | None = None, stripe_size: int | None = None
+                stripe_count: int | None = None, stripe_size: int | None = None, collective: bool | None = None
                 ) -> tuple[dict[str, np.ndarray], tuple[int, int] | None]:
     """One record's per-rank counts as the file system sees them in ``mode``, and the file's striping (None
     where the file system does not stripe files). Writers whose pieces interleave in the file and who write
@@ -253,7 +280,7 @@ def file_counts(machine: Machine, job: Job, strategy: Strategy, mode: str, items
         else:
             striping = (min(stripe_count or machine.stripe_count, machine.osts), stripe_size or machine.stripe_size)
     counts = step_counts(job, strategy, itemsize)
-    if through_mpiio(mode, strategy.name):
+    if through_mpiio(mode, strategy.name, collective):
         _, runs = written(job.shape, writers(job, strategy, itemsize), itemsize)
         if interleaved(runs, job.nranks):
             strategy = two_phase(machine, job, striping)
@@ -263,11 +290,13 @@ def file_counts(machine: Machine, job: Job, strategy: Strategy, mode: str, items
     return counts, striping
 
 
-def through_mpiio(mode: str, strategy: str) -> bool:
+def through_mpiio(mode: str, strategy: str, collective: bool | None = None) -> bool:
     """Whether a strategy's writers write through MPI-IO's collective calls in ``mode``: parallel HDF5 always;
-    in the classic modes ``direct`` only (the aggregated strategies' writers write their runs themselves);
-    ``serial``'s netCDF-C never."""
-    return mode == "hdf5" or (mode in CLASSIC and mode != "serial" and strategy == "direct")
+    in the classic modes ``direct`` only (climio's aggregators write their runs themselves), unless
+    ``collective`` says (True: as PnetCDF's writers do, whatever the strategy); ``serial``'s netCDF-C never."""
+    if mode not in ("cdf2", "cdf5"):
+        return mode == "hdf5"
+    return strategy == "direct" if collective is None else collective
 
 
 def interleaved(runs: tuple[np.ndarray, np.ndarray, np.ndarray], nranks: int) -> bool:
