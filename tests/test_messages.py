@@ -298,3 +298,15 @@ def test_python_api_errors_name_its_own_arguments(tmp_path: Path) -> None:
     assert api_error(lambda: tiny.climio.subset("time,1851-02-29")) == \
         "range time,1851-02-29: '1851-02-29' is not a date of the '365_day' calendar"
     assert old.read_bytes() == b"old" and sorted(os.listdir(tmp_path)) == ["old.nc", "text.nc"]
+
+
+def test_a_reader_that_goes_away_ends_climio_quietly() -> None:
+    """``climio ... | head -1``: the reader closes the pipe after a line; climio ends with status 1 and says
+    nothing (a closed pipe is no bug of climio's)."""
+    reader = subprocess.Popen(climio_argv("bench", "scale", "--papers"), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline().startswith("climio bench scale --papers:")
+    reader.stdout.close()
+    assert reader.wait(timeout=120) == 1
+    assert reader.stderr.read() == ""

@@ -111,6 +111,13 @@ def run(func: Callable[[argparse.Namespace, Any], None], args: argparse.Namespac
             getattr(args, "report", report)(comm, err, status)
             return status
         mpi.abort(comm, f"climio: error (rank {comm.Get_rank()}): {err}", status)
+    except BrokenPipeError:  # whoever read the output went away (``| head``): end quietly, as Unix tools do
+        ncio.discard_pending_outputs()
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the interpreter's last flush fails else
+        if comm is None or comm.Get_size() == 1:
+            stops.ENDED[0] = True
+            return 1
+        mpi.abort(comm, f"climio: rank {comm.Get_rank()}: the reader of its output went away", 1)
     except libnetcdf.NetCDFError as err:  # the library failed to read or write: a run-time fault, named by file
         ncio.discard_pending_outputs()
         rank = comm.Get_rank() if comm is not None else mpi.launcher_rank()

@@ -75,8 +75,10 @@ def counted(machine: costmodel.Machine) -> Counts:
         for grid in grids:
             px, py = (int(n) for n in grid.split("x"))
             job = block_job(f"{domain} {grid}", (ny, nx), layers, px, py, HALO)
-            out[(domain, grid)] = {name: costmodel.count(machine, job, strategy, mode, species, stripe_count=count,
-                                                         stripe_size=size, collective=collective)
+            # the paper's schemes build none of climio's routes: their plans cost nothing
+            out[(domain, grid)] = {name: replace(costmodel.count(machine, job, strategy, mode, species,
+                                                                 stripe_count=count, stripe_size=size,
+                                                                 collective=collective), plans_s=0.0)
                                    for name, (strategy, mode, collective) in SCHEMES.items()}
     return out
 
