@@ -153,8 +153,7 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
     named ``strategy``; ``striping``: the file's stripe count and size there."""
     machine.check_mode(mode)
     nranks = len(counts["bytes_written"])
-    shared = machine.per_node(nranks) / machine.cores_per_node  # over 1: ranks take turns on a core
-    shared = max(shared, 1.0)
+    shared = turns(machine, nranks)
     owned = owned_bytes(counts)
     walk = counts["memory_runs"] * machine.row_s  # a rank's rows, walked by each copy of its share
     pack = fields * float(np.max(owned / machine.copy_Bps + walk)) if mode in CLASSIC else 0.0
@@ -186,6 +185,12 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
             "fixed": shared * (machine.step_s[mode] + fields * machine.record_s[mode])}
 
 
+def turns(machine: Machine, nranks: int) -> float:
+    """How many ranks of a job of ``nranks`` take turns on each core (1: a core each): their own CPU work (a
+    pack, climio's fixed costs, a plan's build) takes that many times as long."""
+    return max(machine.per_node(nranks) / machine.cores_per_node, 1.0)
+
+
 def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, steps: int, mode: str, strategy: str,
              plans_s: float = 0.0, striping: tuple[int, int] | None = None, collective: bool | None = None) -> float:
     """Seconds to create a file of ``fields`` variables, build its routes (``plans_s``) and the records'
@@ -201,7 +206,8 @@ def run_time(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, st
     buffers = float(np.max(landed + (packed if mode in CLASSIC else 0.0)))
     written = steps * fields * float(counts["bytes_written"].sum())
     drain = written / machine.sync_Bps if machine.sync_Bps > 0 else 0.0
-    return machine.file_s[mode] + fields * machine.define_s[mode] + plans_s + buffers + steps * step + drain
+    plans = turns(machine, len(counts["bytes_written"])) * plans_s
+    return machine.file_s[mode] + fields * machine.define_s[mode] + plans + buffers + steps * step + drain
 
 
 def owned_bytes(counts: Mapping[str, np.ndarray]) -> np.ndarray:
