@@ -150,7 +150,8 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
                striping: tuple[int, int] | None = None, collective: bool | None = None) -> dict[str, float]:
     """The seconds of each part of one step of ``fields`` records, from one record's per-rank ``counts``
     (:func:`climio.model.counts.step_counts`, or :func:`file_counts` on a striped file system) of a strategy
-    named ``strategy``; ``striping``: the file's stripe count and size there."""
+    named ``strategy``; ``striping``: the file's stripe count and size there; ``collective``: see
+    :func:`through_mpiio`."""
     machine.check_mode(mode)
     nranks = len(counts["bytes_written"])
     shared = turns(machine, nranks)
