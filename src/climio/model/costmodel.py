@@ -42,7 +42,8 @@ from climio.core import mpi
 from climio.core.decomp import Hyperslab
 from climio.core.ncio.stored import PACK_BYTES
 from climio.errors import ClimioError
-from climio.model.counts import Job, exchange, filled_nodes, piece_runs, plan_cost, step_counts, writers, written
+from climio.model.counts import (Job, exchange, filled_nodes, piece_runs, plan_cost, step_counts, tally, writers,
+                                 written)
 from climio.model.route import spread
 from climio.model.strategy import Strategy, applicable_modes
 
@@ -286,14 +287,13 @@ def file_counts(machine: Machine, job: Job, strategy: Strategy, mode: str, items
             striping = (len(strategy.aggregators), int(strategy.stripe_size or machine.stripe_size))
         else:
             striping = (min(stripe_count or machine.stripe_count, machine.osts), stripe_size or machine.stripe_size)
-    counts = step_counts(job, strategy, itemsize)
-    if through_mpiio(mode, strategy.name, collective):
-        _, runs = written(job.shape, writers(job, strategy, itemsize), itemsize)
-        if interleaved(runs, job.nranks):
-            strategy = two_phase(machine, job, striping)
-            counts = collective_buffering(job, counts, runs, strategy, itemsize)
+    pieces = writers(job, strategy, itemsize)
+    counts, runs = tally(job, pieces, itemsize)
+    if through_mpiio(mode, strategy.name, collective) and interleaved(runs, job.nranks):
+        pieces = writers(job, two_phase(machine, job, striping), itemsize)  # MPI-IO's aggregators write
+        counts = collective_buffering(job, counts, runs, pieces, itemsize)
     if striping is not None:
-        counts["sharers"] = sharers(writers(job, strategy, itemsize), job.shape, itemsize, *striping)
+        counts["sharers"] = sharers(pieces, job.shape, itemsize, *striping)
     return counts, striping
 
 
@@ -319,15 +319,15 @@ def interleaved(runs: tuple[np.ndarray, np.ndarray, np.ndarray], nranks: int) ->
 
 
 def collective_buffering(job: Job, counts: Mapping[str, np.ndarray], runs: tuple[np.ndarray, np.ndarray, np.ndarray],
-                         aggregators: Strategy, itemsize: int) -> dict[str, np.ndarray]:
+                         aggregated: list[list[Hyperslab]], itemsize: int) -> dict[str, np.ndarray]:
     """``counts`` (climio's own route) with MPI-IO's two phases after it: the writers' ``runs`` sent to the
-    ``aggregators``' ranges, which the aggregators write, each sorting and copying every writer's runs in its
-    range."""
-    final, aggregated = written(job.shape, writers(job, aggregators, itemsize), itemsize)
+    aggregators' ranges (``aggregated``: every rank's, :func:`two_phase`'s pieces), which the aggregators
+    write, each sorting and copying every writer's runs in its range."""
+    final, ranges = written(job.shape, aggregated, itemsize)
     first, end, rank = runs
     order = np.argsort(first, kind="stable")
     sources = (first[order], end[order], rank[order], np.unique(np.concatenate([first, end])))
-    moved = exchange(sources, aggregated, job.nranks, itemsize)
+    moved = exchange(sources, ranges, job.nranks, itemsize)
     out = dict(counts)
     for name, value in moved.items():
         out[name] = counts[name] + value

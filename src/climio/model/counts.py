@@ -126,16 +126,21 @@ def step_counts(job: Job, strategy: Strategy, itemsize: int = 4) -> dict[str, np
     """Each rank's :meth:`~climio.model.route.Route.counts` for one record (``plan_bytes`` left at 0: see
     :func:`plan_cost`), from one sweep over every rank's and every writer's runs; and ``bytes_landed``, the
     bytes each writer's records take in climio's buffers (none where every rank writes its own block)."""
+    return tally(job, writers(job, strategy, itemsize), itemsize)[0]
+
+
+def tally(job: Job, pieces: list[list[Hyperslab]], itemsize: int
+          ) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """:func:`step_counts` of the writers' ``pieces`` (:func:`writers`), and their runs (:func:`written`)."""
     size = job.nranks
-    pieces = writers(job, strategy, itemsize)
     out, runs = written(job.shape, pieces, itemsize)
     out["memory_runs"] = job.memory_runs
     out["bytes_landed"] = np.zeros(size, np.int64)
     if not needs_plan(job, pieces):
-        return out
+        return out, runs
     out.update(exchange(job.sources, runs, size, itemsize))
     out["bytes_landed"] = out["bytes_written"]
-    return out
+    return out, runs
 
 
 def written(shape: tuple[int, ...], pieces: list[list[Hyperslab]], itemsize: int
