@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
+import subprocess
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import climio, one_error_line
+from conftest import climio, climio_argv, one_error_line
 
 from climio.bench import scale
 from climio.model import costmodel
@@ -127,6 +130,24 @@ def test_tune_measures_this_machine(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["conf"]  # its probe files removed
     bad = climio("tune", "--dir", str(tmp_path / "none"))
     assert bad.returncode == 2 and "--dir: " in one_error_line(bad)
+
+
+def test_a_stopped_driver_stops_its_ranks(tmp_path: Path) -> None:
+    """SIGTERM to ``climio tune``'s driver alone (``kill PID``, not its process group): the ranks it launched
+    are told too and remove their probe files; one line, status 143, nothing left running or on disk."""
+    proc = subprocess.Popen(climio_argv("tune", "--dir", str(tmp_path), "--out", str(tmp_path / "m.toml")),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not any(p.name.startswith(".climio-tune-") for p in tmp_path.iterdir()):  # the ranks measure
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert err.splitlines() == ["climio: stopped by SIGTERM; unfinished output removed"]
+    assert list(tmp_path.iterdir()) == []
+    ranks = subprocess.run(["pgrep", "-f", f"tune --dir {tmp_path} --worker-json"], capture_output=True, text=True)
+    assert ranks.stdout == ""
 
 
 def test_the_machine_a_job_is_priced_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

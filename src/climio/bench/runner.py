@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from climio.core import collectives, mpi
+from climio.core import collectives, mpi, stops
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -31,8 +31,16 @@ if TYPE_CHECKING:
 def run_ranks(nranks: int, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
     """``mpiexec -n nranks python -m climio ARGS``; a ClimioError with the job's own message if it fails."""
     command, env = mpi.mpiexec_command(nranks, [sys.executable, "-m", "climio", *args])
-    result = subprocess.run(command, env=collectives.preload(env), capture_output=True, text=True)
+    with subprocess.Popen(command, env=collectives.preload(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as job:
+        stops.CHILDREN.add(job)  # a stop of this driver is passed on to the job
+        try:
+            stdout, stderr = job.communicate()
+        finally:
+            stops.CHILDREN.discard(job)
+    result = subprocess.CompletedProcess(command, job.returncode, stdout, stderr)
     if result.returncode != 0:
+        stops.hold_if_stopping()
         said = [line for line in result.stderr.splitlines() if line.startswith("climio:")]
         raise ClimioError(f"{' '.join(args[:2])} on {nranks} ranks failed (exit {result.returncode}): "
                           f"{said[-1] if said else result.stderr.strip()[-500:]}", collective=True)

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import threading
 
 from climio.__main__ import STOP_SIGNALS
 from climio.core import mpi, targets
 
 STOPPING = threading.Lock()  # held by the thread that handles a stop signal: one line, one exit
+CHILD_GRACE_S = 10.0  # how long a stopped driver waits for the job it launched to clean up after itself
+CHILDREN: set[subprocess.Popen] = set()  # jobs this process launched (a driver's mpiexec), told of a stop
 SPEAKER = [True]  # whether this rank says the command's lines (rank 0 of its communicator)
 ENDED = [False]  # the command has returned or reported its error: a later stop signal adds no line
 
@@ -27,6 +30,7 @@ def stop_on_signal(signum: int, frame: object) -> None:
     """Remove what this rank left unfinished, say so once for the job, and exit 128 + ``signum``."""
     if targets.all_complete() or not STOPPING.acquire(blocking=False):
         return
+    stop_children(signum)
     if not ENDED[0]:  # else its line is said (by MPI_Abort of another rank, or by the model this rank told)
         complete = sorted(targets.COMPLETE & targets.DECLARED)
         if (SPEAKER[0] or complete) and mpi.first_to_speak():  # first: mpiexec may end before it reads more
@@ -37,6 +41,27 @@ def stop_on_signal(signum: int, frame: object) -> None:
     targets.discard_pending_outputs()
     mpi.remove_session_directory()
     os._exit(128 + signum)
+
+
+def stop_children(signum: int) -> None:
+    """Pass the stop on to the jobs this process launched (mpiexec passes it to every rank, which removes its
+    unfinished files), and wait for them a while: a driver stopped alone (``kill`` of its pid) would otherwise
+    leave its ranks' temporaries to the next run's sweep."""
+    children = [child for child in list(CHILDREN) if child.poll() is None]
+    for child in children:
+        child.send_signal(signum)
+    for child in children:
+        try:
+            child.wait(timeout=CHILD_GRACE_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+
+
+def hold_if_stopping() -> None:
+    """Wait here for good while a stop is handled (its thread ends the process): a driver whose job ended
+    because the stop was passed on must not report that as the job's failure."""
+    if STOPPING.locked():
+        threading.Event().wait()
 
 
 def watch() -> None:
