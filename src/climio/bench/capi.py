@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from climio.bench.runner import make_directory, markdown_table, require_plain_process, save_results
+from climio.bench.runner import make_directory, markdown_table, require_plain_process, run_job, save_results
 from climio.core import collectives, mpi
 from climio.errors import ClimioError, IOFault
 
@@ -60,7 +60,7 @@ def run_driver(argv: list[str], nranks: int, timing: str, trace_path: str | None
     command, env = mpi.mpiexec_command(nranks, argv)
     if trace_path:
         env = collectives.preload({**env, "CLIMIO_TRACE": trace_path})  # the model's MPI calls counted too
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    result = run_job(command, env)
     if result.returncode != 0:
         raise IOFault(f"bench model --driver fortran: {os.path.basename(argv[0])} on {nranks} ranks failed "
                       f"(exit {result.returncode}): {result.stderr.strip()[-400:]}")

@@ -28,19 +28,26 @@ if TYPE_CHECKING:
     from mpi4py import MPI
 
 
-def run_ranks(nranks: int, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
-    """``mpiexec -n nranks python -m climio ARGS``; a ClimioError with the job's own message if it fails."""
-    command, env = mpi.mpiexec_command(nranks, [sys.executable, "-m", "climio", *args])
-    with subprocess.Popen(command, env=collectives.preload(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True) as job:
-        stops.CHILDREN.add(job)  # a stop of this driver is passed on to the job
+def run_job(command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a launched job (an ``mpiexec`` command line) to its end, its output captured. A stop of this
+    driver is passed on to the job (:func:`climio.core.stops.stop_children`), and a job that ended because of
+    it is not reported as failed: the stop's own line ends the driver."""
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as job:
+        stops.CHILDREN.add(job)
         try:
             stdout, stderr = job.communicate()
         finally:
             stops.CHILDREN.discard(job)
-    result = subprocess.CompletedProcess(command, job.returncode, stdout, stderr)
-    if result.returncode != 0:
+    if job.returncode != 0:
         stops.hold_if_stopping()
+    return subprocess.CompletedProcess(command, job.returncode, stdout, stderr)
+
+
+def run_ranks(nranks: int, args: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    """``mpiexec -n nranks python -m climio ARGS``; a ClimioError with the job's own message if it fails."""
+    command, env = mpi.mpiexec_command(nranks, [sys.executable, "-m", "climio", *args])
+    result = run_job(command, collectives.preload(env))
+    if result.returncode != 0:
         said = [line for line in result.stderr.splitlines() if line.startswith("climio:")]
         raise ClimioError(f"{' '.join(args[:2])} on {nranks} ranks failed (exit {result.returncode}): "
                           f"{said[-1] if said else result.stderr.strip()[-500:]}", collective=True)
