@@ -49,8 +49,9 @@ def run_ranks(nranks: int, args: Sequence[str]) -> subprocess.CompletedProcess[s
     result = run_job(command, collectives.preload(env))
     if result.returncode != 0:
         said = [line for line in result.stderr.splitlines() if line.startswith("climio:")]
-        raise ClimioError(f"{' '.join(args[:2])} on {nranks} ranks failed (exit {result.returncode}): "
-                          f"{said[-1] if said else result.stderr.strip()[-500:]}", collective=True)
+        why = said[-1] if said else (result.stderr.strip() or result.stdout.strip())[-500:]
+        raise ClimioError(f"{' '.join(args[:2])} on {nranks} ranks failed (exit {result.returncode}): {why}",
+                          collective=True)
     return result
 
 

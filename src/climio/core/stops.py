@@ -6,7 +6,9 @@ unfinished outputs and those of this run it already put in place (a stopped run 
 from the first rank, and the status is 128 + signal, never a traceback. The work is done at once, in a thread
 of its own, even while the main thread waits inside MPI or netCDF-C: a Python handler runs only once such a
 call returns, which for a rank waiting in a collective for a stopped rank is never, and mpiexec follows its
-SIGTERM with SIGKILL a second later. What a SIGKILL leaves, the next run sweeps (``climio.core.registry``).
+SIGTERM with SIGKILL a second later. What a SIGKILL leaves, the next run sweeps (``climio.core.registry``). A
+driver that launched a job of its own (``climio tune``, ``climio bench``) passes the stop on to it and waits
+for its ranks to clean up (:func:`stop_children`).
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def stop_on_signal(signum: int, frame: object) -> None:
 def stop_children(signum: int) -> None:
     """Pass the stop on to the jobs this process launched (mpiexec passes it to every rank, which removes its
     unfinished files), and wait for them a while: a driver stopped alone (``kill`` of its pid) would otherwise
-    leave its ranks' temporaries to the next run's sweep."""
+    leave its job running, orphaned."""
     children = [child for child in list(CHILDREN) if child.poll() is None]
     for child in children:
         child.send_signal(signum)
