@@ -135,8 +135,10 @@ def test_tune_measures_this_machine(tmp_path: Path) -> None:
 def test_a_stopped_driver_stops_its_ranks(tmp_path: Path) -> None:
     """SIGTERM to ``climio tune``'s driver alone (``kill PID``, not its process group): the ranks it launched
     are told too and remove their probe files; one line, status 143, nothing left running or on disk."""
+    # os.environ, not the process's own: an MPI started in this process (another test's) set variables of its
+    # own there, which would lead the job's mpiexec astray
     proc = subprocess.Popen(climio_argv("tune", "--dir", str(tmp_path), "--out", str(tmp_path / "m.toml")),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not any(p.name.startswith(".climio-tune-") for p in tmp_path.iterdir()):  # the ranks measure
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()

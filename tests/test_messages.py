@@ -303,8 +303,8 @@ def test_python_api_errors_name_its_own_arguments(tmp_path: Path) -> None:
 def test_a_reader_that_goes_away_ends_climio_quietly() -> None:
     """``climio ... | head -1``: the reader closes the pipe after a line; climio ends with status 1 and says
     nothing (a closed pipe is no bug of climio's)."""
-    reader = subprocess.Popen(climio_argv("bench", "scale", "--papers"), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    reader = subprocess.Popen(climio_argv("bench", "scale", "--papers"), env=dict(os.environ),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert reader.stdout is not None and reader.stderr is not None
     assert reader.stdout.readline().startswith("climio bench scale --papers:")
     reader.stdout.close()
