@@ -88,10 +88,9 @@ def relative(seconds: dict[str, float], faster: str, slower: str) -> float:
     return 100.0 * (seconds[slower] - seconds[faster]) / seconds[slower]
 
 
-def compare(machine: costmodel.Machine, counts: Counts | None = None) -> list[dict[str, Any]]:
+def compare(machine: costmodel.Machine, counts: Counts) -> list[dict[str, Any]]:
     """Every figure with the model's value and the error (points; for a sign, whether the model's agrees), and
     the schemes' predicted order on its grid (``counts``: :func:`counted` on a machine of the same shape)."""
-    counts = counts or counted(machine)
     rows = []
     for fig in FIGURES:
         species = DOMAINS[fig.domain][3]
@@ -107,11 +106,10 @@ def compare(machine: costmodel.Machine, counts: Counts | None = None) -> list[di
     return rows
 
 
-def fit(machine: costmodel.Machine) -> tuple[costmodel.Machine, float]:
+def fit(machine: costmodel.Machine, counts: Counts) -> tuple[costmodel.Machine, float]:
     """``machine`` with the cost of a run on an MPI-IO aggregator, which no source gives for the paper's machine,
     fitted by least squares on the figures of :data:`FIT_ON` (over :data:`FIT_RUN_S`), and the root mean square
-    error there in points."""
-    counts = counted(machine)
+    error there in points (``counts``: :func:`counted`'s, which a run's cost does not change)."""
 
     def rms(trial: costmodel.Machine) -> float:
         errors = [r["error"] for r in compare(trial, counts) if r["fitted_on"] and r["error"] is not None]
@@ -125,14 +123,15 @@ def main(*, machine: str | None, refit: bool, out: str | None) -> None:
     """``climio bench scale --papers``: the table (``refit``: after fitting the site's fitted values anew), and
     the rows to ``out``."""
     costs = costmodel.find(machine or "edison")
+    counts = counted(costs)
     if refit:
-        costs, rms = fit(costs)
+        costs, rms = fit(costs, counts)
         print(f"fitted on {', '.join(FIT_ON)}: run_s {costs.run_s:.3g} (root mean square error there {rms:.0f} "
               f"points)")
     print(f"climio bench scale --papers: Wong et al. (2014), CMAQ's mock-up, relative performance (T1 - T2) / T1 "
           f"in %, the paper's text against the cost model on machine '{costs.name}' ({STEPS} steps, each domain's "
           f"best stripes)", flush=True)
-    rows = compare(costs)
+    rows = compare(costs, counts)
 
     def paper(row: dict[str, Any]) -> str:
         return f"{row['paper']:.0f}" if row["paper"] is not None else "< 0"
