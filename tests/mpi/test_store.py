@@ -265,3 +265,40 @@ def test_classic_writes_of_any_hyperslabs_in_one_call(comm: MPI.Comm, shared_dir
                 assert_all(comm, np.array_equal(ds[name][slab.slices], data), f"{mode} {aggregated}: {name} {slab}")
             assert_all(comm, np.array_equal(ds["c"][:], np.arange(21.0).reshape(3, 7)) and ds["s"][...] == 2.5)
             assert_all(comm, np.array_equal(back, ds["a"][1:2]), f"{mode}: read back while writing")
+
+
+def test_collective_classic_writes_reuse_their_file_view(comm: MPI.Comm, shared_dir: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """One collective MPI-IO write a call: a call whose pieces are those of an earlier call moved by whole records
+    writes through the file view made for it (out of order, back to an earlier record, twice the same record);
+    pieces of the same shape with a fixed variable among them, which records do not move, get a view of their
+    own. Every value where netCDF-C reads it."""
+    import netCDF4
+
+    from climio.core.ncio import stored
+
+    made = []  # each view made: its runs cut to MPI's counts first
+    monkeypatch.setattr(stored, "_split", lambda runs, most: made.append(len(runs)) or runs)
+    rank, size = comm.Get_rank(), comm.Get_size()
+    schema = model_schema()
+    band = Hyperslab((0, rank * NY // size), (NZ, (rank + 1) * NY // size - rank * NY // size))  # z, y: my rows
+    path = os.path.join(shared_dir, "views.nc")
+    with ncio.create(path, schema, "cdf5", comm, overwrite=True, aggregated=False) as store:
+        for step in (2, 0, 3, 1, 1):
+            temp = global_field(step)[None, *band.slices] + (step == 1) * 0.25  # record 1's second write wins
+            mask = surface(step)[None, *band.slices[1:]]
+            items = [("temp", temp, Hyperslab((step, *band.start, 0), (1, *band.count, NX))),
+                     ("mask", mask, Hyperslab((step, band.start[1], 0), (1, band.count[1], NX)))]
+            if step in (2, 3):  # pieces as if moved by a record, z among them: where z lies does not move
+                items.append(("z", np.array([step], "f8") if rank == 0 else None,
+                              Hyperslab((step - 1,), (1 if rank == 0 else 0,))))
+            store.write_many(items)
+        store.records = 4
+    with netCDF4.Dataset(path) as ds:
+        ds.set_auto_mask(False)
+        for step in range(4):
+            assert_all(comm, np.array_equal(ds["temp"][step], global_field(step) + (step == 1) * 0.25), f"temp {step}")
+            assert_all(comm, np.array_equal(ds["mask"][step], surface(step)), f"mask {step}")
+        assert_all(comm, np.array_equal(ds["z"][1:3], [2.0, 3.0]), f"z {ds['z'][:]}")
+    # records 2 (then 0, 1, 1); on rank 0, which writes z, 2 with z and 3 with z
+    assert_all(comm, len(made) == (3 if rank == 0 else 1), f"views made: {made}")

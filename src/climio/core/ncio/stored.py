@@ -95,6 +95,7 @@ def _hyperslab_type(count: tuple[int, ...], strides: list[int], itemsize: int) -
 RUN_BYTES = 2**30  # MPI counts are ints: runs longer than this go as several
 IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one pwritev takes
 PACK_BYTES = 2**28  # packed at once, at most: a larger call goes in parts (the packed copy is extra memory)
+KEPT_VIEWS = 4  # file views kept for the pieces of later calls (a step's records; the first step's other variables)
 HOT_BYTES = 2**22  # packed at once before each rank's own pwrite: the packed bytes are still in the cache
 
 
@@ -114,6 +115,7 @@ class StoredWriter:
         self._file = MPI.File.Open(comm, path, MPI.MODE_WRONLY, info)
         self.records = 0  # the records this rank wrote so far (the file's count is the largest over the ranks)
         self._buffer = np.zeros(0, np.uint8)  # the packed data of a call, reused by the next
+        self._views: dict[tuple, tuple[MPI.Datatype, MPI.Datatype]] = {}  # file and memory types, oldest first
 
     def write(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]], where: str) -> None:
         """Write ``(variable, hyperslab, data)`` pieces, each ``data`` of the variable's type in the machine's
@@ -129,7 +131,7 @@ class StoredWriter:
         else:  # MPI-IO may report a failed write on stderr only (space.py): the space first
             failure = self._reserver.claim(_hulls([self._span(var, slab) for var, slab, _ in pieces]), where)
             for k in range(self._agreed_rounds(failure, len(parts))):
-                self._write_all(*self._packed(parts[k] if k < len(parts) else []))
+                self._write_all(parts[k] if k < len(parts) else [])
         for var, slab, _ in pieces:
             if var.name in self._layout.records:
                 self.records = max(self.records, slab.start[0] + slab.count[0])
@@ -173,20 +175,37 @@ class StoredWriter:
     def _packed(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
         """The pieces in one buffer of the file's byte order, and their ``(file offset, buffer offset, bytes)``
         runs sorted by file offset, merged where both sides touch."""
+        ordered, buffer, starts = self._pack(pieces)
+        with trace.phase("pack", 0):
+            return buffer, self._table(ordered, starts)
+
+    def _pack(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]
+              ) -> tuple[list[tuple[Variable, Hyperslab, np.ndarray]], np.ndarray, list[int]]:
+        """The pieces in the file's order, copied one after the other into one buffer of the file's byte order
+        (reused by the next call), and where each starts in it."""
         nbytes = sum(data.nbytes for _, _, data in pieces)
         if self._buffer.nbytes < nbytes:  # made and touched once: no page faults inside the next steps
             self._buffer = np.zeros(nbytes, np.uint8)
         buffer = self._buffer[:nbytes]
-        parts, at = [], 0
+        ordered = sorted(pieces, key=lambda p: self._span(p[0], p[1])[0])
+        starts, at = [], 0
         with trace.phase("pack", nbytes):
-            for var, slab, data in sorted(pieces, key=lambda p: self._span(p[0], p[1])[0]):
+            for var, slab, data in ordered:
                 np.copyto(buffer[at:at + data.nbytes].view(_stored(var)).reshape(slab.count), data, casting="equiv")
-                offsets, length = self._runs(var, slab)
-                parts.append(np.stack([offsets, at + np.arange(offsets.size, dtype=np.int64) * length,
-                                       np.full(offsets.size, length, np.int64)], axis=1))
+                starts.append(at)
                 at += data.nbytes
+        return ordered, buffer, starts
+
+    def _table(self, ordered: Sequence[tuple[Variable, Hyperslab, np.ndarray]], starts: Sequence[int]) -> np.ndarray:
+        """The ``(file offset, buffer offset, bytes)`` runs of packed pieces (:meth:`_pack`), sorted by file
+        offset, merged where both sides touch."""
+        parts = []
+        for (var, slab, _), at in zip(ordered, starts):
+            offsets, length = self._runs(var, slab)
+            parts.append(np.stack([offsets, at + np.arange(offsets.size, dtype=np.int64) * length,
+                                   np.full(offsets.size, length, np.int64)], axis=1))
         runs = np.concatenate(parts) if parts else np.zeros((0, 3), np.int64)
-        return buffer, _merged(runs[np.argsort(runs[:, 0], kind="stable")])
+        return _merged(runs[np.argsort(runs[:, 0], kind="stable")])
 
     def _span(self, var: Variable, slab: Hyperslab) -> tuple[int, int]:
         """The bytes ``[lo, hi)`` from the first to the last element of a non-empty ``slab`` of ``var``."""
@@ -237,34 +256,69 @@ class StoredWriter:
                            f"{end - offset} bytes at offset {offset})"
         return ""
 
-    def _write_all(self, buffer: np.ndarray, runs: np.ndarray) -> None:
-        """Every rank's runs in one collective MPI-IO write, through a file view of them."""
+    def _write_all(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> None:
+        """Every rank's pieces in one collective MPI-IO write, packed and through a file view of their runs."""
         from mpi4py import MPI
 
-        runs = _split(runs, RUN_BYTES)
-        filetype, memory = MPI.BYTE, MPI.BYTE
-        if runs.size:
-            filetype = MPI.BYTE.Create_hindexed(runs[:, 2].tolist(), runs[:, 0].tolist()).Commit()
-            if not np.array_equal(runs[:, 1], np.concatenate([[0], np.cumsum(runs[:-1, 2])])):
-                memory = MPI.BYTE.Create_hindexed(runs[:, 2].tolist(), runs[:, 1].tolist()).Commit()
-        try:
-            with trace.phase("write", buffer.nbytes):
-                self._file.Set_view(0, MPI.BYTE, filetype)
-                count = 1 if memory != MPI.BYTE else buffer.nbytes
-                self._file.Write_all([buffer, count if runs.size else 0, memory])
-        finally:
-            for datatype in (filetype, memory):
-                if datatype != MPI.BYTE:
-                    datatype.Free()
+        ordered, buffer, starts = self._pack(pieces)
+        filetype, memory, first = self._view(ordered, starts) if ordered else (MPI.BYTE, MPI.BYTE, 0)
+        with trace.phase("write", buffer.nbytes):
+            self._file.Set_view(first, MPI.BYTE, filetype)
+            count = 1 if memory != MPI.BYTE else buffer.nbytes
+            self._file.Write_all([buffer, count if ordered else 0, memory])
+
+    def _view(self, ordered: Sequence[tuple[Variable, Hyperslab, np.ndarray]], starts: Sequence[int]
+              ) -> tuple[MPI.Datatype, MPI.Datatype, int]:
+        """The file type of packed pieces' runs from their first byte on, the memory type of their bytes in the
+        buffer (BYTE: in the file's order), and that first byte's offset. A model's steps write the same pieces
+        of the next record: their types are made once (a column band has hundreds of thousands of runs) and
+        kept for pieces of the same shape, every record shifted alike."""
+        from mpi4py import MPI
+
+        shape = self._view_key(ordered)
+        first = self._span(ordered[0][0], ordered[0][1])[0]
+        if shape in self._views:
+            return (*self._views[shape], first)
+        runs = _split(self._table(ordered, starts), RUN_BYTES)
+        filetype = MPI.BYTE.Create_hindexed(runs[:, 2].tolist(), (runs[:, 0] - first).tolist()).Commit()
+        memory = MPI.BYTE
+        if not np.array_equal(runs[:, 1], np.concatenate([[0], np.cumsum(runs[:-1, 2])])):
+            memory = MPI.BYTE.Create_hindexed(runs[:, 2].tolist(), runs[:, 1].tolist()).Commit()
+        while len(self._views) >= KEPT_VIEWS:
+            _free(*self._views.pop(next(iter(self._views))))
+        self._views[shape] = (filetype, memory)
+        return filetype, memory, first
+
+    def _view_key(self, ordered: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> tuple:
+        """What fixes packed pieces' runs relative to their first byte: each piece's variable, start and count,
+        a record variable's record counted from the pieces' first where every piece is one (the record size
+        shifts them all alike)."""
+        records = self._layout.records
+        shifted = all(var.name in records and slab.count for var, slab, _ in ordered)
+        first = min(slab.start[0] for _, slab, _ in ordered) if shifted else 0
+        return tuple((var.name, slab.count, (slab.start[0] - first, *slab.start[1:]) if shifted else slab.start)
+                     for var, slab, _ in ordered)
 
     def close(self) -> int:
         """Close the handles (collective); the number of records the file holds (the most any rank wrote)."""
         from mpi4py import MPI
 
+        for types in self._views.values():
+            _free(*types)
+        self._views.clear()
         self._file.Close()
         os.close(self._fd)
         self._reserver.close()
         return int(self.comm.allreduce(self.records, op=MPI.MAX))
+
+
+def _free(*datatypes: MPI.Datatype) -> None:
+    """Free the committed types among ``datatypes`` (BYTE is MPI's own)."""
+    from mpi4py import MPI
+
+    for datatype in datatypes:
+        if datatype != MPI.BYTE:
+            datatype.Free()
 
 
 def _stored(var: Variable) -> np.dtype:
