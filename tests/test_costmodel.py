@@ -86,8 +86,15 @@ def test_stripe_routes_one_per_phase() -> None:
     strategy = costmodel.settle(replace(ROUND, cores_per_node=2), job, "stripe", "cdf5", stripe_count=2,
                                 stripe_size=1 << 20)
     record = 4 * 35 * 134 * 89
-    assert costmodel.routes(job, strategy, 10) == len({k * record % (2 << 20) for k in range(10)}) == 10
-    assert costmodel.routes(job, costmodel.settle(ROUND, job, "agg", "cdf5"), 10) == 1
+    assert costmodel.routes_built(job, strategy, 10, 1) == [len({k * record % (2 << 20) for k in range(10)})] == [10]
+    # 2 MiB / gcd(record, 2 MiB) = 262,144 phases before they repeat, far more than a file keeps (10 + 8): every
+    # record of every step builds a route
+    assert costmodel.routes_built(job, strategy, 10, 3) == [10, 10, 10]
+    # stripes of a record's size: phases 0 and one record only, kept: built in the first step alone
+    whole = costmodel.settle(replace(ROUND, cores_per_node=2), job, "stripe", "cdf5", stripe_count=2,
+                             stripe_size=record)
+    assert costmodel.routes_built(job, whole, 3, 3) == [2, 0, 0]
+    assert costmodel.routes_built(job, costmodel.settle(ROUND, job, "agg", "cdf5"), 10, 3) == [1, 0, 0]
 
 
 def test_placement_on_too_few_nodes() -> None:
@@ -202,11 +209,12 @@ def test_auto_ranks_the_strategies_that_apply() -> None:
             expected += sum(costmodel.step_parts(wide, c, n, "cdf5", text.partition(":")[0]).values())
         assert seconds == pytest.approx(expected, rel=1e-12), text
     assert [s for s, _ in ranked] == sorted(s for s, _ in ranked)
-    # a message costing a second: direct first where each rank writes its own block (bands of whole rows of a
-    # 2-D field, each contiguous in the file: no two-phase write); a request costing one: an aggregated
-    # strategy whose writers each make one request a record
+    # a message costing a second: first the two that send none where each rank writes its own block (bands of
+    # whole rows of a 2-D field, each contiguous in the file): direct (no two-phase write), rows and agg:16;
+    # a request costing one: an aggregated strategy whose writers each make one request a record
     bands = block_job("bands", (134, 89), None, 1, 16, 2)
-    assert costmodel.ranking(replace(wide, latency_s=1.0), [(bands, 3, 4)], "cdf5")[0][1] == "direct"
+    assert {t for _, t in costmodel.ranking(replace(wide, latency_s=1.0), [(bands, 3, 4)], "cdf5")[:3]} == {
+        "direct", "rows", "agg:16"}  # (16 aggregators: a band each)
     dear = replace(wide, request_s=1.0, shared_request_s=1.0, run_s=1.0)
     assert costmodel.ranking(dear, [(job, 3, 4)], "cdf5")[0][1] in ("root", "agg:8", "agg:16")
 

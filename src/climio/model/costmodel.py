@@ -45,7 +45,7 @@ from climio.errors import ClimioError
 from climio.model.counts import (Job, exchange, filled_nodes, piece_runs, plan_cost, step_counts, tally, writers,
                                  written)
 from climio.model.route import spread
-from climio.model.strategy import Strategy, applicable_modes
+from climio.model.strategy import KEPT_STRIPE_ROUTES, Strategy, applicable_modes
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -56,6 +56,11 @@ SITES = os.path.join(os.path.dirname(__file__), "sites")  # the site files climi
 FALLBACK_SITE = "node"  # where this machine has not been measured: a small node's costs (its file says whose)
 HUGE_ARRAY = 4 << 20  # numpy asks the kernel for huge pages on arrays this large: one fault for 512 pages
 CLASSIC = ("serial", "cdf2", "cdf5")  # modes whose files hold big-endian values: every rank packs its share
+ROMIO_DECIDES = 1  # collectives of every MPI-IO collective write: an allgather of each rank's first and last
+# offsets, by which ROMIO decides whether the requests interleave
+ROMIO_TWO_PHASE = 3  # and where they do: an alltoall of request counts, an allreduce of the rounds and an
+# alltoall of a round's sizes (one round: an aggregator's range within its 16 MiB buffer)
+STEADY_STEPS = 3  # a file's steps after which its step's plans are those of every later one
 PER_MODE = ("record_s", "step_s", "collectives", "record_collectives", "define_s", "file_s")
 
 
@@ -160,7 +165,12 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
     walk = counts["memory_runs"] * machine.row_s  # a rank's rows, walked by each copy of its share
     pack = fields * float(np.max(owned / machine.copy_Bps + walk)) if mode in CLASSIC else 0.0
     moved = counts["bytes_sent"] + counts["bytes_kept"] > 0
-    exchange = float(np.max((counts["messages_sent"] + counts["messages_received"]) * machine.latency_s
+    # MPI-IO's two-phase messages (counted once) are paid in each collective write call: the writers' lists of
+    # runs to the aggregators, then the data
+    mpiio_calls = collective_writes(mode, strategy, collective, fields, owned)
+    mpiio = counts.get("mpiio_messages", np.zeros_like(counts["messages_sent"]))
+    messages = counts["messages_sent"] + counts["messages_received"] + max(2 * mpiio_calls - 1, 0) * mpiio
+    exchange = float(np.max(messages * machine.latency_s
                             + fields * (counts["bytes_sent"] + counts["bytes_received"]) / machine.link_Bps
                             + fields * (counts["bytes_kept"] / machine.copy_Bps
                                         + np.where(moved, counts["memory_runs"] * machine.message_row_s, 0.0))))
@@ -182,9 +192,23 @@ def step_parts(machine: Machine, counts: Mapping[str, np.ndarray], fields: int, 
         everyone = max(everyone, step_bytes / (used * machine.ost_Bps))
         locks = fields * max(float(np.max(counts["sharers"])) - 1.0, 0.0) * machine.lock_s
     calls_a_step = machine.collectives[mode] + fields * machine.record_collectives[mode]
+    # ROMIO's own collectives in each call (parallel HDF5's first one is in its measured record_collectives)
+    calls_a_step += mpiio_calls * ((ROMIO_DECIDES if mode in CLASSIC else 0) + (ROMIO_TWO_PHASE if mpiio.any() else 0))
     return {"pack": shared * pack, "exchange": exchange, "write": max(one_writer, everyone) + locks,
             "collectives": calls_a_step * machine.collective_s * max(1.0, math.log2(nranks)),
             "fixed": shared * (machine.step_s[mode] + fields * machine.record_s[mode])}
+
+
+def collective_writes(mode: str, strategy: str, collective: bool | None, fields: int, owned: np.ndarray) -> int:
+    """The MPI-IO collective write calls of a step of ``fields`` records (``owned``: each rank's bytes of a
+    record): parallel HDF5 makes one a record (a dataset's write), as do writers like PnetCDF's
+    (``collective``: one a variable's put); climio's ``direct`` in the classic modes one a part of a step's
+    records (:data:`PACK_BYTES` at most); none where nobody writes through MPI-IO."""
+    if not through_mpiio(mode, strategy, collective):
+        return 0
+    if mode == "hdf5" or collective:
+        return fields
+    return max(1, math.ceil(fields * float(np.max(owned)) / PACK_BYTES))
 
 
 def turns(machine: Machine, nranks: int) -> float:
@@ -238,21 +262,23 @@ def settle(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: in
 @dataclass(frozen=True)
 class Counted:
     """What :func:`predict` prices, worked out once for any costs of the same machine's shape (its nodes and
-    storage targets): a strategy's counts as the file system sees them, the file's striping, and the seconds
-    its routes' plans take to build."""
+    storage targets): a strategy settled for a job, its counts as the file system sees them, the file's
+    striping, and the seconds one of its routes' plans takes to build."""
 
-    strategy: str
+    job: Job
+    strategy: Strategy
     counts: dict[str, np.ndarray]
     striping: tuple[int, int] | None
-    plans_s: float
+    plan_s: float
     collective: bool | None
 
     def seconds(self, machine: Machine, mode: str, fields: int, steps: int) -> float:
-        return run_time(machine, self.counts, fields, steps, mode, self.strategy, self.plans_s, self.striping,
+        plans_s = self.plan_s * sum(routes_built(self.job, self.strategy, fields, steps))
+        return run_time(machine, self.counts, fields, steps, mode, self.strategy.name, plans_s, self.striping,
                         self.collective)
 
 
-def count(machine: Machine, job: Job, text: str, mode: str, fields: int, *, stripe_count: int | None = None,
+def count(machine: Machine, job: Job, text: str, mode: str, *, stripe_count: int | None = None,
           stripe_size: int | None = None, collective: bool | None = None) -> Counted:
     """:func:`predict`'s counts and plans (``stripe_count`` and ``stripe_size``: the file's striping, where not
     the file system's default; ``collective``: see :func:`through_mpiio`)."""
@@ -260,15 +286,14 @@ def count(machine: Machine, job: Job, text: str, mode: str, fields: int, *, stri
     counts, striping = file_counts(machine, job, strategy, mode, stripe_count=stripe_count, stripe_size=stripe_size,
                                    collective=collective)
     planned = step_counts(job, strategy)  # climio's own route, not MPI-IO's
-    return Counted(strategy.name, counts, striping, routes(job, strategy, fields) *
-                   plan_seconds(job, strategy, planned), collective)
+    return Counted(job, strategy, counts, striping, plan_seconds(job, strategy, planned), collective)
 
 
 def predict(machine: Machine, job: Job, text: str, mode: str, fields: int, steps: int, *,
             stripe_count: int | None = None, stripe_size: int | None = None, collective: bool | None = None) -> float:
     """Seconds for ``job``'s ranks to write a file of ``fields`` fields for ``steps`` steps through ``text``
     (the options: :func:`count`'s)."""
-    counted = count(machine, job, text, mode, fields, stripe_count=stripe_count, stripe_size=stripe_size,
+    counted = count(machine, job, text, mode, stripe_count=stripe_count, stripe_size=stripe_size,
                     collective=collective)
     return counted.seconds(machine, mode, fields, steps)
 
@@ -289,6 +314,7 @@ def file_counts(machine: Machine, job: Job, strategy: Strategy, mode: str, items
             striping = (min(stripe_count or machine.stripe_count, machine.osts), stripe_size or machine.stripe_size)
     pieces = writers(job, strategy, itemsize)
     counts, runs = tally(job, pieces, itemsize)
+    counts["mpiio_messages"] = np.zeros(job.nranks, np.int64)
     if through_mpiio(mode, strategy.name, collective) and interleaved(runs, job.nranks):
         pieces = writers(job, two_phase(machine, job, striping), itemsize)  # MPI-IO's aggregators write
         counts = collective_buffering(job, counts, runs, pieces, itemsize)
@@ -334,6 +360,7 @@ def collective_buffering(job: Job, counts: Mapping[str, np.ndarray], runs: tuple
     share = final["bytes_written"] / max(int(final["bytes_written"].sum()), 1)
     out["requests"], out["bytes_written"] = final["requests"], final["bytes_written"]
     out["file_runs"] = final["file_runs"] + np.round(first.size * share).astype(np.int64)
+    out["mpiio_messages"] = moved["messages_sent"] + moved["messages_received"]
     return out
 
 
@@ -368,13 +395,27 @@ def sharers(pieces: Sequence[Sequence[Hyperslab]], shape: tuple[int, ...], items
     return out
 
 
-def routes(job: Job, strategy: Strategy, fields: int, itemsize: int = 4) -> int:
-    """How many routes a file of ``fields`` records of one shape builds: one, or for ``stripe`` one per phase of
-    the records' offsets against a round of stripes (records lie back to back, a step after another)."""
+def routes_built(job: Job, strategy: Strategy, fields: int, steps: int, itemsize: int = 4) -> list[int]:
+    """The routes a file of ``fields`` records of one shape builds in each of ``steps`` steps: one in the first,
+    or for ``stripe`` one for each phase of a record's offset against a round of stripes that the file no longer
+    keeps (records lie back to back, a step after another; after each step a file keeps the most recently used,
+    one a field and :data:`KEPT_STRIPE_ROUTES` more, as ``ModelOutput`` does)."""
     if strategy.name != "stripe":
-        return 1
+        return [1] + [0] * (steps - 1)
     record = math.prod(job.shape) * itemsize
-    return len({strategy.stripe_key(k * record) for k in range(fields)})
+    kept: dict[int, None] = {}  # least recently used first
+    built = []
+    for step in range(steps):
+        new = 0
+        for k in range(step * fields, (step + 1) * fields):
+            key = strategy.stripe_key(k * record)
+            new += key not in kept
+            kept.pop(key, None)
+            kept[key] = None
+        while len(kept) > fields + KEPT_STRIPE_ROUTES:
+            del kept[next(iter(kept))]
+        built.append(new)
+    return built
 
 
 def plan_seconds(job: Job, strategy: Strategy, counts: Mapping[str, np.ndarray]) -> float:
@@ -427,7 +468,8 @@ def candidates(machine: Machine, job: Job, mode: str) -> list[str]:
 
 
 def ranking(machine: Machine, jobs: Sequence[tuple[Job, int, int]], mode: str) -> list[tuple[float, str]]:
-    """Each candidate strategy with the seconds of one output step, fastest first. ``jobs``: a step's records,
+    """Each candidate strategy with the seconds of one output step (a later one: with the routes it builds
+    anew, ``stripe``'s where its phases are not kept), fastest first. ``jobs``: a step's records,
     one ``(job, records, itemsize)`` per shape (the same ranks and shares, each with its levels)."""
     if not jobs:
         return []
@@ -439,6 +481,9 @@ def ranking(machine: Machine, jobs: Sequence[tuple[Job, int, int]], mode: str) -
             strategy = settle(machine, job, text, mode)
             counts, striping = file_counts(machine, job, strategy, mode, itemsize)
             seconds += sum(step_parts(machine, counts, records, mode, strategy.name, striping).values())
+            again = routes_built(job, strategy, records, STEADY_STEPS, itemsize)[-1]  # stripe's phases not kept
+            if again:
+                seconds += again * turns(machine, job.nranks) * plan_seconds(job, strategy, step_counts(job, strategy))
         out.append((seconds, text))
     return sorted(out, key=lambda pair: pair[0])
 

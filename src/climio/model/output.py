@@ -42,7 +42,7 @@ from climio.model import costmodel
 from climio.model.decomposition import GridDecomposition, from_blocks
 from climio.model.gather import Gatherer
 from climio.model.route import Pool, Route, gather_together
-from climio.model.strategy import STRATEGIES, Strategy, applicable_modes, parse_strategy
+from climio.model.strategy import KEPT_STRIPE_ROUTES, STRATEGIES, Strategy, applicable_modes, parse_strategy
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -54,7 +54,6 @@ CALENDAR = "standard"
 CONVENTIONS = "CF-1.8"  # as every file climio writes
 STEP_BUFFER_BYTES = 2**29  # a writer's records of one output step held at once (more fields: several batches)
 Record = tuple[int | None, str, np.ndarray]  # (step or None, field name, this rank's local array)
-KEPT_STRIPE_ROUTES = 8  # stripe routes kept beyond one a field: a phase seen again soon is not rebuilt
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 STRATEGIES = EVERY_STRATEGY
 DEFAULT_STRIPE_SIZE = 1 << 20
+KEPT_STRIPE_ROUTES = 8  # stripe routes a file keeps beyond one a field: a phase seen again soon is not rebuilt
 AUTO_PER_NODE = 2  # EUS at 4 ranks on one 2-core node: agg:2 5.3 s, agg:1 8.0 s (docs/output.md)
 
 
