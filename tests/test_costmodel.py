@@ -16,6 +16,7 @@ import pytest
 from conftest import climio, climio_argv, one_error_line
 
 from climio.bench import scale
+from climio.core.ncio.stored import PACK_BYTES
 from climio.model import costmodel
 from climio.model.counts import QUANTITIES, block_job, step_counts
 from climio.errors import ClimioError
@@ -311,6 +312,27 @@ def test_interleaved_writers_take_mpiio_two_phase_write() -> None:
     assert costmodel.file_counts(ROUND, square, rows, "cdf5")[0]["bytes_written"].tolist() == [64, 0, 64, 0]
     assert costmodel.file_counts(ROUND, square, rows, "cdf5", collective=True)[0]["bytes_written"].tolist() == [
         128, 0, 0, 0]
+
+
+def test_mpiio_pays_its_messages_and_collectives_in_each_call() -> None:
+    """Two column blocks on one node: rank 1 sends its 16 values to MPI-IO's aggregator, rank 0, one message a
+    collective write call, after the list of its runs (the counts hold the data's message once). In hdf5 each
+    of a step's 3 records is a call of its own; climio's direct in cdf5 makes one a step (a part of PACK_BYTES);
+    each call adds ROMIO's collectives (1 where its writers go through MPI-IO at all, 3 more where they
+    interleave; parallel HDF5's first is in its measured record_collectives)."""
+    columns = block_job("columns", (4, 4), 2, 2, 1, 0)
+    for mode, calls, collectives in (("hdf5", 3, 3 + 3 * 2 + 3 * 3), ("cdf5", 1, 3 + 1 * (1 + 3))):
+        c, _ = costmodel.file_counts(ROUND, columns, costmodel.settle(ROUND, columns, "direct", mode), mode)
+        assert list(c["mpiio_messages"]) == [1, 1]
+        alone = {**c, "mpiio_messages": np.zeros(2, np.int64)}  # as if the data's message were all
+        parts = costmodel.step_parts(ROUND, c, 3, mode, "direct")
+        once = costmodel.step_parts(ROUND, alone, 3, mode, "direct")
+        assert parts["exchange"] - once["exchange"] == pytest.approx((2 * calls - 1) * 1e-6), mode
+        assert parts["collectives"] == pytest.approx(collectives * 1e-5), mode  # log2 P = 1 on 2 ranks
+    assert costmodel.collective_writes("cdf5", "direct", None, 3, np.array([PACK_BYTES // 2, 0])) == 2
+    assert costmodel.collective_writes("cdf5", "rows", None, 3, np.array([64, 0])) == 0  # its own pwrites
+    assert costmodel.collective_writes("cdf5", "rows", True, 3, np.array([64, 0])) == 3  # PnetCDF's: a variable
+    assert costmodel.collective_writes("serial", "root", None, 3, np.array([64, 0])) == 0
 
 
 def test_bench_scale_papers(tmp_path: Path) -> None:

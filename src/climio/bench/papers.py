@@ -5,8 +5,9 @@ three domains and five process grids each, the relative performance (T1 - T2) / 
 (pnetCDF) against serial netCDF (rnetCDF: rank 0 gathers and writes) and of row aggregation before PnetCDF
 (pnetCDFcr) against pnetCDF, at the stripe settings they find best. Their figures are bar charts; the values
 here are those the text states (Sect. 5.1), each with its words. climio's counterparts, priced on a site file
-(``edison`` by default): ``root`` in ``serial`` mode, ``direct`` in ``cdf2``, and ``rows`` in ``cdf2`` with
-its band writers writing through MPI-IO's collective calls, as PnetCDF's do. Three steps of the 146 species.
+(``edison`` by default): ``root`` in ``serial`` mode, ``direct`` and ``rows`` in ``cdf2``, their writers
+writing through MPI-IO's collective calls a variable at a time, as PnetCDF's do. Three steps of the 146
+species.
 
 Seeds 002 (PISM on Ranger) and 004 (INM RAS) give their ratios in figures only, or without the file system's
 settings the model needs; Kraken (seed 003's other machine) has no site file (no source we could read gives
@@ -30,8 +31,9 @@ GRIDS = {"CA": ("4x4", "4x8", "8x8", "8x16", "16x16"), "EUS": ("4x4", "4x8", "8x
          "CONUS": ("4x8", "8x8", "8x16", "16x16", "16x32")}
 FIT_ON = ("CA",)  # the figures the site's unsourced values are fitted on; the others test the fit
 FIT_RUN_S = tuple(k * 1e-9 for k in range(5, 301, 5))  # seconds a run, 5 ns to 300 ns
+# climio's strategy, mode, and whether its writers write through MPI-IO's collective calls (a call a variable)
 SCHEMES = {"rnetCDF": ("root", "serial", None), "pnetCDF": ("direct", "cdf2", True),
-           "pnetCDFcr": ("rows", "cdf2", True)}  # (climio's strategy, mode, its writers through MPI-IO collectively)
+           "pnetCDFcr": ("rows", "cdf2", True)}
 
 
 @dataclass(frozen=True)

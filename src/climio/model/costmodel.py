@@ -13,13 +13,16 @@ step of ``fields`` records of one shape (``ModelOutput.write``: one exchange for
   its further runs x the cost of a run (MPI-IO flattens and sorts them), and its bytes at one writer's
   bandwidth; or every writer's bytes at the file system's bandwidth, if that takes longer. Writers whose pieces
   interleave and who write through MPI-IO's collective calls (``direct``; every strategy in parallel HDF5) are
-  MPI-IO's two-phase write: their runs sent to its aggregators, which write (:func:`file_counts`). On a file
-  system that stripes files over storage targets (``osts``): the step's stripes at the targets' bandwidth, a
-  lock hand-over per further writer on a target and record;
-- collectives: the mode's collective calls a step, each ``collective_s`` x log2 P;
+  MPI-IO's two-phase write: their runs sent to its aggregators, which write (:func:`file_counts`), its
+  messages paid in each collective write call (:func:`collective_writes`). On a file system that stripes files
+  over storage targets (``osts``): the step's stripes at the targets' bandwidth, a lock hand-over per further
+  writer on a target and record;
+- collectives: the mode's collective calls a step, and ROMIO's in each collective write call, each
+  ``collective_s`` x log2 P;
 - the fixed cost of climio's write path per record (checks, bookkeeping, the library's call).
 
-A file adds its creation (a fixed cost and one per variable), its routes' plans, its records' buffers (made
+A file adds its creation (a fixed cost and one per variable), its routes' plans (``stripe``'s in every step
+where its records' phases are not kept: :func:`routes_built`), its records' buffers (made
 and touched in the first step) and its close, which drains the written bytes to disk at ``sync_Bps`` (where
 the file system keeps dirty pages: a disk, not tmpfs).
 
