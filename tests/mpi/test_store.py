@@ -302,3 +302,42 @@ def test_collective_classic_writes_reuse_their_file_view(comm: MPI.Comm, shared_
         assert_all(comm, np.array_equal(ds["z"][1:3], [2.0, 3.0]), f"z {ds['z'][:]}")
     # records 2 (then 0, 1, 1); on rank 0, which writes z, 2 with z and 3 with z
     assert_all(comm, len(made) == (3 if rank == 0 else 1), f"views made: {made}")
+
+
+def test_collective_classic_writes_reserve_each_block_once(comm: MPI.Comm, shared_dir: str,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before a collective write the ranks reserve its blocks: where their pieces fill one extent of the file
+    (a step's records, each rank its rows of every variable: interleaved), each rank reserves its own slice of
+    it, the slices tiling the extent; otherwise (two levels of a variable written again, a level between them)
+    each rank the hulls of its own pieces."""
+    import netCDF4
+
+    from climio.core.ncio import space, stored
+
+    claimed: list[list[tuple[int, int]]] = []
+    claim = space.Reserver.claim
+    monkeypatch.setattr(space.Reserver, "claim", lambda self, ranges, where: claimed.append(ranges) or
+                        claim(self, ranges, where))
+    monkeypatch.setattr(stored, "SLICE_ALIGN", 4)  # slices of this small record: a few hundred bytes each
+    rank, size = comm.Get_rank(), comm.Get_size()
+    lo, hi = rank * NY // size, (rank + 1) * NY // size
+    path = os.path.join(shared_dir, "reserve.nc")
+    with ncio.create(path, model_schema(), "cdf5", comm, overwrite=True, aggregated=False) as store:
+        temp = global_field(0)[None, :, lo:hi]
+        mask = surface(0)[None, lo:hi]
+        store.write_many([("temp", temp, Hyperslab((0, 0, lo, 0), temp.shape)),
+                          ("mask", mask, Hyperslab((0, lo, 0), mask.shape))])
+        store.write_many([("temp", temp[:, k:k + 1], Hyperslab((0, k, lo, 0), (1, 1, hi - lo, NX))) for k in (0, 2)])
+        layout = store.layout
+    step = sorted(r for ranges in comm.allgather(claimed[0]) for r in ranges)
+    first, end = layout.begins["temp"], layout.begins["mask"] + NY * NX * 4  # record 0 from temp to mask's end
+    assert_all(comm, len(claimed[0]) == 1 and step[0][0] == first and step[-1][1] == end and all(
+        a[1] == b[0] for a, b in zip(step, step[1:])), f"slices {step} of [{first}, {end})")
+    level = NY * NX * 4
+    mine = first + lo * NX * 4
+    assert_all(comm, claimed[1] == [(mine + k * level, mine + k * level + (hi - lo) * NX * 4) for k in (0, 2)],
+               f"{claimed[1]}")
+    if rank == 0:
+        with netCDF4.Dataset(path) as ds:
+            ds.set_auto_mask(False)
+            assert np.array_equal(ds["temp"][0], global_field(0)) and np.array_equal(ds["mask"][0], surface(0))

@@ -95,7 +95,8 @@ def _hyperslab_type(count: tuple[int, ...], strides: list[int], itemsize: int) -
 RUN_BYTES = 2**30  # MPI counts are ints: runs longer than this go as several
 IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024  # buffers one pwritev takes
 PACK_BYTES = 2**28  # packed at once, at most: a larger call goes in parts (the packed copy is extra memory)
-KEPT_VIEWS = 4  # file views kept for the pieces of later calls (a step's records; the first step's other variables)
+SLICE_ALIGN = 1 << 16  # the ranks' slices of a reserved extent start on these file offsets (whole pages)
+KEPT_VIEWS = 16  # file views kept for later calls: a step's parts (PACK_BYTES each), the first step's other variables
 HOT_BYTES = 2**22  # packed at once before each rank's own pwrite: the packed bytes are still in the cache
 
 
@@ -129,12 +130,35 @@ class StoredWriter:
                 failure = failure or self._pwrite(*self._spans(part), where)
             mpi.raise_fault(self.comm, failure)
         else:  # MPI-IO may report a failed write on stderr only (space.py): the space first
-            failure = self._reserver.claim(_hulls([self._span(var, slab) for var, slab, _ in pieces]), where)
+            failure = self._reserver.claim(self._reserved(pieces), where)
             for k in range(self._agreed_rounds(failure, len(parts))):
                 self._write_all(parts[k] if k < len(parts) else [])
         for var, slab, _ in pieces:
             if var.name in self._layout.records:
                 self.records = max(self.records, slab.start[0] + slab.count[0])
+
+    def _reserved(self, pieces: Sequence[tuple[Variable, Hyperslab, np.ndarray]]) -> list[tuple[int, int]]:
+        """The byte ranges this rank reserves before a collective write of ``pieces`` (collective). Where the
+        ranks' pieces together fill one extent of the file (a step's records: every byte written once), this
+        rank's slice of it, so that each block is allocated once, the ranks in parallel; otherwise the hulls of
+        its own pieces (interleaved pieces' hulls overlap: every rank would allocate nearly all of them)."""
+        from mpi4py import MPI
+
+        spans = [self._span(var, slab) for var, slab, _ in pieces]
+        size, rank = self.comm.Get_size(), self.comm.Get_rank()
+        if size == 1:
+            return _hulls(spans)
+        mine = np.array([-min((lo for lo, _ in spans), default=np.iinfo(np.int64).max),
+                         max((hi for _, hi in spans), default=0)], np.int64)
+        nbytes = np.array([sum(data.nbytes for _, _, data in pieces)], np.int64)
+        waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, mine, op=MPI.MAX))
+        waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, nbytes, op=MPI.SUM))
+        lo, hi = int(-mine[0]), int(mine[1])
+        if hi <= lo or int(nbytes[0]) != hi - lo:
+            return _hulls(spans)
+        cut = [lo] + [max(lo, (lo + (hi - lo) * k // size) // SLICE_ALIGN * SLICE_ALIGN) for k in range(1, size)]
+        cut.append(hi)
+        return [(cut[rank], cut[rank + 1])] if cut[rank + 1] > cut[rank] else []
 
     def _agreed_rounds(self, failure: str, rounds: int) -> int:
         """The most collective writes any rank needs (one agreement, which also carries disk-space failures:
