@@ -4,7 +4,9 @@ Open MPI's OMPIO layer reports a failed ``pwritev`` (no space left, file too
 large) on stderr but returns success to PnetCDF: the job ends "fine" with
 zeros where the data should be. A classic file's layout is fixed by its header,
 so each rank knows the byte range every one of its hyperslabs covers; it asks
-the file system for those blocks (``fallocate(2)``) before the collective call.
+the file system for those blocks (``fallocate(2)``) before the collective call
+(where the ranks' hyperslabs fill one extent together, a step's records, each
+rank asks for its own slice of it: ``StoredWriter``).
 The ranks then agree: if any could not get its space, every rank raises the
 same :class:`~climio.errors.IOFault` before anyone writes. Blocks once
 allocated cannot fail to be written. File systems without ``fallocate``

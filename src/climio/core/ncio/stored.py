@@ -25,6 +25,7 @@ swap in place, write, and swap back, one call and several collective agreements 
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -149,12 +150,11 @@ class StoredWriter:
         if size == 1:
             return _hulls(spans)
         mine = np.array([-min((lo for lo, _ in spans), default=np.iinfo(np.int64).max),
-                         max((hi for _, hi in spans), default=0)], np.int64)
-        nbytes = np.array([sum(data.nbytes for _, _, data in pieces)], np.int64)
-        waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, mine, op=MPI.MAX))
-        waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, nbytes, op=MPI.SUM))
-        lo, hi = int(-mine[0]), int(mine[1])
-        if hi <= lo or int(nbytes[0]) != hi - lo:
+                         max((hi for _, hi in spans), default=0), sum(data.nbytes for _, _, data in pieces)],
+                        np.int64)
+        waiting.wait(self.comm.Iallreduce(MPI.IN_PLACE, [mine, MPI.INT64_T], op=_extent_op()))
+        lo, hi, nbytes = int(-mine[0]), int(mine[1]), int(mine[2])
+        if hi <= lo or nbytes != hi - lo:
             return _hulls(spans)
         cut = [lo] + [max(lo, (lo + (hi - lo) * k // size) // SLICE_ALIGN * SLICE_ALIGN) for k in range(1, size)]
         cut.append(hi)
@@ -334,6 +334,19 @@ class StoredWriter:
         os.close(self._fd)
         self._reserver.close()
         return int(self.comm.allreduce(self.records, op=MPI.MAX))
+
+
+@functools.cache
+def _extent_op() -> MPI.Op:
+    """The reduction of ``(-first byte, end, bytes)``: the ranks' whole extent and their bytes in one call."""
+    from mpi4py import MPI
+
+    def reduce(given: memoryview, into: memoryview, _datatype: MPI.Datatype) -> None:
+        a, b = np.frombuffer(given, np.int64), np.frombuffer(into, np.int64)
+        b[:2] = np.maximum(a[:2], b[:2])
+        b[2:] += a[2:]
+
+    return MPI.Op.Create(reduce, commute=True)
 
 
 def _free(*datatypes: MPI.Datatype) -> None:
