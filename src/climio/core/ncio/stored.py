@@ -318,7 +318,7 @@ class StoredWriter:
         a record variable's record counted from the pieces' first where every piece is one (the record size
         shifts them all alike)."""
         records = self._layout.records
-        shifted = all(var.name in records and slab.count for var, slab, _ in ordered)
+        shifted = all(var.name in records for var, _, _ in ordered)
         first = min(slab.start[0] for _, slab, _ in ordered) if shifted else 0
         return tuple((var.name, slab.count, (slab.start[0] - first, *slab.start[1:]) if shifted else slab.start)
                      for var, slab, _ in ordered)
