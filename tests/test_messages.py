@@ -258,6 +258,21 @@ def test_rows_on_blocks_that_are_no_process_grid() -> None:
                                  "boxes given one by one): use agg, root or direct")
 
 
+def test_blocks_that_overlap_are_refused() -> None:
+    """Boxes given one by one must not share a point (each point is written by its one owner): every rank finds
+    the same first pair, so every rank refuses alike."""
+    from climio.core.decomp import Hyperslab
+    from climio.model.decomposition import BlockDecomposition
+
+    boxes = (Hyperslab((0, 0), (2, 3)), Hyperslab((0, 3), (2, 3)), Hyperslab((2, 0), (2, 6)),
+             Hyperslab((0, 0), (0, 0)), Hyperslab((3, 5), (1, 1)))
+    with pytest.raises(ClimioError) as caught:
+        BlockDecomposition((4, 6), 5, 1, boxes)
+    assert str(caught.value) == ("the boxes of ranks 2 ((2, 0) + (2, 6)) and 4 ((3, 5) + (1, 1)) overlap: each grid "
+                                 "point needs one owner")
+    assert BlockDecomposition((4, 6), 4, 3, boxes[:4]).owned == 0  # an empty box overlaps nothing
+
+
 def api_error(call: object) -> str:
     """The message of the ClimioError that ``call()`` raises."""
     with pytest.raises(ClimioError) as caught:

@@ -11,6 +11,7 @@ blocks one extra element.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +48,43 @@ def block_range(n: int, parts: int, index: int) -> tuple[int, int]:
     base, extra = divmod(n, parts)
     start = index * base + min(index, extra)
     return start, base + (1 if index < extra else 0)
+
+
+def cuts(n: int, parts: int) -> tuple[int, ...]:
+    """Where ``n`` elements split into ``parts`` blocks start, and ``n``: block ``k`` is ``cuts[k]..cuts[k + 1]``."""
+    return tuple(block_range(n, parts, k)[0] for k in range(parts)) + (n,)
+
+
+@dataclass(frozen=True)
+class Tiles(Sequence[Hyperslab]):
+    """Boxes of a grid of cuts, one a rank: along axis ``a`` the blocks lie between consecutive ``cuts[a]``
+    (None: the axis whole), and rank ``r`` holds the block at ``r``'s row-major place among them (a process
+    grid's blocks, a cubed sphere's). Worked out when asked: a job of any size keeps a few numbers a process
+    row, not a box a rank."""
+
+    shape: tuple[int, ...]
+    cuts: tuple[tuple[int, ...] | None, ...]
+
+    @property
+    def parts(self) -> tuple[int, ...]:
+        return tuple(1 if c is None else len(c) - 1 for c in self.cuts)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """How far apart the ranks of neighbouring blocks along each axis are (0 where the axis is whole)."""
+        parts = self.parts
+        return tuple(0 if c is None else math.prod(parts[a + 1:]) for a, c in enumerate(self.cuts))
+
+    def __len__(self) -> int:
+        return math.prod(self.parts)
+
+    def __getitem__(self, rank: int) -> Hyperslab:  # type: ignore[override]
+        if not -len(self) <= rank < len(self):
+            raise IndexError(f"rank {rank} outside {len(self)} blocks")
+        cell = np.unravel_index(rank % len(self), self.parts)
+        start = tuple(0 if c is None else c[k] for c, k in zip(self.cuts, cell))
+        end = tuple(n if c is None else c[k + 1] for c, k, n in zip(self.cuts, cell, self.shape))
+        return Hyperslab(tuple(int(a) for a in start), tuple(int(b - a) for a, b in zip(start, end)))
 
 
 def process_grid(nranks: int, ny: int, nx: int) -> tuple[int, int]:

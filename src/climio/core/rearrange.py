@@ -10,12 +10,16 @@ in place: no packing in Python, no copy of the data beyond what MPI makes.
 
 How the matches are found:
 
-- only box-like layouts (block, box, runs) on every rank: each rank's layout is a few numbers, so they
-  are allgathered; a box is one hyperslab, a run is cut into at most ``2 ndim - 1`` hyperslabs
-  ("pieces", each contiguous in the local buffer). Every rank intersects its own pieces with the
-  other side's pieces of every rank; each intersection is a ``Create_subarray`` of the local array
-  (halo included when present) on both sides, so nothing is ever enumerated per element: the
-  transpose of a 700 M-element field costs a handful of box intersections;
+- only box-like layouts (block, box, runs) on every rank: a box is one hyperslab, a run is cut into at
+  most ``2 ndim - 1`` hyperslabs ("pieces", each contiguous in the local buffer). Every rank intersects
+  its own pieces with the other side's pieces that meet them, found in a :class:`PieceMap` of every
+  rank's pieces: worked out by arithmetic where the pieces follow from a few numbers
+  (:class:`GridPieces`: a process grid's blocks, bands of them), so that a rank looks only at the
+  ranks it exchanges with, whatever the job's size; else a list of every rank's (allgathered
+  descriptions, a strategy's writers: :class:`ListedPieces`). Each intersection is a
+  ``Create_subarray`` of the local array (halo included when present) on both sides, so nothing is
+  ever enumerated per element: the transpose of a 700 M-element field costs a handful of box
+  intersections;
 - an offsets layout anywhere: no rank can know the others' offsets, so every rank routes its runs
   ``(flat start, length, local position)`` (a box sends its rows, offsets their consecutive stretches)
   to a directory rank that owns that part of the flat index space (block-distributed). The directory
@@ -369,24 +373,27 @@ def _subtract(lo: np.ndarray, hi: np.ndarray, cut_lo: np.ndarray,
     return out
 
 
-def _first_holders(lo: np.ndarray, hi: np.ndarray, wanted: np.ndarray) -> tuple[tuple[np.ndarray, ...], bool]:
-    """Each ``wanted`` box less the boxes listed before it: backward, an element held by several destinations is
-    sent by the first only, as MPI may not receive into one place twice. Returns rows ``(box, lo, hi, region
-    index)``, and whether any box lost something."""
+def _first_holders(dests: PieceMap, rank: np.ndarray, index: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                   ) -> tuple[tuple[np.ndarray, ...], bool]:
+    """Each destination piece ``(rank, index, lo, hi)`` less the pieces before it (lower rank, or the same rank
+    and a lower index): backward, an element held by several destinations is sent by the first only, as MPI
+    may not receive into one place twice. Returns rows ``(piece, lo, hi, region index)``, ``piece`` a row of
+    the pieces given, and whether any piece lost something."""
+    query, other, other_index, other_lo, other_hi = dests.meeting(lo, hi)
+    earlier = (other < rank[query]) | ((other == rank[query]) & (other_index < index[query]))
+    query, other_lo, other_hi = query[earlier], other_lo[earlier], other_hi[earlier]
+    bounds = np.searchsorted(query, np.arange(len(lo) + 1))
     rows: list[tuple[int, np.ndarray, np.ndarray, int]] = []
-    overlapped = False
-    for box in wanted:
-        regions = [(lo[box], hi[box])]
-        earlier = np.flatnonzero(np.all(np.minimum(hi[:box], hi[box]) > np.maximum(lo[:box], lo[box]), axis=1))
-        overlapped |= earlier.size > 0
-        for cut in earlier:
-            regions = [r for a, b in regions for r in _subtract(a, b, lo[cut], hi[cut])]
-        rows += [(box, a, b, k) for k, (a, b) in enumerate(regions)]
+    for piece in range(len(lo)):
+        regions = [(lo[piece], hi[piece])]
+        for k in range(bounds[piece], bounds[piece + 1]):
+            regions = [r for a, b in regions for r in _subtract(a, b, other_lo[k], other_hi[k])]
+        rows += [(piece, a, b, k) for k, (a, b) in enumerate(regions)]
     ndim = lo.shape[1]
     return ((np.array([r[0] for r in rows], dtype=np.int64),
              np.array([r[1] for r in rows], dtype=np.int64).reshape(-1, ndim),
              np.array([r[2] for r in rows], dtype=np.int64).reshape(-1, ndim),
-             np.array([r[3] for r in rows], dtype=np.int64)), overlapped)
+             np.array([r[3] for r in rows], dtype=np.int64)), bool(earlier.any()))
 
 
 def _first_cover(lo: np.ndarray, hi: np.ndarray, *priority: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -402,6 +409,132 @@ def _first_cover(lo: np.ndarray, hi: np.ndarray, *priority: np.ndarray) -> tuple
     keep[1:] = segment[1:] != segment[:-1]
     which, segment = which[keep], segment[keep]
     return which, bounds[segment], bounds[segment + 1]
+
+
+# -------------------------------------------------------------------------------------------- piece maps
+
+
+Found = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (query, rank, piece, lo, hi)
+
+
+class PieceMap(ABC):
+    """Every rank's box-like pieces of one global array, found by region: all that a plan between box-like
+    layouts needs to know of the other ranks. A piece is named by its rank and its index among that rank's
+    pieces (their order in its local array: :func:`pieces_of`)."""
+
+    @abstractmethod
+    def meeting(self, lo: np.ndarray, hi: np.ndarray) -> Found:
+        """Every piece of any rank that meets a query box (rows of ``lo``, ``hi``, half-open): ``(query, rank,
+        piece, piece's lo, piece's hi)``, ordered by query, then rank, then piece."""
+
+    @abstractmethod
+    def pieces_of(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rank ``rank``'s pieces' low and high corners, in its order."""
+
+    @property
+    @abstractmethod
+    def holders(self) -> int:
+        """How many ranks hold a piece."""
+
+    @property
+    @abstractmethod
+    def disjoint(self) -> bool:
+        """Whether no two pieces share an element (else backward, the first holder of each sends it)."""
+
+
+class ListedPieces(PieceMap):
+    """The pieces of listed ranks' descriptions (allgathered ones, or a strategy's writers'), searched whole:
+    time and memory grow with the pieces listed."""
+
+    def __init__(self, shape: tuple[int, ...], described: dict[int, Description], *, disjoint: bool = False) -> None:
+        """``disjoint``: the caller knows that no two pieces overlap (a strategy's writers)."""
+        self._disjoint = disjoint
+        boxes = {r: d for r, d in described.items() if d[0] == "box"}
+        parts = {r: _pieces(d) for r, d in described.items() if d[0] != "box" and len(d[2])}  # runs, not none
+        ndim = len(shape)
+        stacked = np.array([d[2] for d in boxes.values()], dtype=np.int64).reshape(len(boxes), 2, ndim)
+        keep = stacked[:, 1].all(axis=1)
+        box_ranks = np.fromiter(boxes, dtype=np.int64, count=len(boxes))[keep]
+        ranks = np.concatenate([box_ranks, *(np.full(len(p[2]), r, np.int64) for r, p in parts.items())])
+        index = np.concatenate([np.zeros(box_ranks.size, np.int64), *(np.arange(len(p[2])) for p in parts.values())])
+        lo = np.concatenate([stacked[keep, 0], *(p[0] for p in parts.values())]).reshape(-1, ndim)
+        count = np.concatenate([stacked[keep, 1], *(p[1] for p in parts.values())]).reshape(-1, ndim)
+        order = np.lexsort((index, ranks))
+        self.rank, self.index = ranks[order].astype(np.int64), index[order].astype(np.int64)
+        self.lo, self.hi = lo[order], lo[order] + count[order]
+
+    def meeting(self, lo: np.ndarray, hi: np.ndarray) -> Found:
+        i, j, _, _ = _intersect(lo, hi, self.lo, self.hi)
+        return i, self.rank[j], self.index[j], self.lo[j], self.hi[j]
+
+    def pieces_of(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        a, b = np.searchsorted(self.rank, [rank, rank + 1])
+        return self.lo[a:b], self.hi[a:b]
+
+    @property
+    def holders(self) -> int:
+        return int(np.unique(self.rank).size)
+
+    @property
+    def disjoint(self) -> bool:
+        return self._disjoint
+
+
+class GridPieces(PieceMap):
+    """One box a rank on a grid of cuts (a process grid's blocks, a cubed sphere's, bands of them): along
+    axis ``a`` the cells lie between consecutive ``cuts[a]`` (None: the axis whole), and the box in cell
+    ``c`` is rank ``sum(c[a] * strides[a])``'s. Found by arithmetic: a rank looks only at the cells its
+    boxes reach, whatever the job's size."""
+
+    def __init__(self, shape: tuple[int, ...], cuts: Sequence[Sequence[int] | None], strides: Sequence[int]) -> None:
+        self.shape = tuple(int(n) for n in shape)
+        self.cuts = [np.array([0, n], np.int64) if c is None else np.asarray(c, np.int64)
+                     for c, n in zip(cuts, self.shape)]
+        self.strides = np.array([0 if c is None else s for c, s in zip(cuts, strides)], dtype=np.int64)
+
+    def meeting(self, lo: np.ndarray, hi: np.ndarray) -> Found:
+        # along each axis, the cells from the one holding a query's low corner to the last before its high one
+        first = np.stack([np.searchsorted(c, lo[:, a], side="right") - 1 for a, c in enumerate(self.cuts)], axis=1)
+        many = np.stack([np.searchsorted(c, hi[:, a], side="left") for a, c in enumerate(self.cuts)], axis=1) - first
+        total = np.prod(many, axis=1)
+        query = np.repeat(np.arange(len(lo), dtype=np.int64), total)
+        at = _ramp(total)  # each query's cells in row-major order of its own block of them
+        cell = np.empty((at.size, len(self.cuts)), np.int64)
+        for a in reversed(range(len(self.cuts))):
+            at, cell[:, a] = np.divmod(at, many[query, a])
+            cell[:, a] += first[query, a]
+        box_lo = np.stack([c[cell[:, a]] for a, c in enumerate(self.cuts)], axis=1).reshape(-1, len(self.cuts))
+        box_hi = np.stack([c[cell[:, a] + 1] for a, c in enumerate(self.cuts)], axis=1).reshape(-1, len(self.cuts))
+        keep = np.all(box_hi > box_lo, axis=1)  # cells of no width hold nothing
+        rank = cell[keep] @ self.strides
+        order = np.lexsort((rank, query[keep]))
+        return (query[keep][order], rank[order], np.zeros(order.size, np.int64), box_lo[keep][order],
+                box_hi[keep][order])
+
+    def _cell(self, rank: int) -> np.ndarray | None:
+        """Rank ``rank``'s cell, if it has one."""
+        parts = np.array([c.size - 1 for c in self.cuts], np.int64)
+        step = np.maximum(self.strides, 1)
+        cell = np.where(self.strides > 0, rank // step % parts, 0)
+        return cell if int((cell * self.strides).sum()) == rank else None
+
+    def pieces_of(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        cell = self._cell(rank)
+        ndim = len(self.shape)
+        if cell is None:
+            return np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64)
+        lo = np.array([c[k] for c, k in zip(self.cuts, cell)], np.int64)
+        hi = np.array([c[k + 1] for c, k in zip(self.cuts, cell)], np.int64)
+        keep = bool(np.all(hi > lo))
+        return lo[None, :][:int(keep)], hi[None, :][:int(keep)]
+
+    @property
+    def holders(self) -> int:
+        return math.prod(int(np.count_nonzero(np.diff(c) > 0)) for c in self.cuts)
+
+    @property
+    def disjoint(self) -> bool:
+        return True
 
 
 # ------------------------------------------------------------------------------------------- datatypes
@@ -436,7 +569,9 @@ class _Side(ABC):
     def __init__(self, layout: Layout, trailing: tuple[int, ...], nranks: int, peers: dict[int, Entry],
                  elements: int) -> None:
         self.layout, self.trailing, self.peers = layout, trailing, peers
-        self.counts = [1 if r in peers else 0 for r in range(nranks)]
+        counts = np.zeros(nranks, np.int64)
+        counts[list(peers)] = 1
+        self.counts = counts.tolist()  # MPI_Alltoallw's: one a rank
         self.elements = elements  # how many elements of the local array take part
         self._types: dict[tuple[np.dtype, tuple[int, ...]], list[MPI.Datatype]] = {}
 
@@ -596,72 +731,60 @@ def _element(shape: tuple[int, ...], offset: int) -> str:
     return str(tuple(int(i) for i in np.unravel_index(offset, shape)))
 
 
-def _gathered(descriptions: list[Description], rank: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                   tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Every rank's pieces of box-like layouts as one table (each piece's rank, low and high corners), and
-    ``rank``'s own pieces. Boxes, one piece each, are stacked at once: a job of thousands of ranks describes
-    mostly boxes."""
-    ndim = len(descriptions[rank][1])
-    boxes = np.array([d[2] if d[0] == "box" else np.zeros((2, ndim), np.int64) for d in descriptions],
-                     dtype=np.int64).reshape(len(descriptions), 2, ndim)
-    is_box = np.array([d[0] == "box" for d in descriptions])
-    keep = is_box & boxes[:, 1].all(axis=1)
-    parts = {r: _pieces(d) for r, d in enumerate(descriptions) if d[0] != "box" and len(d[2])}  # runs, not none
-    ranks = np.concatenate([np.flatnonzero(keep), *(np.full(len(p[2]), r, np.int64) for r, p in parts.items())])
-    lo = np.concatenate([boxes[keep, 0], *(p[0] for p in parts.values())]).reshape(-1, ndim)
-    count = np.concatenate([boxes[keep, 1], *(p[1] for p in parts.values())]).reshape(-1, ndim)
-    order = np.argsort(ranks, kind="stable")
-    mine = parts[rank] if rank in parts else _pieces(descriptions[rank])
-    return ranks[order], lo[order], lo[order] + count[order], mine
-
-
-def _box_sides(source: Layout, dest: Layout, trailing: tuple[int, ...], sources: list[Description],
-               dests: list[Description], rank: int) -> tuple[_Side, ...]:
-    """Forward and backward sides on ``rank`` of a plan between box-like layouts, from every rank's
-    descriptions: intersections of its own pieces with everyone's (no communication)."""
-    size = len(sources)
-    s_rank, s_lo, s_hi, mine_pieces_s = _gathered(sources, rank)
-    d_rank, d_lo, d_hi, mine_pieces_d = _gathered(dests, rank)
-    mine_s = np.flatnonzero(s_rank == rank)
-
-    # the destination pieces this rank sends from backward, or whose regions it receives
-    needed = np.union1d(np.flatnonzero(d_rank == rank), _intersect(s_lo[mine_s], s_hi[mine_s], d_lo, d_hi)[1])
-    first_holders, overlapped = _first_holders(d_lo, d_hi, needed)
-    whole = (np.arange(len(d_rank), dtype=np.int64), d_lo, d_hi, np.zeros(len(d_rank), dtype=np.int64))
+def _box_sides(source: Layout, dest: Layout, trailing: tuple[int, ...], sources: PieceMap, dests: PieceMap,
+               rank: int, size: int) -> tuple[_Side, ...]:
+    """Forward and backward sides on ``rank`` (of ``size``) of a plan between box-like layouts: its own pieces
+    met with the other side's pieces that the maps find (no communication)."""
+    mine_s, mine_d = _pieces(source.description), _pieces(dest.description)
+    s_lo, s_hi = mine_s[0], mine_s[0] + mine_s[1]
 
     def side(layout: Layout, pieces: tuple[np.ndarray, np.ndarray, np.ndarray], peer: np.ndarray,
              keys: tuple[np.ndarray, ...], piece: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> _BoxSide:
         """Matches grouped by peer, in the order of ``keys`` (the same on both ends of each pair)."""
         order = np.lexsort(tuple(reversed(keys)) + (peer,))
         peer, piece, lo, hi = peer[order], piece[order], lo[order], hi[order]
-        bounds = np.searchsorted(peer, np.arange(size + 1))
-        peers = {r: (piece[a:b], lo[a:b], hi[a:b]) for r, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])) if b > a}
+        ranks, first = np.unique(peer, return_index=True)
+        ends = [*first[1:], peer.size]
+        peers = {int(r): (piece[a:b], lo[a:b], hi[a:b]) for r, a, b in zip(ranks, first, ends)}
         elements = int(np.prod(hi - lo, axis=1).sum()) if len(lo) else 0
         return _BoxSide(layout, trailing, size, peers, elements, pieces)
 
-    def sides(targets: tuple[np.ndarray, ...]) -> tuple[_Side, _Side]:
-        """Source and destination sides of the matches of the source pieces with ``targets``."""
-        parent, t_lo, t_hi, index = targets
-        si, ti, lo, hi = _intersect(s_lo[mine_s], s_hi[mine_s], t_lo, t_hi)
-        sending = side(source, mine_pieces_s, d_rank[parent[ti]], (mine_s[si], parent[ti], index[ti]), si, lo, hi)
-        mine_t = np.flatnonzero(d_rank[parent] == rank)
-        ti, si, lo, hi = _intersect(t_lo[mine_t], t_hi[mine_t], s_lo, s_hi)
-        first = int(np.searchsorted(d_rank, rank))
-        receiving = side(dest, mine_pieces_d, s_rank[si], (si, parent[mine_t[ti]], index[mine_t[ti]]),
-                         parent[mine_t[ti]] - first, lo, hi)
+    def sides(t_rank: np.ndarray, t_index: np.ndarray, t_lo: np.ndarray, t_hi: np.ndarray,
+              region: np.ndarray) -> tuple[_Side, _Side]:
+        """Source and destination sides of the matches of this rank's source pieces with the destination boxes
+        ``(rank, piece, lo, hi, region)`` (whole pieces or the regions of their first holders), and of its own
+        boxes among them with the source pieces of every rank."""
+        si, ti, lo, hi = _intersect(s_lo, s_hi, t_lo, t_hi)
+        sending = side(source, mine_s, t_rank[ti], (si, t_index[ti], region[ti]), si, lo, hi)
+        mine_t = np.flatnonzero(t_rank == rank)
+        ti, f_rank, f_index, f_lo, f_hi = sources.meeting(t_lo[mine_t], t_hi[mine_t])
+        ti = mine_t[ti]
+        receiving = side(dest, mine_d, f_rank, (f_index, t_index[ti], region[ti]), t_index[ti],
+                         np.maximum(t_lo[ti], f_lo), np.minimum(t_hi[ti], f_hi))
         return sending, receiving
 
-    forward = sides(whole)
-    backward = sides(first_holders) if overlapped else forward
+    # the destination pieces this rank receives into or sends from backward: its own and those its sources meet
+    _, met_rank, met_index, met_lo, met_hi = dests.meeting(s_lo, s_hi)
+    own = len(mine_d[2])
+    t_rank = np.concatenate([np.full(own, rank, np.int64), met_rank])
+    t_index = np.concatenate([np.arange(own, dtype=np.int64), met_index])
+    _, keep = np.unique(np.stack([t_rank, t_index], axis=1), axis=0, return_index=True)
+    targets = (t_rank[keep], t_index[keep], np.concatenate([mine_d[0], met_lo])[keep],
+               np.concatenate([mine_d[0] + mine_d[1], met_hi])[keep])
+    forward = sides(*targets, np.zeros(keep.size, np.int64))
+    if dests.disjoint:
+        return (*forward, *forward)
+    (piece, lo, hi, region), overlapped = _first_holders(dests, *targets)
+    backward = sides(targets[0][piece], targets[1][piece], lo, hi, region) if overlapped else forward
     return (*forward, *backward)
 
 
-def known_moves(source: Layout, dest: Layout, known: Sequence[tuple[Description, Description]], rank: int,
+def known_moves(source: Layout, dest: Layout, sources: PieceMap, dests: PieceMap, rank: int, size: int,
                 trailing: tuple[int, ...] = ()) -> Moves:
-    """The :meth:`Plan.moves` on ``rank`` of the plan that :class:`Plan` builds from ``known`` (every rank's
-    box-like source and destination descriptions; ``source`` and ``dest`` are that rank's layouts), worked out
-    without MPI: what a job of any size would hold and move (``climio bench scale``)."""
-    sides = _box_sides(source, dest, trailing, [pair[0] for pair in known], [pair[1] for pair in known], rank)
+    """The :meth:`Plan.moves` on ``rank`` (of ``size``) of the plan that :class:`Plan` builds from the
+    maps of every rank's source and destination pieces (``source`` and ``dest`` are that rank's
+    layouts), worked out without MPI: what a job of any size would hold and move (``climio bench scale``)."""
+    sides = _box_sides(source, dest, trailing, sources, dests, rank, size)
     return _moves(sides[:2], sides[2:], trailing, rank)
 
 
@@ -703,16 +826,15 @@ class Plan:
     """
 
     def __init__(self, comm: MPI.Comm, source: Layout, dest: Layout, *, trailing: tuple[int, ...] = (),
-                 known: Sequence[tuple[Description, Description]] | None = None) -> None:
-        """``known``: every rank's source and destination descriptions (:attr:`Layout.description`), box-like,
-        where the caller has them all (a strategy's pieces are worked out alike on every rank): the plan is
-        then built without any communication, and without the checks that need it."""
+                 known: tuple[PieceMap, PieceMap] | None = None) -> None:
+        """``known``: maps of every rank's source and destination pieces (box-like), where the caller can make
+        them without asking the other ranks (a process grid's blocks, a strategy's writers): the plan is then
+        built without any communication, and without the checks that need it."""
         self.comm, self.source, self.dest = comm, source, dest
         self.trailing = tuple(int(n) for n in trailing)
         self._bases: dict[np.dtype, MPI.Datatype] = {}
         if known is not None:
-            assert all(d[0] != "offsets" for pair in known for d in pair), "known layouts are box-like"
-            sides = self._by_boxes([pair[0] for pair in known], [pair[1] for pair in known], checked=True)
+            sides = _box_sides(source, dest, self.trailing, *known, comm.Get_rank(), comm.Get_size())
             self._forward, self._backward = sides[:2], sides[2:]
             return
         problem = source._problem() or dest._problem()
@@ -744,24 +866,23 @@ class Plan:
 
     # -- box-like layouts everywhere: intersections of allgathered pieces
 
-    def _by_boxes(self, sources: list[Description], dests: list[Description], checked: bool = False
-                  ) -> tuple[_Side, ...]:
-        """The sides of box-like layouts on every rank; ``checked``: no two sources overlap (the caller knows),
-        so no rank need hear from the others."""
-        rank = self.comm.Get_rank()
-        if not checked:
-            s_rank, s_lo, s_hi, _ = _gathered(sources, rank)
-            mine_s = np.flatnonzero(s_rank == rank)
-            i, j, lo, _ = _intersect(s_lo[mine_s], s_hi[mine_s], s_lo, s_hi)
-            clash = mine_s[i] != j
-            problem = ""
-            if clash.any():
-                k = int(np.argmax(clash))
-                offset = int(np.ravel_multi_index(tuple(lo[k]), self.source.shape))
-                problem = (f"element {_element(self.source.shape, offset)} of {self.source.shape} is held by "
-                           f"source ranks {rank} and {s_rank[j[k]]}")
-            _raise_any(self.comm, problem)
-        return _box_sides(self.source, self.dest, self.trailing, sources, dests, rank)
+    def _by_boxes(self, sources: list[Description], dests: list[Description]) -> tuple[_Side, ...]:
+        """The sides of box-like layouts on every rank, from every rank's descriptions, once no two sources are
+        found to overlap (collective)."""
+        rank, shape = self.comm.Get_rank(), self.source.shape
+        everyone = ListedPieces(shape, dict(enumerate(sources)))
+        mine = _pieces(self.source.description)
+        query, other, index, lo, hi = everyone.meeting(mine[0], mine[0] + mine[1])
+        clash = (other != rank) | (index != query)
+        problem = ""
+        if clash.any():
+            k = int(np.argmax(clash))
+            first = np.maximum(mine[0][query[k]], lo[k])
+            offset = int(np.ravel_multi_index(tuple(first), shape))
+            problem = f"element {_element(shape, offset)} of {shape} is held by source ranks {rank} and {other[k]}"
+        _raise_any(self.comm, problem)
+        return _box_sides(self.source, self.dest, self.trailing, everyone, ListedPieces(shape, dict(enumerate(dests))),
+                          rank, self.comm.Get_size())
 
     def moves(self) -> Moves:
         """This rank's share of one forward move, and the memory the plan keeps on it (no communication)."""

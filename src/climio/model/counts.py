@@ -25,7 +25,7 @@ from functools import cached_property
 import numpy as np
 
 from climio.core.decomp import Hyperslab
-from climio.core.rearrange import BoxLayout, known_moves
+from climio.core.rearrange import BoxLayout, ListedPieces, known_moves
 from climio.model import decomposition as dec
 from climio.model.route import buffer_layout, runs_of_slab
 from climio.model.strategy import Strategy
@@ -110,9 +110,9 @@ def block_job(label: str, grid: tuple[int, ...], levels: int | None, px: int, py
 
 def writers(job: Job, strategy: Strategy, itemsize: int) -> list[list[Hyperslab]]:
     """Every rank's pieces of the record under ``strategy``, as the real job works them out."""
-    everyone = strategy.pieces(job.share(0), job.levels, np.dtype(f"f{itemsize}"), job.nranks)
-    if everyone is not None:
-        return everyone
+    some = strategy.writers(job.share(0), job.levels, np.dtype(f"f{itemsize}"))
+    if some is not None:
+        return [some.get(r, []) for r in range(job.nranks)]
     if strategy.name == "direct" and job.owner is not None:  # a mesh rank's own cells, run by run
         first, length, rank = job.source_runs()
         order = np.lexsort((first, rank))
@@ -217,17 +217,24 @@ def needs_plan(job: Job, pieces: list[list[Hyperslab]]) -> bool:
 
 def plan_cost(job: Job, strategy: Strategy, ranks: Sequence[int], itemsize: int = 4) -> dict[int, tuple[int, float]]:
     """The bytes a plan keeps and the seconds it takes to build on each of ``ranks``, by the rearranger's own
-    planning from every rank's layout and pieces (box-like layouts: block decompositions)."""
+    planning from the maps of every rank's layout and every writer's pieces (box-like layouts: block
+    decompositions), each rank making its maps as a real one does."""
     pieces = writers(job, strategy, itemsize)
     if job.owner is not None or not needs_plan(job, pieces):
         return {}
-    sources = [share.layout(job.levels) for share in job.shares]
-    buffers = [buffer_layout(job.shape, [p for p in mine if p.size]) for mine in pieces]
-    known = [(s.description, b.description) for s, b in zip(sources, buffers)]
+    dtype = np.dtype(f"f{itemsize}")
     out = {}
     for rank in ranks:
+        share = job.share(rank)
         start = time.perf_counter()
-        moves = known_moves(sources[rank], buffers[rank], known, rank)
+        some = strategy.writers(share, job.levels, dtype)
+        layouts = share.piece_map(job.levels)
+        assert some is not None and layouts is not None, "direct on blocks exchanges nothing"
+        writing = {r: [p for p in mine if p.size] for r, mine in some.items()}
+        buffers = ListedPieces(job.shape, {r: buffer_layout(job.shape, mine).description
+                                           for r, mine in writing.items() if mine}, disjoint=True)
+        moves = known_moves(share.layout(job.levels), buffer_layout(job.shape, writing.get(rank, [])), layouts,
+                            buffers, rank, job.nranks)
         out[rank] = (moves.plan_bytes, time.perf_counter() - start)
     return out
 

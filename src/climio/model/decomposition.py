@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from climio.core.decomp import Decomposition, Hyperslab, process_grid
-from climio.core.rearrange import BoxLayout, Layout
+from climio.core.decomp import Decomposition, Hyperslab, Tiles, cuts, process_grid
+from climio.core.rearrange import BoxLayout, GridPieces, Layout, ListedPieces, PieceMap
 from climio.errors import ClimioError
 
 
@@ -60,6 +60,11 @@ class GridDecomposition(ABC):
         """The process grid, when this is a plain 2-D block decomposition (``rows``/``cols`` need one)."""
         return None
 
+    def piece_map(self, levels: int | None) -> PieceMap | None:
+        """Every rank's :meth:`layout` of a record, where this rank knows them all (None: only the rank itself
+        knows its points): plans to a strategy's pieces are then made without asking the other ranks."""
+        return None
+
     def shape(self, levels: int | None) -> tuple[int, ...]:
         """The global shape of one record of a field."""
         return self.grid if levels is None else (levels, *self.grid)
@@ -85,7 +90,7 @@ class BlockDecomposition(GridDecomposition):
     """Rank ``r`` holds ``boxes[r]`` (possibly empty), with ``halo`` ghost cells on each side along ``halo_axes``
     of its local array (also at the domain edges, as model arrays have them)."""
 
-    boxes: tuple[Hyperslab, ...] = ()
+    boxes: Sequence[Hyperslab] = ()
     halo: int = 0
     halo_axes: tuple[int, ...] = ()
     process: Decomposition | None = None
@@ -96,6 +101,13 @@ class BlockDecomposition(GridDecomposition):
                               f"{len(self.boxes)} (rank {self.rank})")
         if self.halo < 0:
             raise ClimioError(f"halo width must be >= 0, got {self.halo}")
+        if not isinstance(self.boxes, Tiles):  # every rank checks the same boxes: every rank raises alike
+            clash = _overlapping(self.boxes)
+            if clash is not None:
+                a, b = clash
+                raise ClimioError(f"the boxes of ranks {a} ({self.boxes[a].start} + {self.boxes[a].count}) and {b} "
+                                  f"({self.boxes[b].start} + {self.boxes[b].count}) overlap: each grid point needs "
+                                  f"one owner", collective=True)
 
     @property
     def box(self) -> Hyperslab:
@@ -108,6 +120,16 @@ class BlockDecomposition(GridDecomposition):
     @property
     def blocks(self) -> Decomposition | None:
         return self.process
+
+    def piece_map(self, levels: int | None) -> PieceMap:
+        """A grid of blocks found by arithmetic; boxes given one by one, listed."""
+        lead = () if levels is None else (levels,)
+        shape = (*lead, *self.grid)
+        if isinstance(self.boxes, Tiles):
+            return GridPieces(shape, (None,) * len(lead) + self.boxes.cuts, (0,) * len(lead) + self.boxes.strides)
+        zero = (0,) * len(lead)
+        return ListedPieces(shape, {r: ("box", shape, np.array([(*zero, *b.start), (*lead, *b.count)], np.int64))
+                                    for r, b in enumerate(self.boxes)}, disjoint=True)  # checked when made
 
     def local_shape(self, levels: int | None = None) -> tuple[int, ...]:
         shape = [c + (2 * self.halo if a in self.halo_axes else 0) for a, c in enumerate(self.box.count)]
@@ -170,13 +192,35 @@ class PointDecomposition(GridDecomposition):
         return Layout.offsets(self.shape(levels), flat)
 
 
+def _overlapping(boxes: Sequence[Hyperslab]) -> tuple[int, int] | None:
+    """The first two ranks whose (non-empty) boxes share a point, if any: a sweep along the first axis, so that
+    each box is tested against those that start within it (a process row's, for blocks), not against all."""
+    ranks = np.array([r for r, b in enumerate(boxes) if b.size], dtype=np.int64)
+    if ranks.size < 2:
+        return None
+    lo = np.array([boxes[r].start for r in ranks], dtype=np.int64)
+    hi = lo + np.array([boxes[r].count for r in ranks], dtype=np.int64)
+    order = np.lexsort((ranks, lo[:, 0]))
+    ranks, lo, hi = ranks[order], lo[order], hi[order]
+    later = np.searchsorted(lo[:, 0], hi[:, 0], side="left") - np.arange(1, ranks.size + 1)  # start before its end
+    later = np.maximum(later, 0)
+    i = np.repeat(np.arange(ranks.size), later)
+    j = i + 1 + (np.arange(i.size) - np.repeat(np.cumsum(later) - later, later))
+    meet = np.all(np.minimum(hi[i], hi[j]) > np.maximum(lo[i], lo[j]), axis=1)
+    if not meet.any():
+        return None
+    pairs = np.sort(np.stack([ranks[i[meet]], ranks[j[meet]]], axis=1), axis=1)
+    first = np.lexsort((pairs[:, 1], pairs[:, 0]))[0]
+    return int(pairs[first, 0]), int(pairs[first, 1])
+
+
 # ------------------------------------------------------------------------------------------------- helpers
 
 
 def blocks(grid: Sequence[int], px: int, py: int, rank: int, *, halo: int = 0) -> BlockDecomposition:
     """A ``px x py`` process grid over a ``(y, x)`` grid (``px`` columns along x), ranks row-major."""
     process = Decomposition.block2d(tuple(grid), px, py, halo=halo)
-    boxes = tuple(process.owned(r) for r in range(process.nranks))
+    boxes = Tiles(process.shape, (cuts(process.shape[0], py), cuts(process.shape[1], px)))
     return BlockDecomposition(tuple(grid), process.nranks, rank, boxes, halo, (0, 1), process)
 
 
@@ -265,14 +309,11 @@ def cubed_sphere(n: int, nranks: int, rank: int, *, halo: int = 0) -> BlockDecom
         raise ClimioError(f"a cubed sphere splits over a divisor or a multiple of 6 ranks, not {nranks}",
                           collective=True)
     grid = (6, n, n)
-    if nranks <= 6:
-        per = 6 // nranks
-        boxes = tuple(Hyperslab((r * per, 0, 0), (per, n, n)) for r in range(nranks))
-    else:
-        k = nranks // 6
-        face = Decomposition.block2d((n, n), *process_grid(k, n, n))
-        boxes = tuple(Hyperslab((f, *box.start), (1, *box.count))
-                      for f in range(6) for box in (face.owned(b) for b in range(k)))
+    if nranks <= 6:  # whole faces
+        boxes = Tiles(grid, (cuts(6, nranks), None, None))
+    else:  # each face's blocks, faces in turn
+        fx, fy = process_grid(nranks // 6, n, n)
+        boxes = Tiles(grid, (cuts(6, 6), cuts(n, fy), cuts(n, fx)))
     return BlockDecomposition(grid, nranks, rank, boxes, halo, (1, 2))
 
 

@@ -36,7 +36,6 @@ from climio.core import mpi, ncio
 from climio.core.decomp import Decomposition, Hyperslab
 from climio.core.ncio.compression import parse_cmp
 from climio.core.ncio.schema import fill_value as schema_fill_value
-from climio.core.rearrange import Description, descriptions
 from climio.errors import ClimioError, api_words
 from climio.model import costmodel
 from climio.model.decomposition import GridDecomposition, from_blocks
@@ -225,7 +224,6 @@ class ModelOutput:
         self._routes: dict[str, Route | Gatherer] = {}
         self._stripe_routes: OrderedDict[tuple[int | None, str, int], Route] = OrderedDict()  # least recent first
         self._stripe_pool = Pool()
-        self._layouts: dict[int | None, list[Description]] = {}  # every rank's layout of a field's record
         try:
             if self.strategy.name != "stripe":
                 for f in fields:
@@ -437,8 +435,8 @@ class ModelOutput:
 
     def _stripe_route(self, name: str, f: Field, step: int) -> Route:
         """The route for this record's position in the file; records of one shape at the same stripe phase
-        share one. Each rank works out every rank's stripes, so a new one is built without communication (the
-        ranks' layouts are gathered once); the routes of the last step or so are kept (after each write)."""
+        share one. Each rank works out every rank's stripes, so on blocks a new one is built without communication;
+        the routes of the last step or so are kept (after each write)."""
         layout = self._store.layout  # a classic file's: stripe applies to CDF-2 and CDF-5
         assert layout is not None
         offset = layout.begins[name] + (step * layout.record_size if f.records else 0)
@@ -446,10 +444,7 @@ class ModelOutput:
         if key in self._stripe_routes:
             self._stripe_routes.move_to_end(key)
             return self._stripe_routes[key]
-        if f.levels not in self._layouts:
-            self._layouts[f.levels] = descriptions(self.comm, self.grid.layout(f.levels))
-        route = self.strategy.route(self.comm, self.grid, f.levels, self._moved(f), fill=fill_value(f), offset=offset,
-                                    layouts=self._layouts[f.levels])
+        route = self.strategy.route(self.comm, self.grid, f.levels, self._moved(f), fill=fill_value(f), offset=offset)
         route.share(self._stripe_pool)  # a new phase makes no arrays of its own
         self._stripe_routes[key] = route
         return route

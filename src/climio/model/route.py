@@ -33,7 +33,7 @@ import numpy as np
 from climio.core import collective, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio.store import Store
-from climio.core.rearrange import BoxLayout, Description, Layout, Moves, Plan, forward_together
+from climio.core.rearrange import BoxLayout, Layout, ListedPieces, Moves, PieceMap, Plan, forward_together
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -174,14 +174,14 @@ class Route:
 
     ``pieces`` are this rank's hyperslabs of the record, in buffer order. Writing, ``fill`` is the value of
     points no rank owns, and ``holes`` runs of them this rank writes itself (``direct``). Reading, the layout
-    may hold a point on several ranks (ghosts): each gets the value. ``known``: every rank's layout
-    description (:func:`~climio.core.rearrange.descriptions`, box-like) and every rank's pieces, where every rank
-    works them out alike: the route is then built without communication.
+    may hold a point on several ranks (ghosts): each gets the value. ``known``: a map of every rank's layout
+    (box-like) and every writing rank's pieces, where every rank works them out alike: the route is then built
+    without communication.
     """
 
     def __init__(self, comm: MPI.Comm, layout: Layout, pieces: list[Hyperslab], dtype: str | np.dtype, *,
                  reading: bool = False, fill: object = None, holes: np.ndarray | None = None,
-                 known: tuple[list[Description], list[list[Hyperslab]]] | None = None) -> None:
+                 known: tuple[PieceMap, dict[int, list[Hyperslab]]] | None = None) -> None:
         from mpi4py import MPI
 
         self.dtype, self.layout = np.dtype(dtype), layout
@@ -193,19 +193,19 @@ class Route:
             self.slabs.append((at, piece))
             at += piece.size
         own_box = isinstance(layout, BoxLayout) and pieces == ([layout.slab] if layout.slab.size else [])
-        everyone = [[p for p in theirs if p.size] for theirs in known[1]] if known is not None else []
-        if known is not None:  # every rank's box and pieces are known here: whether each is its own box too
-            own_box = all(d[0] == "box" and theirs == ([Hyperslab(tuple(int(v) for v in d[2][0]),
-                                                                  tuple(int(v) for v in d[2][1]))]
-                                                       if d[2][1].all() else [])
-                          for d, theirs in zip(known[0], everyone))
+        writers = {r: [p for p in theirs if p.size] for r, theirs in known[1].items()} if known is not None else {}
+        writers = {r: theirs for r, theirs in writers.items() if theirs}
+        if known is not None:  # every rank's layout and every writer's pieces known here: whether each is its own
+            own_box = known[0].holders == len(writers) and all(_is_own(known[0], r, theirs)
+                                                                for r, theirs in writers.items())
         self.plan: Plan | None = None
         if not (own_box if known is not None else comm.allreduce(own_box, op=MPI.LAND)):  # unless all take their box
             buffer = buffer_layout(shape, pieces)
             pairs = None
-            if known is not None:  # every rank's (source, destination): its layout and its buffer, or back
-                buffers = [buffer_layout(shape, theirs).description for theirs in everyone]
-                pairs = [(b, d) if reading else (d, b) for d, b in zip(known[0], buffers)]
+            if known is not None:  # every rank's layout and every writer's buffer, found without asking
+                buffers = ListedPieces(shape, {r: buffer_layout(shape, theirs).description
+                                               for r, theirs in writers.items()}, disjoint=True)
+                pairs = (buffers, known[0]) if reading else (known[0], buffers)
             with trace.phase("plan"):
                 self.plan = Plan(comm, buffer, layout, known=pairs) if reading else \
                     Plan(comm, layout, buffer, known=pairs)
@@ -226,8 +226,9 @@ class Route:
                                                                         at * self.dtype.itemsize])
         else:
             assert holes is None, "a route built without communication has no holes of its own to write"
-            self.calls = max(len(theirs) for theirs in everyone)
-            self.buffer_bytes = max(sum(p.size for p in theirs) for theirs in everyone) * self.dtype.itemsize
+            self.calls = max((len(theirs) for theirs in writers.values()), default=0)
+            self.buffer_bytes = max((sum(p.size for p in theirs) for theirs in writers.values()), default=0) * \
+                self.dtype.itemsize
 
     def counts(self) -> dict[str, int]:
         """What one record costs this rank (no communication): the messages and bytes it sends and receives
@@ -414,6 +415,13 @@ def gather_together(batches: list[tuple[Route, list[np.ndarray]]]) -> list[list[
     elif moves:
         forward_together(moves)
     return out
+
+
+def _is_own(layouts: PieceMap, rank: int, pieces: list[Hyperslab]) -> bool:
+    """Whether ``pieces`` are ``rank``'s own box of ``layouts`` and nothing else."""
+    lo, hi = layouts.pieces_of(rank)
+    return len(pieces) == 1 and len(lo) == 1 and tuple(lo[0]) == pieces[0].start and \
+        tuple(hi[0] - lo[0]) == pieces[0].count
 
 
 def buffer_layout(shape: tuple[int, ...], pieces: list[Hyperslab]) -> Layout:

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core.decomp import Hyperslab
+from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio.modes import EVERY_STRATEGY, MODES
-from climio.core.rearrange import BoxLayout, Description, Layout
+from climio.core.rearrange import BoxLayout, Layout, PieceMap
 from climio.errors import ClimioError
-from climio.model.decomposition import BlockDecomposition, GridDecomposition, PointDecomposition
+from climio.model.decomposition import GridDecomposition, PointDecomposition
 from climio.model.route import Route, even_ranges, flat_slabs, hole_runs, node_of, runs_of, spread, stripe_ranges
 
 if TYPE_CHECKING:
@@ -117,38 +117,39 @@ class Strategy:
         return cls(name, picked, stripe_size if name == "stripe" else None, tuple(merged.items()))
 
     def route(self, comm: MPI.Comm, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype,
-              *, fill: object = None, reading: bool = False, offset: int = 0, unit: int | None = None,
-              layouts: list[Description] | None = None) -> Route:
+              *, fill: object = None, reading: bool = False, offset: int = 0, unit: int | None = None) -> Route:
         """The route of one record of a field with ``levels`` (collective). ``offset``: the record's byte offset
         in the file (``stripe`` cuts at the stripe boundaries after it); ``unit``: the elements of one chunk of a
         compressed variable, which ``agg`` hands out whole. Reading, the layout takes in the ghost points, which
-        are filled from the file like owned ones. ``layouts``: every rank's layout description
-        (:func:`~climio.core.rearrange.descriptions`) for ``agg`` and ``stripe``, whose pieces every rank works
-        out alike: the route is then built without communication (box-like layouts only)."""
-        rank = comm.Get_rank()
+        are filled from the file like owned ones. Where every rank knows every rank's share (blocks) and the
+        writers' pieces follow from the record, the route is built without communication."""
         owned = decomposition.layout(levels)
         holes = None
-        known: tuple[list[Description], list[list[Hyperslab]]] | None = None
-        everyone = self.pieces(decomposition, levels, dtype, comm.Get_size(), offset=offset, unit=unit)
-        if everyone is None:
+        known: tuple[PieceMap, dict[int, list[Hyperslab]]] | None = None
+        writers = self.writers(decomposition, levels, dtype, offset=offset, unit=unit)
+        if writers is None:
             pieces = self.own_pieces(decomposition, levels)
-            if self.name == "direct" and not reading:
+            if not reading:
                 holes = hole_runs(comm, owned)
         else:
-            pieces = everyone[rank]
-            if self.name != "root" and layouts is not None and all(d[0] != "offsets" for d in layouts):
-                known = (layouts, everyone)
+            pieces = writers.get(comm.Get_rank(), [])
+            layouts = decomposition.piece_map(levels)
+            if layouts is not None:
+                known = (layouts, writers)
         layout = decomposition.layout(levels, ghosts=True) if reading else owned
         return Route(comm, layout, pieces, dtype, reading=reading, fill=fill, holes=holes, known=known)
 
-    def pieces(self, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype, size: int, *,
-               offset: int = 0, unit: int | None = None) -> list[list[Hyperslab]] | None:
-        """Every rank's pieces of one record, where they depend on the record alone (``root``, ``agg``,
-        ``stripe``: every rank works out everyone's alike); None where each rank's follow its own share
-        (:meth:`own_pieces`)."""
+    def writers(self, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype, *,
+                offset: int = 0, unit: int | None = None) -> dict[int, list[Hyperslab]] | None:
+        """The pieces of one record that each writing rank writes, where they follow from the record and the
+        process grid (every strategy but ``direct``: every rank works out every writer's alike, and there are
+        as many writers as the strategy picks, whatever the job's size); None for ``direct``, whose ranks write
+        their own points (:meth:`own_pieces`)."""
         shape = decomposition.shape(levels)
         if self.name == "root":
-            return [[Hyperslab.whole(shape)]] + [[] for _ in range(size - 1)]
+            return {0: [Hyperslab.whole(shape)]}
+        if self.name in ("rows", "cols"):
+            return _bands(decomposition, levels, self.name == "rows")
         if self.name == "agg":
             ranges = even_ranges(shape, list(self.aggregators), unit)
         elif self.name == "stripe":
@@ -156,43 +157,41 @@ class Strategy:
             ranges = stripe_ranges(offset, shape, np.dtype(dtype).itemsize, self.stripe_size, list(self.aggregators))
         else:
             return None
-        everyone: list[list[Hyperslab]] = [[] for _ in range(size)]
+        out: dict[int, list[Hyperslab]] = {}
         for a, b, r in ranges:
-            everyone[r] += flat_slabs(a, b, shape)
-        return everyone
+            out.setdefault(r, []).extend(flat_slabs(a, b, shape))
+        return out
 
     def own_pieces(self, decomposition: GridDecomposition, levels: int | None) -> list[Hyperslab]:
-        """``direct``, ``rows``, ``cols``: the pieces this rank writes, from its own share."""
-        if self.name in ("rows", "cols"):
-            return self._band(decomposition, levels)
-        owned = decomposition.layout(levels)  # direct: each rank its owned points (reading, the others' bring
-        if isinstance(owned, BoxLayout):      # it its ghosts)
+        """``direct``: the pieces this rank writes, its owned points (reading, the others' bring it its ghosts)."""
+        owned = decomposition.layout(levels)
+        if isinstance(owned, BoxLayout):
             return [owned.slab]
         shape = decomposition.shape(levels)
         points = _points(owned)
         box = _box_of(points, shape)
         return [box] if box is not None else [s for a, n in runs_of(points) for s in flat_slabs(int(a), int(a + n), shape)]
 
-    def _band(self, decomposition: GridDecomposition, levels: int | None) -> list[Hyperslab]:
-        """``rows`` (``cols``): the band of whole process-grid rows (columns) that this rank writes, if it is the
-        first rank of its row (column)."""
-        process = decomposition.blocks
-        assert isinstance(decomposition, BlockDecomposition) and process is not None
-        row, col = process.coords(decomposition.rank)
-        along_rows = self.name == "rows"
-        if (col if along_rows else row) != 0:
-            return []
-        box = decomposition.box
-        start, count = list(box.start), list(box.count)
-        axis = 1 if along_rows else 0  # the band spans the whole grid along this axis
-        start[axis], count[axis] = 0, decomposition.grid[axis]
-        lead = ((0,), (levels,)) if levels is not None else ((), ())
-        return [Hyperslab((*lead[0], *start), (*lead[1], *count))]
-
     def stripe_key(self, offset: int) -> int:
         """Records whose offsets agree modulo a round of stripes share one route."""
         assert self.stripe_size is not None
         return offset % (self.stripe_size * len(self.aggregators))
+
+
+def _bands(decomposition: GridDecomposition, levels: int | None, along_rows: bool) -> dict[int, list[Hyperslab]]:
+    """``rows`` (``cols``): each process-grid row's (column's) band of whole grid rows (columns), written by the
+    row's (column's) first rank."""
+    process = decomposition.blocks
+    assert process is not None
+    py, px = process.parts
+    ny, nx = decomposition.grid
+    lead = ((0,), (levels,)) if levels is not None else ((), ())
+    out = {}
+    for k in range(py if along_rows else px):
+        start, count = block_range(ny if along_rows else nx, py if along_rows else px, k)
+        box = Hyperslab((start, 0), (count, nx)) if along_rows else Hyperslab((0, start), (ny, count))
+        out[k * px if along_rows else k] = [Hyperslab((*lead[0], *box.start), (*lead[1], *box.count))]
+    return out
 
 
 def _points(layout: Layout) -> np.ndarray:
