@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 
 from climio.bench import scale
-from climio.core.rearrange import GridPieces, ListedPieces, known_moves
+from climio.core.rearrange import GridPieces, Layout, ListedPieces, SlabPieces, known_moves
 from climio.model.counts import block_job, filled_nodes
-from climio.model.route import buffer_layout
 from climio.model.strategy import Strategy
 
 
@@ -55,28 +54,40 @@ JOBS = [("CONUS", 12), ("EUS", 6), ("cube", 24), ("cube", 3), ("inm", 8)]
 
 
 @pytest.mark.parametrize("kind,nranks", JOBS, ids=[f"{k}-{n}" for k, n in JOBS])
-def test_plans_from_a_grid_equal_plans_from_every_ranks_layout(kind: str, nranks: int) -> None:
+def test_plans_from_maps_equal_plans_from_every_ranks_layout(kind: str, nranks: int) -> None:
     """Every strategy that exchanges, on every rank, writing and reading: the plan made from the process
-    grid's map has the same peers, moves the same elements and keeps as many matches as the plan made from every
-    rank's listed layout (whose first-holder search, for pieces that might overlap, finds none)."""
+    grid's map and the writers' slabs has the same peers, moves the same elements and keeps as many matches as
+    the plan made from every rank's listed layout and every writer's listed buffer (whose first-holder search,
+    for pieces that might overlap, finds none); and the slabs' map finds the listed buffers' pieces."""
     jobs = [scale.job(kind, nranks), block_job("tiny", (3, 2), 2, 4, 1, 0)]  # tiny: two ranks own nothing
     for job, text in itertools.product(jobs, ["root", "rows", "cols", "agg", "agg:2", "stripe"]):
         if text in ("rows", "cols") and job.share(0).blocks is None:
             continue
-        strategy = Strategy.settle(text, "cdf5", filled_nodes(job.nranks, 4), job.share(0), stripe_size=4096)
+        strategy = Strategy.settle(text, "cdf5", filled_nodes(job.nranks, 4), job.share(0), stripe_size=1 << 16)
         everyone = ListedPieces(job.shape, {r: job.share(r).layout(job.levels).description
                                             for r in range(job.nranks)})
         writers = strategy.writers(job.share(0), job.levels, np.dtype("f4"))
         assert writers is not None
-        buffers = ListedPieces(job.shape, {r: buffer_layout(job.shape, [p for p in mine if p.size]).description
-                                           for r, mine in writers.items() if any(p.size for p in mine)}, disjoint=True)
+        writing = {r: [p for p in mine if p.size] for r, mine in writers.items() if any(p.size for p in mine)}
+        slabs = SlabPieces(job.shape, writing)
+        listed = ListedPieces(job.shape, {r: Layout.slabs(job.shape, mine).description for r, mine in writing.items()})
         grid = job.share(0).piece_map(job.levels)
-        assert isinstance(grid, GridPieces)
+        assert isinstance(grid, GridPieces) and slabs.holders == listed.holders == len(writing)
+        sent, received = {"write": 0, "read": 0}, {"write": 0, "read": 0}
         for rank in range(job.nranks):
             layout = job.share(rank).layout(job.levels)
-            buffer = buffer_layout(job.shape, [p for p in writers.get(rank, []) if p.size])
-            for maps in ((grid, buffers), (buffers, grid)):  # writing, then reading
-                ends = (layout, buffer) if maps[0] is grid else (buffer, layout)
-                by_grid = known_moves(*ends, *maps, rank, job.nranks)
-                by_list = known_moves(*ends, *(everyone if m is grid else m for m in maps), rank, job.nranks)
-                assert by_grid == by_list, (job.label, text, rank)
+            buffer = Layout.slabs(job.shape, writing.get(rank, []))
+            for way, ends, maps, lists in (("write", (layout, buffer), (grid, slabs), (everyone, listed)),
+                                           ("read", (buffer, layout), (slabs, grid), (listed, everyone))):
+                by_maps = known_moves(*ends, *maps, rank, job.nranks)
+                assert by_maps == known_moves(*ends, *lists, rank, job.nranks), (job.label, text, rank)
+                assert by_maps.received + by_maps.kept == ends[1].size, (job.label, text, rank, way)  # no holes
+                sent[way] += by_maps.sent
+                received[way] += by_maps.received
+            assert all(np.array_equal(a, b) for a, b in zip(slabs.pieces_of(rank), listed.pieces_of(rank)))
+            lo, hi = layout.slab.start, np.add(layout.slab.start, layout.slab.count)
+            if layout.slab.size:
+                found, want = slabs.meeting(np.array([lo]), np.array([hi])), listed.meeting(np.array([lo]),
+                                                                                            np.array([hi]))
+                assert all(np.array_equal(found[i], want[i]) for i in (0, 1, 3, 4)), (job.label, text, rank)
+        assert sent == received, (job.label, text)  # every element sent once, to the rank that takes it

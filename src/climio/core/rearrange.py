@@ -87,6 +87,16 @@ class Layout(ABC):
         return RunsLayout(tuple(int(n) for n in shape), np.asarray(runs, dtype=np.int64).reshape(-1, 2))
 
     @staticmethod
+    def slabs(shape: Sequence[int], slabs: Sequence[Hyperslab]) -> Layout:
+        """Non-empty hyperslabs one after the other in a 1-D local array (a writer's buffer): one is a box, several
+        are their runs in turn."""
+        shape = tuple(int(n) for n in shape)
+        if len(slabs) == 1:
+            return Layout.box(shape, slabs[0])
+        runs = [np.stack(Layout.box(shape, s).flat_runs()[:2], axis=1) for s in slabs]
+        return Layout.runs(shape, np.concatenate(runs) if runs else np.zeros((0, 2), np.int64))
+
+    @staticmethod
     def offsets(shape: Sequence[int], offsets: Sequence[int] | np.ndarray) -> OffsetsLayout:
         """The elements at these 0-based flat offsets, in this (any) order; -1 marks a hole."""
         return OffsetsLayout(tuple(int(n) for n in shape), np.asarray(offsets, dtype=np.int64).ravel())
@@ -376,7 +386,7 @@ def _subtract(lo: np.ndarray, hi: np.ndarray, cut_lo: np.ndarray,
 def _first_holders(dests: PieceMap, rank: np.ndarray, index: np.ndarray, lo: np.ndarray, hi: np.ndarray
                    ) -> tuple[tuple[np.ndarray, ...], bool]:
     """Each destination piece ``(rank, index, lo, hi)`` less the pieces before it (lower rank, or the same rank
-    and a lower index): backward, an element held by several destinations is sent by the first only, as MPI
+    and a lower index: ``dests`` numbers pieces by their index, as maps whose pieces may overlap do): backward, an element held by several destinations is sent by the first only, as MPI
     may not receive into one place twice. Returns rows ``(piece, lo, hi, region index)``, ``piece`` a row of
     the pieces given, and whether any piece lost something."""
     query, other, other_index, other_lo, other_hi = dests.meeting(lo, hi)
@@ -419,8 +429,10 @@ Found = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # (qu
 
 class PieceMap(ABC):
     """Every rank's box-like pieces of one global array, found by region: all that a plan between box-like
-    layouts needs to know of the other ranks. A piece is named by its rank and its index among that rank's
-    pieces (their order in its local array: :func:`pieces_of`)."""
+    layouts needs to know of the other ranks. A piece is named by its rank and a number that orders that
+    rank's pieces as its local array holds them: their index there (a map of :attr:`disjoint` pieces may give
+    any number that grows with it, as the two ends of an exchange need only agree on the order of its
+    boxes)."""
 
     @abstractmethod
     def meeting(self, lo: np.ndarray, hi: np.ndarray) -> Found:
@@ -531,6 +543,83 @@ class GridPieces(PieceMap):
     @property
     def holders(self) -> int:
         return math.prod(int(np.count_nonzero(np.diff(c) > 0)) for c in self.cuts)
+
+    @property
+    def disjoint(self) -> bool:
+        return True
+
+
+class SlabPieces(PieceMap):
+    """Listed ranks' :meth:`Layout.slabs` (a strategy's writers' buffers), found by the flat span of each slab:
+    a rank looks only at the slabs its own pieces reach, and cuts only those into the pieces their writer
+    holds, however many slabs the writers hold in all."""
+
+    KEY = 1 << 32  # a piece's number: its slab's place among its writer's, then its place among the slab's pieces
+
+    def __init__(self, shape: tuple[int, ...], slabs: dict[int, list[Hyperslab]]) -> None:
+        self.shape = tuple(int(n) for n in shape)
+        listed = [(r, k, s) for r, theirs in slabs.items() for k, s in enumerate(theirs)]
+        assert all(s.size for _, _, s in listed), "slabs hold something"
+        self._one = {r for r, theirs in slabs.items() if len(theirs) == 1}  # a box, one piece
+        self._by_rank = {r: theirs for r, theirs in slabs.items() if theirs}
+        stride = np.array([math.prod(self.shape[a + 1:]) for a in range(len(self.shape))], np.int64)
+        start = np.array([s.start for _, _, s in listed], np.int64).reshape(-1, len(self.shape))
+        count = np.array([s.count for _, _, s in listed], np.int64).reshape(-1, len(self.shape))
+        first, last = start @ stride, (start + count - 1) @ stride
+        order = np.argsort(first, kind="stable")
+        self.first, self.end = first[order], last[order] + 1
+        self.reach = np.maximum.accumulate(self.end) if order.size else self.end  # how far the slabs so far go
+        self.listed = [listed[k] for k in order]
+        self._cut: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def _pieces_of_slab(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Slab ``k``'s pieces as its writer holds them: ``(number, lo, hi)``."""
+        if k not in self._cut:
+            rank, place, slab = self.listed[k]
+            if rank in self._one:
+                lo = np.array([slab.start], np.int64)
+                hi = lo + np.array([slab.count], np.int64)
+            else:
+                first, length, _ = Layout.box(self.shape, slab).flat_runs()
+                boxes = [b for a, n in zip(first, length) for b in _run_boxes(int(a), int(a + n), self.shape)]
+                lo = np.array([b[0] for b in boxes], np.int64).reshape(-1, len(self.shape))
+                hi = lo + np.array([b[1] for b in boxes], np.int64).reshape(-1, len(self.shape))
+            self._cut[k] = (place * self.KEY + np.arange(len(lo), dtype=np.int64), lo, hi)
+        return self._cut[k]
+
+    def meeting(self, lo: np.ndarray, hi: np.ndarray) -> Found:
+        found: list[tuple[np.ndarray, ...]] = []
+        for q in range(len(lo)):
+            first, length, _ = Layout.box(self.shape, Hyperslab(tuple(lo[q]), tuple(hi[q] - lo[q]))).flat_runs()
+            a = np.searchsorted(self.reach, first, side="right")  # slabs whose span meets each run
+            b = np.searchsorted(self.first, first + length, side="left")
+            many = np.maximum(b - a, 0)
+            near = np.unique(np.repeat(a, many) + _ramp(many))
+            near = near[self.end[near] > first.min()] if near.size else near
+            for k in near.tolist():
+                number, p_lo, p_hi = self._pieces_of_slab(k)
+                meet = np.all(np.minimum(p_hi, hi[q]) > np.maximum(p_lo, lo[q]), axis=1)
+                if meet.any():
+                    rank = self.listed[k][0]
+                    found.append((np.full(int(meet.sum()), q, np.int64), np.full(int(meet.sum()), rank, np.int64),
+                                  number[meet], p_lo[meet], p_hi[meet]))
+        ndim = len(self.shape)
+        if not found:
+            return _EMPTY, _EMPTY, _EMPTY, np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64)
+        query, rank, number, p_lo, p_hi = (np.concatenate([f[i] for f in found]) for i in range(5))
+        order = np.lexsort((number, rank, query))
+        return query[order], rank[order], number[order], p_lo[order], p_hi[order]
+
+    def pieces_of(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
+        ndim = len(self.shape)
+        slabs = self._by_rank.get(rank, [])
+        pieces = _pieces(Layout.slabs(self.shape, slabs).description) if slabs else \
+            (np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64))
+        return pieces[0], pieces[0] + pieces[1]
+
+    @property
+    def holders(self) -> int:
+        return len(self._by_rank)
 
     @property
     def disjoint(self) -> bool:
@@ -765,13 +854,14 @@ def _box_sides(source: Layout, dest: Layout, trailing: tuple[int, ...], sources:
 
     # the destination pieces this rank receives into or sends from backward: its own and those its sources meet
     _, met_rank, met_index, met_lo, met_hi = dests.meeting(s_lo, s_hi)
+    _, once = np.unique(np.stack([met_rank, met_index], axis=1), axis=0, return_index=True)  # met by several
+    met_rank, met_index, met_lo, met_hi = met_rank[once], met_index[once], met_lo[once], met_hi[once]
+    other = met_rank != rank  # its own pieces come from its own layout, numbered as it holds them
     own = len(mine_d[2])
-    t_rank = np.concatenate([np.full(own, rank, np.int64), met_rank])
-    t_index = np.concatenate([np.arange(own, dtype=np.int64), met_index])
-    _, keep = np.unique(np.stack([t_rank, t_index], axis=1), axis=0, return_index=True)
-    targets = (t_rank[keep], t_index[keep], np.concatenate([mine_d[0], met_lo])[keep],
-               np.concatenate([mine_d[0] + mine_d[1], met_hi])[keep])
-    forward = sides(*targets, np.zeros(keep.size, np.int64))
+    targets = (np.concatenate([np.full(own, rank, np.int64), met_rank[other]]),
+               np.concatenate([np.arange(own, dtype=np.int64), met_index[other]]),
+               np.concatenate([mine_d[0], met_lo[other]]), np.concatenate([mine_d[0] + mine_d[1], met_hi[other]]))
+    forward = sides(*targets, np.zeros(len(targets[0]), np.int64))
     if dests.disjoint:
         return (*forward, *forward)
     (piece, lo, hi, region), overlapped = _first_holders(dests, *targets)

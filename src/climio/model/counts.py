@@ -25,9 +25,9 @@ from functools import cached_property
 import numpy as np
 
 from climio.core.decomp import Hyperslab
-from climio.core.rearrange import BoxLayout, ListedPieces, known_moves
+from climio.core.rearrange import BoxLayout, Layout, SlabPieces, known_moves
 from climio.model import decomposition as dec
-from climio.model.route import buffer_layout, runs_of_slab
+from climio.model.route import runs_of_slab
 from climio.model.strategy import Strategy
 
 QUANTITIES = ("messages_sent", "messages_received", "bytes_sent", "bytes_received", "bytes_kept", "bytes_written", "requests",
@@ -231,9 +231,8 @@ def plan_cost(job: Job, strategy: Strategy, ranks: Sequence[int], itemsize: int 
         layouts = share.piece_map(job.levels)
         assert some is not None and layouts is not None, "direct on blocks exchanges nothing"
         writing = {r: [p for p in mine if p.size] for r, mine in some.items()}
-        buffers = ListedPieces(job.shape, {r: buffer_layout(job.shape, mine).description
-                                           for r, mine in writing.items() if mine}, disjoint=True)
-        moves = known_moves(share.layout(job.levels), buffer_layout(job.shape, writing.get(rank, [])), layouts,
+        buffers = SlabPieces(job.shape, {r: mine for r, mine in writing.items() if mine})
+        moves = known_moves(share.layout(job.levels), Layout.slabs(job.shape, writing.get(rank, [])), layouts,
                             buffers, rank, job.nranks)
         out[rank] = (moves.plan_bytes, time.perf_counter() - start)
     return out

@@ -33,7 +33,7 @@ import numpy as np
 from climio.core import collective, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio.store import Store
-from climio.core.rearrange import BoxLayout, Layout, ListedPieces, Moves, PieceMap, Plan, forward_together
+from climio.core.rearrange import BoxLayout, Layout, Moves, PieceMap, Plan, SlabPieces, forward_together
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -200,11 +200,10 @@ class Route:
                                                                 for r, theirs in writers.items())
         self.plan: Plan | None = None
         if not (own_box if known is not None else comm.allreduce(own_box, op=MPI.LAND)):  # unless all take their box
-            buffer = buffer_layout(shape, pieces)
+            buffer = Layout.slabs(shape, pieces)
             pairs = None
             if known is not None:  # every rank's layout and every writer's buffer, found without asking
-                buffers = ListedPieces(shape, {r: buffer_layout(shape, theirs).description
-                                               for r, theirs in writers.items()}, disjoint=True)
+                buffers = SlabPieces(shape, writers)
                 pairs = (buffers, known[0]) if reading else (known[0], buffers)
             with trace.phase("plan"):
                 self.plan = Plan(comm, buffer, layout, known=pairs) if reading else \
@@ -422,14 +421,6 @@ def _is_own(layouts: PieceMap, rank: int, pieces: list[Hyperslab]) -> bool:
     lo, hi = layouts.pieces_of(rank)
     return len(pieces) == 1 and len(lo) == 1 and tuple(lo[0]) == pieces[0].start and \
         tuple(hi[0] - lo[0]) == pieces[0].count
-
-
-def buffer_layout(shape: tuple[int, ...], pieces: list[Hyperslab]) -> Layout:
-    """The layout of a rank's buffer holding ``pieces`` (non-empty) one after the other."""
-    if len(pieces) == 1:
-        return Layout.box(shape, pieces[0])
-    return Layout.runs(shape, np.concatenate([runs_of_slab(shape, p) for p in pieces]) if pieces
-                       else np.zeros((0, 2), np.int64))
 
 
 def runs_of_slab(shape: tuple[int, ...], slab: Hyperslab) -> np.ndarray:
