@@ -11,7 +11,7 @@ from mpi4py import MPI
 
 from climio.bench import scale
 from climio.model.counts import Job, QUANTITIES, block_job, plan_cost, step_counts
-from climio.core import trace
+from climio.core import collectives, trace
 from climio.model.output import Field, ModelOutput
 from climio.model.route import Route, node_of
 from climio.model.strategy import Strategy
@@ -21,9 +21,13 @@ COUNTED = [q for q in QUANTITIES if q != "plan_bytes"]
 
 
 def traced(comm: MPI.Comm, job: Job, strategy: Strategy, dtype: str) -> tuple[dict[str, int], Route]:
-    """The counts the real route of this rank traces, and the route."""
+    """The counts the real route of this rank traces, and the route; on blocks, every strategy whose writers
+    follow from the record (all but direct) builds it without a collective call."""
     trace.reset()
+    before = collectives.calls()
     route = strategy.route(comm, job.share(comm.Get_rank()), job.levels, dtype)
+    if before is not None and job.owner is None and strategy.name != "direct":
+        assert collectives.calls() == before, f"{job.label} {strategy.name}: the route communicated"
     try:
         return trace.tracer().tallies["route"], route
     finally:

@@ -51,6 +51,7 @@ _ROW_BAND = "a band of whole rows: px blocks on its first rank"
 _COL_BAND = "a band of whole columns: py blocks on its first rank"
 _RANGE = ("an aggregator's contiguous range spans whole levels (rows) of the record: it hears from min(P, levels x "
           "ranks per aggregator) ranks")
+_LEVELS = "a block's levels fall in as many aggregators' ranges (at most levels + 1)"
 _STRIPES = "a writer's stripes: record / (stripe count x stripe size), the stripe count fixed"
 BY_DESIGN = {("root", "messages_received"): "P - 1 on rank 0", ("root", "bytes_received"): "the record on rank 0",
              ("root", "bytes_written"): "the record on rank 0", ("root", "plan_bytes"): "one match per rank on rank 0",
@@ -60,14 +61,19 @@ BY_DESIGN = {("root", "messages_received"): "P - 1 on rank 0", ("root", "bytes_r
              ("cols", "bytes_written"): _COL_BAND, ("cols", "plan_bytes"): _COL_BAND,
              ("cols", "file_runs"): "a column band's rows: levels x rows, each a run",
              ("agg", "messages_received"): _RANGE, ("agg", "plan_bytes"): _RANGE,
-             ("agg", "messages_sent"): "a block's levels fall in as many aggregators' ranges (at most levels + 1)",
+             ("agg", "messages_sent"): _LEVELS, ("agg", "sender_plan_seconds"): _LEVELS,
              ("agg", "bytes_received"): "record / nodes: constant once P exceeds a node",
              ("agg", "bytes_written"): "record / nodes: constant once P exceeds a node",
              ("agg", "requests"): "record / nodes: constant once P exceeds a node",
              ("stripe", "messages_sent"): "a block's rows fall in up to the stripe count's writers",
              ("stripe", "messages_received"): "P / stripe count on each writer",
              ("stripe", "bytes_received"): _STRIPES, ("stripe", "bytes_written"): _STRIPES,
-             ("stripe", "requests"): _STRIPES, ("stripe", "file_runs"): _STRIPES, ("stripe", "plan_bytes"): _STRIPES}
+             ("stripe", "requests"): _STRIPES, ("stripe", "file_runs"): _STRIPES, ("stripe", "plan_bytes"): _STRIPES,
+             # the busiest rank's plan meets the pieces of every rank it hears from
+             ("root", "plan_seconds"): "rank 0 meets every rank's block", ("rows", "plan_seconds"): _ROW_BAND,
+             ("cols", "plan_seconds"): _COL_BAND, ("agg", "plan_seconds"): _RANGE,
+             ("stripe", "plan_seconds"): "P / stripe count blocks on each writer, and every rank lists the stripes",
+             ("stripe", "sender_plan_seconds"): "every rank lists the record's stripes: record / stripe size"}
 
 
 
@@ -128,7 +134,8 @@ def growth(ranks: Sequence[int], values: Sequence[float]) -> float | None:
 def measure(kind: str, strategy_text: str, ranks: Sequence[int], *, weak: bool, cores_per_node: int,
             stripe_count: int, stripe_size: int, mode: str = "cdf5") -> list[dict[str, Any]]:
     """One row per rank count: each quantity's maximum over ranks (and for plan memory and time, over the
-    busiest writer and the busiest sender)."""
+    busiest writer and the busiest sender), and the plan time of the rank that sends most among those that
+    write nothing."""
     rows = []
     for nranks in ranks:
         made = job(kind, nranks, weak=weak)
@@ -137,12 +144,15 @@ def measure(kind: str, strategy_text: str, ranks: Sequence[int], *, weak: bool, 
                                    stripe_count=min(stripe_count, made.nranks), stripe_size=stripe_size)
         counts = step_counts(made, strategy)
         busiest = {int(np.argmax(counts["bytes_received"])), int(np.argmax(counts["messages_sent"]))}
-        plans = plan_cost(made, strategy, sorted(busiest))
+        idle = np.flatnonzero(counts["bytes_written"] == 0)  # the ranks that only send
+        sender = int(idle[np.argmax(counts["messages_sent"][idle])]) if idle.size else None
+        plans = plan_cost(made, strategy, sorted(busiest | ({sender} if sender is not None else set())))
         row = {"decomposition": made.label, "kind": kind, "strategy": strategy_text, "ranks": made.nranks,
                "writers": int(np.count_nonzero(counts["bytes_written"])),
                **{q: int(counts[q].max()) for q in QUANTITIES}}
-        row["plan_bytes"] = max((b for b, _ in plans.values()), default=0)
-        row["plan_seconds"] = max((s for _, s in plans.values()), default=0.0)
+        row["plan_bytes"] = max((plans[r][0] for r in busiest if r in plans), default=0)
+        row["plan_seconds"] = max((plans[r][1] for r in busiest if r in plans), default=0.0)
+        row["sender_plan_seconds"] = plans[sender][1] if sender in plans else 0.0
         rows.append(row)
     return rows
 
@@ -158,7 +168,7 @@ def flags(rows: list[dict[str, Any]]) -> list[str]:
     out = []
     for (kind, strategy), group in grouped(rows, "kind", "strategy").items():
         ranks = [r["ranks"] for r in group]
-        for quantity in (*QUANTITIES, "plan_seconds"):
+        for quantity in (*QUANTITIES, "plan_seconds", "sender_plan_seconds"):
             b = growth(ranks, [r[quantity] for r in group])
             if b is not None and b > GROWS and (strategy, quantity) not in BY_DESIGN:
                 out.append(f"{kind} {strategy}: {quantity} grows as P^{b:.2f}")
@@ -171,7 +181,8 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for (kind, strategy), group in grouped(rows, "kind", "strategy").items():
         ranks, last = [r["ranks"] for r in group], group[-1]
         exponents = {f"{q}_growth": growth(ranks, [r[q] for r in group])
-                     for q in ("messages_sent", "messages_received", "bytes_received", "plan_bytes", "plan_seconds")}
+                     for q in ("messages_sent", "messages_received", "bytes_received", "plan_bytes", "plan_seconds",
+                               "sender_plan_seconds")}
         table.append({**last, **exponents})
     return table
 
@@ -182,14 +193,16 @@ def format_table(table: list[dict[str, Any]]) -> str:
 
     columns = [("decomposition", "l"), ("strategy", "l"), ("ranks", "r"), ("writers", "r"), ("msgs out", "r"),
                ("msgs in", "r"), ("MB in", "r"), ("MB written", "r"), ("requests", "r"), ("file runs", "r"),
-               ("plan KiB", "r"), ("plan ms", "r"), ("b(msgs out)", "r"), ("b(msgs in)", "r"), ("b(MB in)", "r"),
-               ("b(plan KiB)", "r"), ("b(plan ms)", "r")]
+               ("plan KiB", "r"), ("plan ms", "r"), ("sender ms", "r"), ("b(msgs out)", "r"), ("b(msgs in)", "r"),
+               ("b(MB in)", "r"), ("b(plan KiB)", "r"), ("b(plan ms)", "r"), ("b(sender ms)", "r")]
     return markdown_table(columns, [
         [r["decomposition"], r["strategy"], str(r["ranks"]), str(r["writers"]), str(r["messages_sent"]),
          str(r["messages_received"]), f"{r['bytes_received'] / 1e6:.2f}", f"{r['bytes_written'] / 1e6:.2f}",
          str(r["requests"]), str(r["file_runs"]), f"{r['plan_bytes'] / 1024:.1f}", f"{r['plan_seconds'] * 1e3:.1f}",
-         exponent(r["messages_sent_growth"]), exponent(r["messages_received_growth"]),
-         exponent(r["bytes_received_growth"]), exponent(r["plan_bytes_growth"]), exponent(r["plan_seconds_growth"])]
+         f"{r['sender_plan_seconds'] * 1e3:.1f}", exponent(r["messages_sent_growth"]),
+         exponent(r["messages_received_growth"]), exponent(r["bytes_received_growth"]),
+         exponent(r["plan_bytes_growth"]), exponent(r["plan_seconds_growth"]),
+         exponent(r["sender_plan_seconds_growth"])]
         for r in table])
 
 

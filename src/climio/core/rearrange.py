@@ -552,63 +552,75 @@ class GridPieces(PieceMap):
 class SlabPieces(PieceMap):
     """Listed ranks' :meth:`Layout.slabs` (a strategy's writers' buffers), found by the flat span of each slab:
     a rank looks only at the slabs its own pieces reach, and cuts only those into the pieces their writer
-    holds, however many slabs the writers hold in all."""
+    holds, however many slabs the writers hold in all. A writer of one slab holds it as one box: such slabs
+    (a band, the whole record) are tested all at once."""
 
     KEY = 1 << 32  # a piece's number: its slab's place among its writer's, then its place among the slab's pieces
 
     def __init__(self, shape: tuple[int, ...], slabs: dict[int, list[Hyperslab]]) -> None:
         self.shape = tuple(int(n) for n in shape)
-        listed = [(r, k, s) for r, theirs in slabs.items() for k, s in enumerate(theirs)]
-        assert all(s.size for _, _, s in listed), "slabs hold something"
-        self._one = {r for r, theirs in slabs.items() if len(theirs) == 1}  # a box, one piece
         self._by_rank = {r: theirs for r, theirs in slabs.items() if theirs}
-        stride = np.array([math.prod(self.shape[a + 1:]) for a in range(len(self.shape))], np.int64)
-        start = np.array([s.start for _, _, s in listed], np.int64).reshape(-1, len(self.shape))
-        count = np.array([s.count for _, _, s in listed], np.int64).reshape(-1, len(self.shape))
-        first, last = start @ stride, (start + count - 1) @ stride
-        order = np.argsort(first, kind="stable")
-        self.first, self.end = first[order], last[order] + 1
-        self.reach = np.maximum.accumulate(self.end) if order.size else self.end  # how far the slabs so far go
-        self.listed = [listed[k] for k in order]
+        assert all(s.size for theirs in self._by_rank.values() for s in theirs), "slabs hold something"
+        ones = [(r, theirs[0]) for r, theirs in self._by_rank.items() if len(theirs) == 1]
+        self._ones = self._table([r for r, _ in ones], [s for _, s in ones])
+        self._several = [(r, k, s) for r, theirs in self._by_rank.items() if len(theirs) > 1
+                         for k, s in enumerate(theirs)]
+        several = self._table([r for r, _, _ in self._several], [s for _, _, s in self._several])
+        self._several = [self._several[k] for k in several[0]]
+        self._spans = several[4:]
         self._cut: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
+    def _table(self, ranks: list[int], slabs: list[Hyperslab]) -> tuple[np.ndarray, ...]:
+        """Slabs sorted by their first element: ``(order, rank, lo, hi, first, end, reach)``, ``reach`` how far
+        the slabs so far go in the flat order."""
+        ndim = len(self.shape)
+        stride = np.array([math.prod(self.shape[a + 1:]) for a in range(ndim)], np.int64)
+        lo = np.array([s.start for s in slabs], np.int64).reshape(-1, ndim)
+        hi = lo + np.array([s.count for s in slabs], np.int64).reshape(-1, ndim)
+        first, end = lo @ stride, (hi - 1) @ stride + 1
+        order = np.argsort(first, kind="stable")
+        rank = np.array(ranks, np.int64)[order]
+        return order, rank, lo[order], hi[order], first[order], end[order], np.maximum.accumulate(end[order]) \
+            if order.size else end
+
     def _pieces_of_slab(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Slab ``k``'s pieces as its writer holds them: ``(number, lo, hi)``."""
+        """Slab ``k`` of the writers of several, cut into the pieces its writer holds: ``(number, lo, hi)``."""
         if k not in self._cut:
-            rank, place, slab = self.listed[k]
-            if rank in self._one:
-                lo = np.array([slab.start], np.int64)
-                hi = lo + np.array([slab.count], np.int64)
-            else:
-                first, length, _ = Layout.box(self.shape, slab).flat_runs()
-                boxes = [b for a, n in zip(first, length) for b in _run_boxes(int(a), int(a + n), self.shape)]
-                lo = np.array([b[0] for b in boxes], np.int64).reshape(-1, len(self.shape))
-                hi = lo + np.array([b[1] for b in boxes], np.int64).reshape(-1, len(self.shape))
+            _, place, slab = self._several[k]
+            first, length, _ = Layout.box(self.shape, slab).flat_runs()
+            boxes = [b for a, n in zip(first, length) for b in _run_boxes(int(a), int(a + n), self.shape)]
+            lo = np.array([b[0] for b in boxes], np.int64).reshape(-1, len(self.shape))
+            hi = lo + np.array([b[1] for b in boxes], np.int64).reshape(-1, len(self.shape))
             self._cut[k] = (place * self.KEY + np.arange(len(lo), dtype=np.int64), lo, hi)
         return self._cut[k]
 
     def meeting(self, lo: np.ndarray, hi: np.ndarray) -> Found:
         found: list[tuple[np.ndarray, ...]] = []
+        _, o_rank, o_lo, o_hi, o_first, _, o_reach = self._ones
+        first_of, end_of, reach = self._spans
         for q in range(len(lo)):
             first, length, _ = Layout.box(self.shape, Hyperslab(tuple(lo[q]), tuple(hi[q] - lo[q]))).flat_runs()
-            a = np.searchsorted(self.reach, first, side="right")  # slabs whose span meets each run
-            b = np.searchsorted(self.first, first + length, side="left")
-            many = np.maximum(b - a, 0)
+            # one-slab writers whose span meets the query's: their boxes tested at once
+            near = np.arange(np.searchsorted(o_reach, first[0], side="right"),
+                             np.searchsorted(o_first, first[-1] + length[-1], side="left"))
+            meet = near[np.all(np.minimum(o_hi[near], hi[q]) > np.maximum(o_lo[near], lo[q]), axis=1)]
+            found.append((np.full(meet.size, q, np.int64), o_rank[meet], np.zeros(meet.size, np.int64), o_lo[meet],
+                          o_hi[meet]))
+            # slabs of writers of several whose span meets one of the query's runs: cut and tested one by one
+            a = np.searchsorted(reach, first, side="right")
+            many = np.maximum(np.searchsorted(first_of, first + length, side="left") - a, 0)
             near = np.unique(np.repeat(a, many) + _ramp(many))
-            near = near[self.end[near] > first.min()] if near.size else near
-            for k in near.tolist():
+            for k in near[end_of[near] > first[0]].tolist():
                 number, p_lo, p_hi = self._pieces_of_slab(k)
-                meet = np.all(np.minimum(p_hi, hi[q]) > np.maximum(p_lo, lo[q]), axis=1)
-                if meet.any():
-                    rank = self.listed[k][0]
-                    found.append((np.full(int(meet.sum()), q, np.int64), np.full(int(meet.sum()), rank, np.int64),
-                                  number[meet], p_lo[meet], p_hi[meet]))
+                meet = np.flatnonzero(np.all(np.minimum(p_hi, hi[q]) > np.maximum(p_lo, lo[q]), axis=1))
+                found.append((np.full(meet.size, q, np.int64), np.full(meet.size, self._several[k][0], np.int64),
+                              number[meet], p_lo[meet], p_hi[meet]))
         ndim = len(self.shape)
         if not found:
             return _EMPTY, _EMPTY, _EMPTY, np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64)
         query, rank, number, p_lo, p_hi = (np.concatenate([f[i] for f in found]) for i in range(5))
         order = np.lexsort((number, rank, query))
-        return query[order], rank[order], number[order], p_lo[order], p_hi[order]
+        return query[order], rank[order], number[order], p_lo[order].reshape(-1, ndim), p_hi[order].reshape(-1, ndim)
 
     def pieces_of(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
         ndim = len(self.shape)
