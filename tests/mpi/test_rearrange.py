@@ -19,7 +19,7 @@ from mpi4py import MPI
 
 from climio.core import collectives, trace
 from climio.core.decomp import Decomposition, Hyperslab, process_grid
-from climio.core.rearrange import Layout, ListedPieces, Plan, descriptions, forward_together
+from climio.core.rearrange import Layout, ListedPieces, Plan, forward_together
 from climio.errors import ClimioError
 
 KINDS = ["block", "halo", "box", "runs", "offsets", "compmap"]
@@ -397,8 +397,8 @@ def test_plans_from_known_layouts_and_plans_moved_together(comm: MPI.Comm, kinds
         trailing = TRAILINGS[seed % len(TRAILINGS)]
         with Case(comm, seed, shape, sources, dests, trailing) as case:
             source, dest = layout(case.source, shape, rank), layout(case.dest, shape, rank)
-            known = (ListedPieces(shape, dict(enumerate(descriptions(comm, source)))),
-                     ListedPieces(shape, dict(enumerate(descriptions(comm, dest)))))
+            known = (ListedPieces(shape, dict(enumerate(comm.allgather(source.description)))),
+                     ListedPieces(shape, dict(enumerate(comm.allgather(dest.description)))))
             before = collectives.calls()
             quiet = Plan(comm, source, dest, trailing=trailing, known=known)
             assert before is None or collectives.calls() == before, "a plan from known layouts communicated"

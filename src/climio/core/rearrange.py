@@ -14,9 +14,10 @@ How the matches are found:
   most ``2 ndim - 1`` hyperslabs ("pieces", each contiguous in the local buffer). Every rank intersects
   its own pieces with the other side's pieces that meet them, found in a :class:`PieceMap` of every
   rank's pieces: worked out by arithmetic where the pieces follow from a few numbers
-  (:class:`GridPieces`: a process grid's blocks, bands of them), so that a rank looks only at the
-  ranks it exchanges with, whatever the job's size; else a list of every rank's (allgathered
-  descriptions, a strategy's writers: :class:`ListedPieces`). Each intersection is a
+  (:class:`GridPieces`: a process grid's blocks; :class:`SlabPieces`: writers' slabs, found by their
+  flat span), so that a rank looks only at the ranks it exchanges with, whatever the job's size; else
+  a list of every rank's (allgathered
+  descriptions, boxes given one by one: :class:`ListedPieces`). Each intersection is a
   ``Create_subarray`` of the local array (halo included when present) on both sides, so nothing is
   ever enumerated per element: the transpose of a 700 M-element field costs a handful of box
   intersections;
@@ -127,8 +128,8 @@ class Layout(ABC):
     @property
     def description(self) -> Description:
         """What every rank learns of this layout when a plan is built: a few numbers, or for offsets just the
-        kind. Where every rank knows every rank's (:func:`descriptions`), :class:`Plan` takes them as ``known``
-        and builds without communication."""
+        kind. Listed for every rank (:class:`ListedPieces`), box-like ones give a :class:`Plan` its ``known``
+        maps."""
         return self._describe()
 
     @abstractmethod
@@ -455,8 +456,8 @@ class PieceMap(ABC):
 
 
 class ListedPieces(PieceMap):
-    """The pieces of listed ranks' descriptions (allgathered ones, or a strategy's writers'), searched whole:
-    time and memory grow with the pieces listed."""
+    """The pieces of listed ranks' descriptions (gathered from every rank, or boxes given one by one), searched
+    whole: time and memory grow with the pieces listed."""
 
     def __init__(self, shape: tuple[int, ...], described: dict[int, Description], *, disjoint: bool = False) -> None:
         """``disjoint``: the caller knows that no two pieces overlap (a strategy's writers)."""
@@ -813,12 +814,6 @@ def route(comm: MPI.Comm, rows: np.ndarray, to: np.ndarray) -> tuple[np.ndarray,
     finally:
         row.Free()
     return out, np.repeat(np.arange(size, dtype=np.int64), received)
-
-
-def descriptions(comm: MPI.Comm, layout: Layout) -> list[Description]:
-    """Every rank's :attr:`Layout.description` (collective, one allgather): with them, plans from this layout
-    to pieces that every rank can work out are built without communication (:class:`Plan`'s ``known``)."""
-    return comm.allgather(layout.description)
 
 
 def _raise_any(comm: MPI.Comm, problem: str) -> None:
