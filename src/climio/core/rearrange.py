@@ -303,16 +303,18 @@ def _merge_runs(pos: np.ndarray, length: np.ndarray,
     return pos[first], np.add.reduceat(length, first), [key[first] for key in keys]
 
 
-def _run_boxes(first: int, end: int, shape: tuple[int, ...]) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
-    """Flat elements ``first..end`` of ``shape`` as at most ``2 ndim - 1`` boxes ``(start, count)``, in order;
-    each box is contiguous in the flat order, so its elements lie together in a buffer of runs."""
+def flat_boxes(first: int, end: int, shape: tuple[int, ...]) -> list[Hyperslab]:
+    """Flat (C-order) elements ``first..end`` of an array of ``shape`` as at most ``2 ndim - 1`` hyperslabs, in
+    order, the largest possible (a partial row, whole rows, whole planes, ..., then down again): each is
+    contiguous in the flat order, so its elements lie together in a buffer of runs, and each is one request
+    to a file."""
     ndim = len(shape)
     stride = [math.prod(shape[d + 1:]) for d in range(ndim)]
-    boxes = []
+    boxes: list[Hyperslab] = []
 
     def take(pos: int, axis: int, steps: int) -> int:
         start = tuple(int(i) for i in np.unravel_index(pos, shape))
-        boxes.append((start, (1,) * axis + (steps,) + tuple(shape[axis + 1:])))
+        boxes.append(Hyperslab(start, (1,) * axis + (steps,) + tuple(shape[axis + 1:])))
         return pos + steps * stride[axis]
 
     pos, axis = first, ndim - 1
@@ -344,11 +346,11 @@ def _pieces(description: Description) -> tuple[np.ndarray, np.ndarray, np.ndarra
     else:
         at = 0
         for first, length in numbers:
-            for start, count in _run_boxes(int(first), int(first + length), shape):
-                starts.append(start)
-                counts.append(count)
+            for box in flat_boxes(int(first), int(first + length), shape):
+                starts.append(box.start)
+                counts.append(box.count)
                 offsets.append(at)
-                at += math.prod(count)
+                at += box.size
     ndim = len(shape)
     return (np.array(starts, dtype=np.int64).reshape(-1, ndim), np.array(counts, dtype=np.int64).reshape(-1, ndim),
             np.array(offsets, dtype=np.int64))
@@ -589,9 +591,9 @@ class SlabPieces(PieceMap):
         if k not in self._cut:
             _, place, slab = self._several[k]
             first, length, _ = Layout.box(self.shape, slab).flat_runs()
-            boxes = [b for a, n in zip(first, length) for b in _run_boxes(int(a), int(a + n), self.shape)]
-            lo = np.array([b[0] for b in boxes], np.int64).reshape(-1, len(self.shape))
-            hi = lo + np.array([b[1] for b in boxes], np.int64).reshape(-1, len(self.shape))
+            boxes = [b for a, n in zip(first, length) for b in flat_boxes(int(a), int(a + n), self.shape)]
+            lo = np.array([b.start for b in boxes], np.int64).reshape(-1, len(self.shape))
+            hi = lo + np.array([b.count for b in boxes], np.int64).reshape(-1, len(self.shape))
             self._cut[k] = (place * self.KEY + np.arange(len(lo), dtype=np.int64), lo, hi)
         return self._cut[k]
 

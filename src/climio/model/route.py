@@ -33,7 +33,7 @@ import numpy as np
 from climio.core import collective, trace
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio.store import Store
-from climio.core.rearrange import BoxLayout, Layout, Moves, PieceMap, Plan, SlabPieces, forward_together
+from climio.core.rearrange import BoxLayout, Layout, Moves, PieceMap, Plan, SlabPieces, flat_boxes, forward_together
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
@@ -41,32 +41,6 @@ if TYPE_CHECKING:
 
 _TOKENS = itertools.count()
 Ranges = list[tuple[int, int, int]]  # (first element, end element, aggregator rank), ascending, covering the record
-
-
-def flat_slabs(first: int, end: int, shape: tuple[int, ...]) -> list[Hyperslab]:
-    """The hyperslabs covering C-order elements ``first..end`` of an array of ``shape``, in order."""
-    if first >= end:
-        return []
-    if len(shape) == 1:
-        return [Hyperslab((first,), (end - first,))]
-    inner = math.prod(shape[1:])
-    i0, r0 = divmod(first, inner)
-    i1, r1 = divmod(end, inner)
-
-    def within(i: int, lo: int, hi: int) -> list[Hyperslab]:
-        return [Hyperslab((i, *s.start), (1, *s.count)) for s in flat_slabs(lo, hi, shape[1:])]
-
-    if i0 == i1:
-        return within(i0, r0, r1)
-    out = []
-    if r0:
-        out += within(i0, r0, inner)
-        i0 += 1
-    if i1 > i0:
-        out.append(Hyperslab((i0, *(0,) * (len(shape) - 1)), (i1 - i0, *shape[1:])))
-    if r1:
-        out += within(i1, 0, r1)
-    return out
 
 
 def node_of(comm: MPI.Comm) -> list[int]:
@@ -215,7 +189,7 @@ class Route:
         self._token = next(_TOKENS)  # names this route in a shared pool
         self.buffer = self._fresh(math.prod(self._buffer_shape)) if reading else np.empty(0, self.dtype)
         self._shaped = self.buffer.reshape(self._buffer_shape) if reading else self.buffer
-        self.fill_slabs = [s for a, n in (holes if holes is not None else ()) for s in flat_slabs(a, a + n, shape)]
+        self.fill_slabs = [s for a, n in (holes if holes is not None else ()) for s in flat_boxes(a, a + n, shape)]
         self.fill = np.full(max((s.size for s in self.fill_slabs), default=0), fill if fill is not None else 0,
                             dtype=self.dtype)
         trace.tracer().tally("route:read" if reading else "route", self.counts())

@@ -28,10 +28,10 @@ import numpy as np
 
 from climio.core.decomp import Hyperslab, block_range
 from climio.core.ncio.modes import EVERY_STRATEGY, MODES
-from climio.core.rearrange import BoxLayout, Layout, PieceMap
+from climio.core.rearrange import BoxLayout, Layout, PieceMap, flat_boxes
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, PointDecomposition
-from climio.model.route import Route, even_ranges, flat_slabs, hole_runs, node_of, runs_of, spread, stripe_ranges
+from climio.model.route import Route, even_ranges, hole_runs, node_of, runs_of, spread, stripe_ranges
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -159,7 +159,7 @@ class Strategy:
             return None
         out: dict[int, list[Hyperslab]] = {}
         for a, b, r in ranges:
-            out.setdefault(r, []).extend(flat_slabs(a, b, shape))
+            out.setdefault(r, []).extend(flat_boxes(a, b, shape))
         return out
 
     def own_pieces(self, decomposition: GridDecomposition, levels: int | None) -> list[Hyperslab]:
@@ -170,7 +170,7 @@ class Strategy:
         shape = decomposition.shape(levels)
         points = _points(owned)
         box = _box_of(points, shape)
-        return [box] if box is not None else [s for a, n in runs_of(points) for s in flat_slabs(int(a), int(a + n), shape)]
+        return [box] if box is not None else [s for a, n in runs_of(points) for s in flat_boxes(int(a), int(a + n), shape)]
 
     def stripe_key(self, offset: int) -> int:
         """Records whose offsets agree modulo a round of stripes share one route."""
