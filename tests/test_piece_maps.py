@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from climio.bench import scale
-from climio.core.rearrange import GridPieces, Layout, ListedPieces, SlabPieces, known_moves
+from climio.core.rearrange import GridPieces, Layout, ListedPieces, known_moves
 from climio.model.counts import block_job, filled_nodes
 from climio.model.strategy import Strategy
 
@@ -56,9 +56,10 @@ JOBS = [("CONUS", 12), ("EUS", 6), ("cube", 24), ("cube", 3), ("inm", 8)]
 @pytest.mark.parametrize("kind,nranks", JOBS, ids=[f"{k}-{n}" for k, n in JOBS])
 def test_plans_from_maps_equal_plans_from_every_ranks_layout(kind: str, nranks: int) -> None:
     """Every strategy that exchanges, on every rank, writing and reading: the plan made from the process
-    grid's map and the writers' slabs has the same peers, moves the same elements and keeps as many matches as
-    the plan made from every rank's listed layout and every writer's listed buffer (whose first-holder search,
-    for pieces that might overlap, finds none); and the slabs' map finds the listed buffers' pieces."""
+    grid's map and the writers' map (their ranges, or bands of the grid) has the same peers, moves the same
+    elements and keeps as many matches as the plan made from every rank's listed layout and every writer's
+    listed buffer (whose first-holder search, for pieces that might overlap, finds none); the writers' map
+    finds the listed buffers' pieces; the writers' calls and largest buffer are the listed ones'."""
     jobs = [scale.job(kind, nranks), block_job("tiny", (3, 2), 2, 4, 1, 0)]  # tiny: two ranks own nothing
     for job, text in itertools.product(jobs, ["root", "rows", "cols", "agg", "agg:2", "stripe"]):
         if text in ("rows", "cols") and job.share(0).blocks is None:
@@ -68,11 +69,13 @@ def test_plans_from_maps_equal_plans_from_every_ranks_layout(kind: str, nranks: 
                                             for r in range(job.nranks)})
         writers = strategy.writers(job.share(0), job.levels, np.dtype("f4"))
         assert writers is not None
-        writing = {r: [p for p in mine if p.size] for r, mine in writers.items() if any(p.size for p in mine)}
-        slabs = SlabPieces(job.shape, writing)
+        writing = {r: writers.slabs(r) for r in range(job.nranks) if writers.slabs(r)}
         listed = ListedPieces(job.shape, {r: Layout.slabs(job.shape, mine).description for r, mine in writing.items()})
-        grid = job.share(0).piece_map(job.levels)
+        grid, slabs = job.share(0).piece_map(job.levels), writers.pieces
         assert isinstance(grid, GridPieces) and slabs.holders == listed.holders == len(writing)
+        assert sorted(writers.ranks) == sorted(writing)
+        assert writers.calls == max(len(m) for m in writing.values())
+        assert writers.most == max(sum(p.size for p in m) for m in writing.values())
         sent, received = {"write": 0, "read": 0}, {"write": 0, "read": 0}
         for rank in range(job.nranks):
             layout = job.share(rank).layout(job.levels)

@@ -333,6 +333,23 @@ def flat_boxes(first: int, end: int, shape: tuple[int, ...]) -> list[Hyperslab]:
     return boxes
 
 
+def flat_box_counts(first: np.ndarray, end: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """How many hyperslabs :func:`flat_boxes` cuts each range ``first..end`` into (vectorized)."""
+    first, end = np.asarray(first, np.int64), np.asarray(end, np.int64)
+    if len(shape) == 1:
+        return (end > first).astype(np.int64)
+    inner, rest = math.prod(shape[1:]), tuple(shape[1:])
+    i0, r0 = np.divmod(first, inner)
+    i1, r1 = np.divmod(end, inner)
+    same, none = i0 == i1, np.zeros_like(first)
+    apart = ~same & (end > first)
+    head, tail = apart & (r0 > 0), apart & (r1 > 0)
+    return (flat_box_counts(np.where(same, r0, 0), np.where(same, r1, 0), rest)  # within one slab of axis 0
+            + flat_box_counts(np.where(head, r0, 0), np.where(head, inner, 0), rest)  # a partial first one
+            + (apart & (i1 > i0 + (r0 > 0))).astype(np.int64)  # whole ones
+            + flat_box_counts(none, np.where(tail, r1, 0), rest))  # a partial last one
+
+
 def _pieces(description: Description) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(start, count, local offset)`` of the non-empty pieces of a box-like layout: the box itself, or the
     boxes of each run."""
@@ -552,72 +569,60 @@ class GridPieces(PieceMap):
         return True
 
 
-class SlabPieces(PieceMap):
-    """Listed ranks' :meth:`Layout.slabs` (a strategy's writers' buffers), found by the flat span of each slab:
-    a rank looks only at the slabs its own pieces reach, and cuts only those into the pieces their writer
-    holds, however many slabs the writers hold in all. A writer of one slab holds it as one box: such slabs
-    (a band, the whole record) are tested all at once."""
+class RangePieces(PieceMap):
+    """Writers' flat ranges of the array (``first..end``, ascending and disjoint, each held by ``rank``), a
+    writer's in turn in its buffer, each cut by :func:`flat_boxes` into the hyperslabs that are its pieces
+    (``agg``'s ranges, ``stripe``'s stripes, ``root``'s record). A rank finds the ranges its own pieces reach
+    by their flat span and cuts only those, however many there are in all."""
 
-    KEY = 1 << 32  # a piece's number: its slab's place among its writer's, then its place among the slab's pieces
+    KEY = 1 << 32  # a piece's number: its range's place among its writer's, then its place in the range
 
-    def __init__(self, shape: tuple[int, ...], slabs: dict[int, list[Hyperslab]]) -> None:
+    def __init__(self, shape: tuple[int, ...], first: np.ndarray, end: np.ndarray, rank: np.ndarray) -> None:
         self.shape = tuple(int(n) for n in shape)
-        self._by_rank = {r: theirs for r, theirs in slabs.items() if theirs}
-        assert all(s.size for theirs in self._by_rank.values() for s in theirs), "slabs hold something"
-        ones = [(r, theirs[0]) for r, theirs in self._by_rank.items() if len(theirs) == 1]
-        self._ones = self._table([r for r, _ in ones], [s for _, s in ones])
-        self._several = [(r, k, s) for r, theirs in self._by_rank.items() if len(theirs) > 1
-                         for k, s in enumerate(theirs)]
-        several = self._table([r for r, _, _ in self._several], [s for _, _, s in self._several])
-        self._several = [self._several[k] for k in several[0]]
-        self._spans = several[4:]
-        self._cut: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.first, self.end = np.asarray(first, np.int64), np.asarray(end, np.int64)
+        self.rank = np.asarray(rank, np.int64)
+        by_rank = np.argsort(self.rank, kind="stable")
+        self._ranks, starts, counts = np.unique(self.rank[by_rank], return_index=True, return_counts=True)
+        self._by_rank, self._starts, self._counts = by_rank, starts, counts
+        self.place = np.empty(self.rank.size, np.int64)  # each range's place among its writer's
+        self.place[by_rank] = np.arange(self.rank.size) - np.repeat(starts, counts)
+        self._cut: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def _table(self, ranks: list[int], slabs: list[Hyperslab]) -> tuple[np.ndarray, ...]:
-        """Slabs sorted by their first element: ``(order, rank, lo, hi, first, end, reach)``, ``reach`` how far
-        the slabs so far go in the flat order."""
-        ndim = len(self.shape)
-        stride = np.array([math.prod(self.shape[a + 1:]) for a in range(ndim)], np.int64)
-        lo = np.array([s.start for s in slabs], np.int64).reshape(-1, ndim)
-        hi = lo + np.array([s.count for s in slabs], np.int64).reshape(-1, ndim)
-        first, end = lo @ stride, (hi - 1) @ stride + 1
-        order = np.argsort(first, kind="stable")
-        rank = np.array(ranks, np.int64)[order]
-        return order, rank, lo[order], hi[order], first[order], end[order], np.maximum.accumulate(end[order]) \
-            if order.size else end
-
-    def _pieces_of_slab(self, k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Slab ``k`` of the writers of several, cut into the pieces its writer holds: ``(number, lo, hi)``."""
+    def _boxes(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Range ``k``'s hyperslabs' low and high corners."""
         if k not in self._cut:
-            _, place, slab = self._several[k]
-            first, length, _ = Layout.box(self.shape, slab).flat_runs()
-            boxes = [b for a, n in zip(first, length) for b in flat_boxes(int(a), int(a + n), self.shape)]
+            boxes = flat_boxes(int(self.first[k]), int(self.end[k]), self.shape)
             lo = np.array([b.start for b in boxes], np.int64).reshape(-1, len(self.shape))
-            hi = lo + np.array([b.count for b in boxes], np.int64).reshape(-1, len(self.shape))
-            self._cut[k] = (place * self.KEY + np.arange(len(lo), dtype=np.int64), lo, hi)
+            self._cut[k] = (lo, lo + np.array([b.count for b in boxes], np.int64).reshape(-1, len(self.shape)))
         return self._cut[k]
+
+    @property
+    def ranks(self) -> np.ndarray:
+        """The ranks that hold ranges, ascending."""
+        return self._ranks
+
+    def ranges_of(self, rank: int) -> np.ndarray:
+        """Rank ``rank``'s ranges, in its order."""
+        at = int(np.searchsorted(self._ranks, rank))
+        if at == self._ranks.size or self._ranks[at] != rank:
+            return _EMPTY
+        return self._by_rank[self._starts[at]:self._starts[at] + self._counts[at]]
+
+    def slabs_of(self, rank: int) -> list[Hyperslab]:
+        """Rank ``rank``'s hyperslabs, in its buffer's order."""
+        return [b for k in self.ranges_of(rank) for b in flat_boxes(int(self.first[k]), int(self.end[k]), self.shape)]
 
     def meeting(self, lo: np.ndarray, hi: np.ndarray) -> Found:
         found: list[tuple[np.ndarray, ...]] = []
-        _, o_rank, o_lo, o_hi, o_first, _, o_reach = self._ones
-        first_of, end_of, reach = self._spans
         for q in range(len(lo)):
             first, length, _ = Layout.box(self.shape, Hyperslab(tuple(lo[q]), tuple(hi[q] - lo[q]))).flat_runs()
-            # one-slab writers whose span meets the query's: their boxes tested at once
-            near = np.arange(np.searchsorted(o_reach, first[0], side="right"),
-                             np.searchsorted(o_first, first[-1] + length[-1], side="left"))
-            meet = near[np.all(np.minimum(o_hi[near], hi[q]) > np.maximum(o_lo[near], lo[q]), axis=1)]
-            found.append((np.full(meet.size, q, np.int64), o_rank[meet], np.zeros(meet.size, np.int64), o_lo[meet],
-                          o_hi[meet]))
-            # slabs of writers of several whose span meets one of the query's runs: cut and tested one by one
-            a = np.searchsorted(reach, first, side="right")
-            many = np.maximum(np.searchsorted(first_of, first + length, side="left") - a, 0)
-            near = np.unique(np.repeat(a, many) + _ramp(many))
-            for k in near[end_of[near] > first[0]].tolist():
-                number, p_lo, p_hi = self._pieces_of_slab(k)
+            a = np.searchsorted(self.end, first, side="right")  # the ranges each of the query's runs reaches
+            many = np.maximum(np.searchsorted(self.first, first + length, side="left") - a, 0)
+            for k in np.unique(np.repeat(a, many) + _ramp(many)).tolist():
+                p_lo, p_hi = self._boxes(k)
                 meet = np.flatnonzero(np.all(np.minimum(p_hi, hi[q]) > np.maximum(p_lo, lo[q]), axis=1))
-                found.append((np.full(meet.size, q, np.int64), np.full(meet.size, self._several[k][0], np.int64),
-                              number[meet], p_lo[meet], p_hi[meet]))
+                found.append((np.full(meet.size, q, np.int64), np.full(meet.size, self.rank[k], np.int64),
+                              self.place[k] * self.KEY + meet, p_lo[meet], p_hi[meet]))
         ndim = len(self.shape)
         if not found:
             return _EMPTY, _EMPTY, _EMPTY, np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64)
@@ -627,14 +632,14 @@ class SlabPieces(PieceMap):
 
     def pieces_of(self, rank: int) -> tuple[np.ndarray, np.ndarray]:
         ndim = len(self.shape)
-        slabs = self._by_rank.get(rank, [])
-        pieces = _pieces(Layout.slabs(self.shape, slabs).description) if slabs else \
-            (np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64))
-        return pieces[0], pieces[0] + pieces[1]
+        boxes = [self._boxes(int(k)) for k in self.ranges_of(rank)]
+        if not boxes:
+            return np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64)
+        return np.concatenate([b[0] for b in boxes]), np.concatenate([b[1] for b in boxes])
 
     @property
     def holders(self) -> int:
-        return len(self._by_rank)
+        return int(self._ranks.size)
 
     @property
     def disjoint(self) -> bool:

@@ -25,7 +25,7 @@ from functools import cached_property
 import numpy as np
 
 from climio.core.decomp import Hyperslab
-from climio.core.rearrange import BoxLayout, Layout, SlabPieces, known_moves
+from climio.core.rearrange import BoxLayout, Layout, known_moves
 from climio.model import decomposition as dec
 from climio.model.route import runs_of_slab
 from climio.model.strategy import Strategy
@@ -112,7 +112,7 @@ def writers(job: Job, strategy: Strategy, itemsize: int) -> list[list[Hyperslab]
     """Every rank's pieces of the record under ``strategy``, as the real job works them out."""
     some = strategy.writers(job.share(0), job.levels, np.dtype(f"f{itemsize}"))
     if some is not None:
-        return [some.get(r, []) for r in range(job.nranks)]
+        return [some.slabs(r) for r in range(job.nranks)]
     if strategy.name == "direct" and job.owner is not None:  # a mesh rank's own cells, run by run
         first, length, rank = job.source_runs()
         order = np.lexsort((first, rank))
@@ -230,10 +230,8 @@ def plan_cost(job: Job, strategy: Strategy, ranks: Sequence[int], itemsize: int 
         some = strategy.writers(share, job.levels, dtype)
         layouts = share.piece_map(job.levels)
         assert some is not None and layouts is not None, "direct on blocks exchanges nothing"
-        writing = {r: [p for p in mine if p.size] for r, mine in some.items()}
-        buffers = SlabPieces(job.shape, {r: mine for r, mine in writing.items() if mine})
-        moves = known_moves(share.layout(job.levels), Layout.slabs(job.shape, writing.get(rank, [])), layouts,
-                            buffers, rank, job.nranks)
+        moves = known_moves(share.layout(job.levels), Layout.slabs(job.shape, some.slabs(rank)), layouts,
+                            some.pieces, rank, job.nranks)
         out[rank] = (moves.plan_bytes, time.perf_counter() - start)
     return out
 

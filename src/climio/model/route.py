@@ -25,22 +25,24 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from climio.core import collective, trace
-from climio.core.decomp import Hyperslab, block_range
+from climio.core.decomp import Decomposition, Hyperslab, block_range, cuts
 from climio.core.ncio.store import Store
-from climio.core.rearrange import BoxLayout, Layout, Moves, PieceMap, Plan, SlabPieces, flat_boxes, forward_together
+from climio.core.rearrange import (BoxLayout, GridPieces, Layout, Moves, PieceMap, Plan, RangePieces, flat_box_counts,
+                                   flat_boxes, forward_together)
 from climio.errors import ClimioError
 
 if TYPE_CHECKING:
     from mpi4py import MPI
 
 _TOKENS = itertools.count()
-Ranges = list[tuple[int, int, int]]  # (first element, end element, aggregator rank), ascending, covering the record
+Ranges = tuple[np.ndarray, np.ndarray, np.ndarray]  # (first element, end element, writer), ascending, covering a record
 
 
 def node_of(comm: MPI.Comm) -> list[int]:
@@ -87,30 +89,94 @@ def even_ranges(shape: tuple[int, ...], aggregators: list[int], unit: int | None
                 unit = math.prod(shape[k:])
                 break
     units = -(-total // unit) if total else 0
-    out = []
-    for k, rank in enumerate(aggregators):
-        start, count = block_range(units, len(aggregators), k)
-        if count:
-            out.append((start * unit, min((start + count) * unit, total), rank))
-    return out
+    blocks = [(block_range(units, len(aggregators), k), rank) for k, rank in enumerate(aggregators)]
+    kept = [(start * unit, min((start + count) * unit, total), rank) for (start, count), rank in blocks if count]
+    return tuple(np.array([r[i] for r in kept], np.int64) for i in range(3))  # type: ignore[return-value]
 
 
 def stripe_ranges(offset: int, shape: tuple[int, ...], itemsize: int, stripe_size: int,
                   aggregators: list[int]) -> Ranges:
-    """``stripe``: the record (starting at byte ``offset`` of the file) cut at stripe boundaries."""
+    """``stripe``: the record (starting at byte ``offset`` of the file) cut at stripe boundaries, stripe ``i`` of
+    the file to aggregator ``i mod count``; consecutive stripes of one aggregator (a count of one) as one range."""
     nbytes = math.prod(shape) * itemsize
-    out: Ranges = []
-    stripe = offset // stripe_size
-    while stripe * stripe_size < offset + nbytes:
-        lo = max(stripe * stripe_size, offset) - offset
-        hi = min((stripe + 1) * stripe_size, offset + nbytes) - offset
-        rank = aggregators[stripe % len(aggregators)]
-        if out and out[-1][2] == rank and out[-1][1] == lo // itemsize:
-            out[-1] = (out[-1][0], hi // itemsize, rank)
-        else:
-            out.append((lo // itemsize, hi // itemsize, rank))
-        stripe += 1
-    return out
+    if not nbytes:
+        return _EMPTY_RANGES
+    stripe = np.arange(offset // stripe_size, (offset + nbytes - 1) // stripe_size + 1, dtype=np.int64)
+    first = (np.maximum(stripe * stripe_size, offset) - offset) // itemsize
+    rank = np.asarray(aggregators, np.int64)[stripe % len(aggregators)]
+    new = np.ones(stripe.size, bool)
+    new[1:] = rank[1:] != rank[:-1]
+    first, rank = first[new], rank[new]
+    return first, np.append(first[1:], nbytes // itemsize), rank
+
+
+_EMPTY_RANGES: Ranges = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+class Writers(ABC):
+    """The ranks that write a record and the hyperslabs each writes, where every rank works them out alike
+    (every strategy but ``direct``): as many writers as the strategy picks, whatever the job's size, found
+    through :attr:`pieces` rather than listed."""
+
+    pieces: PieceMap  # every writer's buffer, for the plans
+    calls: int  # the most hyperslabs a writer writes
+    most: int  # the most elements a writer holds
+
+    @abstractmethod
+    def slabs(self, rank: int) -> list[Hyperslab]:
+        """Rank ``rank``'s hyperslabs of the record, in its buffer's order (none if it writes nothing)."""
+
+    @property
+    @abstractmethod
+    def ranks(self) -> Sequence[int]:
+        """The writing ranks."""
+
+
+class RangeWriters(Writers):
+    """Writers of flat ranges of the record (``root``, ``agg``, ``stripe``)."""
+
+    def __init__(self, shape: tuple[int, ...], ranges: Ranges) -> None:
+        first, end, rank = ranges
+        keep = end > first
+        first, end, rank = first[keep], end[keep], rank[keep]
+        self.pieces = self.by_range = RangePieces(shape, first, end, rank)
+        _, which = np.unique(rank, return_inverse=True)
+        self.calls = int(np.bincount(which, weights=flat_box_counts(first, end, shape)).max()) if rank.size else 0
+        self.most = int(np.bincount(which, weights=end - first).max()) if rank.size else 0
+
+    def slabs(self, rank: int) -> list[Hyperslab]:
+        return self.by_range.slabs_of(rank)
+
+    @property
+    def ranks(self) -> Sequence[int]:
+        return self.by_range.ranks
+
+
+class BandWriters(Writers):
+    """``rows`` (``cols``): each process-grid row's (column's) band of whole grid rows (columns), written by the
+    row's (column's) first rank."""
+
+    def __init__(self, shape: tuple[int, ...], process: Decomposition, along_rows: bool) -> None:
+        (py, px), (ny, nx), lead = process.parts, shape[-2:], len(shape) - 2
+        axis, parts, stride = (0, py, px) if along_rows else (1, px, 1)
+        cut = cuts(shape[-2 + axis], parts)
+        self.pieces = GridPieces(shape, (None,) * lead + ((cut, None) if along_rows else (None, cut)),
+                                 (0,) * lead + ((stride, 0) if along_rows else (0, stride)))
+        self._bands = {}
+        for k in range(parts):
+            a, b = cut[k], cut[k + 1]
+            box = Hyperslab((a, 0), (b - a, nx)) if along_rows else Hyperslab((0, a), (ny, b - a))
+            if box.size:
+                self._bands[k * stride] = [Hyperslab((0,) * lead + box.start, tuple(shape[:lead]) + box.count)]
+        self.calls = int(bool(self._bands))
+        self.most = max((b[0].size for b in self._bands.values()), default=0)
+
+    def slabs(self, rank: int) -> list[Hyperslab]:
+        return self._bands.get(rank, [])
+
+    @property
+    def ranks(self) -> Sequence[int]:
+        return list(self._bands)
 
 
 def runs_of(offsets: np.ndarray) -> np.ndarray:
@@ -155,7 +221,7 @@ class Route:
 
     def __init__(self, comm: MPI.Comm, layout: Layout, pieces: list[Hyperslab], dtype: str | np.dtype, *,
                  reading: bool = False, fill: object = None, holes: np.ndarray | None = None,
-                 known: tuple[PieceMap, dict[int, list[Hyperslab]]] | None = None) -> None:
+                 known: tuple[PieceMap, Writers] | None = None) -> None:
         from mpi4py import MPI
 
         self.dtype, self.layout = np.dtype(dtype), layout
@@ -167,18 +233,16 @@ class Route:
             self.slabs.append((at, piece))
             at += piece.size
         own_box = isinstance(layout, BoxLayout) and pieces == ([layout.slab] if layout.slab.size else [])
-        writers = {r: [p for p in theirs if p.size] for r, theirs in known[1].items()} if known is not None else {}
-        writers = {r: theirs for r, theirs in writers.items() if theirs}
         if known is not None:  # every rank's layout and every writer's pieces known here: whether each is its own
-            own_box = known[0].holders == len(writers) and all(_is_own(known[0], r, theirs)
-                                                                for r, theirs in writers.items())
+            layouts, writers = known
+            own_box = layouts.holders == writers.pieces.holders and all(_is_own(layouts, r, writers.slabs(r))
+                                                                        for r in writers.ranks)
         self.plan: Plan | None = None
         if not (own_box if known is not None else comm.allreduce(own_box, op=MPI.LAND)):  # unless all take their box
             buffer = Layout.slabs(shape, pieces)
             pairs = None
             if known is not None:  # every rank's layout and every writer's buffer, found without asking
-                buffers = SlabPieces(shape, writers)
-                pairs = (buffers, known[0]) if reading else (known[0], buffers)
+                pairs = (known[1].pieces, known[0]) if reading else (known[0], known[1].pieces)
             with trace.phase("plan"):
                 self.plan = Plan(comm, buffer, layout, known=pairs) if reading else \
                     Plan(comm, layout, buffer, known=pairs)
@@ -199,9 +263,7 @@ class Route:
                                                                         at * self.dtype.itemsize])
         else:
             assert holes is None, "a route built without communication has no holes of its own to write"
-            self.calls = max((len(theirs) for theirs in writers.values()), default=0)
-            self.buffer_bytes = max((sum(p.size for p in theirs) for theirs in writers.values()), default=0) * \
-                self.dtype.itemsize
+            self.calls, self.buffer_bytes = known[1].calls, known[1].most * self.dtype.itemsize
 
     def counts(self) -> dict[str, int]:
         """What one record costs this rank (no communication): the messages and bytes it sends and receives

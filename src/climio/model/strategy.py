@@ -20,18 +20,20 @@ auto       writing, the cost model's fastest (:func:`climio.model.costmodel.auto
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from climio.core.decomp import Hyperslab, block_range
+from climio.core.decomp import Hyperslab
 from climio.core.ncio.modes import EVERY_STRATEGY, MODES
 from climio.core.rearrange import BoxLayout, Layout, PieceMap, flat_boxes
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, PointDecomposition
-from climio.model.route import Route, even_ranges, hole_runs, node_of, runs_of, spread, stripe_ranges
+from climio.model.route import (BandWriters, RangeWriters, Route, Writers, even_ranges, hole_runs, node_of, runs_of, spread,
+                                stripe_ranges)
 
 if TYPE_CHECKING:
     from mpi4py import MPI
@@ -125,14 +127,14 @@ class Strategy:
         writers' pieces follow from the record, the route is built without communication."""
         owned = decomposition.layout(levels)
         holes = None
-        known: tuple[PieceMap, dict[int, list[Hyperslab]]] | None = None
+        known: tuple[PieceMap, Writers] | None = None
         writers = self.writers(decomposition, levels, dtype, offset=offset, unit=unit)
         if writers is None:
             pieces = self.own_pieces(decomposition, levels)
             if not reading:
                 holes = hole_runs(comm, owned)
         else:
-            pieces = writers.get(comm.Get_rank(), [])
+            pieces = writers.slabs(comm.Get_rank())
             layouts = decomposition.piece_map(levels)
             if layouts is not None:
                 known = (layouts, writers)
@@ -140,27 +142,24 @@ class Strategy:
         return Route(comm, layout, pieces, dtype, reading=reading, fill=fill, holes=holes, known=known)
 
     def writers(self, decomposition: GridDecomposition, levels: int | None, dtype: str | np.dtype, *,
-                offset: int = 0, unit: int | None = None) -> dict[int, list[Hyperslab]] | None:
-        """The pieces of one record that each writing rank writes, where they follow from the record and the
-        process grid (every strategy but ``direct``: every rank works out every writer's alike, and there are
-        as many writers as the strategy picks, whatever the job's size); None for ``direct``, whose ranks write
-        their own points (:meth:`own_pieces`)."""
+                offset: int = 0, unit: int | None = None) -> Writers | None:
+        """The ranks that write one record and what each writes, where they follow from the record and the
+        process grid (every strategy but ``direct``: every rank works out every writer's alike); None for
+        ``direct``, whose ranks write their own points (:meth:`own_pieces`)."""
         shape = decomposition.shape(levels)
-        if self.name == "root":
-            return {0: [Hyperslab.whole(shape)]}
         if self.name in ("rows", "cols"):
-            return _bands(decomposition, levels, self.name == "rows")
+            assert decomposition.blocks is not None
+            return BandWriters(shape, decomposition.blocks, self.name == "rows")
+        if self.name == "root":
+            total = np.array([math.prod(shape)], np.int64)
+            return RangeWriters(shape, (np.zeros(1, np.int64), total, np.zeros(1, np.int64)))
         if self.name == "agg":
-            ranges = even_ranges(shape, list(self.aggregators), unit)
-        elif self.name == "stripe":
+            return RangeWriters(shape, even_ranges(shape, list(self.aggregators), unit))
+        if self.name == "stripe":
             assert self.stripe_size is not None
-            ranges = stripe_ranges(offset, shape, np.dtype(dtype).itemsize, self.stripe_size, list(self.aggregators))
-        else:
-            return None
-        out: dict[int, list[Hyperslab]] = {}
-        for a, b, r in ranges:
-            out.setdefault(r, []).extend(flat_boxes(a, b, shape))
-        return out
+            return RangeWriters(shape, stripe_ranges(offset, shape, np.dtype(dtype).itemsize, self.stripe_size,
+                                                     list(self.aggregators)))
+        return None
 
     def own_pieces(self, decomposition: GridDecomposition, levels: int | None) -> list[Hyperslab]:
         """``direct``: the pieces this rank writes, its owned points (reading, the others' bring it its ghosts)."""
@@ -176,22 +175,6 @@ class Strategy:
         """Records whose offsets agree modulo a round of stripes share one route."""
         assert self.stripe_size is not None
         return offset % (self.stripe_size * len(self.aggregators))
-
-
-def _bands(decomposition: GridDecomposition, levels: int | None, along_rows: bool) -> dict[int, list[Hyperslab]]:
-    """``rows`` (``cols``): each process-grid row's (column's) band of whole grid rows (columns), written by the
-    row's (column's) first rank."""
-    process = decomposition.blocks
-    assert process is not None
-    py, px = process.parts
-    ny, nx = decomposition.grid
-    lead = ((0,), (levels,)) if levels is not None else ((), ())
-    out = {}
-    for k in range(py if along_rows else px):
-        start, count = block_range(ny if along_rows else nx, py if along_rows else px, k)
-        box = Hyperslab((start, 0), (count, nx)) if along_rows else Hyperslab((0, start), (ny, count))
-        out[k * px if along_rows else k] = [Hyperslab((*lead[0], *box.start), (*lead[1], *box.count))]
-    return out
 
 
 def _points(layout: Layout) -> np.ndarray:
