@@ -15,6 +15,10 @@ strategies differ only in the pieces:
   system sees few large requests (seed 002 ch. 7; PIO's I/O tasks);
 - ``stripe``: the record cut at the file's stripe boundaries, stripe ``i`` to aggregator ``i mod count``.
 
+Every strategy but ``direct`` names its writers and their pieces by a few numbers (:class:`Writers`: flat
+ranges, or bands of the process grid) that every rank works out alike, so on blocks a route is built with no
+communication and each rank looks only at the writers its block reaches.
+
 Grid points that no rank owns (holes) keep the fill value the buffer starts with: the plan never touches
 them. Where the writers' pieces are the owners' own points (``direct``), the holes are written as pieces of
 fill of their own, shared out evenly.
@@ -215,8 +219,8 @@ class Route:
     ``pieces`` are this rank's hyperslabs of the record, in buffer order. Writing, ``fill`` is the value of
     points no rank owns, and ``holes`` runs of them this rank writes itself (``direct``). Reading, the layout
     may hold a point on several ranks (ghosts): each gets the value. ``known``: a map of every rank's layout
-    (box-like) and every writing rank's pieces, where every rank works them out alike: the route is then built
-    without communication.
+    (box-like) and the :class:`Writers`, where every rank works them out alike: the route is then built without
+    communication.
     """
 
     def __init__(self, comm: MPI.Comm, layout: Layout, pieces: list[Hyperslab], dtype: str | np.dtype, *,
