@@ -72,8 +72,9 @@ BY_DESIGN = {("root", "messages_received"): "P - 1 on rank 0", ("root", "bytes_r
              # the busiest rank's plan meets the pieces of every rank it hears from
              ("root", "plan_seconds"): "rank 0 meets every rank's block", ("rows", "plan_seconds"): _ROW_BAND,
              ("cols", "plan_seconds"): _COL_BAND, ("agg", "plan_seconds"): _RANGE,
-             ("stripe", "plan_seconds"): "P / stripe count blocks on each writer, and every rank lists the stripes",
-             ("stripe", "sender_plan_seconds"): "every rank lists the record's stripes: record / stripe size"}
+             ("stripe", "plan_seconds"): "P / stripe count blocks on each writer",
+             ("stripe", "sender_plan_seconds"): "every rank tables the record's stripes (three numbers each): record / "
+                                                "stripe size"}
 
 
 
