@@ -14,12 +14,11 @@ How the matches are found:
   most ``2 ndim - 1`` hyperslabs ("pieces", each contiguous in the local buffer). Every rank intersects
   its own pieces with the other side's pieces that meet them, found in a :class:`PieceMap` of every
   rank's pieces: worked out by arithmetic where the pieces follow from a few numbers
-  (:class:`GridPieces`: a process grid's blocks; :class:`SlabPieces`: writers' slabs, found by their
-  flat span), so that a rank looks only at the ranks it exchanges with, whatever the job's size; else
-  a list of every rank's (allgathered
-  descriptions, boxes given one by one: :class:`ListedPieces`). Each intersection is a
-  ``Create_subarray`` of the local array (halo included when present) on both sides, so nothing is
-  ever enumerated per element: the transpose of a 700 M-element field costs a handful of box
+  (:class:`GridPieces`: a process grid's blocks; :class:`RangePieces`: writers' flat ranges, found by
+  their span), so that a rank looks only at the ranks it exchanges with, whatever the job's size; else
+  a list of every rank's (allgathered descriptions, boxes given one by one: :class:`ListedPieces`).
+  Each intersection is a ``Create_subarray`` of the local array (halo included when present) on both
+  sides, so nothing is ever enumerated per element: the transpose of a 700 M-element field costs a handful of box
   intersections;
 - an offsets layout anywhere: no rank can know the others' offsets, so every rank routes its runs
   ``(flat start, length, local position)`` (a box sends its rows, offsets their consecutive stretches)
