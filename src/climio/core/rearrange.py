@@ -18,8 +18,8 @@ How the matches are found:
   their span), so that a rank looks only at the ranks it exchanges with, whatever the job's size; else
   a list of every rank's (allgathered descriptions, boxes given one by one: :class:`ListedPieces`).
   Each intersection is a ``Create_subarray`` of the local array (halo included when present) on both
-  sides, so nothing is ever enumerated per element: the transpose of a 700 M-element field costs a handful of box
-  intersections;
+  sides, so nothing is ever enumerated per element: the transpose of a 700 M-element field costs a
+  handful of box intersections;
 - an offsets layout anywhere: no rank can know the others' offsets, so every rank routes its runs
   ``(flat start, length, local position)`` (a box sends its rows, offsets their consecutive stretches)
   to a directory rank that owns that part of the flat index space (block-distributed). The directory
