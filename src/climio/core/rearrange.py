@@ -405,9 +405,10 @@ def _subtract(lo: np.ndarray, hi: np.ndarray, cut_lo: np.ndarray,
 def _first_holders(dests: PieceMap, rank: np.ndarray, index: np.ndarray, lo: np.ndarray, hi: np.ndarray
                    ) -> tuple[tuple[np.ndarray, ...], bool]:
     """Each destination piece ``(rank, index, lo, hi)`` less the pieces before it (lower rank, or the same rank
-    and a lower index: ``dests`` numbers pieces by their index, as maps whose pieces may overlap do): backward, an element held by several destinations is sent by the first only, as MPI
-    may not receive into one place twice. Returns rows ``(piece, lo, hi, region index)``, ``piece`` a row of
-    the pieces given, and whether any piece lost something."""
+    and a lower index: ``dests`` numbers pieces by their index, as maps whose pieces may overlap do): backward,
+    an element held by several destinations is sent by the first only, as MPI may not receive into one place
+    twice. Returns rows ``(piece, lo, hi, region index)``, ``piece`` a row of the pieces given, and whether any
+    piece lost something."""
     query, other, other_index, other_lo, other_hi = dests.meeting(lo, hi)
     earlier = (other < rank[query]) | ((other == rank[query]) & (other_index < index[query]))
     query, other_lo, other_hi = query[earlier], other_lo[earlier], other_hi[earlier]

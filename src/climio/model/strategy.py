@@ -32,8 +32,8 @@ from climio.core.ncio.modes import EVERY_STRATEGY, MODES
 from climio.core.rearrange import BoxLayout, Layout, PieceMap, flat_boxes
 from climio.errors import ClimioError
 from climio.model.decomposition import GridDecomposition, PointDecomposition
-from climio.model.route import (BandWriters, RangeWriters, Route, Writers, even_ranges, hole_runs, node_of, runs_of, spread,
-                                stripe_ranges)
+from climio.model.route import (BandWriters, RangeWriters, Route, Writers, even_ranges, hole_runs, node_of, runs_of,
+                                spread, stripe_ranges)
 
 if TYPE_CHECKING:
     from mpi4py import MPI
