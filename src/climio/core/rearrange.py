@@ -479,7 +479,7 @@ class ListedPieces(PieceMap):
     whole: time and memory grow with the pieces listed."""
 
     def __init__(self, shape: tuple[int, ...], described: dict[int, Description], *, disjoint: bool = False) -> None:
-        """``disjoint``: the caller knows that no two pieces overlap (a strategy's writers)."""
+        """``disjoint``: the caller knows that no two pieces overlap (boxes checked when they were given)."""
         self._disjoint = disjoint
         boxes = {r: d for r, d in described.items() if d[0] == "box"}
         parts = {r: _pieces(d) for r, d in described.items() if d[0] != "box" and len(d[2])}  # runs, not none
@@ -586,14 +586,14 @@ class RangePieces(PieceMap):
         self._by_rank, self._starts, self._counts = by_rank, starts, counts
         self.place = np.empty(self.rank.size, np.int64)  # each range's place among its writer's
         self.place[by_rank] = np.arange(self.rank.size) - np.repeat(starts, counts)
-        self._cut: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._cut: dict[int, tuple[list[Hyperslab], np.ndarray, np.ndarray]] = {}
 
-    def _boxes(self, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Range ``k``'s hyperslabs' low and high corners."""
+    def _boxes(self, k: int) -> tuple[list[Hyperslab], np.ndarray, np.ndarray]:
+        """Range ``k``'s hyperslabs, and their low and high corners."""
         if k not in self._cut:
             boxes = flat_boxes(int(self.first[k]), int(self.end[k]), self.shape)
             lo = np.array([b.start for b in boxes], np.int64).reshape(-1, len(self.shape))
-            self._cut[k] = (lo, lo + np.array([b.count for b in boxes], np.int64).reshape(-1, len(self.shape)))
+            self._cut[k] = (boxes, lo, lo + np.array([b.count for b in boxes], np.int64).reshape(-1, len(self.shape)))
         return self._cut[k]
 
     @property
@@ -610,7 +610,7 @@ class RangePieces(PieceMap):
 
     def slabs_of(self, rank: int) -> list[Hyperslab]:
         """Rank ``rank``'s hyperslabs, in its buffer's order."""
-        return [b for k in self.ranges_of(rank) for b in flat_boxes(int(self.first[k]), int(self.end[k]), self.shape)]
+        return [b for k in self.ranges_of(rank) for b in self._boxes(int(k))[0]]
 
     def meeting(self, lo: np.ndarray, hi: np.ndarray) -> Found:
         found: list[tuple[np.ndarray, ...]] = []
@@ -619,7 +619,7 @@ class RangePieces(PieceMap):
             a = np.searchsorted(self.end, first, side="right")  # the ranges each of the query's runs reaches
             many = np.maximum(np.searchsorted(self.first, first + length, side="left") - a, 0)
             for k in np.unique(np.repeat(a, many) + _ramp(many)).tolist():
-                p_lo, p_hi = self._boxes(k)
+                _, p_lo, p_hi = self._boxes(k)
                 meet = np.flatnonzero(np.all(np.minimum(p_hi, hi[q]) > np.maximum(p_lo, lo[q]), axis=1))
                 found.append((np.full(meet.size, q, np.int64), np.full(meet.size, self.rank[k], np.int64),
                               self.place[k] * self.KEY + meet, p_lo[meet], p_hi[meet]))
@@ -635,7 +635,7 @@ class RangePieces(PieceMap):
         boxes = [self._boxes(int(k)) for k in self.ranges_of(rank)]
         if not boxes:
             return np.zeros((0, ndim), np.int64), np.zeros((0, ndim), np.int64)
-        return np.concatenate([b[0] for b in boxes]), np.concatenate([b[1] for b in boxes])
+        return np.concatenate([b[1] for b in boxes]), np.concatenate([b[2] for b in boxes])
 
     @property
     def holders(self) -> int:
